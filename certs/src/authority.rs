@@ -1,0 +1,160 @@
+//! The CA: creation, loading, and signing under a fixed policy.
+//!
+//! A CSR only contributes its public key and its common name. Everything else
+//! (validity, serial, CA flag, key usages, EKUs, SAN) is set here, so a
+//! request can never obtain CA rights or the overlord mark.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
+};
+use ring::rand::{SecureRandom, SystemRandom};
+use time::{Duration, OffsetDateTime};
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::{CertError, Result};
+
+/// Validity of minion and overlord certificates (Func: 10 years).
+const LEAF_DAYS: i64 = 3650;
+/// Validity of the CA certificate.
+const CA_DAYS: i64 = 7300;
+
+/// A loaded CA: its certificate (PEM) and an issuer holding its key.
+pub struct Authority {
+    cert_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+/// A certificate the CA issued.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    pub name: String,
+    pub cert_pem: String,
+    /// Serial number, big-endian bytes.
+    pub serial: Vec<u8>,
+}
+
+impl Authority {
+    /// Creates a new self-signed CA named `cn`. Returns the CA and its key PEM.
+    pub fn create(cn: &str) -> Result<(Self, String)> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.distinguished_name.push(DnType::OrganizationName, "certmaster");
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        set_validity(&mut params, CA_DAYS);
+        params.serial_number = Some(random_serial()?);
+        let cert = params.self_signed(&key)?;
+        let key_pem = key.serialize_pem();
+        let issuer = Issuer::new(params, key);
+        Ok((Self { cert_pem: cert.pem(), issuer }, key_pem))
+    }
+
+    /// Loads a CA from its certificate and key PEM.
+    pub fn load(cert_pem: &str, key_pem: &str) -> Result<Self> {
+        let key = KeyPair::from_pem(key_pem)?;
+        let issuer = Issuer::from_ca_cert_pem(cert_pem, key)?;
+        Ok(Self { cert_pem: cert_pem.to_string(), issuer })
+    }
+
+    /// The CA certificate, PEM.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// Signs a minion's CSR under the fixed policy. The name is the CSR's CN,
+    /// which must be a plain host name.
+    pub fn sign_csr(&self, csr_pem: &str) -> Result<Signed> {
+        let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+        let name = csr_common_name(&csr)?;
+        let params = leaf_params(&name, &[ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth])?;
+        self.sign(name, params, &csr.public_key)
+    }
+
+    /// Issues the overlord's client certificate for `key`: client auth plus the
+    /// overlord mark, which no CSR can obtain.
+    pub fn issue_overlord(&self, name: &str, key: &KeyPair) -> Result<Signed> {
+        let purposes = [
+            ExtendedKeyUsagePurpose::ClientAuth,
+            ExtendedKeyUsagePurpose::Other(common::identity::OVERLORD_EKU_OID.to_vec()),
+        ];
+        let params = leaf_params(name, &purposes)?;
+        self.sign(name.to_string(), params, key)
+    }
+
+    fn sign(&self, name: String, params: CertificateParams, key: &impl rcgen::PublicKeyData) -> Result<Signed> {
+        let serial = params.serial_number.as_ref().map(|s| s.to_bytes()).unwrap_or_default();
+        let cert = params.signed_by(key, &self.issuer)?;
+        Ok(Signed { name, cert_pem: cert.pem(), serial })
+    }
+}
+
+/// The common name a CSR asks for, if it is a plain host name.
+pub fn csr_name(csr_pem: &str) -> Result<String> {
+    let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+    csr_common_name(&csr)
+}
+
+fn csr_common_name(csr: &CertificateSigningRequestParams) -> Result<String> {
+    let name = dn_text(csr.params.distinguished_name.get(&DnType::CommonName)).ok_or(CertError::NoName)?;
+    if !common::identity::is_valid_host_name(&name) {
+        return Err(CertError::BadName(common::paths::shorten(&name)));
+    }
+    Ok(name)
+}
+
+fn dn_text(v: Option<&rcgen::DnValue>) -> Option<String> {
+    match v? {
+        rcgen::DnValue::Utf8String(s) => Some(s.clone()),
+        rcgen::DnValue::PrintableString(s) => Some(s.as_str().to_string()),
+        rcgen::DnValue::Ia5String(s) => Some(s.as_str().to_string()),
+        rcgen::DnValue::TeletexString(s) => Some(s.as_str().to_string()),
+        _ => None,
+    }
+}
+
+fn leaf_params(name: &str, purposes: &[ExtendedKeyUsagePurpose]) -> Result<CertificateParams> {
+    let mut params = CertificateParams::new(vec![name.to_string()])?;
+    params.distinguished_name = DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.extended_key_usages = purposes.to_vec();
+    params.use_authority_key_identifier_extension = true;
+    params.serial_number = Some(random_serial()?);
+    set_validity(&mut params, LEAF_DAYS);
+    Ok(params)
+}
+
+fn set_validity(params: &mut CertificateParams, days: i64) {
+    let now = OffsetDateTime::now_utc();
+    params.not_before = now - Duration::hours(1);
+    params.not_after = now + Duration::days(days);
+}
+
+fn random_serial() -> Result<SerialNumber> {
+    let mut bytes = [0u8; 16];
+    SystemRandom::new().fill(&mut bytes).map_err(|_| CertError::Rcgen(rcgen::Error::RingUnspecified))?;
+    bytes[0] &= 0x7f;
+    bytes[0] |= 0x01; // never a leading zero byte, so the DER length is stable
+    Ok(SerialNumber::from_slice(&bytes))
+}
+
+/// Serial number (big-endian) and common name of a PEM certificate.
+pub fn cert_serial_and_name(cert_pem: &str) -> Result<(Vec<u8>, String)> {
+    use rustls_pem::first_der;
+    let der = first_der(cert_pem).ok_or(CertError::BadCertificate)?;
+    let (_, cert) = X509Certificate::from_der(&der).map_err(|_| CertError::BadCertificate)?;
+    let cn = cert.subject().iter_common_name().next().and_then(|a| a.as_str().ok()).unwrap_or("").to_string();
+    Ok((cert.raw_serial().to_vec(), cn))
+}
+
+mod rustls_pem {
+    /// DER bytes of the first PEM block.
+    pub(super) fn first_der(pem: &str) -> Option<Vec<u8>> {
+        let parsed = x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()).next()?.ok()?;
+        Some(parsed.contents)
+    }
+}

@@ -1,0 +1,19 @@
+//! Types shared by several Func crates, and nothing else: the XML-RPC codec and
+//! its limits, TLS configuration for both ends of a mutual-TLS connection, peer
+//! identities, Func's INI config files and the `--root` path scheme.
+//!
+//! # Layout
+//! - [`paths`]: every file location below a `--root` (DESIGN §3).
+//! - [`config`]: Func's INI files (`[main]`, `key = value`).
+//! - [`xmlrpc`]: request/response/fault codec on `dxr`, limits, lenient
+//!   argument accessors, the `REMOTE_ERROR` value.
+//! - [`identity`]: who a certificate names (CN, OpenSSL subject hash, overlord mark).
+//! - [`tls`]: rustls server and client configurations (ring provider only).
+
+pub mod config;
+pub mod identity;
+pub mod paths;
+pub mod tls;
+pub mod xmlrpc;
+
+pub use dxr::Value;

@@ -1,0 +1,98 @@
+//! rustls configurations for both ends of Func's mutual TLS, with the ring
+//! provider only (never aws-lc-rs) and TLS 1.2/1.3.
+//!
+//! - [`server_config`]: a minion's server; client certificates are required
+//!   and must chain to the CA; an optional CRL refuses cleaned certificates.
+//! - [`client_config`]: the overlord (or any caller) presenting its own
+//!   certificate and checking the server's name against its certificate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {what} {path}: {detail}")]
+    Read { what: &'static str, path: PathBuf, detail: String },
+    #[error("{what} {path} holds no PEM item")]
+    Empty { what: &'static str, path: PathBuf },
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// All certificates of a PEM file.
+pub fn load_certs(path: &Path, what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let read = |detail: String| TlsError::Read { what, path: path.to_path_buf(), detail };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| read(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| read(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(TlsError::Empty { what, path: path.to_path_buf() });
+    }
+    Ok(certs)
+}
+
+/// The private key of a PEM file.
+pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::Read { what: "private key", path: path.to_path_buf(), detail: e.to_string() })
+}
+
+/// A CRL from a PEM file.
+pub fn load_crl(path: &Path) -> Result<CertificateRevocationListDer<'static>, TlsError> {
+    CertificateRevocationListDer::from_pem_file(path).map_err(|e| TlsError::Read { what: "CRL", path: path.to_path_buf(), detail: e.to_string() })
+}
+
+fn roots(ca: &Path) -> Result<Arc<RootCertStore>, TlsError> {
+    let mut store = RootCertStore::empty();
+    for cert in load_certs(ca, "CA certificate")? {
+        store.add(cert).map_err(|e| TlsError::Config(format!("CA certificate {}: {e}", ca.display())))?;
+    }
+    Ok(Arc::new(store))
+}
+
+/// Files a TLS endpoint presents: its key, its certificate, and the CA it trusts.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub key: PathBuf,
+    pub cert: PathBuf,
+    pub ca: PathBuf,
+}
+
+/// A server that requires a client certificate chained to `creds.ca`.
+pub fn server_config(creds: &Credentials, crls: Vec<CertificateRevocationListDer<'static>>) -> Result<ServerConfig, TlsError> {
+    let provider = provider();
+    let verifier = WebPkiClientVerifier::builder_with_provider(roots(&creds.ca)?, provider.clone())
+        .with_crls(crls)
+        .allow_unknown_revocation_status()
+        .build()
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let mut cfg = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
+/// A client presenting `creds.cert` and trusting only `creds.ca`.
+pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
+    let mut cfg = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .with_root_certificates(roots(&creds.ca)?)
+        .with_client_auth_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
