@@ -1,0 +1,21 @@
+//! `funcd`, the Func minion: an HTTPS XML-RPC server with mutual TLS that runs
+//! module methods for the overlord (DESIGN §4–§5).
+//!
+//! # Layout
+//! - [`config`]: `etc/func/minion.conf` plus command-line overrides.
+//! - [`server`]: accept loop, TLS handshake and HTTP/1.1 handling with limits.
+//! - [`dispatch`]: one call: ACL check, audit line, module lookup, blocking work
+//!   off the async threads, `REMOTE_ERROR` values and faults.
+//! - [`acl`]: Func's `minion-acl.d/*.acl` files.
+//! - [`audit`]: `var/log/func/audit.log`, one line per call.
+//! - [`modules`]: the module trait, the registry, and one file per module.
+
+pub mod acl;
+pub mod audit;
+pub mod config;
+pub mod dispatch;
+pub mod modules;
+pub mod server;
+
+pub use config::MinionConfig;
+pub use server::{serve, Minion};

@@ -1,1 +1,98 @@
-fn main(){}
+//! `funcd`: parses arguments, reads the config, binds, optionally daemonises
+//! (before any runtime exists: tokio must not be forked), then serves.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Parser;
+use common::paths::Root;
+use minion::config::{MinionConfig, Overrides};
+use minion::modules::Registry;
+use minion::Minion;
+
+/// The Func minion daemon.
+#[derive(Parser, Debug)]
+#[command(name = "funcd", version, about = "Func minion: serves module methods over XML-RPC on HTTPS with mutual TLS")]
+struct Cli {
+    /// Read and write only below this directory.
+    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
+    root: PathBuf,
+    /// Minion name (certificate CN); default: minion_name from minion.conf, else the host name.
+    #[arg(long)]
+    name: Option<String>,
+    /// Address to listen on (port 0 picks a free port); default from minion.conf, else 0.0.0.0:51234.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Stay in the foreground (the default).
+    #[arg(long, conflicts_with = "daemon")]
+    foreground: bool,
+    /// Detach from the terminal and write var/run/funcd.pid below the root.
+    #[arg(long)]
+    daemon: bool,
+    /// Print the loaded modules and exit.
+    #[arg(long)]
+    list_modules: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("funcd: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    if cli.list_modules {
+        for module in Registry::standard().modules() {
+            println!("{}", module.name());
+        }
+        return Ok(());
+    }
+    let root_dir = std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
+    let root = Root::new(root_dir);
+    let config = MinionConfig::load(root.clone(), Overrides { name: cli.name, listen: cli.listen }).context("reading the minion configuration")?;
+    let minion = Minion::new(config).context("preparing the minion")?;
+    let listener = std::net::TcpListener::bind(minion.config.listen).with_context(|| format!("binding {}", minion.config.listen))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    // One line on stdout that scripts and tests read to learn the port.
+    println!("funcd {} listening on {bound}", minion.config.name);
+    std::io::stdout().flush().ok();
+    if cli.daemon {
+        nix::unistd::daemon(false, false).context("daemonising")?;
+        let pid_file = root.run_dir().join("funcd.pid");
+        std::fs::create_dir_all(root.run_dir()).context("creating var/run")?;
+        std::fs::write(&pid_file, format!("{}\n", std::process::id())).with_context(|| format!("writing {}", pid_file.display()))?;
+    }
+    listener.set_nonblocking(true).context("configuring the listener")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
+        minion::serve(Arc::new(minion), listener, shutdown_signal()).await.context("serving")
+    })
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
+            }
+        }
+        _ => std::future::pending::<()>().await,
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,61 @@
+//! One XML-RPC call, from decoded request to reply: ACL check (a fault, code
+//! 1), audit line, then the method on a blocking thread so slow methods never
+//! stall other callers. Method failures and unknown methods are values
+//! (`REMOTE_ERROR` lists), as in Func.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use common::identity::PeerIdentity;
+use common::xmlrpc::{self, FAULT_FUNC};
+use common::Value;
+
+use crate::modules::{Context, MethodError};
+use crate::server::Minion;
+
+/// The body of an HTTP 200 reply: a response or a fault.
+pub enum Reply {
+    Value(Value),
+    Fault { code: i32, message: String },
+}
+
+impl Reply {
+    /// Encodes the reply; a value that cannot be encoded becomes a fault.
+    pub fn encode(self, max_depth: usize) -> String {
+        match self {
+            Reply::Value(v) => match xmlrpc::encode_response(v, max_depth) {
+                Ok(xml) => xml,
+                Err(e) => xmlrpc::encode_fault(FAULT_FUNC, &format!("<class 'OverflowError'>:cannot encode result: {e}")),
+            },
+            Reply::Fault { code, message } => xmlrpc::encode_fault(code, &message),
+        }
+    }
+}
+
+/// Runs one call for `who`.
+pub async fn call(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, method: String, params: Vec<Value>) -> Reply {
+    if !minion.acl.allows(&who, &method) {
+        tracing::info!(caller = %who.acl_key(), method = %common::paths::shorten(&method), "ACL denied");
+        return Reply::Fault {
+            code: FAULT_FUNC,
+            message: format!("<class 'func.minion.codes.AccessToMethodDenied'>:{} may not call {}", who.acl_key(), common::paths::shorten(&method)),
+        };
+    }
+    minion.audit.record(peer, &who, &method, &params);
+    let worker = Arc::clone(&minion);
+    let joined = tokio::task::spawn_blocking(move || {
+        let ctx = Context { root: &worker.config.root, copyfile_dirs: &worker.config.copyfile_dirs, registry: &worker.registry };
+        worker.registry.call(&ctx, &method, &params)
+    })
+    .await;
+    let value = match joined {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => e.into_value(),
+        Err(join) => {
+            // A panicking module is a bug; the caller still gets an error value.
+            tracing::error!(error = %join, "module panicked");
+            MethodError::new("exceptions.Exception", "internal error in module").into_value()
+        }
+    };
+    Reply::Value(value)
+}
