@@ -1,0 +1,5 @@
+//! Test-support code shared by the integration tests and the tools in
+//! `src/bin` (test PKI, benchmarks): where the built binaries are, and a
+//! guard that owns a running `funcd` and ends it on drop.
+
+pub mod fixture;

@@ -1,1 +1,11 @@
+//! Integration tests: each starts the real `funcd` on loopback with its own
+//! `--root` and an ephemeral port (see `func_tests::fixture`).
 
+// Calls and their results over the wire: modules, REMOTE_ERROR, ACLs, audit.
+mod minion_calls;
+// Malformed, oversized, hostile and slow input on the wire and on the command line.
+mod minion_bad_input;
+// Mutual TLS: who is refused, and the overlord's server-name check.
+mod minion_tls;
+// Shared helpers for these tests.
+mod helper;

@@ -131,9 +131,12 @@ impl Registry {
         self.modules.get(name).map(|m| m.as_ref())
     }
 
-    /// Unqualified method names of a module, its own then the base ones.
+    /// Unqualified method names of a module, its own then the base ones
+    /// (a module's own method of the same name wins, as `system.list_methods`).
     pub fn method_names(module: &dyn Module) -> Vec<&'static str> {
-        module.methods().iter().map(|m| m.name).chain(BASE_METHODS).collect()
+        let own: Vec<&'static str> = module.methods().iter().map(|m| m.name).collect();
+        let base = BASE_METHODS.into_iter().filter(|b| !own.contains(b));
+        own.iter().copied().chain(base).collect()
     }
 
     /// Every `module.method` name, sorted.
@@ -164,6 +167,9 @@ impl Registry {
             return Err(MethodError::new(INVALID_METHOD, format!("method {} does not exist", common::paths::shorten(qualified))));
         };
         let args = Args::new(method, params);
+        if module.methods().iter().any(|m| m.name == method) {
+            return module.call(ctx, method, args);
+        }
         match method {
             "module_version" => no_args(args).map(|_| Value::String(module.version().into())),
             "module_api_version" => no_args(args).map(|_| Value::String(module.api_version().into())),
@@ -222,5 +228,8 @@ mod tests {
         }
         assert!(reg.exists("test.ping") && reg.exists("test.module_version"));
         assert!(!reg.exists("test.nope") && !reg.exists("nope.ping") && !reg.exists("ping"));
+        let mut deduped = names.clone();
+        deduped.dedup();
+        assert_eq!(deduped, names, "no method is listed twice");
     }
 }

@@ -1,0 +1,96 @@
+//! A keep-alive XML-RPC client for one minion: TCP connect and TLS handshake
+//! under a deadline, the overlord's client certificate, and a check that the
+//! minion's certificate names the minion we meant to call (TLS server name).
+//! A fault from the minion is a value ([`CallError::Fault`]) distinct from
+//! transport failures, so callers can report each host on its own.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::xmlrpc::{self, DecodeError, Limits};
+use common::Value;
+use http::{header, Request, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// Largest response accepted from a minion (a big `command.run` output fits).
+pub const MAX_RESPONSE: usize = 256 << 20;
+
+/// Why a call did not produce a value.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("cannot connect to {addr}: {detail}")]
+    Connect { addr: SocketAddr, detail: String },
+    #[error("TLS with {name} failed: {detail}")]
+    Tls { name: String, detail: String },
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("HTTP error: {0}")]
+    Http(String),
+    #[error("minion answered HTTP {0}")]
+    Status(StatusCode),
+    #[error("undecodable response: {0}")]
+    Decode(#[from] DecodeError),
+    #[error("cannot encode call: {0}")]
+    Encode(String),
+    #[error("fault {code}: {message}")]
+    Fault { code: i32, message: String },
+}
+
+/// One open connection to one minion.
+pub struct MinionClient {
+    sender: http1::SendRequest<Full<Bytes>>,
+    name: String,
+    timeout: Duration,
+    limits: Limits,
+}
+
+impl MinionClient {
+    /// Connects to `addr`, expecting a certificate for `name`.
+    pub async fn connect(addr: SocketAddr, name: &str, tls: Arc<rustls::ClientConfig>, timeout: Duration) -> Result<Self, CallError> {
+        let server_name = ServerName::try_from(name.to_string()).map_err(|e| CallError::Tls { name: name.into(), detail: e.to_string() })?;
+        let connect = async {
+            let tcp = TcpStream::connect(addr).await.map_err(|e| CallError::Connect { addr, detail: e.to_string() })?;
+            let _ = tcp.set_nodelay(true);
+            let stream = TlsConnector::from(tls).connect(server_name, tcp).await.map_err(|e| CallError::Tls { name: name.into(), detail: e.to_string() })?;
+            let (sender, conn) = http1::handshake(TokioIo::new(stream)).await.map_err(|e| CallError::Http(e.to_string()))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Ok::<_, CallError>(sender)
+        };
+        let sender = tokio::time::timeout(timeout, connect).await.map_err(|_| CallError::Timeout(timeout))??;
+        Ok(Self { sender, name: name.to_string(), timeout, limits: Limits { max_body: MAX_RESPONSE, max_depth: xmlrpc::DEFAULT_MAX_DEPTH } })
+    }
+
+    /// Calls `method` with `params`; a fault becomes [`CallError::Fault`].
+    pub async fn call(&mut self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
+        let body = xmlrpc::encode_call(method, params, self.limits.max_depth).map_err(|e| CallError::Encode(e.to_string()))?;
+        let request = Request::post("/RPC2")
+            .header(header::HOST, self.name.as_str())
+            .header(header::CONTENT_TYPE, "text/xml")
+            .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")))
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| CallError::Http(e.to_string()))?;
+        let exchange = async {
+            self.sender.ready().await.map_err(|e| CallError::Http(e.to_string()))?;
+            let resp = self.sender.send_request(request).await.map_err(|e| CallError::Http(e.to_string()))?;
+            if resp.status() != StatusCode::OK {
+                return Err(CallError::Status(resp.status()));
+            }
+            let bytes = Limited::new(resp.into_body(), self.limits.max_body).collect().await.map_err(|e| CallError::Http(e.to_string()))?.to_bytes();
+            Ok(bytes)
+        };
+        let bytes = tokio::time::timeout(self.timeout, exchange).await.map_err(|_| CallError::Timeout(self.timeout))??;
+        match xmlrpc::decode_response(&bytes, &self.limits)? {
+            Ok(v) => Ok(v),
+            Err(f) => Err(CallError::Fault { code: f.code(), message: f.string().to_string() }),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Helpers for the integration tests: a started minion with its PKI, a
+//! runtime, an overlord client, and raw TLS connections for hostile input.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::paths::Root;
+use common::Value;
+use func_tests::fixture::{write_file, FuncdProcess, Pki};
+use overlord::{CallError, MinionClient};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A PKI plus one running minion; both cleaned up on drop.
+pub struct OneMinion {
+    pub minion: FuncdProcess,
+    pub pki: Pki,
+    pub root: Root,
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl OneMinion {
+    pub fn start(name: &str) -> Self {
+        Self::start_with(name, "", "")
+    }
+
+    /// Starts with extra `[main]` lines in minion.conf and an optional ACL file.
+    pub fn start_with(name: &str, conf: &str, acl: &str) -> Self {
+        let pki = Pki::new();
+        let root = pki.minion_root(name);
+        if !conf.is_empty() {
+            write_file(&root.minion_conf(), &format!("[main]\n{conf}\n"));
+        }
+        if !acl.is_empty() {
+            write_file(&root.acl_dir().join("test.acl"), acl);
+        }
+        let minion = FuncdProcess::start(&root, name).expect("funcd starts");
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        Self { minion, pki, root, rt }
+    }
+
+    pub fn overlord_tls(&self) -> Arc<rustls::ClientConfig> {
+        Pki::client_tls(&self.pki.overlord())
+    }
+
+    /// One call as the overlord on a fresh connection.
+    pub fn call(&self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
+        let tls = self.overlord_tls();
+        let (addr, name) = (self.minion.addr, self.minion.name.clone());
+        self.rt.block_on(async move {
+            let mut c = MinionClient::connect(addr, &name, tls, Duration::from_secs(20)).await?;
+            c.call(method, params).await
+        })
+    }
+
+    /// Sends raw bytes over a TLS connection as the overlord and returns
+    /// everything the minion sends back until it closes (or 20 s pass).
+    pub fn raw(&self, request: Vec<u8>, half_close: bool) -> Vec<u8> {
+        let tls = self.overlord_tls();
+        let (addr, name) = (self.minion.addr, self.minion.name.clone());
+        self.rt.block_on(async move {
+            let tcp = TcpStream::connect(addr).await.expect("connect");
+            let server = rustls::pki_types::ServerName::try_from(name).expect("name");
+            let mut stream = tokio_rustls::TlsConnector::from(tls).connect(server, tcp).await.expect("tls");
+            let _ = stream.write_all(&request).await;
+            if half_close {
+                let _ = stream.shutdown().await;
+            }
+            let mut out = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await;
+            out
+        })
+    }
+}
+
+/// An HTTP POST of `body` to `/RPC2`, asking to close after the reply.
+pub fn post(body: &[u8]) -> Vec<u8> {
+    let mut req = format!("POST /RPC2 HTTP/1.1\r\nHost: m\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).into_bytes();
+    req.extend_from_slice(body);
+    req
+}
+
+/// Status code of a raw HTTP response.
+pub fn status(resp: &[u8]) -> u16 {
+    String::from_utf8_lossy(resp).split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+pub fn s(text: &str) -> Value {
+    Value::String(text.into())
+}
+
+/// `["REMOTE_ERROR", type, message, ...]` → (type, message).
+pub fn remote_error(v: &Value) -> Option<(String, String)> {
+    match v {
+        Value::Array(a) if common::xmlrpc::is_remote_error(v) => match (a.get(1), a.get(2)) {
+            (Some(Value::String(t)), Some(Value::String(m))) => Some((t.clone(), m.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
