@@ -5,8 +5,8 @@
 //! request can never obtain CA rights or the overlord mark.
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
+    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
+    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
 };
 use ring::rand::{SecureRandom, SystemRandom};
 use time::{Duration, OffsetDateTime};
@@ -41,22 +41,37 @@ impl Authority {
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
         params.distinguished_name.push(DnType::CommonName, cn);
-        params.distinguished_name.push(DnType::OrganizationName, "certmaster");
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "certmaster");
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         set_validity(&mut params, CA_DAYS);
         params.serial_number = Some(random_serial()?);
         let cert = params.self_signed(&key)?;
         let key_pem = key.serialize_pem();
         let issuer = Issuer::new(params, key);
-        Ok((Self { cert_pem: cert.pem(), issuer }, key_pem))
+        Ok((
+            Self {
+                cert_pem: cert.pem(),
+                issuer,
+            },
+            key_pem,
+        ))
     }
 
     /// Loads a CA from its certificate and key PEM.
     pub fn load(cert_pem: &str, key_pem: &str) -> Result<Self> {
         let key = KeyPair::from_pem(key_pem)?;
         let issuer = Issuer::from_ca_cert_pem(cert_pem, key)?;
-        Ok(Self { cert_pem: cert_pem.to_string(), issuer })
+        Ok(Self {
+            cert_pem: cert_pem.to_string(),
+            issuer,
+        })
     }
 
     /// The CA certificate, PEM.
@@ -67,9 +82,16 @@ impl Authority {
     /// Signs a minion's CSR under the fixed policy. The name is the CSR's CN,
     /// which must be a plain host name.
     pub fn sign_csr(&self, csr_pem: &str) -> Result<Signed> {
-        let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
+            .map_err(|_| CertError::BadRequest)?;
         let name = csr_common_name(&csr)?;
-        let params = leaf_params(&name, &[ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth])?;
+        let params = leaf_params(
+            &name,
+            &[
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        )?;
         self.sign(name, params, &csr.public_key)
     }
 
@@ -84,21 +106,36 @@ impl Authority {
         self.sign(name.to_string(), params, key)
     }
 
-    fn sign(&self, name: String, params: CertificateParams, key: &impl rcgen::PublicKeyData) -> Result<Signed> {
-        let serial = params.serial_number.as_ref().map(|s| s.to_bytes()).unwrap_or_default();
+    fn sign(
+        &self,
+        name: String,
+        params: CertificateParams,
+        key: &impl rcgen::PublicKeyData,
+    ) -> Result<Signed> {
+        let serial = params
+            .serial_number
+            .as_ref()
+            .map(|s| s.to_bytes())
+            .unwrap_or_default();
         let cert = params.signed_by(key, &self.issuer)?;
-        Ok(Signed { name, cert_pem: cert.pem(), serial })
+        Ok(Signed {
+            name,
+            cert_pem: cert.pem(),
+            serial,
+        })
     }
 }
 
 /// The common name a CSR asks for, if it is a plain host name.
 pub fn csr_name(csr_pem: &str) -> Result<String> {
-    let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+    let csr =
+        CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
     csr_common_name(&csr)
 }
 
 fn csr_common_name(csr: &CertificateSigningRequestParams) -> Result<String> {
-    let name = dn_text(csr.params.distinguished_name.get(&DnType::CommonName)).ok_or(CertError::NoName)?;
+    let name =
+        dn_text(csr.params.distinguished_name.get(&DnType::CommonName)).ok_or(CertError::NoName)?;
     if !common::identity::is_valid_host_name(&name) {
         return Err(CertError::BadName(common::paths::shorten(&name)));
     }
@@ -120,7 +157,10 @@ fn leaf_params(name: &str, purposes: &[ExtendedKeyUsagePurpose]) -> Result<Certi
     params.distinguished_name = DistinguishedName::new();
     params.distinguished_name.push(DnType::CommonName, name);
     params.is_ca = IsCa::ExplicitNoCa;
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     params.extended_key_usages = purposes.to_vec();
     params.use_authority_key_identifier_extension = true;
     params.serial_number = Some(random_serial()?);
@@ -136,7 +176,9 @@ fn set_validity(params: &mut CertificateParams, days: i64) {
 
 fn random_serial() -> Result<SerialNumber> {
     let mut bytes = [0u8; 16];
-    SystemRandom::new().fill(&mut bytes).map_err(|_| CertError::Rcgen(rcgen::Error::RingUnspecified))?;
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| CertError::Rcgen(rcgen::Error::RingUnspecified))?;
     bytes[0] &= 0x7f;
     bytes[0] |= 0x01; // never a leading zero byte, so the DER length is stable
     Ok(SerialNumber::from_slice(&bytes))
@@ -147,14 +189,22 @@ pub fn cert_serial_and_name(cert_pem: &str) -> Result<(Vec<u8>, String)> {
     use rustls_pem::first_der;
     let der = first_der(cert_pem).ok_or(CertError::BadCertificate)?;
     let (_, cert) = X509Certificate::from_der(&der).map_err(|_| CertError::BadCertificate)?;
-    let cn = cert.subject().iter_common_name().next().and_then(|a| a.as_str().ok()).unwrap_or("").to_string();
+    let cn = cert
+        .subject()
+        .iter_common_name()
+        .next()
+        .and_then(|a| a.as_str().ok())
+        .unwrap_or("")
+        .to_string();
     Ok((cert.raw_serial().to_vec(), cn))
 }
 
 mod rustls_pem {
     /// DER bytes of the first PEM block.
     pub(super) fn first_der(pem: &str) -> Option<Vec<u8>> {
-        let parsed = x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()).next()?.ok()?;
+        let parsed = x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes())
+            .next()?
+            .ok()?;
         Some(parsed.contents)
     }
 }

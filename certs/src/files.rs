@@ -17,13 +17,27 @@ pub const PUBLIC: u32 = 0o644;
 /// Atomically writes `contents` to `path` with `mode`, creating parent
 /// directories (0755) as needed.
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
-    let io = |action, source| CertError::Io { action, path: path.to_path_buf(), source };
-    let dir = path.parent().ok_or_else(|| io("writing", std::io::Error::other("no parent directory")))?;
+    let io = |action, source| CertError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .ok_or_else(|| io("writing", std::io::Error::other("no parent directory")))?;
     fs::create_dir_all(dir).map_err(|e| io("creating the directory of", e))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&tmp)?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&tmp)?;
         f.write_all(contents)?;
         f.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -37,7 +51,11 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
 
 /// Reads a text file, naming it in the error.
 pub fn read_text(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|source| CertError::Io { action: "reading", path: path.to_path_buf(), source })
+    fs::read_to_string(path).map_err(|source| CertError::Io {
+        action: "reading",
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -52,7 +70,14 @@ mod tests {
         write_atomic(&key, b"one", PRIVATE).unwrap();
         write_atomic(&key, b"two", PRIVATE).unwrap();
         assert_eq!(fs::read(&key).unwrap(), b"two");
-        assert_eq!(fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(fs::read_dir(key.parent().unwrap()).unwrap().count(), 1, "no temp file left");
+        assert_eq!(
+            fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::read_dir(key.parent().unwrap()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
     }
 }

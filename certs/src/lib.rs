@@ -19,7 +19,11 @@ pub use authority::{Authority, Signed};
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
     #[error("{action} {path}: {source}")]
-    Io { action: &'static str, path: std::path::PathBuf, source: std::io::Error },
+    Io {
+        action: &'static str,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("certificate machinery: {0}")]
     Rcgen(#[from] rcgen::Error),
     #[error("certificate signing request cannot be read or its signature is invalid")]

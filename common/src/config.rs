@@ -19,13 +19,26 @@ pub struct Ini {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("config {path} is larger than {MAX_CONFIG_BYTES} bytes")]
     TooLarge { path: PathBuf },
     #[error("config {path} line {line}: {problem}")]
-    Syntax { path: PathBuf, line: usize, problem: &'static str },
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        problem: &'static str,
+    },
     #[error("config {path}: [{section}] {key} = {value:?} is not {expected}")]
-    Value { path: PathBuf, section: String, key: String, value: String, expected: &'static str },
+    Value {
+        path: PathBuf,
+        section: String,
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
 }
 
 impl Ini {
@@ -34,26 +47,46 @@ impl Ini {
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Self { path: path.to_path_buf(), ..Self::default() });
+                return Ok(Self {
+                    path: path.to_path_buf(),
+                    ..Self::default()
+                });
             }
-            Err(source) => return Err(ConfigError::Io { path: path.to_path_buf(), source }),
+            Err(source) => {
+                return Err(ConfigError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
         };
         if meta.len() > MAX_CONFIG_BYTES {
-            return Err(ConfigError::TooLarge { path: path.to_path_buf() });
+            return Err(ConfigError::TooLarge {
+                path: path.to_path_buf(),
+            });
         }
-        let bytes = std::fs::read(path).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let text = String::from_utf8_lossy(&bytes);
         Self::parse(path, &text)
     }
 
     /// Parses INI text; `path` only names the source in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        let mut ini = Self { path: path.to_path_buf(), sections: BTreeMap::new() };
+        let mut ini = Self {
+            path: path.to_path_buf(),
+            sections: BTreeMap::new(),
+        };
         let mut section: Option<String> = None;
         let mut last_key: Option<String> = None;
         for (idx, raw) in text.lines().enumerate() {
             let line_no = idx + 1;
-            let syntax = |problem| ConfigError::Syntax { path: path.to_path_buf(), line: line_no, problem };
+            let syntax = |problem| ConfigError::Syntax {
+                path: path.to_path_buf(),
+                line: line_no,
+                problem,
+            };
             let trimmed = raw.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with(';') {
                 continue;
@@ -69,21 +102,30 @@ impl Ini {
                 }
             }
             if let Some(rest) = trimmed.strip_prefix('[') {
-                let name = rest.strip_suffix(']').ok_or_else(|| syntax("section header without ']'"))?;
+                let name = rest
+                    .strip_suffix(']')
+                    .ok_or_else(|| syntax("section header without ']'"))?;
                 let name = name.trim().to_string();
                 ini.sections.entry(name.clone()).or_default();
                 section = Some(name);
                 last_key = None;
                 continue;
             }
-            let sec = section.as_ref().ok_or_else(|| syntax("key before any [section]"))?;
-            let split = trimmed.find(['=', ':']).ok_or_else(|| syntax("expected 'key = value'"))?;
+            let sec = section
+                .as_ref()
+                .ok_or_else(|| syntax("key before any [section]"))?;
+            let split = trimmed
+                .find(['=', ':'])
+                .ok_or_else(|| syntax("expected 'key = value'"))?;
             let key = trimmed[..split].trim().to_ascii_lowercase();
             if key.is_empty() {
                 return Err(syntax("empty key"));
             }
             let value = trimmed[split + 1..].trim().to_string();
-            ini.sections.entry(sec.clone()).or_default().insert(key.clone(), value);
+            ini.sections
+                .entry(sec.clone())
+                .or_default()
+                .insert(key.clone(), value);
             last_key = Some(key);
         }
         Ok(ini)
@@ -113,7 +155,13 @@ impl Ini {
             .filter(|v| !v.is_empty())
     }
 
-    fn typed<T>(&self, section: &str, key: &str, expected: &'static str, parse: impl Fn(&str) -> Option<T>) -> Result<Option<T>, ConfigError> {
+    fn typed<T>(
+        &self,
+        section: &str,
+        key: &str,
+        expected: &'static str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<T>, ConfigError> {
         match self.str(section, key) {
             None => Ok(None),
             Some(v) => parse(v).map(Some).ok_or_else(|| ConfigError::Value {
@@ -133,22 +181,31 @@ impl Ini {
 
     /// A float value (seconds, ratios).
     pub fn f64(&self, section: &str, key: &str) -> Result<Option<f64>, ConfigError> {
-        self.typed(section, key, "a number", |v| v.parse::<f64>().ok().filter(|f| f.is_finite()))
+        self.typed(section, key, "a number", |v| {
+            v.parse::<f64>().ok().filter(|f| f.is_finite())
+        })
     }
 
     /// A boolean in ConfigParser's spellings (`1/yes/true/on`, `0/no/false/off`).
     pub fn bool(&self, section: &str, key: &str) -> Result<Option<bool>, ConfigError> {
-        self.typed(section, key, "a boolean (yes/no)", |v| match v.to_ascii_lowercase().as_str() {
-            "1" | "yes" | "true" | "on" => Some(true),
-            "0" | "no" | "false" | "off" => Some(false),
-            _ => None,
+        self.typed(section, key, "a boolean (yes/no)", |v| {
+            match v.to_ascii_lowercase().as_str() {
+                "1" | "yes" | "true" | "on" => Some(true),
+                "0" | "no" | "false" | "off" => Some(false),
+                _ => None,
+            }
         })
     }
 
     /// A list split on commas and whitespace (Func's `ListOption`).
     pub fn list(&self, section: &str, key: &str) -> Vec<String> {
         self.str(section, key)
-            .map(|v| v.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(str::to_string).collect())
+            .map(|v| {
+                v.split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -174,7 +231,10 @@ mod tests {
     fn typed_errors_name_the_key() {
         let ini = parse("[main]\nlisten_port = lots\nautosign = maybe\n").unwrap();
         let err = ini.u64("main", "listen_port").unwrap_err().to_string();
-        assert!(err.contains("listen_port") && err.contains("whole number"), "{err}");
+        assert!(
+            err.contains("listen_port") && err.contains("whole number"),
+            "{err}"
+        );
         assert!(ini.bool("main", "autosign").is_err());
     }
 
@@ -188,8 +248,12 @@ mod tests {
 
     #[test]
     fn lists_and_continuations() {
-        let ini = parse("[main]\nforce_async = command.run, yumcmd.update\n  virt.install\n").unwrap();
-        assert_eq!(ini.list("main", "force_async"), vec!["command.run", "yumcmd.update", "virt.install"]);
+        let ini =
+            parse("[main]\nforce_async = command.run, yumcmd.update\n  virt.install\n").unwrap();
+        assert_eq!(
+            ini.list("main", "force_async"),
+            vec!["command.run", "yumcmd.update", "virt.install"]
+        );
     }
 
     #[test]

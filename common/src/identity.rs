@@ -12,7 +12,11 @@ pub const OVERLORD_EKU_OID: &[u64] = &[2, 25, 319_420_217_785_612_201];
 
 /// Dotted form of [`OVERLORD_EKU_OID`].
 pub fn overlord_oid_string() -> String {
-    OVERLORD_EKU_OID.iter().map(u64::to_string).collect::<Vec<_>>().join(".")
+    OVERLORD_EKU_OID
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// The identity a peer certificate asserts.
@@ -42,9 +46,18 @@ impl PeerIdentity {
             .extended_key_usage()
             .ok()
             .flatten()
-            .map(|eku| eku.value.other.iter().any(|oid| oid.to_id_string() == overlord_oid))
+            .map(|eku| {
+                eku.value
+                    .other
+                    .iter()
+                    .any(|oid| oid.to_id_string() == overlord_oid)
+            })
             .unwrap_or(false);
-        Ok(Self { cn, subject_hash: subject_name_hash(&cert), overlord })
+        Ok(Self {
+            cn,
+            subject_hash: subject_name_hash(&cert),
+            overlord,
+        })
     }
 
     /// Func's ACL key: `<cn>-<subject hash in decimal>`.
@@ -63,7 +76,9 @@ pub fn is_valid_host_name(name: &str) -> bool {
             !label.is_empty()
                 && label.len() <= 63
                 && !label.starts_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         })
 }
 
@@ -145,7 +160,10 @@ fn der_tlv(out: &mut Vec<u8>, tag: u8, content: &[u8]) {
         out.push(len as u8);
     } else {
         let bytes = len.to_be_bytes();
-        let first = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len() - 1);
+        let first = bytes
+            .iter()
+            .position(|b| *b != 0)
+            .unwrap_or(bytes.len() - 1);
         out.push(0x80 | (bytes.len() - first) as u8);
         out.extend_from_slice(&bytes[first..]);
     }
@@ -164,10 +182,27 @@ mod tests {
 
     #[test]
     fn host_names() {
-        for ok in ["m1", "web-1.example.com", "db_2", "127.0.0.1", &"a".repeat(63)] {
+        for ok in [
+            "m1",
+            "web-1.example.com",
+            "db_2",
+            "127.0.0.1",
+            &"a".repeat(63),
+        ] {
             assert!(is_valid_host_name(ok), "{ok}");
         }
-        for bad in ["", "a/b", "..", "a..b", ".a", "-a", "a b", "a\0", &"a".repeat(64), &format!("{}.b", "a.".repeat(130))] {
+        for bad in [
+            "",
+            "a/b",
+            "..",
+            "a..b",
+            ".a",
+            "-a",
+            "a b",
+            "a\0",
+            &"a".repeat(64),
+            &format!("{}.b", "a.".repeat(130)),
+        ] {
             assert!(!is_valid_host_name(bad), "{bad}");
         }
     }
@@ -181,6 +216,9 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error() {
-        assert_eq!(PeerIdentity::from_der(b"not a cert"), Err(IdentityError::Unparsable));
+        assert_eq!(
+            PeerIdentity::from_der(b"not a cert"),
+            Err(IdentityError::Unparsable)
+        );
     }
 }

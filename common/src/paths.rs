@@ -164,16 +164,28 @@ mod tests {
     #[test]
     fn joins_below_root() {
         let root = Root::new("/tmp/r");
-        assert_eq!(root.minion_conf(), PathBuf::from("/tmp/r/etc/func/minion.conf"));
-        assert_eq!(root.minion_cert("m1"), PathBuf::from("/tmp/r/etc/pki/certmaster/m1.cert"));
+        assert_eq!(
+            root.minion_conf(),
+            PathBuf::from("/tmp/r/etc/func/minion.conf")
+        );
+        assert_eq!(
+            root.minion_cert("m1"),
+            PathBuf::from("/tmp/r/etc/pki/certmaster/m1.cert")
+        );
     }
 
     #[test]
     fn confine_refuses_traversal_and_relative() {
         let root = Root::new("/tmp/r");
-        assert_eq!(root.confine("/etc/x").unwrap(), PathBuf::from("/tmp/r/etc/x"));
+        assert_eq!(
+            root.confine("/etc/x").unwrap(),
+            PathBuf::from("/tmp/r/etc/x")
+        );
         assert_eq!(root.confine("/a/./b").unwrap(), PathBuf::from("/tmp/r/a/b"));
-        assert!(matches!(root.confine("/a/../../etc"), Err(PathError::Traversal(_))));
+        assert!(matches!(
+            root.confine("/a/../../etc"),
+            Err(PathError::Traversal(_))
+        ));
         assert!(matches!(root.confine("etc/x"), Err(PathError::Relative(_))));
         assert_eq!(root.confine(""), Err(PathError::Empty));
         assert_eq!(root.confine("/a\0b"), Err(PathError::Nul));

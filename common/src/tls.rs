@@ -17,7 +17,11 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     #[error("cannot read {what} {path}: {detail}")]
-    Read { what: &'static str, path: PathBuf, detail: String },
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        detail: String,
+    },
     #[error("{what} {path} holds no PEM item")]
     Empty { what: &'static str, path: PathBuf },
     #[error("TLS configuration: {0}")]
@@ -29,32 +33,52 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// All certificates of a PEM file.
-pub fn load_certs(path: &Path, what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let read = |detail: String| TlsError::Read { what, path: path.to_path_buf(), detail };
+pub fn load_certs(
+    path: &Path,
+    what: &'static str,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let read = |detail: String| TlsError::Read {
+        what,
+        path: path.to_path_buf(),
+        detail,
+    };
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(|e| read(e.to_string()))?
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| read(e.to_string()))?;
     if certs.is_empty() {
-        return Err(TlsError::Empty { what, path: path.to_path_buf() });
+        return Err(TlsError::Empty {
+            what,
+            path: path.to_path_buf(),
+        });
     }
     Ok(certs)
 }
 
 /// The private key of a PEM file.
 pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::Read { what: "private key", path: path.to_path_buf(), detail: e.to_string() })
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::Read {
+        what: "private key",
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
 }
 
 /// A CRL from a PEM file.
 pub fn load_crl(path: &Path) -> Result<CertificateRevocationListDer<'static>, TlsError> {
-    CertificateRevocationListDer::from_pem_file(path).map_err(|e| TlsError::Read { what: "CRL", path: path.to_path_buf(), detail: e.to_string() })
+    CertificateRevocationListDer::from_pem_file(path).map_err(|e| TlsError::Read {
+        what: "CRL",
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
 }
 
 fn roots(ca: &Path) -> Result<Arc<RootCertStore>, TlsError> {
     let mut store = RootCertStore::empty();
     for cert in load_certs(ca, "CA certificate")? {
-        store.add(cert).map_err(|e| TlsError::Config(format!("CA certificate {}: {e}", ca.display())))?;
+        store
+            .add(cert)
+            .map_err(|e| TlsError::Config(format!("CA certificate {}: {e}", ca.display())))?;
     }
     Ok(Arc::new(store))
 }
@@ -68,7 +92,10 @@ pub struct Credentials {
 }
 
 /// A server that requires a client certificate chained to `creds.ca`.
-pub fn server_config(creds: &Credentials, crls: Vec<CertificateRevocationListDer<'static>>) -> Result<ServerConfig, TlsError> {
+pub fn server_config(
+    creds: &Credentials,
+    crls: Vec<CertificateRevocationListDer<'static>>,
+) -> Result<ServerConfig, TlsError> {
     let provider = provider();
     let verifier = WebPkiClientVerifier::builder_with_provider(roots(&creds.ca)?, provider.clone())
         .with_crls(crls)
@@ -79,7 +106,10 @@ pub fn server_config(creds: &Credentials, crls: Vec<CertificateRevocationListDer
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
+        .with_single_cert(
+            load_certs(&creds.cert, "certificate")?,
+            load_key(&creds.key)?,
+        )
         .map_err(|e| TlsError::Config(e.to_string()))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
@@ -91,7 +121,10 @@ pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_root_certificates(roots(&creds.ca)?)
-        .with_client_auth_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
+        .with_client_auth_cert(
+            load_certs(&creds.cert, "certificate")?,
+            load_key(&creds.key)?,
+        )
         .map_err(|e| TlsError::Config(e.to_string()))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)

@@ -37,7 +37,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_body: DEFAULT_MAX_BODY, max_depth: DEFAULT_MAX_DEPTH }
+        Self {
+            max_body: DEFAULT_MAX_BODY,
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
     }
 }
 
@@ -88,12 +91,16 @@ pub struct Call {
 /// Decodes a `<methodCall>` body.
 pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
     let text = checked_text(body, limits)?;
-    let call = MethodCall::from_xml(text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
+    let call =
+        MethodCall::from_xml(text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
     let method = call.name.trim().to_string();
     if method.is_empty() {
         return Err(DecodeError::EmptyMethod);
     }
-    Ok(Call { method, params: call.params })
+    Ok(Call {
+        method,
+        params: call.params,
+    })
 }
 
 /// Decodes a `<methodResponse>` body into the value or the fault it carries.
@@ -104,14 +111,18 @@ pub fn decode_response(body: &[u8], limits: &Limits) -> Result<Result<Value, Fau
     }
     match FaultResponse::from_xml(text) {
         Ok(f) => Ok(Err(f.fault)),
-        Err(_) => Err(DecodeError::Malformed { what: "methodResponse" }),
+        Err(_) => Err(DecodeError::Malformed {
+            what: "methodResponse",
+        }),
     }
 }
 
 /// Encodes a successful response (with XML declaration).
 pub fn encode_response(value: Value, max_depth: usize) -> Result<String, EncodeError> {
     let value = prepare(value, max_depth)?;
-    let xml = MethodResponse { value }.to_xml().map_err(|e| EncodeError::Serialise(short_error(&e)))?;
+    let xml = MethodResponse { value }
+        .to_xml()
+        .map_err(|e| EncodeError::Serialise(short_error(&e)))?;
     Ok(with_declaration(xml))
 }
 
@@ -128,10 +139,22 @@ pub fn encode_fault(code: i32, message: &str) -> String {
 }
 
 /// Encodes a `<methodCall>` (with XML declaration).
-pub fn encode_call(method: &str, params: Vec<Value>, max_depth: usize) -> Result<String, EncodeError> {
-    let params = params.into_iter().map(|p| prepare(p, max_depth)).collect::<Result<Vec<_>, _>>()?;
-    let call = MethodCall { name: method.into(), params };
-    let xml = call.to_xml().map_err(|e| EncodeError::Serialise(short_error(&e)))?;
+pub fn encode_call(
+    method: &str,
+    params: Vec<Value>,
+    max_depth: usize,
+) -> Result<String, EncodeError> {
+    let params = params
+        .into_iter()
+        .map(|p| prepare(p, max_depth))
+        .collect::<Result<Vec<_>, _>>()?;
+    let call = MethodCall {
+        name: method.into(),
+        params,
+    };
+    let xml = call
+        .to_xml()
+        .map_err(|e| EncodeError::Serialise(short_error(&e)))?;
     Ok(with_declaration(xml))
 }
 
@@ -161,11 +184,18 @@ pub fn int(n: i64) -> Value {
 
 fn checked_text<'a>(body: &'a [u8], limits: &Limits) -> Result<&'a str, DecodeError> {
     if body.len() > limits.max_body {
-        return Err(DecodeError::TooLarge { size: body.len(), limit: limits.max_body });
+        return Err(DecodeError::TooLarge {
+            size: body.len(),
+            limit: limits.max_body,
+        });
     }
-    let text = std::str::from_utf8(body).map_err(|e| DecodeError::NotUtf8 { offset: e.valid_up_to() })?;
+    let text = std::str::from_utf8(body).map_err(|e| DecodeError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
     if nesting_exceeds(text, limits.max_depth) {
-        return Err(DecodeError::TooDeep { limit: limits.max_depth });
+        return Err(DecodeError::TooDeep {
+            limit: limits.max_depth,
+        });
     }
     Ok(text)
 }
@@ -183,7 +213,11 @@ pub fn nesting_exceeds(xml: &str, limit: usize) -> bool {
             continue;
         }
         let rest = &xml[i..];
-        let skip_to = |end: &str| rest.find(end).map(|p| i + p + end.len()).unwrap_or(bytes.len());
+        let skip_to = |end: &str| {
+            rest.find(end)
+                .map(|p| i + p + end.len())
+                .unwrap_or(bytes.len())
+        };
         if rest.starts_with("<!--") {
             i = skip_to("-->");
         } else if rest.starts_with("<![CDATA[") {
@@ -237,8 +271,16 @@ fn value_depth(v: &Value, level: usize, cap: usize) -> usize {
         return level;
     }
     match v {
-        Value::Array(items) => items.iter().map(|i| value_depth(i, level + 1, cap)).max().unwrap_or(level + 1),
-        Value::Struct(members) => members.values().map(|i| value_depth(i, level + 1, cap)).max().unwrap_or(level + 1),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| value_depth(i, level + 1, cap))
+            .max()
+            .unwrap_or(level + 1),
+        Value::Struct(members) => members
+            .values()
+            .map(|i| value_depth(i, level + 1, cap))
+            .max()
+            .unwrap_or(level + 1),
         _ => level,
     }
 }
@@ -252,9 +294,12 @@ pub fn sanitize(value: Value) -> Value {
             std::borrow::Cow::Owned(clean) => Value::String(clean),
         },
         Value::Array(items) => Value::Array(items.into_iter().map(sanitize).collect()),
-        Value::Struct(members) => {
-            Value::Struct(members.into_iter().map(|(k, v)| (sanitize_str(&k).into_owned(), sanitize(v))).collect())
-        }
+        Value::Struct(members) => Value::Struct(
+            members
+                .into_iter()
+                .map(|(k, v)| (sanitize_str(&k).into_owned(), sanitize(v)))
+                .collect(),
+        ),
         other => other,
     }
 }
@@ -268,7 +313,11 @@ pub fn sanitize_str(s: &str) -> std::borrow::Cow<'_, str> {
     if s.chars().all(xml_allowed) {
         return std::borrow::Cow::Borrowed(s);
     }
-    std::borrow::Cow::Owned(s.chars().map(|c| if xml_allowed(c) { c } else { '\u{FFFD}' }).collect())
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(|c| if xml_allowed(c) { c } else { '\u{FFFD}' })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -289,7 +338,8 @@ mod tests {
 
     #[test]
     fn malformed_errors_do_not_echo_the_body() {
-        let body = b"<methodCall><methodName>secret-token-123</methodName><params><param><value><int>x";
+        let body =
+            b"<methodCall><methodName>secret-token-123</methodName><params><param><value><int>x";
         let err = decode_call(body, &limits()).unwrap_err();
         assert_eq!(err, DecodeError::Malformed { what: "methodCall" });
         assert!(!err.to_string().contains("secret"));
@@ -299,39 +349,72 @@ mod tests {
     #[test]
     fn refuses_non_utf8_oversized_deep_and_empty_name() {
         let bad = b"<methodCall><methodName>a\xff</methodName></methodCall>";
-        assert!(matches!(decode_call(bad, &limits()), Err(DecodeError::NotUtf8 { offset: 25 })));
-        let small = Limits { max_body: 10, max_depth: 10 };
-        assert!(matches!(decode_call(&[b' '; 11], &small), Err(DecodeError::TooLarge { .. })));
+        assert!(matches!(
+            decode_call(bad, &limits()),
+            Err(DecodeError::NotUtf8 { offset: 25 })
+        ));
+        let small = Limits {
+            max_body: 10,
+            max_depth: 10,
+        };
+        assert!(matches!(
+            decode_call(&[b' '; 11], &small),
+            Err(DecodeError::TooLarge { .. })
+        ));
         let deep = format!("<methodCall><methodName>a</methodName><params><param>{}{}</param></params></methodCall>", "<value><array><data>".repeat(10_000), "</data></array></value>".repeat(10_000));
-        assert_eq!(decode_call(deep.as_bytes(), &limits()), Err(DecodeError::TooDeep { limit: DEFAULT_MAX_DEPTH }));
+        assert_eq!(
+            decode_call(deep.as_bytes(), &limits()),
+            Err(DecodeError::TooDeep {
+                limit: DEFAULT_MAX_DEPTH
+            })
+        );
         let empty = b"<methodCall><methodName> x </methodName></methodCall>";
         assert_eq!(decode_call(empty, &limits()).unwrap().method, "x");
         let empty = b"<methodCall><methodName>  </methodName><params></params></methodCall>";
-        assert!(decode_call(empty, &limits()).is_err(), "a blank method name is refused");
+        assert!(
+            decode_call(empty, &limits()).is_err(),
+            "a blank method name is refused"
+        );
     }
 
     #[test]
     fn nesting_scan_skips_comments_cdata_and_self_closing() {
-        assert!(!nesting_exceeds("<a><!-- <b><c><d> --><![CDATA[<x><y><z>]]><e/><f/></a>", 1));
+        assert!(!nesting_exceeds(
+            "<a><!-- <b><c><d> --><![CDATA[<x><y><z>]]><e/><f/></a>",
+            1
+        ));
         assert!(nesting_exceeds("<a><b></b></a>", 1));
         assert!(!nesting_exceeds("<a><b></b><c></c></a>", 2));
     }
 
     #[test]
     fn response_round_trip_with_big_int_and_fault() {
-        let xml = encode_response(Value::Array(vec![int(4294967296), int(7), Value::Nil]), DEFAULT_MAX_DEPTH).unwrap();
-        assert!(xml.contains("<i8>4294967296</i8>") && xml.contains("<i4>7</i4>"), "{xml}");
+        let xml = encode_response(
+            Value::Array(vec![int(4294967296), int(7), Value::Nil]),
+            DEFAULT_MAX_DEPTH,
+        )
+        .unwrap();
+        assert!(
+            xml.contains("<i8>4294967296</i8>") && xml.contains("<i4>7</i4>"),
+            "{xml}"
+        );
         let back = decode_response(xml.as_bytes(), &limits()).unwrap().unwrap();
-        assert_eq!(back, Value::Array(vec![Value::Long(4294967296), Value::Integer(7), Value::Nil]));
+        assert_eq!(
+            back,
+            Value::Array(vec![Value::Long(4294967296), Value::Integer(7), Value::Nil])
+        );
         let fault = encode_fault(1, "denied <&>");
-        let f = decode_response(fault.as_bytes(), &limits()).unwrap().unwrap_err();
+        let f = decode_response(fault.as_bytes(), &limits())
+            .unwrap()
+            .unwrap_err();
         assert_eq!((f.code(), f.string()), (1, "denied <&>"));
         assert!(decode_response(b"<methodResponse><params/></methodResponse>", &limits()).is_err());
     }
 
     #[test]
     fn control_characters_become_valid_xml() {
-        let xml = encode_response(Value::String("a\x01b\x1b[0m\tc".into()), DEFAULT_MAX_DEPTH).unwrap();
+        let xml =
+            encode_response(Value::String("a\x01b\x1b[0m\tc".into()), DEFAULT_MAX_DEPTH).unwrap();
         assert!(!xml.contains('\x01') && !xml.contains('\x1b'));
         let back = decode_response(xml.as_bytes(), &limits()).unwrap().unwrap();
         assert_eq!(back, Value::String("a\u{FFFD}b\u{FFFD}[0m\tc".into()));
@@ -343,7 +426,12 @@ mod tests {
         for _ in 0..200 {
             v = Value::Array(vec![v]);
         }
-        assert_eq!(encode_response(v, DEFAULT_MAX_DEPTH), Err(EncodeError::TooDeep { limit: DEFAULT_MAX_DEPTH }));
+        assert_eq!(
+            encode_response(v, DEFAULT_MAX_DEPTH),
+            Err(EncodeError::TooDeep {
+                limit: DEFAULT_MAX_DEPTH
+            })
+        );
     }
 
     #[test]

@@ -30,8 +30,14 @@ impl Acl {
     /// line (Func crashed on a line with two `=`).
     pub fn load(dir: &Path) -> Self {
         let mut acl = Self::default();
-        let Ok(entries) = std::fs::read_dir(dir) else { return acl };
-        let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "acl")).collect();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return acl;
+        };
+        let mut files: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "acl"))
+            .collect();
         files.sort();
         for file in files {
             match std::fs::metadata(&file) {
@@ -41,7 +47,9 @@ impl Acl {
                     continue;
                 }
             }
-            let Ok(bytes) = std::fs::read(&file) else { continue };
+            let Ok(bytes) = std::fs::read(&file) else {
+                continue;
+            };
             acl.add_text(&file, &String::from_utf8_lossy(&bytes));
         }
         acl
@@ -56,7 +64,9 @@ impl Acl {
             }
             match parse_line(line) {
                 Some(rule) => self.rules.push(rule),
-                None => tracing::warn!(file = %source.display(), line = idx + 1, "malformed ACL line skipped"),
+                None => {
+                    tracing::warn!(file = %source.display(), line = idx + 1, "malformed ACL line skipped")
+                }
             }
         }
     }
@@ -67,7 +77,10 @@ impl Acl {
             return true;
         }
         let key = who.acl_key();
-        self.rules.iter().filter(|r| r.host.matches(&key)).any(|r| r.methods.iter().any(|m| m.matches(method)))
+        self.rules
+            .iter()
+            .filter(|r| r.host.matches(&key))
+            .any(|r| r.methods.iter().any(|m| m.matches(method)))
     }
 }
 
@@ -91,7 +104,11 @@ mod tests {
     use super::*;
 
     fn who(cn: &str, overlord: bool) -> PeerIdentity {
-        PeerIdentity { cn: cn.into(), subject_hash: 1234, overlord }
+        PeerIdentity {
+            cn: cn.into(),
+            subject_hash: 1234,
+            overlord,
+        }
     }
 
     #[test]
@@ -103,7 +120,10 @@ mod tests {
         assert!(acl.allows(&who("m2", false), "test.ping"));
         assert!(acl.allows(&who("m2", false), "system.list_methods"));
         assert!(!acl.allows(&who("m2", false), "command.run"));
-        assert!(acl.allows(&who("web1", false), "command.run"), "host key is lower-cased as in Func");
+        assert!(
+            acl.allows(&who("web1", false), "command.run"),
+            "host key is lower-cased as in Func"
+        );
         assert!(!acl.allows(&who("m3", false), "test.ping"));
     }
 

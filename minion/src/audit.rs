@@ -35,7 +35,9 @@ impl AuditLog {
                 None
             }
         };
-        Self { file: Mutex::new(file) }
+        Self {
+            file: Mutex::new(file),
+        }
     }
 
     /// Records one call.
@@ -43,7 +45,8 @@ impl AuditLog {
         let now = time::OffsetDateTime::now_utc();
         let line = format!(
             "{} {} {} {} called with {}\n",
-            now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+            now.format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
             peer.ip(),
             who.acl_key(),
             common::paths::shorten(method),
@@ -137,10 +140,17 @@ mod tests {
 
     #[test]
     fn renders_and_caps() {
-        assert_eq!(render_args(&[Value::Integer(1), Value::String("a\nb".into())]), "(1, 'a b')");
+        assert_eq!(
+            render_args(&[Value::Integer(1), Value::String("a\nb".into())]),
+            "(1, 'a b')"
+        );
         let huge = Value::String("x".repeat(100_000));
         let r = render_args(&[huge]);
-        assert!(r.len() <= MAX_ARGS_CHARS + 3 && r.ends_with("..."), "{}", r.len());
+        assert!(
+            r.len() <= MAX_ARGS_CHARS + 3 && r.ends_with("..."),
+            "{}",
+            r.len()
+        );
         assert_eq!(render_args(&[Value::Base64(vec![0; 10])]), "(<10 bytes>)");
     }
 }

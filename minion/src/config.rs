@@ -58,14 +58,20 @@ impl MinionConfig {
             None => DEFAULT_PORT,
         };
         let addr = ini.str("main", "listen_addr").unwrap_or("0.0.0.0");
-        let listen = format!("{addr}:{port}").parse::<SocketAddr>().or_else(|_| format!("[{addr}]:{port}").parse()).map_err(|_| ConfigError::Value {
-            path: ini.path().to_path_buf(),
-            section: "main".into(),
-            key: "listen_addr".into(),
-            value: addr.to_string(),
-            expected: "an IP address",
-        })?;
-        let name = overrides.name.or_else(|| ini.str("main", "minion_name").map(str::to_string)).unwrap_or_else(default_name);
+        let listen = format!("{addr}:{port}")
+            .parse::<SocketAddr>()
+            .or_else(|_| format!("[{addr}]:{port}").parse())
+            .map_err(|_| ConfigError::Value {
+                path: ini.path().to_path_buf(),
+                section: "main".into(),
+                key: "listen_addr".into(),
+                value: addr.to_string(),
+                expected: "an IP address",
+            })?;
+        let name = overrides
+            .name
+            .or_else(|| ini.str("main", "minion_name").map(str::to_string))
+            .unwrap_or_else(default_name);
         let mut copyfile_dirs = ini.list("main", "copyfile_dirs");
         if copyfile_dirs.is_empty() {
             copyfile_dirs.push("/".into());
@@ -74,13 +80,22 @@ impl MinionConfig {
             name,
             listen: overrides.listen.unwrap_or(listen),
             limits: Limits {
-                max_body: ini.u64("main", "max_request_size")?.map(|v| v as usize).unwrap_or(common::xmlrpc::DEFAULT_MAX_BODY),
-                max_depth: ini.u64("main", "max_nesting")?.map(|v| v as usize).unwrap_or(common::xmlrpc::DEFAULT_MAX_DEPTH),
+                max_body: ini
+                    .u64("main", "max_request_size")?
+                    .map(|v| v as usize)
+                    .unwrap_or(common::xmlrpc::DEFAULT_MAX_BODY),
+                max_depth: ini
+                    .u64("main", "max_nesting")?
+                    .map(|v| v as usize)
+                    .unwrap_or(common::xmlrpc::DEFAULT_MAX_DEPTH),
             },
             handshake_timeout: secs("handshake_timeout", 10.0)?,
             header_timeout: secs("header_timeout", 30.0)?,
             body_timeout: secs("body_timeout", 60.0)?,
-            max_connections: ini.u64("main", "max_connections")?.map(|v| v.max(1) as usize).unwrap_or(1024),
+            max_connections: ini
+                .u64("main", "max_connections")?
+                .map(|v| v.max(1) as usize)
+                .unwrap_or(1024),
             copyfile_dirs,
             root,
         })
@@ -89,7 +104,10 @@ impl MinionConfig {
 
 /// The host name, as Func falls back to it.
 fn default_name() -> String {
-    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".into())
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 #[cfg(test)]
@@ -100,7 +118,14 @@ mod tests {
     fn defaults_file_and_overrides() {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
-        let cfg = MinionConfig::load(root.clone(), Overrides { name: Some("m1".into()), listen: None }).unwrap();
+        let cfg = MinionConfig::load(
+            root.clone(),
+            Overrides {
+                name: Some("m1".into()),
+                listen: None,
+            },
+        )
+        .unwrap();
         assert_eq!(cfg.listen.port(), DEFAULT_PORT);
         assert_eq!(cfg.name, "m1");
         std::fs::create_dir_all(root.minion_conf().parent().unwrap()).unwrap();
@@ -111,7 +136,9 @@ mod tests {
         assert_eq!(cfg.limits.max_body, 1000);
         assert_eq!(cfg.header_timeout, Duration::from_millis(500));
         std::fs::write(root.minion_conf(), "[main]\nlisten_port = 99999\n").unwrap();
-        let err = MinionConfig::load(root, Overrides::default()).unwrap_err().to_string();
+        let err = MinionConfig::load(root, Overrides::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("listen_port"), "{err}");
     }
 }

@@ -25,7 +25,10 @@ impl Reply {
         match self {
             Reply::Value(v) => match xmlrpc::encode_response(v, max_depth) {
                 Ok(xml) => xml,
-                Err(e) => xmlrpc::encode_fault(FAULT_FUNC, &format!("<class 'OverflowError'>:cannot encode result: {e}")),
+                Err(e) => xmlrpc::encode_fault(
+                    FAULT_FUNC,
+                    &format!("<class 'OverflowError'>:cannot encode result: {e}"),
+                ),
             },
             Reply::Fault { code, message } => xmlrpc::encode_fault(code, &message),
         }
@@ -33,18 +36,32 @@ impl Reply {
 }
 
 /// Runs one call for `who`.
-pub async fn call(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, method: String, params: Vec<Value>) -> Reply {
+pub async fn call(
+    minion: Arc<Minion>,
+    peer: SocketAddr,
+    who: PeerIdentity,
+    method: String,
+    params: Vec<Value>,
+) -> Reply {
     if !minion.acl.allows(&who, &method) {
         tracing::info!(caller = %who.acl_key(), method = %common::paths::shorten(&method), "ACL denied");
         return Reply::Fault {
             code: FAULT_FUNC,
-            message: format!("<class 'func.minion.codes.AccessToMethodDenied'>:{} may not call {}", who.acl_key(), common::paths::shorten(&method)),
+            message: format!(
+                "<class 'func.minion.codes.AccessToMethodDenied'>:{} may not call {}",
+                who.acl_key(),
+                common::paths::shorten(&method)
+            ),
         };
     }
     minion.audit.record(peer, &who, &method, &params);
     let worker = Arc::clone(&minion);
     let joined = tokio::task::spawn_blocking(move || {
-        let ctx = Context { root: &worker.config.root, copyfile_dirs: &worker.config.copyfile_dirs, registry: &worker.registry };
+        let ctx = Context {
+            root: &worker.config.root,
+            copyfile_dirs: &worker.config.copyfile_dirs,
+            registry: &worker.registry,
+        };
         worker.registry.call(&ctx, &method, &params)
     })
     .await;

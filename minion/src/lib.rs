@@ -9,12 +9,14 @@
 //! - [`acl`]: Func's `minion-acl.d/*.acl` files.
 //! - [`audit`]: `var/log/func/audit.log`, one line per call.
 //! - [`modules`]: the module trait, the registry, and one file per module.
+//! - [`quickack`]: keeps Python keep-alive clients from 40 ms Nagle stalls.
 
 pub mod acl;
 pub mod audit;
 pub mod config;
 pub mod dispatch;
 pub mod modules;
+pub mod quickack;
 pub mod server;
 
 pub use config::MinionConfig;

@@ -15,7 +15,11 @@ use minion::Minion;
 
 /// The Func minion daemon.
 #[derive(Parser, Debug)]
-#[command(name = "funcd", version, about = "Func minion: serves module methods over XML-RPC on HTTPS with mutual TLS")]
+#[command(
+    name = "funcd",
+    version,
+    about = "Func minion: serves module methods over XML-RPC on HTTPS with mutual TLS"
+)]
 struct Cli {
     /// Read and write only below this directory.
     #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
@@ -40,7 +44,9 @@ struct Cli {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match run(cli) {
@@ -59,11 +65,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let root_dir = std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
+    let root_dir = std::fs::canonicalize(&cli.root)
+        .with_context(|| format!("root directory {}", cli.root.display()))?;
     let root = Root::new(root_dir);
-    let config = MinionConfig::load(root.clone(), Overrides { name: cli.name, listen: cli.listen }).context("reading the minion configuration")?;
+    let config = MinionConfig::load(
+        root.clone(),
+        Overrides {
+            name: cli.name,
+            listen: cli.listen,
+        },
+    )
+    .context("reading the minion configuration")?;
     let minion = Minion::new(config).context("preparing the minion")?;
-    let listener = std::net::TcpListener::bind(minion.config.listen).with_context(|| format!("binding {}", minion.config.listen))?;
+    let listener = std::net::TcpListener::bind(minion.config.listen)
+        .with_context(|| format!("binding {}", minion.config.listen))?;
     let bound = listener.local_addr().context("reading the bound address")?;
     // One line on stdout that scripts and tests read to learn the port.
     println!("funcd {} listening on {bound}", minion.config.name);
@@ -72,20 +87,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         nix::unistd::daemon(false, false).context("daemonising")?;
         let pid_file = root.run_dir().join("funcd.pid");
         std::fs::create_dir_all(root.run_dir()).context("creating var/run")?;
-        std::fs::write(&pid_file, format!("{}\n", std::process::id())).with_context(|| format!("writing {}", pid_file.display()))?;
+        std::fs::write(&pid_file, format!("{}\n", std::process::id()))
+            .with_context(|| format!("writing {}", pid_file.display()))?;
     }
-    listener.set_nonblocking(true).context("configuring the listener")?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    listener
+        .set_nonblocking(true)
+        .context("configuring the listener")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
-        minion::serve(Arc::new(minion), listener, shutdown_signal()).await.context("serving")
+        let listener =
+            tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
+        minion::serve(Arc::new(minion), listener, shutdown_signal())
+            .await
+            .context("serving")
     })
 }
 
 /// Completes on SIGTERM or SIGINT.
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => {},

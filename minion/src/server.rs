@@ -30,6 +30,7 @@ use crate::audit::AuditLog;
 use crate::config::MinionConfig;
 use crate::dispatch;
 use crate::modules::Registry;
+use crate::quickack::QuickAckStream;
 
 /// A running minion's shared state.
 pub struct Minion {
@@ -43,8 +44,14 @@ pub struct Minion {
 /// Why a minion cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("minion {name:?}: no {what} at {path} — enroll with the certmaster first (see README)")]
-    MissingCredential { name: String, what: &'static str, path: std::path::PathBuf },
+    #[error(
+        "minion {name:?}: no {what} at {path} — enroll with the certmaster first (see README)"
+    )]
+    MissingCredential {
+        name: String,
+        what: &'static str,
+        path: std::path::PathBuf,
+    },
     #[error("minion name {0:?} is not a plain host name")]
     BadName(String),
     #[error(transparent)]
@@ -58,10 +65,22 @@ impl Minion {
             return Err(StartError::BadName(common::paths::shorten(&config.name)));
         }
         let root = &config.root;
-        let creds = Credentials { key: root.minion_key(&config.name), cert: root.minion_cert(&config.name), ca: root.minion_ca_cert() };
-        for (what, path) in [("private key", &creds.key), ("certificate", &creds.cert), ("CA certificate", &creds.ca)] {
+        let creds = Credentials {
+            key: root.minion_key(&config.name),
+            cert: root.minion_cert(&config.name),
+            ca: root.minion_ca_cert(),
+        };
+        for (what, path) in [
+            ("private key", &creds.key),
+            ("certificate", &creds.cert),
+            ("CA certificate", &creds.ca),
+        ] {
             if !path.exists() {
-                return Err(StartError::MissingCredential { name: config.name.clone(), what, path: path.clone() });
+                return Err(StartError::MissingCredential {
+                    name: config.name.clone(),
+                    what,
+                    path: path.clone(),
+                });
             }
         }
         let tls = Arc::new(common::tls::server_config(&creds, Vec::new())?);
@@ -77,7 +96,11 @@ impl Minion {
 
 /// Serves `listener` until `shutdown` completes. Connections already open
 /// end with the runtime.
-pub async fn serve(minion: Arc<Minion>, listener: TcpListener, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
+pub async fn serve(
+    minion: Arc<Minion>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let acceptor = TlsAcceptor::from(Arc::clone(&minion.tls));
     let slots = Arc::new(Semaphore::new(minion.config.max_connections));
     tokio::pin!(shutdown);
@@ -98,25 +121,45 @@ pub async fn serve(minion: Arc<Minion>, listener: TcpListener, shutdown: impl Fu
                 }
             },
         };
-        tokio::spawn(connection(Arc::clone(&minion), acceptor.clone(), tcp, peer, permit));
+        tokio::spawn(connection(
+            Arc::clone(&minion),
+            acceptor.clone(),
+            tcp,
+            peer,
+            permit,
+        ));
     }
     Ok(())
 }
 
-async fn connection(minion: Arc<Minion>, acceptor: TlsAcceptor, tcp: TcpStream, peer: SocketAddr, _permit: OwnedSemaphorePermit) {
+async fn connection(
+    minion: Arc<Minion>,
+    acceptor: TlsAcceptor,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    _permit: OwnedSemaphorePermit,
+) {
     let _ = tcp.set_nodelay(true);
-    let tls = match tokio::time::timeout(minion.config.handshake_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => {
-            tracing::info!(%peer, error = %e, "TLS handshake refused");
-            return;
-        }
-        Err(_) => {
-            tracing::info!(%peer, "TLS handshake timed out");
-            return;
-        }
-    };
-    let who = match tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| PeerIdentity::from_der(c.as_ref())) {
+    let tcp = QuickAckStream::new(tcp);
+    let tls =
+        match tokio::time::timeout(minion.config.handshake_timeout, acceptor.accept(tcp)).await {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
+                tracing::info!(%peer, error = %e, "TLS handshake refused");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(%peer, "TLS handshake timed out");
+                return;
+            }
+        };
+    let who = match tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| PeerIdentity::from_der(c.as_ref()))
+    {
         Some(Ok(who)) => who,
         _ => {
             tracing::info!(%peer, "client certificate without a usable identity");
@@ -130,31 +173,62 @@ async fn connection(minion: Arc<Minion>, acceptor: TlsAcceptor, tcp: TcpStream, 
         async move { Ok::<_, Infallible>(handle(minion, peer, who, req).await) }
     });
     let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(true);
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(true);
     if let Err(e) = builder.serve_connection(TokioIo::new(tls), service).await {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
     }
 }
 
-async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(
+    minion: Arc<Minion>,
+    peer: SocketAddr,
+    who: PeerIdentity,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     if !matches!(req.uri().path(), "/" | "/RPC2") {
-        return plain(StatusCode::NOT_FOUND, "not found: POST XML-RPC to / or /RPC2\n");
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: POST XML-RPC to / or /RPC2\n",
+        );
     }
     if req.method() != Method::POST {
         let mut resp = plain(StatusCode::METHOD_NOT_ALLOWED, "only POST is supported\n");
-        resp.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+        resp.headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
         return resp;
     }
     let limits = minion.config.limits;
-    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|len| len > limits.max_body as u64) {
         return too_large(limits.max_body);
     }
     let body = Limited::new(req.into_body(), limits.max_body);
     let bytes = match tokio::time::timeout(minion.config.body_timeout, body.collect()).await {
-        Err(_) => return closing(plain(StatusCode::REQUEST_TIMEOUT, "request body not received in time\n")),
-        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return too_large(limits.max_body),
-        Ok(Err(_)) => return closing(plain(StatusCode::BAD_REQUEST, "request body could not be read\n")),
+        Err(_) => {
+            return closing(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "request body not received in time\n",
+            ))
+        }
+        Ok(Err(e))
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return too_large(limits.max_body)
+        }
+        Ok(Err(_)) => {
+            return closing(plain(
+                StatusCode::BAD_REQUEST,
+                "request body could not be read\n",
+            ))
+        }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
     let reply = match common::xmlrpc::decode_call(&bytes, &limits) {
@@ -162,30 +236,45 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
         Err(e) => {
             tracing::info!(%peer, error = %e, "undecodable request");
             let fault = e.fault();
-            dispatch::Reply::Fault { code: fault.code(), message: fault.string().to_string() }
+            dispatch::Reply::Fault {
+                code: fault.code(),
+                message: fault.string().to_string(),
+            }
         }
     };
     let xml = reply.encode(limits.max_depth);
     let mut resp = Response::new(Full::new(Bytes::from(xml)));
-    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/xml"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/xml"),
+    );
     resp
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain"),
+    );
     resp
 }
 
 /// Marks a response as the last on its connection.
 fn closing(mut resp: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
-    resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    resp.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
     resp
 }
 
 fn too_large(limit: usize) -> Response<Full<Bytes>> {
-    let mut resp = closing(plain(StatusCode::PAYLOAD_TOO_LARGE, "request body over the limit\n"));
+    let mut resp = closing(plain(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "request body over the limit\n",
+    ));
     if let Ok(v) = header::HeaderValue::from_str(&limit.to_string()) {
         resp.headers_mut().insert("x-max-request-size", v);
     }

@@ -53,44 +53,95 @@ pub struct MinionClient {
 
 impl MinionClient {
     /// Connects to `addr`, expecting a certificate for `name`.
-    pub async fn connect(addr: SocketAddr, name: &str, tls: Arc<rustls::ClientConfig>, timeout: Duration) -> Result<Self, CallError> {
-        let server_name = ServerName::try_from(name.to_string()).map_err(|e| CallError::Tls { name: name.into(), detail: e.to_string() })?;
+    pub async fn connect(
+        addr: SocketAddr,
+        name: &str,
+        tls: Arc<rustls::ClientConfig>,
+        timeout: Duration,
+    ) -> Result<Self, CallError> {
+        let server_name = ServerName::try_from(name.to_string()).map_err(|e| CallError::Tls {
+            name: name.into(),
+            detail: e.to_string(),
+        })?;
         let connect = async {
-            let tcp = TcpStream::connect(addr).await.map_err(|e| CallError::Connect { addr, detail: e.to_string() })?;
+            let tcp = TcpStream::connect(addr)
+                .await
+                .map_err(|e| CallError::Connect {
+                    addr,
+                    detail: e.to_string(),
+                })?;
             let _ = tcp.set_nodelay(true);
-            let stream = TlsConnector::from(tls).connect(server_name, tcp).await.map_err(|e| CallError::Tls { name: name.into(), detail: e.to_string() })?;
-            let (sender, conn) = http1::handshake(TokioIo::new(stream)).await.map_err(|e| CallError::Http(e.to_string()))?;
+            let stream = TlsConnector::from(tls)
+                .connect(server_name, tcp)
+                .await
+                .map_err(|e| CallError::Tls {
+                    name: name.into(),
+                    detail: e.to_string(),
+                })?;
+            let (sender, conn) = http1::handshake(TokioIo::new(stream))
+                .await
+                .map_err(|e| CallError::Http(e.to_string()))?;
             tokio::spawn(async move {
                 let _ = conn.await;
             });
             Ok::<_, CallError>(sender)
         };
-        let sender = tokio::time::timeout(timeout, connect).await.map_err(|_| CallError::Timeout(timeout))??;
-        Ok(Self { sender, name: name.to_string(), timeout, limits: Limits { max_body: MAX_RESPONSE, max_depth: xmlrpc::DEFAULT_MAX_DEPTH } })
+        let sender = tokio::time::timeout(timeout, connect)
+            .await
+            .map_err(|_| CallError::Timeout(timeout))??;
+        Ok(Self {
+            sender,
+            name: name.to_string(),
+            timeout,
+            limits: Limits {
+                max_body: MAX_RESPONSE,
+                max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+            },
+        })
     }
 
     /// Calls `method` with `params`; a fault becomes [`CallError::Fault`].
     pub async fn call(&mut self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
-        let body = xmlrpc::encode_call(method, params, self.limits.max_depth).map_err(|e| CallError::Encode(e.to_string()))?;
+        let body = xmlrpc::encode_call(method, params, self.limits.max_depth)
+            .map_err(|e| CallError::Encode(e.to_string()))?;
         let request = Request::post("/RPC2")
             .header(header::HOST, self.name.as_str())
             .header(header::CONTENT_TYPE, "text/xml")
-            .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")))
+            .header(
+                header::USER_AGENT,
+                concat!("func-rs/", env!("CARGO_PKG_VERSION")),
+            )
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| CallError::Http(e.to_string()))?;
         let exchange = async {
-            self.sender.ready().await.map_err(|e| CallError::Http(e.to_string()))?;
-            let resp = self.sender.send_request(request).await.map_err(|e| CallError::Http(e.to_string()))?;
+            self.sender
+                .ready()
+                .await
+                .map_err(|e| CallError::Http(e.to_string()))?;
+            let resp = self
+                .sender
+                .send_request(request)
+                .await
+                .map_err(|e| CallError::Http(e.to_string()))?;
             if resp.status() != StatusCode::OK {
                 return Err(CallError::Status(resp.status()));
             }
-            let bytes = Limited::new(resp.into_body(), self.limits.max_body).collect().await.map_err(|e| CallError::Http(e.to_string()))?.to_bytes();
+            let bytes = Limited::new(resp.into_body(), self.limits.max_body)
+                .collect()
+                .await
+                .map_err(|e| CallError::Http(e.to_string()))?
+                .to_bytes();
             Ok(bytes)
         };
-        let bytes = tokio::time::timeout(self.timeout, exchange).await.map_err(|_| CallError::Timeout(self.timeout))??;
+        let bytes = tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| CallError::Timeout(self.timeout))??;
         match xmlrpc::decode_response(&bytes, &self.limits)? {
             Ok(v) => Ok(v),
-            Err(f) => Err(CallError::Fault { code: f.code(), message: f.string().to_string() }),
+            Err(f) => Err(CallError::Fault {
+                code: f.code(),
+                message: f.string().to_string(),
+            }),
         }
     }
 }

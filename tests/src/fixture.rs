@@ -20,7 +20,11 @@ pub fn bin(name: &str) -> PathBuf {
         dir.pop();
     }
     let path = dir.join(name);
-    assert!(path.exists(), "{} is not built; run `cargo build --workspace` first", path.display());
+    assert!(
+        path.exists(),
+        "{} is not built; run `cargo build --workspace` first",
+        path.display()
+    );
     path
 }
 
@@ -33,7 +37,10 @@ pub struct Pki {
 
 impl Pki {
     pub fn new() -> Self {
-        let dir = tempfile::Builder::new().prefix("func-test-").tempdir().expect("temp dir");
+        let dir = tempfile::Builder::new()
+            .prefix("func-test-")
+            .tempdir()
+            .expect("temp dir");
         let ca_root = Root::new(dir.path().join("certmaster"));
         let (ca, _) = certs::layout::ensure_ca(&ca_root, "test-CA").expect("CA");
         Self { dir, ca_root, ca }
@@ -48,12 +55,20 @@ impl Pki {
 
     /// The overlord's credentials.
     pub fn overlord(&self) -> Credentials {
-        Credentials { key: self.ca_root.overlord_key(), cert: self.ca_root.overlord_cert(), ca: self.ca_root.ca_cert() }
+        Credentials {
+            key: self.ca_root.overlord_key(),
+            cert: self.ca_root.overlord_cert(),
+            ca: self.ca_root.ca_cert(),
+        }
     }
 
     /// A minion's credentials used as a client (minion-to-minion calls).
     pub fn minion_creds(&self, root: &Root, name: &str) -> Credentials {
-        Credentials { key: root.minion_key(name), cert: root.minion_cert(name), ca: root.minion_ca_cert() }
+        Credentials {
+            key: root.minion_key(name),
+            cert: root.minion_cert(name),
+            ca: root.minion_ca_cert(),
+        }
     }
 
     pub fn client_tls(creds: &Credentials) -> Arc<rustls::ClientConfig> {
@@ -92,9 +107,18 @@ impl FuncdProcess {
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let mut reader = BufReader::new(stdout);
         let read = reader.read_line(&mut line);
-        let addr = line.trim().rsplit(' ').next().and_then(|a| a.parse::<SocketAddr>().ok());
+        let addr = line
+            .trim()
+            .rsplit(' ')
+            .next()
+            .and_then(|a| a.parse::<SocketAddr>().ok());
         match (read, addr) {
-            (Ok(_), Some(addr)) => Ok(Self { name: name.into(), addr, root: root.clone(), child }),
+            (Ok(_), Some(addr)) => Ok(Self {
+                name: name.into(),
+                addr,
+                root: root.clone(),
+                child,
+            }),
             _ => {
                 let _ = child.wait();
                 let mut err = String::new();
@@ -120,8 +144,13 @@ impl FuncdProcess {
         if !self.alive() {
             return;
         }
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        if !wait_until(Duration::from_secs(10), || !matches!(self.child.try_wait(), Ok(None))) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        if !wait_until(Duration::from_secs(10), || {
+            !matches!(self.child.try_wait(), Ok(None))
+        }) {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();

@@ -35,8 +35,17 @@ impl OneMinion {
             write_file(&root.acl_dir().join("test.acl"), acl);
         }
         let minion = FuncdProcess::start(&root, name).expect("funcd starts");
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-        Self { minion, pki, root, rt }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        Self {
+            minion,
+            pki,
+            root,
+            rt,
+        }
     }
 
     pub fn overlord_tls(&self) -> Arc<rustls::ClientConfig> {
@@ -61,13 +70,17 @@ impl OneMinion {
         self.rt.block_on(async move {
             let tcp = TcpStream::connect(addr).await.expect("connect");
             let server = rustls::pki_types::ServerName::try_from(name).expect("name");
-            let mut stream = tokio_rustls::TlsConnector::from(tls).connect(server, tcp).await.expect("tls");
+            let mut stream = tokio_rustls::TlsConnector::from(tls)
+                .connect(server, tcp)
+                .await
+                .expect("tls");
             let _ = stream.write_all(&request).await;
             if half_close {
                 let _ = stream.shutdown().await;
             }
             let mut out = Vec::new();
-            let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await;
+            let _ =
+                tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await;
             out
         })
     }
@@ -82,7 +95,11 @@ pub fn post(body: &[u8]) -> Vec<u8> {
 
 /// Status code of a raw HTTP response.
 pub fn status(resp: &[u8]) -> u16 {
-    String::from_utf8_lossy(resp).split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+    String::from_utf8_lossy(resp)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 pub fn s(text: &str) -> Value {

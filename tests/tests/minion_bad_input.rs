@@ -22,21 +22,35 @@ fn malformed_truncated_and_non_utf8_bodies_get_faults() {
     let resp = m.raw(post(format!("<methodCall><methodName>test.ping</methodName><params><param><value><string>{secret}").as_bytes()), false);
     assert_eq!(status(&resp), 200);
     assert_eq!(fault_code(&resp), Some(common::xmlrpc::FAULT_PARSE));
-    assert!(!String::from_utf8_lossy(&resp).contains(secret), "the body is never echoed");
+    assert!(
+        !String::from_utf8_lossy(&resp).contains(secret),
+        "the body is never echoed"
+    );
 
     let resp = m.raw(post(b"not xml at all <<<"), false);
     assert_eq!(fault_code(&resp), Some(common::xmlrpc::FAULT_PARSE));
 
-    let resp = m.raw(post(b"<methodCall><methodName>test.\xff\xfe</methodName></methodCall>"), false);
+    let resp = m.raw(
+        post(b"<methodCall><methodName>test.\xff\xfe</methodName></methodCall>"),
+        false,
+    );
     assert_eq!(fault_code(&resp), Some(common::xmlrpc::FAULT_ENCODING));
 
     // Content-Length promises more than arrives, then the client stops sending.
     let mut req = b"POST /RPC2 HTTP/1.1\r\nHost: m\r\nContent-Length: 500\r\n\r\n".to_vec();
     req.extend_from_slice(b"<methodCall><methodName>test.ping");
     let resp = m.raw(req, true);
-    assert!(resp.is_empty() || status(&resp) == 400, "{}", String::from_utf8_lossy(&resp));
+    assert!(
+        resp.is_empty() || status(&resp) == 400,
+        "{}",
+        String::from_utf8_lossy(&resp)
+    );
 
-    assert_eq!(m.call("test.ping", vec![]).unwrap(), Value::Integer(1), "still serving");
+    assert_eq!(
+        m.call("test.ping", vec![]).unwrap(),
+        Value::Integer(1),
+        "still serving"
+    );
 }
 
 #[test]
@@ -49,7 +63,12 @@ fn deep_nesting_is_refused_without_crashing() {
         "</data></array></value>".repeat(depth)
     );
     let resp = m.raw(post(body.as_bytes()), false);
-    assert_eq!(fault_code(&resp), Some(common::xmlrpc::FAULT_PARSE), "{}", String::from_utf8_lossy(&resp[..resp.len().min(300)]));
+    assert_eq!(
+        fault_code(&resp),
+        Some(common::xmlrpc::FAULT_PARSE),
+        "{}",
+        String::from_utf8_lossy(&resp[..resp.len().min(300)])
+    );
     assert!(m.minion.pid() > 0);
     assert_eq!(m.call("test.ping", vec![]).unwrap(), Value::Integer(1));
 }
@@ -61,7 +80,9 @@ fn bodies_over_the_limit_get_413_and_a_closed_connection() {
     // Declared too large: refused before reading.
     let resp = m.raw(post(&big), false);
     assert_eq!(status(&resp), 413);
-    assert!(String::from_utf8_lossy(&resp).to_lowercase().contains("connection: close"));
+    assert!(String::from_utf8_lossy(&resp)
+        .to_lowercase()
+        .contains("connection: close"));
     // Chunked without a length: refused once the limit is crossed.
     let mut req = b"POST /RPC2 HTTP/1.1\r\nHost: m\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
     for _ in 0..10 {
@@ -73,18 +94,33 @@ fn bodies_over_the_limit_get_413_and_a_closed_connection() {
     let resp = m.raw(req, false);
     assert_eq!(status(&resp), 413);
     // Under the limit still works.
-    assert_eq!(m.call("test.echo", vec![Value::String("y".repeat(60_000))]).unwrap(), Value::String("y".repeat(60_000)));
+    assert_eq!(
+        m.call("test.echo", vec![Value::String("y".repeat(60_000))])
+            .unwrap(),
+        Value::String("y".repeat(60_000))
+    );
 }
 
 #[test]
 fn wrong_paths_and_verbs() {
     let m = OneMinion::start("m1");
-    let resp = m.raw(b"GET /RPC2 HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n".to_vec(), false);
+    let resp = m.raw(
+        b"GET /RPC2 HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n".to_vec(),
+        false,
+    );
     assert_eq!(status(&resp), 405);
-    let resp = m.raw(b"POST /other HTTP/1.1\r\nHost: m\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(), false);
+    let resp = m.raw(
+        b"POST /other HTTP/1.1\r\nHost: m\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            .to_vec(),
+        false,
+    );
     assert_eq!(status(&resp), 404);
     let body = b"<?xml version='1.0'?><methodCall><methodName>test.ping</methodName><params></params></methodCall>";
-    let mut req = format!("POST / HTTP/1.1\r\nHost: m\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).into_bytes();
+    let mut req = format!(
+        "POST / HTTP/1.1\r\nHost: m\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
     req.extend_from_slice(body);
     let resp = m.raw(req, false);
     assert_eq!(status(&resp), 200);
@@ -95,8 +131,15 @@ fn wrong_paths_and_verbs() {
 fn a_client_that_never_finishes_its_headers_is_cut_off() {
     let m = OneMinion::start_with("m1", "header_timeout = 0.5", "");
     // No terminating blank line: the minion must give up and close.
-    let resp = m.raw(b"POST /RPC2 HTTP/1.1\r\nHost: m\r\nX-Slow: ".to_vec(), false);
-    assert!(resp.is_empty() || status(&resp) == 408, "{}", String::from_utf8_lossy(&resp));
+    let resp = m.raw(
+        b"POST /RPC2 HTTP/1.1\r\nHost: m\r\nX-Slow: ".to_vec(),
+        false,
+    );
+    assert!(
+        resp.is_empty() || status(&resp) == 408,
+        "{}",
+        String::from_utf8_lossy(&resp)
+    );
     assert_eq!(m.call("test.ping", vec![]).unwrap(), Value::Integer(1));
 }
 
@@ -105,27 +148,56 @@ fn funcd_without_credentials_or_with_bad_config_exits_with_a_clear_error() {
     let pki = Pki::new();
     let empty = pki.dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let out = std::process::Command::new(bin("funcd")).arg("--root").arg(&empty).args(["--name", "m9", "--listen", "127.0.0.1:0"]).output().unwrap();
+    let out = std::process::Command::new(bin("funcd"))
+        .arg("--root")
+        .arg(&empty)
+        .args(["--name", "m9", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no private key") && err.contains("enroll"), "{err}");
+    assert!(
+        err.contains("no private key") && err.contains("enroll"),
+        "{err}"
+    );
 
     let root = pki.minion_root("m8");
     func_tests::fixture::write_file(&root.minion_conf(), "[main]\nlisten_port = many\n");
-    let out = std::process::Command::new(bin("funcd")).arg("--root").arg(root.dir()).args(["--name", "m8"]).output().unwrap();
+    let out = std::process::Command::new(bin("funcd"))
+        .arg("--root")
+        .arg(root.dir())
+        .args(["--name", "m8"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("listen_port"));
 
-    let out = std::process::Command::new(bin("funcd")).args(["--root", "/nonexistent/root/dir", "--name", "m8"]).output().unwrap();
+    let out = std::process::Command::new(bin("funcd"))
+        .args(["--root", "/nonexistent/root/dir", "--name", "m8"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
 
-    let out = std::process::Command::new(bin("funcd")).arg("--root").arg(&empty).args(["--name", "../etc/x", "--listen", "127.0.0.1:0"]).output().unwrap();
+    let out = std::process::Command::new(bin("funcd"))
+        .arg("--root")
+        .arg(&empty)
+        .args(["--name", "../etc/x", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a plain host name"));
 
-    let out = std::process::Command::new(bin("funcd")).args(["--listen", "not-an-address"]).output().unwrap();
+    let out = std::process::Command::new(bin("funcd"))
+        .args(["--listen", "not-an-address"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
 
-    let out = std::process::Command::new(bin("funcd")).arg("--list-modules").output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).lines().any(|l| l == "copyfile"));
+    let out = std::process::Command::new(bin("funcd"))
+        .arg("--list-modules")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l == "copyfile"));
 }

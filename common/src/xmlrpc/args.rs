@@ -14,10 +14,16 @@ pub struct ArgError {
 
 impl ArgError {
     pub fn type_error(message: impl Into<String>) -> Self {
-        Self { kind: "TypeError", message: message.into() }
+        Self {
+            kind: "TypeError",
+            message: message.into(),
+        }
     }
     pub fn value_error(message: impl Into<String>) -> Self {
-        Self { kind: "ValueError", message: message.into() }
+        Self {
+            kind: "ValueError",
+            message: message.into(),
+        }
     }
 }
 
@@ -57,8 +63,15 @@ impl<'a> Args<'a> {
             (a, usize::MAX) => format!("at least {a}"),
             (a, b) => format!("from {a} to {b}"),
         };
-        let noun = if min == max && min == 1 { "argument" } else { "arguments" };
-        Err(ArgError::type_error(format!("{}() takes {wanted} {noun} ({given} given)", self.method)))
+        let noun = if min == max && min == 1 {
+            "argument"
+        } else {
+            "arguments"
+        };
+        Err(ArgError::type_error(format!(
+            "{}() takes {wanted} {noun} ({given} given)",
+            self.method
+        )))
     }
 
     /// The raw value at `idx`; `None` if absent or `<nil/>`.
@@ -67,7 +80,12 @@ impl<'a> Args<'a> {
     }
 
     fn required(&self, idx: usize, name: &str) -> Result<&'a Value, ArgError> {
-        self.opt(idx).ok_or_else(|| ArgError::type_error(format!("{}() missing required argument '{name}'", self.method)))
+        self.opt(idx).ok_or_else(|| {
+            ArgError::type_error(format!(
+                "{}() missing required argument '{name}'",
+                self.method
+            ))
+        })
     }
 
     /// An integer from `<int>`, `<i4>`, `<i8>`, a boolean, an integral
@@ -79,7 +97,9 @@ impl<'a> Args<'a> {
     pub fn opt_i64(&self, idx: usize, name: &str) -> Result<Option<i64>, ArgError> {
         match self.opt(idx) {
             None => Ok(None),
-            Some(v) => to_i64(v).map(Some).map_err(|what| self.wrong(name, "an integer", what)),
+            Some(v) => to_i64(v)
+                .map(Some)
+                .map_err(|what| self.wrong(name, "an integer", what)),
         }
     }
 
@@ -105,13 +125,17 @@ impl<'a> Args<'a> {
     pub fn opt_string(&self, idx: usize, name: &str) -> Result<Option<String>, ArgError> {
         match self.opt(idx) {
             None => Ok(None),
-            Some(v) => to_string(v).map(Some).ok_or_else(|| self.wrong(name, "a string", describe(v))),
+            Some(v) => to_string(v)
+                .map(Some)
+                .ok_or_else(|| self.wrong(name, "a string", describe(v))),
         }
     }
 
     /// A boolean from `<boolean>`, an integer, or `true/false/yes/no/1/0`.
     pub fn opt_bool(&self, idx: usize, name: &str) -> Result<Option<bool>, ArgError> {
-        let Some(v) = self.opt(idx) else { return Ok(None) };
+        let Some(v) = self.opt(idx) else {
+            return Ok(None);
+        };
         let b = match v {
             Value::Boolean(b) => Some(*b),
             Value::Integer(i) => Some(*i != 0),
@@ -123,7 +147,8 @@ impl<'a> Args<'a> {
             },
             _ => None,
         };
-        b.map(Some).ok_or_else(|| self.wrong(name, "a boolean", describe(v)))
+        b.map(Some)
+            .ok_or_else(|| self.wrong(name, "a boolean", describe(v)))
     }
 
     /// Bytes from `<base64>`, or a string's UTF-8 bytes.
@@ -136,8 +161,15 @@ impl<'a> Args<'a> {
     }
 
     fn wrong(&self, name: &str, expected: &str, got: &str) -> ArgError {
-        let kind = if got.starts_with('\'') { ArgError::value_error } else { ArgError::type_error };
-        kind(format!("{}(): argument '{name}' must be {expected}, not {got}", self.method))
+        let kind = if got.starts_with('\'') {
+            ArgError::value_error
+        } else {
+            ArgError::type_error
+        };
+        kind(format!(
+            "{}(): argument '{name}' must be {expected}, not {got}",
+            self.method
+        ))
     }
 }
 
@@ -147,7 +179,10 @@ fn to_i64(v: &Value) -> Result<i64, &'static str> {
         Value::Long(l) => Ok(*l),
         Value::Boolean(b) => Ok(i64::from(*b)),
         Value::Double(d) if d.is_finite() && d.fract() == 0.0 && d.abs() < 9.0e18 => Ok(*d as i64),
-        Value::String(s) => s.trim().parse::<i64>().map_err(|_| "'a string that is not a whole number'"),
+        Value::String(s) => s
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| "'a string that is not a whole number'"),
         other => Err(describe(other)),
     }
 }
@@ -186,7 +221,13 @@ mod tests {
 
     #[test]
     fn integers_from_every_spelling() {
-        let p = [Value::Integer(5), Value::Long(1 << 40), Value::String(" 7 ".into()), Value::Double(3.0), Value::Boolean(true)];
+        let p = [
+            Value::Integer(5),
+            Value::Long(1 << 40),
+            Value::String(" 7 ".into()),
+            Value::Double(3.0),
+            Value::Boolean(true),
+        ];
         let a = Args::new("m", &p);
         assert_eq!(a.i64(0, "x").unwrap(), 5);
         assert_eq!(a.i64(1, "x").unwrap(), 1 << 40);
@@ -201,7 +242,11 @@ mod tests {
         let a = Args::new("sleep", &p);
         let e = a.i64(0, "t").unwrap_err();
         assert_eq!(e.kind, "TypeError");
-        assert!(e.message.contains("'t'") && e.message.contains("array"), "{}", e.message);
+        assert!(
+            e.message.contains("'t'") && e.message.contains("array"),
+            "{}",
+            e.message
+        );
         assert_eq!(a.i64(1, "t").unwrap_err().kind, "ValueError");
         let e = a.arity(1, 1).unwrap_err();
         assert_eq!(e.message, "sleep() takes exactly 1 argument (2 given)");
@@ -210,7 +255,12 @@ mod tests {
 
     #[test]
     fn strings_floats_bools() {
-        let p = [Value::Integer(3), Value::String("2.5".into()), Value::String("no".into()), Value::Nil];
+        let p = [
+            Value::Integer(3),
+            Value::String("2.5".into()),
+            Value::String("no".into()),
+            Value::Nil,
+        ];
         let a = Args::new("m", &p);
         assert_eq!(a.string(0, "s").unwrap(), "3");
         assert_eq!(a.f64(1, "f").unwrap(), 2.5);

@@ -50,16 +50,27 @@ impl Module for Command {
                     None => Vec::new(),
                     Some(Value::Struct(m)) => m
                         .iter()
-                        .map(|(k, v)| Args::new("run", std::slice::from_ref(v)).string(0, k).map(|v| (k.clone(), v)))
+                        .map(|(k, v)| {
+                            Args::new("run", std::slice::from_ref(v))
+                                .string(0, k)
+                                .map(|v| (k.clone(), v))
+                        })
                         .collect::<Result<Vec<_>, _>>()?,
-                    Some(_) => return Err(MethodError::new("TypeError", "run(): argument 'env' must be a struct")),
+                    Some(_) => {
+                        return Err(MethodError::new(
+                            "TypeError",
+                            "run(): argument 'env' must be a struct",
+                        ))
+                    }
                 };
                 run(&command, &env)
             }
             "exists" => {
                 args.arity(1, 1)?;
                 let path = args.string(0, "command")?;
-                let executable = std::fs::metadata(&path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+                let executable = std::fs::metadata(&path)
+                    .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                    .unwrap_or(false);
                 Ok(Value::Boolean(executable))
             }
             _ => unreachable_method(method),
@@ -85,9 +96,17 @@ fn run(command: &str, env: &[(String, String)]) -> MethodResult {
     let err_reader = std::thread::spawn(move || stderr.map(read_capped).unwrap_or_default());
     let out = stdout.map(read_capped).unwrap_or_default();
     let err = err_reader.join().unwrap_or_default();
-    let status = child.wait().map_err(|e| MethodError::os(format!("waiting for the command failed: {e}")))?;
-    let rc = status.code().unwrap_or_else(|| -status.signal().unwrap_or(0));
-    Ok(Value::Array(vec![Value::Integer(rc), Value::String(out), Value::String(err)]))
+    let status = child
+        .wait()
+        .map_err(|e| MethodError::os(format!("waiting for the command failed: {e}")))?;
+    let rc = status
+        .code()
+        .unwrap_or_else(|| -status.signal().unwrap_or(0));
+    Ok(Value::Array(vec![
+        Value::Integer(rc),
+        Value::String(out),
+        Value::String(err),
+    ]))
 }
 
 /// Reads a stream to its end, keeping at most [`OUTPUT_CAP`] bytes.
@@ -107,7 +126,9 @@ fn read_capped(mut stream: impl Read) -> String {
     }
     let mut text = String::from_utf8_lossy(&kept).into_owned();
     if dropped > 0 {
-        text.push_str(&format!("\n[funcd: {dropped} more bytes of output dropped]"));
+        text.push_str(&format!(
+            "\n[funcd: {dropped} more bytes of output dropped]"
+        ));
     }
     text
 }
@@ -119,7 +140,14 @@ mod tests {
     #[test]
     fn run_returns_rc_stdout_stderr_and_env() {
         let v = run("printf foo; printf bar >&2; exit 3", &[]).unwrap();
-        assert_eq!(v, Value::Array(vec![Value::Integer(3), Value::String("foo".into()), Value::String("bar".into())]));
+        assert_eq!(
+            v,
+            Value::Array(vec![
+                Value::Integer(3),
+                Value::String("foo".into()),
+                Value::String("bar".into())
+            ])
+        );
         let v = run("echo $BLIPPYFOO", &[("BLIPPYFOO".into(), "awesome".into())]).unwrap();
         assert!(matches!(&v, Value::Array(a) if a[1] == Value::String("awesome\n".into())));
         let v = run("kill -9 $$", &[]).unwrap();

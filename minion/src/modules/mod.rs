@@ -23,7 +23,13 @@ use common::Value;
 pub const INVALID_METHOD: &str = "func.minion.codes.InvalidMethodException";
 
 /// Func's per-module methods, answered by the registry for every module.
-pub const BASE_METHODS: [&str; 5] = ["module_version", "module_api_version", "module_description", "list_methods", "get_method_args"];
+pub const BASE_METHODS: [&str; 5] = [
+    "module_version",
+    "module_api_version",
+    "module_description",
+    "list_methods",
+    "get_method_args",
+];
 
 /// A method's failure, returned to the caller as a `REMOTE_ERROR` list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +41,11 @@ pub struct MethodError {
 
 impl MethodError {
     pub fn new(kind: &str, message: impl Into<String>) -> Self {
-        Self { kind: kind.to_string(), message: message.into(), detail: String::new() }
+        Self {
+            kind: kind.to_string(),
+            message: message.into(),
+            detail: String::new(),
+        }
     }
 
     /// An I/O or OS failure.
@@ -120,7 +130,9 @@ impl Registry {
             Box::new(system::System),
             Box::new(test::Test),
         ];
-        Self { modules: list.into_iter().map(|m| (m.name(), m)).collect() }
+        Self {
+            modules: list.into_iter().map(|m| (m.name(), m)).collect(),
+        }
     }
 
     pub fn modules(&self) -> impl Iterator<Item = &dyn Module> {
@@ -143,7 +155,11 @@ impl Registry {
     pub fn qualified_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .modules()
-            .flat_map(|m| Self::method_names(m).into_iter().map(move |meth| format!("{}.{meth}", m.name())))
+            .flat_map(|m| {
+                Self::method_names(m)
+                    .into_iter()
+                    .map(move |meth| format!("{}.{meth}", m.name()))
+            })
             .collect();
         names.sort();
         names
@@ -157,14 +173,22 @@ impl Registry {
     fn resolve<'a>(&'a self, qualified: &'a str) -> Option<(&'a dyn Module, &'a str)> {
         let (module, method) = qualified.rsplit_once('.')?;
         let module = self.module(module)?;
-        Self::method_names(module).contains(&method).then_some((module, method))
+        Self::method_names(module)
+            .contains(&method)
+            .then_some((module, method))
     }
 
     /// Runs `qualified` (`module.method`). Unknown methods are a
     /// `REMOTE_ERROR`, as in Func.
     pub fn call(&self, ctx: &Context<'_>, qualified: &str, params: &[Value]) -> MethodResult {
         let Some((module, method)) = self.resolve(qualified) else {
-            return Err(MethodError::new(INVALID_METHOD, format!("method {} does not exist", common::paths::shorten(qualified))));
+            return Err(MethodError::new(
+                INVALID_METHOD,
+                format!(
+                    "method {} does not exist",
+                    common::paths::shorten(qualified)
+                ),
+            ));
         };
         let args = Args::new(method, params);
         if module.methods().iter().any(|m| m.name == method) {
@@ -172,8 +196,12 @@ impl Registry {
         }
         match method {
             "module_version" => no_args(args).map(|_| Value::String(module.version().into())),
-            "module_api_version" => no_args(args).map(|_| Value::String(module.api_version().into())),
-            "module_description" => no_args(args).map(|_| Value::String(module.description().into())),
+            "module_api_version" => {
+                no_args(args).map(|_| Value::String(module.api_version().into()))
+            }
+            "module_description" => {
+                no_args(args).map(|_| Value::String(module.description().into()))
+            }
             "list_methods" => no_args(args).map(|_| strings(Self::method_names(module))),
             "get_method_args" => no_args(args).map(|_| method_args(module)),
             _ => module.call(ctx, method, args),
@@ -208,7 +236,13 @@ fn method_args(module: &dyn Module) -> Value {
             ]);
             (a.name, info)
         }));
-        (m.name, record([("args", args), ("description", Value::String(m.description.into()))]))
+        (
+            m.name,
+            record([
+                ("args", args),
+                ("description", Value::String(m.description.into())),
+            ]),
+        )
     }))
 }
 

@@ -15,29 +15,75 @@ use super::{strings, ArgInfo, Context, MethodError, MethodInfo, MethodResult, Mo
 
 pub struct Process;
 
-const WORD: ArgInfo = ArgInfo { name: "word", kind: "string", optional: false, description: "text to look for" };
+const WORD: ArgInfo = ArgInfo {
+    name: "word",
+    kind: "string",
+    optional: false,
+    description: "text to look for",
+};
 
 const METHODS: &[MethodInfo] = &[
-    MethodInfo { name: "info", description: "`ps` output split into fields per process.", args: &[ArgInfo { name: "flags", kind: "string", optional: true, description: "ps flags (default -auxh)" }] },
-    MethodInfo { name: "mem", description: "[private KiB, shared KiB, total KiB, command] per process, largest first.", args: &[] },
+    MethodInfo {
+        name: "info",
+        description: "`ps` output split into fields per process.",
+        args: &[ArgInfo {
+            name: "flags",
+            kind: "string",
+            optional: true,
+            description: "ps flags (default -auxh)",
+        }],
+    },
+    MethodInfo {
+        name: "mem",
+        description: "[private KiB, shared KiB, total KiB, command] per process, largest first.",
+        args: &[],
+    },
     MethodInfo {
         name: "kill",
         description: "Sends a signal to a pid; returns 0.",
         args: &[
-            ArgInfo { name: "pid", kind: "int", optional: false, description: "process id (> 1)" },
-            ArgInfo { name: "signal", kind: "string", optional: true, description: "TERM, KILL, HUP, 9, ... (default TERM)" },
+            ArgInfo {
+                name: "pid",
+                kind: "int",
+                optional: false,
+                description: "process id (> 1)",
+            },
+            ArgInfo {
+                name: "signal",
+                kind: "string",
+                optional: true,
+                description: "TERM, KILL, HUP, 9, ... (default TERM)",
+            },
         ],
     },
     MethodInfo {
         name: "pkill",
         description: "Signals every process whose name is exactly `name`; 0 if any, 1 if none.",
         args: &[
-            ArgInfo { name: "name", kind: "string", optional: false, description: "process name" },
-            ArgInfo { name: "level", kind: "string", optional: true, description: "signal, e.g. -9 (default TERM)" },
+            ArgInfo {
+                name: "name",
+                kind: "string",
+                optional: false,
+                description: "process name",
+            },
+            ArgInfo {
+                name: "level",
+                kind: "string",
+                optional: true,
+                description: "signal, e.g. -9 (default TERM)",
+            },
         ],
     },
-    MethodInfo { name: "loadavg", description: "The fields of /proc/loadavg.", args: &[] },
-    MethodInfo { name: "grep", description: "Processes whose ps line contains a word.", args: &[WORD] },
+    MethodInfo {
+        name: "loadavg",
+        description: "The fields of /proc/loadavg.",
+        args: &[],
+    },
+    MethodInfo {
+        name: "grep",
+        description: "Processes whose ps line contains a word.",
+        args: &[WORD],
+    },
 ];
 
 impl Module for Process {
@@ -54,21 +100,30 @@ impl Module for Process {
         match method {
             "info" => {
                 args.arity(0, 1)?;
-                let flags = args.opt_string(0, "flags")?.unwrap_or_else(|| "-auxh".into());
+                let flags = args
+                    .opt_string(0, "flags")?
+                    .unwrap_or_else(|| "-auxh".into());
                 Ok(Value::Array(ps(&flags)?.into_iter().map(strings).collect()))
             }
-            "mem" => args.arity(0, 0).map_err(Into::into).and_then(|_| Ok(mem())),
+            "mem" => args.arity(0, 0).map(|_| mem()).map_err(Into::into),
             "kill" => {
                 args.arity(1, 2)?;
                 let pid = args.i64(0, "pid")?;
-                let signal = parse_signal(&args.opt_string(1, "signal")?.unwrap_or_else(|| "TERM".into()))?;
+                let signal = parse_signal(
+                    &args
+                        .opt_string(1, "signal")?
+                        .unwrap_or_else(|| "TERM".into()),
+                )?;
                 send(pid, signal)?;
                 Ok(Value::Integer(0))
             }
             "pkill" => {
                 args.arity(1, 2)?;
                 let name = args.string(0, "name")?;
-                let level = args.opt_string(1, "level")?.filter(|l| !l.is_empty()).unwrap_or_else(|| "TERM".into());
+                let level = args
+                    .opt_string(1, "level")?
+                    .filter(|l| !l.is_empty())
+                    .unwrap_or_else(|| "TERM".into());
                 let signal = parse_signal(&level)?;
                 let mut hit = false;
                 for pid in pids_named(&name) {
@@ -78,13 +133,18 @@ impl Module for Process {
             }
             "loadavg" => {
                 args.arity(0, 0)?;
-                let text = std::fs::read_to_string("/proc/loadavg").map_err(|e| MethodError::os(format!("/proc/loadavg: {e}")))?;
+                let text = std::fs::read_to_string("/proc/loadavg")
+                    .map_err(|e| MethodError::os(format!("/proc/loadavg: {e}")))?;
                 Ok(strings(text.split_whitespace()))
             }
             "grep" => {
                 args.arity(1, 1)?;
                 let word = args.string(0, "word")?.trim().to_lowercase();
-                let lines: Vec<String> = ps("-auxh")?.into_iter().map(|f| f.join(" ")).filter(|l| l.to_lowercase().contains(&word)).collect();
+                let lines: Vec<String> = ps("-auxh")?
+                    .into_iter()
+                    .map(|f| f.join(" "))
+                    .filter(|l| l.to_lowercase().contains(&word))
+                    .collect();
                 Ok(super::record([("process.info", strings(lines))]))
             }
             _ => unreachable_method(method),
@@ -95,15 +155,33 @@ impl Module for Process {
 /// Runs `ps FLAGS`; each line split on white space into at most 11 fields,
 /// so the command (the last column of `ps aux`) keeps its spaces.
 fn ps(flags: &str) -> Result<Vec<Vec<String>>, MethodError> {
-    let valid = !flags.is_empty() && flags.len() <= 32 && flags.trim_start_matches('-').bytes().all(|b| b.is_ascii_alphabetic());
+    let valid = !flags.is_empty()
+        && flags.len() <= 32
+        && flags
+            .trim_start_matches('-')
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic());
     if !valid {
-        return Err(MethodError::value(format!("ps flags must be letters, optionally after '-': {:?}", common::paths::shorten(flags))));
+        return Err(MethodError::value(format!(
+            "ps flags must be letters, optionally after '-': {:?}",
+            common::paths::shorten(flags)
+        )));
     }
-    let out = Cmd::new("ps").arg(flags).output().map_err(|e| MethodError::os(format!("cannot run ps: {e}")))?;
+    let out = Cmd::new("ps")
+        .arg(flags)
+        .output()
+        .map_err(|e| MethodError::os(format!("cannot run ps: {e}")))?;
     if !out.status.success() {
-        return Err(MethodError::os(format!("ps {flags} failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(MethodError::os(format!(
+            "ps {flags} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.trim().is_empty()).map(|l| split_fields(l, 11)).collect())
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| split_fields(l, 11))
+        .collect())
 }
 
 fn split_fields(line: &str, max: usize) -> Vec<String> {
@@ -127,27 +205,42 @@ fn parse_signal(text: &str) -> Result<Signal, MethodError> {
     let parsed = match t.parse::<i32>() {
         Ok(n) => Signal::try_from(n).ok(),
         Err(_) => {
-            let name = if t.starts_with("SIG") { t.clone() } else { format!("SIG{t}") };
+            let name = if t.starts_with("SIG") {
+                t.clone()
+            } else {
+                format!("SIG{t}")
+            };
             name.parse::<Signal>().ok()
         }
     };
-    parsed.ok_or_else(|| MethodError::value(format!("unknown signal {:?}", common::paths::shorten(text))))
+    parsed.ok_or_else(|| {
+        MethodError::value(format!("unknown signal {:?}", common::paths::shorten(text)))
+    })
 }
 
 fn send(pid: i64, signal: Signal) -> Result<(), MethodError> {
-    let pid = i32::try_from(pid).ok().filter(|p| *p > 1).ok_or_else(|| MethodError::value(format!("refusing to signal pid {pid}: only single processes above 1")))?;
+    let pid = i32::try_from(pid).ok().filter(|p| *p > 1).ok_or_else(|| {
+        MethodError::value(format!(
+            "refusing to signal pid {pid}: only single processes above 1"
+        ))
+    })?;
     kill(Pid::from_raw(pid), signal).map_err(|e| MethodError::os(format!("kill {pid}: {e}")))
 }
 
 fn proc_pids() -> impl Iterator<Item = i32> {
-    std::fs::read_dir("/proc").into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
 }
 
 fn pids_named(name: &str) -> Vec<i64> {
     let me = std::process::id() as i32;
     proc_pids()
         .filter(|pid| *pid != me)
-        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == name))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == name)
+        })
         .map(i64::from)
         .collect()
 }
@@ -158,17 +251,32 @@ fn mem() -> Value {
     let mut rows: Vec<(i64, i64, String)> = proc_pids()
         .filter_map(|pid| {
             let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-            let field = |key: &str| -> i64 { text.lines().filter(|l| l.starts_with(key)).filter_map(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok()).sum() };
+            let field = |key: &str| -> i64 {
+                text.lines()
+                    .filter(|l| l.starts_with(key))
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
+                    .sum()
+            };
             let private = field("Private_Clean:") + field("Private_Dirty:");
             let shared = field("Shared_Clean:") + field("Shared_Dirty:");
-            let cmd = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim_end().to_string();
+            let cmd = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .ok()?
+                .trim_end()
+                .to_string();
             Some((private, shared, cmd))
         })
         .collect();
     rows.sort_by_key(|(p, s, _)| -(p + s));
     Value::Array(
         rows.into_iter()
-            .map(|(p, s, cmd)| Value::Array(vec![common::xmlrpc::int(p), common::xmlrpc::int(s), common::xmlrpc::int(p + s), Value::String(cmd)]))
+            .map(|(p, s, cmd)| {
+                Value::Array(vec![
+                    common::xmlrpc::int(p),
+                    common::xmlrpc::int(s),
+                    common::xmlrpc::int(p + s),
+                    Value::String(cmd),
+                ])
+            })
             .collect(),
     )
 }
@@ -186,13 +294,19 @@ mod tests {
         for bad in [0, -1, 1, i64::MAX] {
             assert!(send(bad, Signal::SIGTERM).is_err(), "{bad}");
         }
-        assert_eq!(split_fields("root  1  0.0 /sbin/init  splash", 4), vec!["root", "1", "0.0", "/sbin/init  splash"]);
+        assert_eq!(
+            split_fields("root  1  0.0 /sbin/init  splash", 4),
+            vec!["root", "1", "0.0", "/sbin/init  splash"]
+        );
         assert!(ps("-aux; rm -rf /").is_err());
     }
 
     #[test]
     fn kill_and_pkill_reach_a_real_child() {
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         send(i64::from(child.id()), Signal::SIGKILL).unwrap();
         assert!(child.wait().unwrap().code().is_none());
         assert!(pids_named("no-such-process-name-xyz").is_empty());

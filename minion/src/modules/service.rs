@@ -14,18 +14,64 @@ use super::{record, strings, ArgInfo, Context, MethodError, MethodInfo, MethodRe
 
 pub struct Service;
 
-const NAME: ArgInfo = ArgInfo { name: "service_name", kind: "string", optional: false, description: "unit name, e.g. sshd" };
+const NAME: ArgInfo = ArgInfo {
+    name: "service_name",
+    kind: "string",
+    optional: false,
+    description: "unit name, e.g. sshd",
+};
 
 const METHODS: &[MethodInfo] = &[
-    MethodInfo { name: "start", description: "systemctl start; returns its exit code.", args: &[NAME] },
-    MethodInfo { name: "stop", description: "systemctl stop; returns its exit code.", args: &[NAME] },
-    MethodInfo { name: "restart", description: "systemctl restart; returns its exit code.", args: &[NAME] },
-    MethodInfo { name: "reload", description: "systemctl reload; returns its exit code.", args: &[NAME] },
-    MethodInfo { name: "status", description: "systemctl status: 0 running, 3 stopped, 4 unknown.", args: &[NAME] },
-    MethodInfo { name: "get_running", description: "[[name, 'running'], ...]", args: &[] },
-    MethodInfo { name: "get_enabled", description: "[[name, 'enabled'], ...]", args: &[] },
-    MethodInfo { name: "inventory", description: "{running: [...], enabled: [...]}", args: &[] },
-    MethodInfo { name: "grep", description: "Service names containing a word.", args: &[ArgInfo { name: "word", kind: "string", optional: false, description: "text to look for" }] },
+    MethodInfo {
+        name: "start",
+        description: "systemctl start; returns its exit code.",
+        args: &[NAME],
+    },
+    MethodInfo {
+        name: "stop",
+        description: "systemctl stop; returns its exit code.",
+        args: &[NAME],
+    },
+    MethodInfo {
+        name: "restart",
+        description: "systemctl restart; returns its exit code.",
+        args: &[NAME],
+    },
+    MethodInfo {
+        name: "reload",
+        description: "systemctl reload; returns its exit code.",
+        args: &[NAME],
+    },
+    MethodInfo {
+        name: "status",
+        description: "systemctl status: 0 running, 3 stopped, 4 unknown.",
+        args: &[NAME],
+    },
+    MethodInfo {
+        name: "get_running",
+        description: "[[name, 'running'], ...]",
+        args: &[],
+    },
+    MethodInfo {
+        name: "get_enabled",
+        description: "[[name, 'enabled'], ...]",
+        args: &[],
+    },
+    MethodInfo {
+        name: "inventory",
+        description: "{running: [...], enabled: [...]}",
+        args: &[],
+    },
+    MethodInfo {
+        name: "grep",
+        description: "Service names containing a word.",
+        args: &[ArgInfo {
+            name: "word",
+            kind: "string",
+            optional: false,
+            description: "text to look for",
+        }],
+    },
 ];
 
 impl Module for Service {
@@ -50,14 +96,28 @@ impl Module for Service {
                 } else {
                     cmd.arg(method);
                 }
-                let status = cmd.arg("--").arg(&name).output().map_err(|e| MethodError::os(format!("cannot run systemctl: {e}")))?.status;
+                let status = cmd
+                    .arg("--")
+                    .arg(&name)
+                    .output()
+                    .map_err(|e| MethodError::os(format!("cannot run systemctl: {e}")))?
+                    .status;
                 Ok(Value::Integer(status.code().unwrap_or(-1)))
             }
-            "get_running" => args.arity(0, 0).map_err(Into::into).and_then(|_| Ok(pairs(&running()?, "running"))),
-            "get_enabled" => args.arity(0, 0).map_err(Into::into).and_then(|_| Ok(pairs(&enabled()?, "enabled"))),
+            "get_running" => args
+                .arity(0, 0)
+                .map_err(Into::into)
+                .and_then(|_| Ok(pairs(&running()?, "running"))),
+            "get_enabled" => args
+                .arity(0, 0)
+                .map_err(Into::into)
+                .and_then(|_| Ok(pairs(&enabled()?, "enabled"))),
             "inventory" => {
                 args.arity(0, 0)?;
-                Ok(record([("running", pairs(&running()?, "running")), ("enabled", pairs(&enabled()?, "enabled"))]))
+                Ok(record([
+                    ("running", pairs(&running()?, "running")),
+                    ("enabled", pairs(&enabled()?, "enabled")),
+                ]))
             }
             "grep" => {
                 args.arity(1, 1)?;
@@ -84,17 +144,29 @@ fn require_systemd() -> Result<(), MethodError> {
 }
 
 fn unit_name(name: &str) -> Result<String, MethodError> {
-    let ok = !name.is_empty() && name.len() <= 256 && !name.starts_with('-') && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"@._:-\\".contains(&b));
+    let ok = !name.is_empty()
+        && name.len() <= 256
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@._:-\\".contains(&b));
     if ok {
         Ok(name.to_string())
     } else {
-        Err(MethodError::value(format!("{:?} is not a service name", common::paths::shorten(name))))
+        Err(MethodError::value(format!(
+            "{:?} is not a service name",
+            common::paths::shorten(name)
+        )))
     }
 }
 
 fn list(args: &[&str]) -> Result<Vec<String>, MethodError> {
     require_systemd()?;
-    let out = Process::new("systemctl").args(args).args(["--no-legend", "--plain", "--no-pager"]).output().map_err(|e| MethodError::os(format!("cannot run systemctl: {e}")))?;
+    let out = Process::new("systemctl")
+        .args(args)
+        .args(["--no-legend", "--plain", "--no-pager"])
+        .output()
+        .map_err(|e| MethodError::os(format!("cannot run systemctl: {e}")))?;
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next())

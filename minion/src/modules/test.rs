@@ -9,20 +9,64 @@ use crate::modules::ArgInfo;
 pub struct Test;
 
 const METHODS: &[MethodInfo] = &[
-    MethodInfo { name: "ping", description: "Returns 1.", args: &[] },
+    MethodInfo {
+        name: "ping",
+        description: "Returns 1.",
+        args: &[],
+    },
     MethodInfo {
         name: "add",
         description: "Adds two numbers, or concatenates two strings or lists.",
         args: &[
-            ArgInfo { name: "numb1", kind: "int", optional: false, description: "first operand" },
-            ArgInfo { name: "numb2", kind: "int", optional: false, description: "second operand" },
+            ArgInfo {
+                name: "numb1",
+                kind: "int",
+                optional: false,
+                description: "first operand",
+            },
+            ArgInfo {
+                name: "numb2",
+                kind: "int",
+                optional: false,
+                description: "second operand",
+            },
         ],
     },
-    MethodInfo { name: "echo", description: "Returns its argument unchanged.", args: &[ArgInfo { name: "data", kind: "any", optional: false, description: "any value" }] },
-    MethodInfo { name: "sleep", description: "Sleeps t seconds, returns the time it woke.", args: &[ArgInfo { name: "t", kind: "int", optional: false, description: "seconds" }] },
-    MethodInfo { name: "explode", description: "Always fails.", args: &[] },
-    MethodInfo { name: "explode_no_string", description: "Always fails, with an empty message.", args: &[] },
-    MethodInfo { name: "bigint", description: "Returns 2**32 (sent as <i8>).", args: &[] },
+    MethodInfo {
+        name: "echo",
+        description: "Returns its argument unchanged.",
+        args: &[ArgInfo {
+            name: "data",
+            kind: "any",
+            optional: false,
+            description: "any value",
+        }],
+    },
+    MethodInfo {
+        name: "sleep",
+        description: "Sleeps t seconds, returns the time it woke.",
+        args: &[ArgInfo {
+            name: "t",
+            kind: "int",
+            optional: false,
+            description: "seconds",
+        }],
+    },
+    MethodInfo {
+        name: "explode",
+        description: "Always fails.",
+        args: &[],
+    },
+    MethodInfo {
+        name: "explode_no_string",
+        description: "Always fails, with an empty message.",
+        args: &[],
+    },
+    MethodInfo {
+        name: "bigint",
+        description: "Returns 2**32 (sent as <i8>).",
+        args: &[],
+    },
 ];
 
 impl Module for Test {
@@ -37,7 +81,10 @@ impl Module for Test {
     }
     fn call(&self, _ctx: &Context<'_>, method: &str, args: Args<'_>) -> MethodResult {
         match method {
-            "ping" => args.arity(0, 0).map(|_| Value::Integer(1)).map_err(Into::into),
+            "ping" => args
+                .arity(0, 0)
+                .map(|_| Value::Integer(1))
+                .map_err(Into::into),
             "add" => {
                 args.arity(2, 2)?;
                 add(&args.all()[0], &args.all()[1])
@@ -49,13 +96,21 @@ impl Module for Test {
             "sleep" => {
                 args.arity(1, 1)?;
                 let t = args.i64(0, "t")?;
-                let secs = u64::try_from(t).map_err(|_| MethodError::value(format!("sleep length must not be negative, got {t}")))?;
+                let secs = u64::try_from(t).map_err(|_| {
+                    MethodError::value(format!("sleep length must not be negative, got {t}"))
+                })?;
                 std::thread::sleep(std::time::Duration::from_secs(secs));
                 Ok(Value::Double(now()))
             }
-            "explode" => Err(MethodError::new("exceptions.Exception", "khhhhhhaaaaaan!!!!!!")),
+            "explode" => Err(MethodError::new(
+                "exceptions.Exception",
+                "khhhhhhaaaaaan!!!!!!",
+            )),
             "explode_no_string" => Err(MethodError::new("exceptions.Exception", "")),
-            "bigint" => args.arity(0, 0).map(|_| common::xmlrpc::int(1 << 32)).map_err(Into::into),
+            "bigint" => args
+                .arity(0, 0)
+                .map(|_| common::xmlrpc::int(1 << 32))
+                .map_err(Into::into),
             _ => unreachable_method(method),
         }
     }
@@ -76,17 +131,25 @@ fn add(a: &Value, b: &Value) -> MethodResult {
     };
     match (a, b) {
         (Value::String(x), Value::String(y)) => Ok(Value::String(format!("{x}{y}"))),
-        (Value::Array(x), Value::Array(y)) => Ok(Value::Array(x.iter().chain(y).cloned().collect())),
+        (Value::Array(x), Value::Array(y)) => {
+            Ok(Value::Array(x.iter().chain(y).cloned().collect()))
+        }
         _ => {
             if let (Some(x), Some(y)) = (as_i64(a), as_i64(b)) {
-                return x
-                    .checked_add(y)
-                    .map(common::xmlrpc::int)
-                    .ok_or_else(|| MethodError::new("OverflowError", "integer sum does not fit in 64 bits"));
+                return x.checked_add(y).map(common::xmlrpc::int).ok_or_else(|| {
+                    MethodError::new("OverflowError", "integer sum does not fit in 64 bits")
+                });
             }
             match (as_f64(a), as_f64(b)) {
                 (Some(x), Some(y)) => Ok(Value::Double(x + y)),
-                _ => Err(MethodError::new("TypeError", format!("unsupported operand type(s) for +: '{}' and '{}'", describe(a), describe(b)))),
+                _ => Err(MethodError::new(
+                    "TypeError",
+                    format!(
+                        "unsupported operand type(s) for +: '{}' and '{}'",
+                        describe(a),
+                        describe(b)
+                    ),
+                )),
             }
         }
     }
@@ -94,13 +157,19 @@ fn add(a: &Value, b: &Value) -> MethodResult {
 
 /// Seconds since the epoch, as Python's `time.time()`.
 pub fn now() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// The registry only routes listed methods here; this answers a mismatch
 /// between a module's method table and its `match` as an error, not a panic.
 pub fn unreachable_method(method: &str) -> MethodResult {
-    Err(MethodError::new(super::INVALID_METHOD, format!("method {method} is listed but not implemented")))
+    Err(MethodError::new(
+        super::INVALID_METHOD,
+        format!("method {method} is listed but not implemented"),
+    ))
 }
 
 #[cfg(test)]
@@ -109,11 +178,33 @@ mod tests {
 
     #[test]
     fn add_follows_python() {
-        assert_eq!(add(&Value::Integer(1), &Value::Integer(5)).unwrap(), Value::Integer(6));
-        assert_eq!(add(&Value::String("foo".into()), &Value::String("bar".into())).unwrap(), Value::String("foobar".into()));
-        assert_eq!(add(&Value::Integer(i32::MAX), &Value::Integer(1)).unwrap(), Value::Long(i64::from(i32::MAX) + 1));
-        assert_eq!(add(&Value::Integer(1), &Value::Double(0.5)).unwrap(), Value::Double(1.5));
-        assert_eq!(add(&Value::String("a".into()), &Value::Integer(1)).unwrap_err().kind, "TypeError");
-        assert_eq!(add(&Value::Long(i64::MAX), &Value::Integer(1)).unwrap_err().kind, "OverflowError");
+        assert_eq!(
+            add(&Value::Integer(1), &Value::Integer(5)).unwrap(),
+            Value::Integer(6)
+        );
+        assert_eq!(
+            add(&Value::String("foo".into()), &Value::String("bar".into())).unwrap(),
+            Value::String("foobar".into())
+        );
+        assert_eq!(
+            add(&Value::Integer(i32::MAX), &Value::Integer(1)).unwrap(),
+            Value::Long(i64::from(i32::MAX) + 1)
+        );
+        assert_eq!(
+            add(&Value::Integer(1), &Value::Double(0.5)).unwrap(),
+            Value::Double(1.5)
+        );
+        assert_eq!(
+            add(&Value::String("a".into()), &Value::Integer(1))
+                .unwrap_err()
+                .kind,
+            "TypeError"
+        );
+        assert_eq!(
+            add(&Value::Long(i64::MAX), &Value::Integer(1))
+                .unwrap_err()
+                .kind,
+            "OverflowError"
+        );
     }
 }

@@ -28,7 +28,11 @@ enum What {
     /// Create the CA and overlord credentials below CA_ROOT (kept if present).
     Ca { ca_root: PathBuf },
     /// Enroll minion NAME: key and certificate below MINION_ROOT, signed by the CA below CA_ROOT.
-    Minion { ca_root: PathBuf, minion_root: PathBuf, name: String },
+    Minion {
+        ca_root: PathBuf,
+        minion_root: PathBuf,
+        name: String,
+    },
     /// A CA unknown to the minions, with a client certificate it signed.
     Foreign { dir: PathBuf },
 }
@@ -36,13 +40,20 @@ enum What {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().what {
         What::Ca { ca_root } => {
-            let (_, created) = certs::layout::ensure_ca(&Root::new(ca_root), "func-CA").context("creating the CA")?;
+            let (_, created) = certs::layout::ensure_ca(&Root::new(ca_root), "func-CA")
+                .context("creating the CA")?;
             println!("{}", if created { "CA created" } else { "CA present" });
         }
-        What::Minion { ca_root, minion_root, name } => {
+        What::Minion {
+            ca_root,
+            minion_root,
+            name,
+        } => {
             let ca_root = Root::new(ca_root);
-            let (ca, _) = certs::layout::ensure_ca(&ca_root, "func-CA").context("loading the CA")?;
-            certs::layout::enroll_locally(&ca, &ca_root, &Root::new(minion_root), &name).with_context(|| format!("enrolling {name}"))?;
+            let (ca, _) =
+                certs::layout::ensure_ca(&ca_root, "func-CA").context("loading the CA")?;
+            certs::layout::enroll_locally(&ca, &ca_root, &Root::new(minion_root), &name)
+                .with_context(|| format!("enrolling {name}"))?;
             println!("{name} enrolled");
         }
         What::Foreign { dir } => {
@@ -50,7 +61,11 @@ fn main() -> anyhow::Result<()> {
             let key = certs::request::new_key()?;
             let signed = ca.issue_overlord("intruder", &key)?;
             write_atomic(&dir.join("ca.crt"), ca.cert_pem().as_bytes(), PUBLIC)?;
-            write_atomic(&dir.join("client.pem"), key.serialize_pem().as_bytes(), PRIVATE)?;
+            write_atomic(
+                &dir.join("client.pem"),
+                key.serialize_pem().as_bytes(),
+                PRIVATE,
+            )?;
             write_atomic(&dir.join("client.cert"), signed.cert_pem.as_bytes(), PUBLIC)?;
             println!("foreign CA written");
         }
