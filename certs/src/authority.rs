@@ -95,6 +95,34 @@ impl Authority {
         self.sign(name, params, &csr.public_key)
     }
 
+    /// Issues the certmaster's own TLS server certificate (server auth only).
+    pub fn issue_server(&self, name: &str, key: &KeyPair) -> Result<Signed> {
+        let params = leaf_params(name, &[ExtendedKeyUsagePurpose::ServerAuth])?;
+        self.sign(name.to_string(), params, key)
+    }
+
+    /// A CRL listing `revoked` (serial, revocation time), PEM.
+    pub fn crl(&self, revoked: &[(Vec<u8>, OffsetDateTime)]) -> Result<String> {
+        let now = OffsetDateTime::now_utc();
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: now - Duration::minutes(5),
+            next_update: now + Duration::days(365),
+            crl_number: SerialNumber::from_slice(&now.unix_timestamp_nanos().to_be_bytes()[4..]),
+            issuing_distribution_point: None,
+            revoked_certs: revoked
+                .iter()
+                .map(|(serial, at)| rcgen::RevokedCertParams {
+                    serial_number: SerialNumber::from_slice(serial),
+                    revocation_time: *at,
+                    reason_code: None,
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        Ok(params.signed_by(&self.issuer)?.pem()?)
+    }
+
     /// Issues the overlord's client certificate for `key`: client auth plus the
     /// overlord mark, which no CSR can obtain.
     pub fn issue_overlord(&self, name: &str, key: &KeyPair) -> Result<Signed> {
@@ -131,6 +159,26 @@ pub fn csr_name(csr_pem: &str) -> Result<String> {
     let csr =
         CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
     csr_common_name(&csr)
+}
+
+/// A CSR's name (a plain host name) and raw public key; the signature is checked.
+pub fn csr_info(csr_pem: &str) -> Result<(String, Vec<u8>)> {
+    use rcgen::PublicKeyData;
+    let csr =
+        CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+    Ok((csr_common_name(&csr)?, csr.public_key.der_bytes().to_vec()))
+}
+
+/// The raw public key of a PEM certificate (comparable with [`csr_info`]'s).
+pub fn cert_public_key(cert_pem: &str) -> Result<Vec<u8>> {
+    let der = rustls_pem::first_der(cert_pem).ok_or(CertError::BadCertificate)?;
+    let (_, cert) = X509Certificate::from_der(&der).map_err(|_| CertError::BadCertificate)?;
+    Ok(cert.public_key().subject_public_key.data.to_vec())
+}
+
+/// DER bytes of the first PEM block of `pem`.
+pub fn pem_to_der(pem: &str) -> Option<Vec<u8>> {
+    rustls_pem::first_der(pem)
 }
 
 fn csr_common_name(csr: &CertificateSigningRequestParams) -> Result<String> {

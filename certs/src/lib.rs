@@ -7,11 +7,15 @@
 //! - [`request`]: a minion's key and certificate signing request.
 //! - [`files`]: atomic writes with the right modes (keys 0600).
 //! - [`layout`]: placing all of the above below a `--root` (DESIGN §3).
+//! - [`store`]: the certmaster's pending, signed and revoked certificates.
+//! - [`daemon`]: the certmaster's XML-RPC service (`wait_for_cert`, `get_crl`).
 
 pub mod authority;
+pub mod daemon;
 pub mod files;
 pub mod layout;
 pub mod request;
+pub mod store;
 
 pub use authority::{Authority, Signed};
 

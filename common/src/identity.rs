@@ -82,6 +82,37 @@ pub fn is_valid_host_name(name: &str) -> bool {
         })
 }
 
+/// SHA-256 fingerprint of a DER certificate as OpenSSL prints it
+/// (`openssl x509 -noout -fingerprint -sha256`): upper-case hex pairs joined by `:`.
+pub fn fingerprint_sha256(der: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, der);
+    digest
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Whether two fingerprints are equal, ignoring case, `:` and an optional
+/// `sha256:`/`SHA256 Fingerprint=` prefix, so a value pasted from OpenSSL matches.
+pub fn fingerprints_match(a: &str, b: &str) -> bool {
+    let norm = |s: &str| -> String {
+        let s = s.trim();
+        let s = s.rsplit('=').next().unwrap_or(s);
+        let s = s
+            .strip_prefix("sha256:")
+            .or_else(|| s.strip_prefix("SHA256:"))
+            .unwrap_or(s);
+        s.chars()
+            .filter(|c| c.is_ascii_hexdigit())
+            .map(|c| c.to_ascii_uppercase())
+            .collect()
+    };
+    let (a, b) = (norm(a), norm(b));
+    a.len() == 64 && a == b
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IdentityError {
     #[error("certificate cannot be parsed")]
@@ -205,6 +236,16 @@ mod tests {
         ] {
             assert!(!is_valid_host_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn fingerprints_compare_loosely() {
+        let fp = fingerprint_sha256(b"x");
+        assert_eq!(fp.len(), 95);
+        assert!(fingerprints_match(&fp, &fp.replace(':', "").to_lowercase()));
+        assert!(fingerprints_match(&format!("sha256 Fingerprint={fp}"), &fp));
+        assert!(!fingerprints_match(&fp, &fingerprint_sha256(b"y")));
+        assert!(!fingerprints_match("", ""));
     }
 
     #[test]

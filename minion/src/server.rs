@@ -3,20 +3,18 @@
 //! stalled ClientHello blocks nobody), then HTTP/1.1 with keep-alive, a header
 //! deadline, a body deadline and a body size limit enforced while reading.
 //!
-//! Routes: `POST /` and `POST /RPC2` (Python posts to `/RPC2`); other paths
-//! 404, other verbs 405. Replies are HTTP 200 even for faults, as Python
-//! clients expect.
+//! Routes and limits are `common::rpc::http`'s (Func's: `POST /` and
+//! `POST /RPC2`; HTTP 200 even for faults).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use common::identity::PeerIdentity;
+use common::rpc::{self, http::Reply};
 use common::tls::Credentials;
-use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -187,96 +185,16 @@ async fn handle(
     peer: SocketAddr,
     who: PeerIdentity,
     req: Request<Incoming>,
-) -> Response<Full<Bytes>> {
-    if !matches!(req.uri().path(), "/" | "/RPC2") {
-        return plain(
-            StatusCode::NOT_FOUND,
-            "not found: POST XML-RPC to / or /RPC2\n",
-        );
-    }
-    if req.method() != Method::POST {
-        let mut resp = plain(StatusCode::METHOD_NOT_ALLOWED, "only POST is supported\n");
-        resp.headers_mut()
-            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
-        return resp;
-    }
-    let limits = minion.config.limits;
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|len| len > limits.max_body as u64) {
-        return too_large(limits.max_body);
-    }
-    let body = Limited::new(req.into_body(), limits.max_body);
-    let bytes = match tokio::time::timeout(minion.config.body_timeout, body.collect()).await {
-        Err(_) => {
-            return closing(plain(
-                StatusCode::REQUEST_TIMEOUT,
-                "request body not received in time\n",
-            ))
-        }
-        Ok(Err(e))
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            return too_large(limits.max_body)
-        }
-        Ok(Err(_)) => {
-            return closing(plain(
-                StatusCode::BAD_REQUEST,
-                "request body could not be read\n",
-            ))
-        }
-        Ok(Ok(collected)) => collected.to_bytes(),
-    };
-    let reply = match common::xmlrpc::decode_call(&bytes, &limits) {
-        Ok(call) => dispatch::call(minion, peer, who, call.method, call.params).await,
-        Err(e) => {
-            tracing::info!(%peer, error = %e, "undecodable request");
-            let fault = e.fault();
-            dispatch::Reply::Fault {
-                code: fault.code(),
-                message: fault.string().to_string(),
-            }
-        }
-    };
-    let xml = reply.encode(limits.max_depth);
-    let mut resp = Response::new(Full::new(Bytes::from(xml)));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/xml"),
-    );
-    resp
-}
-
-fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
-    let mut resp = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain"),
-    );
-    resp
-}
-
-/// Marks a response as the last on its connection.
-fn closing(mut resp: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
-    resp.headers_mut().insert(
-        header::CONNECTION,
-        header::HeaderValue::from_static("close"),
-    );
-    resp
-}
-
-fn too_large(limit: usize) -> Response<Full<Bytes>> {
-    let mut resp = closing(plain(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "request body over the limit\n",
-    ));
-    if let Ok(v) = header::HeaderValue::from_str(&limit.to_string()) {
-        resp.headers_mut().insert("x-max-request-size", v);
-    }
-    resp
+) -> Reply {
+    let call =
+        match rpc::http::read_call(req, &minion.config.limits, minion.config.body_timeout).await {
+            Ok(call) => call,
+            Err(reply) => return reply,
+        };
+    let max_depth = minion.config.limits.max_depth;
+    rpc::http::xml(
+        dispatch::call(minion, peer, who, call.method, call.params)
+            .await
+            .encode(max_depth),
+    )
 }

@@ -1,7 +1,5 @@
-//! The Func overlord library. So far: the XML-RPC client that calls one
-//! minion over mutual TLS with keep-alive ([`client`]). Targeting, dispatch,
-//! jobs and batches build on it.
+//! The Func overlord library. So far it re-exports the XML-RPC client that
+//! calls one minion over mutual TLS with keep-alive (`common::rpc::client`);
+//! targeting, dispatch, jobs and batches build on it.
 
-pub mod client;
-
-pub use client::{CallError, MinionClient};
+pub use common::rpc::client::{CallError, MinionClient};

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::paths::Root;
+use common::rpc::client::{CallError, MinionClient};
 use common::Value;
 use func_tests::fixture::{write_file, FuncdProcess, Pki};
-use overlord::{CallError, MinionClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::rpc::client::{CallError, MinionClient};
 use common::Value;
 use func_tests::fixture::Pki;
-use overlord::{CallError, MinionClient};
 
 use crate::helper::{remote_error, s, OneMinion};
 

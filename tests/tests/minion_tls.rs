@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use common::rpc::client::{CallError, MinionClient};
 use common::tls::Credentials;
 use common::Value;
 use func_tests::fixture::{bin, Pki};
-use overlord::{CallError, MinionClient};
 
 use crate::helper::OneMinion;
 

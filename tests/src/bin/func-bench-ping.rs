@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use common::rpc::client::MinionClient;
 use func_tests::fixture::{FuncdProcess, Pki};
-use overlord::MinionClient;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
                 for _ in 0..per {
                     c.call("test.ping", vec![]).await?;
                 }
-                Ok::<_, overlord::CallError>(())
+                Ok::<_, common::rpc::client::CallError>(())
             }));
         }
         for t in tasks {

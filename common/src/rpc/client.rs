@@ -1,4 +1,4 @@
-//! A keep-alive XML-RPC client for one minion: TCP connect and TLS handshake
+//! A keep-alive XML-RPC client for one server (a minion, or the certmaster): TCP connect and TLS handshake
 //! under a deadline, the overlord's client certificate, and a check that the
 //! minion's certificate names the minion we meant to call (TLS server name).
 //! A fault from the minion is a value ([`CallError::Fault`]) distinct from
@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::xmlrpc::{self, DecodeError, Limits};
+use crate::Value;
 use bytes::Bytes;
-use common::xmlrpc::{self, DecodeError, Limits};
-use common::Value;
 use http::{header, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1;

@@ -1,0 +1,164 @@
+//! `certmaster-ca`: the administrator's view of the certmaster's store —
+//! list, sign and clean requests and certificates, and print the ACL keys.
+//! Messages follow Func's; exit 0 on success, 1 when an argument matched
+//! nothing or an operation failed, 2 on a usage error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use certs::store::Store;
+use clap::{ArgGroup, Parser};
+use common::identity::PeerIdentity;
+use common::paths::Root;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "certmaster-ca",
+    version,
+    about = "Manage Func certificate requests and certificates"
+)]
+#[command(group(ArgGroup::new("action").required(true).args(["list", "sign", "clean", "list_signed", "list_cert_hash"])))]
+struct Cli {
+    /// Read and write only below this directory.
+    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
+    root: PathBuf,
+    /// List pending requests.
+    #[arg(short, long)]
+    list: bool,
+    /// Sign pending requests matching NAME or GLOB.
+    #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
+    sign: Vec<String>,
+    /// Remove pending requests and signed certificates matching NAME or GLOB, and revoke the certificates.
+    #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
+    clean: Vec<String>,
+    /// List signed certificates (optionally matching GLOBs).
+    #[arg(long, num_args = 0.., value_name = "GLOB")]
+    list_signed: Option<Vec<String>>,
+    /// Print `<cn>-<subject hash>` ACL keys of signed certificates.
+    #[arg(long, num_args = 0.., value_name = "GLOB")]
+    list_cert_hash: Option<Vec<String>>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("certmaster-ca: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Names in `names` matching `pattern` (a glob; an invalid glob matches only itself).
+fn matching<'a>(names: &'a [String], pattern: &str) -> Vec<&'a String> {
+    match glob::Pattern::new(pattern) {
+        Ok(p) => names.iter().filter(|n| p.matches(n)).collect(),
+        Err(_) => names.iter().filter(|n| *n == pattern).collect(),
+    }
+}
+
+/// `names` matching any of `globs` (all of them when no glob is given).
+fn filtered(names: Vec<String>, globs: &[String]) -> Vec<String> {
+    if globs.is_empty() {
+        return names;
+    }
+    names
+        .iter()
+        .filter(|n| {
+            globs
+                .iter()
+                .any(|g| !matching(std::slice::from_ref(n), g).is_empty())
+        })
+        .cloned()
+        .collect()
+}
+
+fn run(cli: Cli) -> anyhow::Result<bool> {
+    let root = Root::new(&cli.root);
+    let store = Store::new(root.clone());
+    let load_ca = || -> anyhow::Result<certs::Authority> {
+        let cert = certs::files::read_text(&root.ca_cert())
+            .context("no CA yet: start the certmaster once first")?;
+        let key = certs::files::read_text(&root.ca_key())?;
+        certs::Authority::load(&cert, &key).context("loading the CA")
+    };
+    let mut ok = true;
+    if cli.list {
+        let pending = store.pending();
+        if pending.is_empty() {
+            println!("No certificates to sign");
+        }
+        for name in pending {
+            println!("{name}");
+        }
+    }
+    if !cli.sign.is_empty() {
+        let ca = load_ca()?;
+        for arg in &cli.sign {
+            let pending = store.pending();
+            let hits = matching(&pending, arg);
+            if hits.is_empty() {
+                eprintln!("No match for {arg} to sign");
+                ok = false;
+            }
+            for name in hits {
+                match store.sign_pending(&ca, name) {
+                    Ok((csr, cert)) => println!(
+                        "{} signed - cert located at {}",
+                        csr.display(),
+                        cert.display()
+                    ),
+                    Err(e) => {
+                        eprintln!("cannot sign {name}: {e}");
+                        ok = false;
+                    }
+                }
+            }
+        }
+    }
+    if !cli.clean.is_empty() {
+        let ca = load_ca()?;
+        for arg in &cli.clean {
+            let mut names = store.pending();
+            names.extend(store.signed());
+            names.sort();
+            names.dedup();
+            let hits = matching(&names, arg);
+            if hits.is_empty() {
+                eprintln!("No match for {arg} to clean up");
+                ok = false;
+            }
+            for name in hits {
+                for file in store
+                    .clean(&ca, name)
+                    .with_context(|| format!("cleaning {name}"))?
+                {
+                    println!("Cleaning out {} for host matching {arg}", file.display());
+                }
+            }
+        }
+    }
+    if let Some(globs) = &cli.list_signed {
+        for name in filtered(store.signed(), globs) {
+            println!("{name}");
+        }
+    }
+    if let Some(globs) = &cli.list_cert_hash {
+        for name in filtered(store.signed(), globs) {
+            let der = store
+                .cert(&name)
+                .and_then(|pem| certs::authority::pem_to_der(&pem));
+            match der.map(|d| PeerIdentity::from_der(&d)) {
+                Some(Ok(id)) => println!("{}", id.acl_key()),
+                _ => {
+                    eprintln!("cannot read the certificate of {name}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    Ok(ok)
+}

@@ -1,0 +1,105 @@
+//! `certmaster`: the CA daemon. Parses arguments, creates the CA on first
+//! start, binds, optionally daemonises (before any runtime), then serves.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use certs::daemon::{Certmaster, CertmasterConfig};
+use clap::Parser;
+use common::paths::Root;
+
+/// The Func certificate authority daemon.
+#[derive(Parser, Debug)]
+#[command(
+    name = "certmaster",
+    version,
+    about = "Func certmaster: signs minion certificates (XML-RPC on port 51235)"
+)]
+struct Cli {
+    /// Read and write only below this directory.
+    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
+    root: PathBuf,
+    /// Address to listen on (port 0 picks a free port); default 0.0.0.0:51235.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Sign every valid request at once.
+    #[arg(long)]
+    autosign: bool,
+    /// Stay in the foreground (the default).
+    #[arg(long, conflicts_with = "daemon")]
+    foreground: bool,
+    /// Detach and write var/run/certmaster.pid below the root.
+    #[arg(long)]
+    daemon: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("certmaster: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&cli.root)
+        .with_context(|| format!("root directory {}", cli.root.display()))?;
+    let root = Root::new(std::fs::canonicalize(&cli.root).context("resolving the root")?);
+    let config = CertmasterConfig::load(root.clone(), cli.listen, cli.autosign)
+        .context("reading certmaster.conf")?;
+    let cm = Certmaster::open(config).context("preparing the CA")?;
+    let listener = std::net::TcpListener::bind(cm.config.listen)
+        .with_context(|| format!("binding {}", cm.config.listen))?;
+    let bound = listener.local_addr()?;
+    // One line on stdout that scripts and tests read to learn the port.
+    println!(
+        "certmaster listening on {bound} (CA fingerprint SHA256 {}{})",
+        cm.ca_fingerprint,
+        if cm.config.autosign { ", autosign" } else { "" }
+    );
+    std::io::stdout().flush().ok();
+    if cli.daemon {
+        nix::unistd::daemon(false, false).context("daemonising")?;
+        std::fs::create_dir_all(root.run_dir())?;
+        std::fs::write(
+            root.run_dir().join("certmaster.pid"),
+            format!("{}\n", std::process::id()),
+        )?;
+    }
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        certs::daemon::serve(Arc::new(cm), listener, shutdown())
+            .await
+            .context("serving")
+    })
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn shutdown() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+        }
+        _ => std::future::pending::<()>().await,
+    }
+}

@@ -1,0 +1,281 @@
+//! The certmaster's network service on port 51235: XML-RPC
+//! `wait_for_cert(csr_pem[, info])` → `[signed, cert_pem, ca_pem]` and
+//! `get_crl()` → CRL PEM.
+//!
+//! One port speaks both plain HTTP (what Func's Python requester and
+//! `xmlrpc.client` with `http://` use) and HTTPS (what `funcd` uses: the
+//! certmaster's certificate names `certmaster` and chains to the CA, so a
+//! minion that pins the CA fingerprint cannot be fooled on first contact).
+//! The first byte of a connection decides: 0x16 starts a TLS handshake.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::config::{ConfigError, Ini};
+use common::paths::Root;
+use common::rpc::http::{read_call, xml, Reply};
+use common::xmlrpc::{self, args::Args, Limits, FAULT_FUNC};
+use common::Value;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::files::{read_text, write_atomic, PRIVATE, PUBLIC};
+use crate::store::{Outcome, Store};
+use crate::{layout, request, Authority, Result};
+
+/// Func's certmaster port.
+pub const DEFAULT_PORT: u16 = 51235;
+/// Name in the certmaster's TLS certificate; minions check it.
+pub const SERVER_NAME: &str = "certmaster";
+/// A CSR is a few hundred bytes; nothing bigger is read.
+const MAX_REQUEST: usize = 64 * 1024;
+
+/// The certmaster's settings (`etc/certmaster/certmaster.conf`, `[main]`).
+#[derive(Debug, Clone)]
+pub struct CertmasterConfig {
+    pub root: Root,
+    pub listen: SocketAddr,
+    pub autosign: bool,
+    pub header_timeout: Duration,
+}
+
+impl CertmasterConfig {
+    /// Reads the config file below `root`; flags given as `Some` win.
+    pub fn load(
+        root: Root,
+        listen: Option<SocketAddr>,
+        autosign: bool,
+    ) -> std::result::Result<Self, ConfigError> {
+        let ini = Ini::load(&root.certmaster_conf())?;
+        let port = ini
+            .u64("main", "listen_port")?
+            .and_then(|p| u16::try_from(p).ok())
+            .unwrap_or(DEFAULT_PORT);
+        let addr = ini.str("main", "listen_addr").unwrap_or("0.0.0.0");
+        let configured = format!("{addr}:{port}")
+            .parse()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], port)));
+        Ok(Self {
+            listen: listen.unwrap_or(configured),
+            autosign: autosign || ini.bool("main", "autosign")?.unwrap_or(false),
+            header_timeout: Duration::from_secs_f64(
+                ini.f64("main", "header_timeout")?
+                    .unwrap_or(30.0)
+                    .clamp(0.05, 3600.0),
+            ),
+            root,
+        })
+    }
+}
+
+/// A running certmaster's state.
+pub struct Certmaster {
+    pub config: CertmasterConfig,
+    pub store: Store,
+    ca: Authority,
+    tls: Arc<rustls::ServerConfig>,
+    /// SHA-256 fingerprint of the CA certificate, for minions to pin.
+    pub ca_fingerprint: String,
+}
+
+impl Certmaster {
+    /// Creates the CA and overlord credentials on first start, the
+    /// certmaster's own TLS certificate, and an initial CRL.
+    pub fn open(config: CertmasterConfig) -> Result<Self> {
+        let root = config.root.clone();
+        let host = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "certmaster".into());
+        let (ca, _) = layout::ensure_ca(&root, &format!("{host}-CA-KEY"))?;
+        let (key_path, cert_path) = (
+            root.ca_dir().join("certmaster-server.pem"),
+            root.ca_dir().join("certmaster-server.cert"),
+        );
+        if !key_path.exists() || !cert_path.exists() {
+            let key = request::new_key()?;
+            let signed = ca.issue_server(SERVER_NAME, &key)?;
+            write_atomic(&key_path, key.serialize_pem().as_bytes(), PRIVATE)?;
+            write_atomic(&cert_path, signed.cert_pem.as_bytes(), PUBLIC)?;
+        }
+        let store = Store::new(root.clone());
+        if !store.crl_path().exists() {
+            store.publish_crl(&ca)?;
+        }
+        let ca_der =
+            crate::authority::pem_to_der(ca.cert_pem()).ok_or(crate::CertError::BadCertificate)?;
+        let mut chain =
+            common::tls::load_certs(&cert_path, "certmaster certificate").map_err(tls_error)?;
+        chain.push(ca_der.clone().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .and_then(|b| {
+                Ok(b.with_no_client_auth().with_single_cert(
+                    chain,
+                    common::tls::load_key(&key_path)
+                        .map_err(|e| rustls::Error::General(e.to_string()))?,
+                )?)
+            })
+            .map_err(|e| tls_error(common::tls::TlsError::Config(e.to_string())))?;
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let _ = read_text(&cert_path)?;
+        Ok(Self {
+            ca_fingerprint: common::identity::fingerprint_sha256(&ca_der),
+            config,
+            store,
+            ca,
+            tls: Arc::new(tls),
+        })
+    }
+
+    /// The CA, for `certmaster-ca`-like operations in process.
+    pub fn authority(&self) -> &Authority {
+        &self.ca
+    }
+}
+
+fn tls_error(e: common::tls::TlsError) -> crate::CertError {
+    crate::CertError::Io {
+        action: "loading TLS credentials",
+        path: "etc/pki/certmaster/ca".into(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// Serves `listener` until `shutdown` completes.
+pub async fn serve(
+    cm: Arc<Certmaster>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        tokio::spawn(connection(Arc::clone(&cm), tcp, peer));
+    }
+    Ok(())
+}
+
+async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr) {
+    let _ = tcp.set_nodelay(true);
+    let timeout = cm.config.header_timeout;
+    let mut first = [0u8; 1];
+    if !matches!(
+        tokio::time::timeout(timeout, tcp.peek(&mut first)).await,
+        Ok(Ok(1))
+    ) {
+        return;
+    }
+    let service_cm = Arc::clone(&cm);
+    let service = service_fn(move |req| {
+        let cm = Arc::clone(&service_cm);
+        async move { Ok::<_, Infallible>(handle(cm, peer, req).await) }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeout);
+    let served = if first[0] == 0x16 {
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(&cm.tls));
+        match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
+            Ok(Ok(tls)) => builder.serve_connection(TokioIo::new(tls), service).await,
+            _ => return,
+        }
+    } else {
+        builder.serve_connection(TokioIo::new(tcp), service).await
+    };
+    if let Err(e) = served {
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
+async fn handle<B>(cm: Arc<Certmaster>, peer: SocketAddr, req: http::Request<B>) -> Reply
+where
+    B: hyper::body::Body,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let limits = Limits {
+        max_body: MAX_REQUEST,
+        max_depth: 16,
+    };
+    let call = match read_call(req, &limits, cm.config.header_timeout).await {
+        Ok(call) => call,
+        Err(reply) => return reply,
+    };
+    let method = call.method.clone();
+    let answer = tokio::task::spawn_blocking(move || answer(&cm, &call.method, &call.params)).await;
+    let body = match answer {
+        Ok(Ok(value)) => xmlrpc::encode_response(value, limits.max_depth)
+            .unwrap_or_else(|e| xmlrpc::encode_fault(FAULT_FUNC, &e.to_string())),
+        Ok(Err(message)) => {
+            tracing::info!(%peer, method = %common::paths::shorten(&method), %message, "refused");
+            xmlrpc::encode_fault(FAULT_FUNC, &message)
+        }
+        Err(_) => xmlrpc::encode_fault(FAULT_FUNC, "internal error"),
+    };
+    xml(body)
+}
+
+/// One method call; `Err` is the fault message.
+fn answer(cm: &Certmaster, method: &str, params: &[Value]) -> std::result::Result<Value, String> {
+    let args = Args::new(method, params);
+    match method {
+        "wait_for_cert" => {
+            args.arity(1, 2).map_err(|e| e.message)?;
+            let csr = args.string(0, "csrbuf").map_err(|e| e.message)?;
+            let address = match args.opt(1) {
+                Some(Value::Struct(info)) => match info.get("address") {
+                    Some(Value::String(a)) => Some(a.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let outcome = cm
+                .store
+                .request(&cm.ca, &csr, address.as_deref(), cm.config.autosign)
+                .map_err(|e| format!("certmaster error: {e}"))?;
+            match outcome {
+                Outcome::Signed(cert) => {
+                    tracing::info!(address = ?address, "certificate handed out");
+                    Ok(Value::Array(vec![
+                        Value::Boolean(true),
+                        Value::String(cert),
+                        Value::String(cm.ca.cert_pem().to_string()),
+                    ]))
+                }
+                Outcome::Pending => Ok(Value::Array(vec![
+                    Value::Boolean(false),
+                    Value::String(String::new()),
+                    Value::String(String::new()),
+                ])),
+                Outcome::Refused(reason) => {
+                    Err(format!("<class 'certmaster.CMException'>:{reason}"))
+                }
+            }
+        }
+        "get_crl" => {
+            args.arity(0, 0).map_err(|e| e.message)?;
+            Ok(Value::String(cm.store.crl()))
+        }
+        _ => Err(format!(
+            "<class 'certmaster.codes.InvalidMethodException'>:method {} is not supported",
+            common::paths::shorten(method)
+        )),
+    }
+}

@@ -1,0 +1,351 @@
+//! The certmaster's on-disk state below its root, shared by the daemon and
+//! `certmaster-ca` (which may run at the same time: every change happens
+//! under an exclusive lock file):
+//!
+//! - `var/lib/certmaster/certmaster/csrs/<name>.csr`: pending requests
+//! - `var/lib/certmaster/certmaster/certs/<name>.cert`: signed certificates
+//! - `var/lib/certmaster/certmaster/certs/<name>.addr`: where the minion said
+//!   it can be reached (`host:port`), for the overlord
+//! - `var/lib/certmaster/certmaster/revoked`: `serial-hex unix-time name` lines
+//! - `etc/pki/certmaster/ca/certmaster.crl`: the CRL minions fetch
+
+use std::fs;
+use std::path::PathBuf;
+
+use common::paths::Root;
+use time::OffsetDateTime;
+
+use crate::authority::{cert_public_key, cert_serial_and_name, csr_info};
+use crate::files::{read_text, write_atomic, PUBLIC};
+use crate::{Authority, CertError, Result};
+
+/// The answer to a `wait_for_cert` request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Signed (now or before): the certificate, PEM.
+    Signed(String),
+    /// Waiting for `certmaster-ca --sign`.
+    Pending,
+    /// Refused, with the reason for the requester.
+    Refused(String),
+}
+
+/// Handle on the certmaster's files.
+pub struct Store {
+    root: Root,
+}
+
+/// Longest advertised address recorded.
+const MAX_ADDR: usize = 300;
+
+impl Store {
+    pub fn new(root: Root) -> Self {
+        Self { root }
+    }
+
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    fn csr_path(&self, name: &str) -> PathBuf {
+        self.root.pending_csrs_dir().join(format!("{name}.csr"))
+    }
+    fn cert_path(&self, name: &str) -> PathBuf {
+        self.root.signed_certs_dir().join(format!("{name}.cert"))
+    }
+    fn addr_path(&self, name: &str) -> PathBuf {
+        self.root.signed_certs_dir().join(format!("{name}.addr"))
+    }
+    fn revoked_path(&self) -> PathBuf {
+        self.root.join("var/lib/certmaster/certmaster/revoked")
+    }
+    /// The published CRL.
+    pub fn crl_path(&self) -> PathBuf {
+        self.root.ca_dir().join("certmaster.crl")
+    }
+
+    /// Holds the store's exclusive lock until dropped.
+    fn lock(&self) -> Result<fs::File> {
+        let path = self.root.join("var/lib/certmaster/certmaster/.lock");
+        let io = |source| CertError::Io {
+            action: "locking",
+            path: path.clone(),
+            source,
+        };
+        fs::create_dir_all(path.parent().unwrap_or(self.root.dir())).map_err(io)?;
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        // SAFETY: flock on a descriptor we own; released when `file` closes.
+        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        Ok(file)
+    }
+
+    /// Func's `wait_for_cert`, without its weaknesses: a name that already has
+    /// a certificate or a pending request with another key is refused (no
+    /// takeover); the address the minion advertises is recorded.
+    pub fn request(
+        &self,
+        ca: &Authority,
+        csr_pem: &str,
+        address: Option<&str>,
+        autosign: bool,
+    ) -> Result<Outcome> {
+        let (name, key) = match csr_info(csr_pem) {
+            Ok(info) => info,
+            Err(e @ (CertError::BadName(_) | CertError::NoName | CertError::BadRequest)) => {
+                return Ok(Outcome::Refused(e.to_string()))
+            }
+            Err(e) => return Err(e),
+        };
+        let _guard = self.lock()?;
+        if let Some(addr) = address {
+            if addr.len() > MAX_ADDR || addr.chars().any(|c| c.is_control() || c.is_whitespace()) {
+                return Ok(Outcome::Refused(
+                    "advertised address is not a host:port".into(),
+                ));
+            }
+        }
+        let cert_path = self.cert_path(&name);
+        if cert_path.exists() {
+            let cert = read_text(&cert_path)?;
+            if cert_public_key(&cert)? != key {
+                return Ok(Outcome::Refused(format!("{name} already has a certificate for another key; run certmaster-ca --clean {name} first")));
+            }
+            self.record_address(&name, address)?;
+            return Ok(Outcome::Signed(cert));
+        }
+        let csr_path = self.csr_path(&name);
+        if csr_path.exists() {
+            let pending = read_text(&csr_path)?;
+            if csr_info(&pending).map(|(_, k)| k).ok().as_ref() != Some(&key) {
+                return Ok(Outcome::Refused(format!(
+                    "another request for {name} is pending; run certmaster-ca --clean {name} first"
+                )));
+            }
+            self.record_address(&name, address)?;
+            return Ok(Outcome::Pending);
+        }
+        self.record_address(&name, address)?;
+        if autosign {
+            let signed = ca.sign_csr(csr_pem)?;
+            write_atomic(&cert_path, signed.cert_pem.as_bytes(), PUBLIC)?;
+            return Ok(Outcome::Signed(signed.cert_pem));
+        }
+        write_atomic(&csr_path, csr_pem.as_bytes(), PUBLIC)?;
+        Ok(Outcome::Pending)
+    }
+
+    fn record_address(&self, name: &str, address: Option<&str>) -> Result<()> {
+        match address {
+            Some(addr) if !addr.is_empty() => write_atomic(
+                &self.addr_path(name),
+                format!("{addr}\n").as_bytes(),
+                PUBLIC,
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Where minion `name` said it can be reached.
+    pub fn address(&self, name: &str) -> Option<String> {
+        fs::read_to_string(self.addr_path(name))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// Names with a pending request, sorted.
+    pub fn pending(&self) -> Vec<String> {
+        names_with(&self.root.pending_csrs_dir(), "csr")
+    }
+
+    /// Names with a signed certificate, sorted.
+    pub fn signed(&self) -> Vec<String> {
+        names_with(&self.root.signed_certs_dir(), "cert")
+    }
+
+    /// The signed certificate of `name`, PEM.
+    pub fn cert(&self, name: &str) -> Option<String> {
+        fs::read_to_string(self.cert_path(name)).ok()
+    }
+
+    /// Signs the pending request of `name`; returns the CSR and cert paths.
+    pub fn sign_pending(&self, ca: &Authority, name: &str) -> Result<(PathBuf, PathBuf)> {
+        let _guard = self.lock()?;
+        let csr_path = self.csr_path(name);
+        let signed = ca.sign_csr(&read_text(&csr_path)?)?;
+        let cert_path = self.cert_path(&signed.name);
+        write_atomic(&cert_path, signed.cert_pem.as_bytes(), PUBLIC)?;
+        fs::remove_file(&csr_path).map_err(|source| CertError::Io {
+            action: "removing",
+            path: csr_path.clone(),
+            source,
+        })?;
+        Ok((csr_path, cert_path))
+    }
+
+    /// Removes the pending request and signed certificate of `name`, revokes
+    /// the certificate and republishes the CRL. Returns the removed files.
+    pub fn clean(&self, ca: &Authority, name: &str) -> Result<Vec<PathBuf>> {
+        let _guard = self.lock()?;
+        let mut removed = Vec::new();
+        let cert_path = self.cert_path(name);
+        if let Ok(cert) = fs::read_to_string(&cert_path) {
+            let (serial, _) = cert_serial_and_name(&cert)?;
+            let mut revoked = fs::read_to_string(self.revoked_path()).unwrap_or_default();
+            revoked.push_str(&format!(
+                "{} {} {name}\n",
+                hex(&serial),
+                OffsetDateTime::now_utc().unix_timestamp()
+            ));
+            write_atomic(&self.revoked_path(), revoked.as_bytes(), PUBLIC)?;
+            self.publish_crl(ca)?;
+        }
+        for path in [self.csr_path(name), cert_path, self.addr_path(name)] {
+            if fs::remove_file(&path).is_ok() && path.extension().is_some_and(|e| e != "addr") {
+                removed.push(path);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Writes the CRL from the revoked list (an empty CRL if nothing is revoked).
+    pub fn publish_crl(&self, ca: &Authority) -> Result<()> {
+        let text = fs::read_to_string(self.revoked_path()).unwrap_or_default();
+        let entries: Vec<(Vec<u8>, OffsetDateTime)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.split_whitespace();
+                let serial = unhex(parts.next()?)?;
+                let at = OffsetDateTime::from_unix_timestamp(parts.next()?.parse().ok()?).ok()?;
+                Some((serial, at))
+            })
+            .collect();
+        write_atomic(&self.crl_path(), ca.crl(&entries)?.as_bytes(), PUBLIC)
+    }
+
+    /// The published CRL, PEM ("" before the first one).
+    pub fn crl(&self) -> String {
+        fs::read_to_string(self.crl_path()).unwrap_or_default()
+    }
+}
+
+fn names_with(dir: &std::path::Path, ext: &str) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            (path.extension()? == ext).then(|| path.file_stem()?.to_str().map(str::to_string))?
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request;
+
+    fn setup() -> (tempfile::TempDir, Store, Authority) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let (ca, _) = crate::layout::ensure_ca(&root, "t-CA").unwrap();
+        (dir, Store::new(root), ca)
+    }
+
+    #[test]
+    fn pending_then_signed_then_cleaned_and_revoked() {
+        let (_dir, store, ca) = setup();
+        let key = request::new_key().unwrap();
+        let csr = request::csr("m1", &key).unwrap();
+        assert_eq!(
+            store
+                .request(&ca, &csr, Some("127.0.0.1:5"), false)
+                .unwrap(),
+            Outcome::Pending
+        );
+        assert_eq!(
+            store.request(&ca, &csr, None, false).unwrap(),
+            Outcome::Pending,
+            "same key stays pending"
+        );
+        assert_eq!(store.pending(), ["m1"]);
+        store.sign_pending(&ca, "m1").unwrap();
+        assert!(store.pending().is_empty());
+        assert_eq!(store.signed(), ["m1"]);
+        assert!(matches!(
+            store.request(&ca, &csr, None, false).unwrap(),
+            Outcome::Signed(_)
+        ));
+        assert_eq!(store.address("m1").as_deref(), Some("127.0.0.1:5"));
+        let cert = store.cert("m1").unwrap();
+        let removed = store.clean(&ca, "m1").unwrap();
+        assert_eq!(removed.len(), 1);
+        assert!(store.signed().is_empty() && store.address("m1").is_none());
+        let crl_der = crate::authority::pem_to_der(&store.crl()).unwrap();
+        let (_, crl) =
+            x509_parser::revocation_list::CertificateRevocationList::from_der(&crl_der).unwrap();
+        let (serial, _) = cert_serial_and_name(&cert).unwrap();
+        assert!(crl
+            .iter_revoked_certificates()
+            .any(|r| r.raw_serial() == serial.as_slice()));
+    }
+
+    #[test]
+    fn takeover_and_hostile_requests_are_refused() {
+        let (_dir, store, ca) = setup();
+        let csr = request::csr("m1", &request::new_key().unwrap()).unwrap();
+        assert!(matches!(
+            store.request(&ca, &csr, None, true).unwrap(),
+            Outcome::Signed(_)
+        ));
+        let other = request::csr("m1", &request::new_key().unwrap()).unwrap();
+        assert!(
+            matches!(store.request(&ca, &other, None, true).unwrap(), Outcome::Refused(r) if r.contains("--clean m1"))
+        );
+        let pend = request::csr("m2", &request::new_key().unwrap()).unwrap();
+        assert_eq!(
+            store.request(&ca, &pend, None, false).unwrap(),
+            Outcome::Pending
+        );
+        let other2 = request::csr("m2", &request::new_key().unwrap()).unwrap();
+        assert!(matches!(
+            store.request(&ca, &other2, None, false).unwrap(),
+            Outcome::Refused(_)
+        ));
+        assert!(matches!(
+            store.request(&ca, "garbage", None, true).unwrap(),
+            Outcome::Refused(_)
+        ));
+        let csr3 = request::csr("m3", &request::new_key().unwrap()).unwrap();
+        assert!(matches!(
+            store.request(&ca, &csr3, Some("a b\\n"), true).unwrap(),
+            Outcome::Refused(_)
+        ));
+    }
+
+    use x509_parser::prelude::FromDer;
+}

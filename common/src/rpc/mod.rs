@@ -1,0 +1,6 @@
+//! XML-RPC over HTTP/1.1, shared by the minion, the certmaster and the
+//! overlord: [`client`] calls a server; [`http`] reads and answers requests
+//! on the server side with Func's routes and limits.
+
+pub mod client;
+pub mod http;
