@@ -5,8 +5,8 @@
 //! request can never obtain CA rights or the overlord mark.
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
-    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
+    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
 };
 use ring::rand::{SecureRandom, SystemRandom};
 use time::{Duration, OffsetDateTime};
@@ -82,8 +82,7 @@ impl Authority {
     /// Signs a minion's CSR under the fixed policy. The name is the CSR's CN,
     /// which must be a plain host name.
     pub fn sign_csr(&self, csr_pem: &str) -> Result<Signed> {
-        let csr = CertificateSigningRequestParams::from_pem(csr_pem)
-            .map_err(|_| CertError::BadRequest)?;
+        let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
         let name = csr_common_name(&csr)?;
         let params = leaf_params(
             &name,
@@ -156,16 +155,14 @@ impl Authority {
 
 /// The common name a CSR asks for, if it is a plain host name.
 pub fn csr_name(csr_pem: &str) -> Result<String> {
-    let csr =
-        CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+    let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
     csr_common_name(&csr)
 }
 
 /// A CSR's name (a plain host name) and raw public key; the signature is checked.
 pub fn csr_info(csr_pem: &str) -> Result<(String, Vec<u8>)> {
     use rcgen::PublicKeyData;
-    let csr =
-        CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+    let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
     Ok((csr_common_name(&csr)?, csr.public_key.der_bytes().to_vec()))
 }
 
@@ -182,8 +179,7 @@ pub fn pem_to_der(pem: &str) -> Option<Vec<u8>> {
 }
 
 fn csr_common_name(csr: &CertificateSigningRequestParams) -> Result<String> {
-    let name =
-        dn_text(csr.params.distinguished_name.get(&DnType::CommonName)).ok_or(CertError::NoName)?;
+    let name = dn_text(csr.params.distinguished_name.get(&DnType::CommonName)).ok_or(CertError::NoName)?;
     if !common::identity::is_valid_host_name(&name) {
         return Err(CertError::BadName(common::paths::shorten(&name)));
     }

@@ -107,10 +107,8 @@ impl Certmaster {
         if !store.crl_path().exists() {
             store.publish_crl(&ca)?;
         }
-        let ca_der =
-            crate::authority::pem_to_der(ca.cert_pem()).ok_or(crate::CertError::BadCertificate)?;
-        let mut chain =
-            common::tls::load_certs(&cert_path, "certmaster certificate").map_err(tls_error)?;
+        let ca_der = crate::authority::pem_to_der(ca.cert_pem()).ok_or(crate::CertError::BadCertificate)?;
+        let mut chain = common::tls::load_certs(&cert_path, "certmaster certificate").map_err(tls_error)?;
         chain.push(ca_der.clone().into());
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
@@ -118,8 +116,7 @@ impl Certmaster {
             .and_then(|b| {
                 Ok(b.with_no_client_auth().with_single_cert(
                     chain,
-                    common::tls::load_key(&key_path)
-                        .map_err(|e| rustls::Error::General(e.to_string()))?,
+                    common::tls::load_key(&key_path).map_err(|e| rustls::Error::General(e.to_string()))?,
                 )?)
             })
             .map_err(|e| tls_error(common::tls::TlsError::Config(e.to_string())))?;
@@ -188,9 +185,7 @@ async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr) {
         async move { Ok::<_, Infallible>(handle(cm, peer, req).await) }
     });
     let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(timeout);
+    builder.timer(TokioTimer::new()).header_read_timeout(timeout);
     let served = if first[0] == 0x16 {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(&cm.tls));
         match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
@@ -264,9 +259,7 @@ fn answer(cm: &Certmaster, method: &str, params: &[Value]) -> std::result::Resul
                     Value::String(String::new()),
                     Value::String(String::new()),
                 ])),
-                Outcome::Refused(reason) => {
-                    Err(format!("<class 'certmaster.CMException'>:{reason}"))
-                }
+                Outcome::Refused(reason) => Err(format!("<class 'certmaster.CMException'>:{reason}")),
             }
         }
         "get_crl" => {

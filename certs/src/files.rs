@@ -70,10 +70,7 @@ mod tests {
         write_atomic(&key, b"one", PRIVATE).unwrap();
         write_atomic(&key, b"two", PRIVATE).unwrap();
         assert_eq!(fs::read(&key).unwrap(), b"two");
-        assert_eq!(
-            fs::metadata(&key).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(
             fs::read_dir(key.parent().unwrap()).unwrap().count(),
             1,

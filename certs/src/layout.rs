@@ -26,11 +26,7 @@ pub fn ensure_ca(root: &Root, ca_name: &str) -> Result<(Authority, bool)> {
     if created || !root.overlord_cert().exists() || !root.overlord_key().exists() {
         let key = request::new_key()?;
         let signed = ca.issue_overlord(OVERLORD_NAME, &key)?;
-        write_atomic(
-            &root.overlord_key(),
-            key.serialize_pem().as_bytes(),
-            PRIVATE,
-        )?;
+        write_atomic(&root.overlord_key(), key.serialize_pem().as_bytes(), PRIVATE)?;
         write_atomic(&root.overlord_cert(), signed.cert_pem.as_bytes(), PUBLIC)?;
     }
     Ok((ca, created))
@@ -39,21 +35,14 @@ pub fn ensure_ca(root: &Root, ca_name: &str) -> Result<(Authority, bool)> {
 /// Records a signed certificate in the CA's store (`.../certs/<name>.cert`).
 pub fn record_signed(ca_root: &Root, signed: &Signed) -> Result<()> {
     write_atomic(
-        &ca_root
-            .signed_certs_dir()
-            .join(format!("{}.cert", signed.name)),
+        &ca_root.signed_certs_dir().join(format!("{}.cert", signed.name)),
         signed.cert_pem.as_bytes(),
         PUBLIC,
     )
 }
 
 /// Installs a minion's signed certificate and the CA copy below its root.
-pub fn install_minion_cert(
-    minion_root: &Root,
-    name: &str,
-    cert_pem: &str,
-    ca_pem: &str,
-) -> Result<()> {
+pub fn install_minion_cert(minion_root: &Root, name: &str, cert_pem: &str, ca_pem: &str) -> Result<()> {
     write_atomic(&minion_root.minion_cert(name), cert_pem.as_bytes(), PUBLIC)?;
     write_atomic(&minion_root.minion_ca_cert(), ca_pem.as_bytes(), PUBLIC)
 }
@@ -72,12 +61,7 @@ pub fn ensure_minion_key(minion_root: &Root, name: &str) -> Result<rcgen::KeyPai
 /// Enrolls a minion directly with a CA whose files are at hand (no network):
 /// key and CSR under the minion root, signed, recorded and installed. Used by
 /// tests and the demo; the certmaster does the same over XML-RPC.
-pub fn enroll_locally(
-    ca: &Authority,
-    ca_root: &Root,
-    minion_root: &Root,
-    name: &str,
-) -> Result<Signed> {
+pub fn enroll_locally(ca: &Authority, ca_root: &Root, minion_root: &Root, name: &str) -> Result<Signed> {
     let key = ensure_minion_key(minion_root, name)?;
     let signed = ca.sign_csr(&request::csr(name, &key)?)?;
     record_signed(ca_root, &signed)?;

@@ -107,9 +107,7 @@ impl Store {
         let _guard = self.lock()?;
         if let Some(addr) = address {
             if addr.len() > MAX_ADDR || addr.chars().any(|c| c.is_control() || c.is_whitespace()) {
-                return Ok(Outcome::Refused(
-                    "advertised address is not a host:port".into(),
-                ));
+                return Ok(Outcome::Refused("advertised address is not a host:port".into()));
             }
         }
         let cert_path = self.cert_path(&name);
@@ -144,11 +142,9 @@ impl Store {
 
     fn record_address(&self, name: &str, address: Option<&str>) -> Result<()> {
         match address {
-            Some(addr) if !addr.is_empty() => write_atomic(
-                &self.addr_path(name),
-                format!("{addr}\n").as_bytes(),
-                PUBLIC,
-            ),
+            Some(addr) if !addr.is_empty() => {
+                write_atomic(&self.addr_path(name), format!("{addr}\n").as_bytes(), PUBLIC)
+            }
             _ => Ok(()),
         }
     }
@@ -282,9 +278,7 @@ mod tests {
         let key = request::new_key().unwrap();
         let csr = request::csr("m1", &key).unwrap();
         assert_eq!(
-            store
-                .request(&ca, &csr, Some("127.0.0.1:5"), false)
-                .unwrap(),
+            store.request(&ca, &csr, Some("127.0.0.1:5"), false).unwrap(),
             Outcome::Pending
         );
         assert_eq!(
@@ -306,8 +300,7 @@ mod tests {
         assert_eq!(removed.len(), 1);
         assert!(store.signed().is_empty() && store.address("m1").is_none());
         let crl_der = crate::authority::pem_to_der(&store.crl()).unwrap();
-        let (_, crl) =
-            x509_parser::revocation_list::CertificateRevocationList::from_der(&crl_der).unwrap();
+        let (_, crl) = x509_parser::revocation_list::CertificateRevocationList::from_der(&crl_der).unwrap();
         let (serial, _) = cert_serial_and_name(&cert).unwrap();
         assert!(crl
             .iter_revoked_certificates()
@@ -327,10 +320,7 @@ mod tests {
             matches!(store.request(&ca, &other, None, true).unwrap(), Outcome::Refused(r) if r.contains("--clean m1"))
         );
         let pend = request::csr("m2", &request::new_key().unwrap()).unwrap();
-        assert_eq!(
-            store.request(&ca, &pend, None, false).unwrap(),
-            Outcome::Pending
-        );
+        assert_eq!(store.request(&ca, &pend, None, false).unwrap(), Outcome::Pending);
         let other2 = request::csr("m2", &request::new_key().unwrap()).unwrap();
         assert!(matches!(
             store.request(&ca, &other2, None, false).unwrap(),

@@ -2,9 +2,7 @@
 
 use certs::{authority::csr_name, request, Authority, CertError};
 use common::identity::PeerIdentity;
-use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-};
+use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 fn der(pem: &str) -> Vec<u8> {
@@ -49,11 +47,7 @@ fn csr_asking_for_the_overlord_mark_is_refused_or_stripped() {
     let csr = params.serialize_request(&key).unwrap().pem().unwrap();
     match ca.sign_csr(&csr) {
         Err(CertError::BadRequest) => {}
-        Ok(signed) => assert!(
-            !PeerIdentity::from_der(&der(&signed.cert_pem))
-                .unwrap()
-                .overlord
-        ),
+        Ok(signed) => assert!(!PeerIdentity::from_der(&der(&signed.cert_pem)).unwrap().overlord),
         Err(other) => panic!("unexpected {other}"),
     }
 }
@@ -84,10 +78,7 @@ fn hostile_names_are_refused() {
         }
         let csr = params.serialize_request(&key).unwrap().pem().unwrap();
         assert!(
-            matches!(
-                ca.sign_csr(&csr),
-                Err(CertError::BadName(_) | CertError::NoName)
-            ),
+            matches!(ca.sign_csr(&csr), Err(CertError::BadName(_) | CertError::NoName)),
             "{bad:?}"
         );
         assert!(csr_name(&csr).is_err());

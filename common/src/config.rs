@@ -19,10 +19,7 @@ pub struct Ini {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("config {path} is larger than {MAX_CONFIG_BYTES} bytes")]
     TooLarge { path: PathBuf },
     #[error("config {path} line {line}: {problem}")]
@@ -220,7 +217,10 @@ mod tests {
 
     #[test]
     fn reads_func_minion_conf() {
-        let ini = parse("# comment\n[main]\nlog_level = DEBUG\nlisten_port = 51234\nminion_name =\nACL_DIR: /etc/x\n").unwrap();
+        let ini = parse(
+            "# comment\n[main]\nlog_level = DEBUG\nlisten_port = 51234\nminion_name =\nACL_DIR: /etc/x\n",
+        )
+        .unwrap();
         assert_eq!(ini.u64("main", "listen_port").unwrap(), Some(51234));
         assert_eq!(ini.str("main", "minion_name"), None);
         assert_eq!(ini.str("main", "acl_dir"), Some("/etc/x"));
@@ -248,8 +248,7 @@ mod tests {
 
     #[test]
     fn lists_and_continuations() {
-        let ini =
-            parse("[main]\nforce_async = command.run, yumcmd.update\n  virt.install\n").unwrap();
+        let ini = parse("[main]\nforce_async = command.run, yumcmd.update\n  virt.install\n").unwrap();
         assert_eq!(
             ini.list("main", "force_async"),
             vec!["command.run", "yumcmd.update", "virt.install"]

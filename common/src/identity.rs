@@ -191,10 +191,7 @@ fn der_tlv(out: &mut Vec<u8>, tag: u8, content: &[u8]) {
         out.push(len as u8);
     } else {
         let bytes = len.to_be_bytes();
-        let first = bytes
-            .iter()
-            .position(|b| *b != 0)
-            .unwrap_or(bytes.len() - 1);
+        let first = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len() - 1);
         out.push(0x80 | (bytes.len() - first) as u8);
         out.extend_from_slice(&bytes[first..]);
     }
@@ -213,13 +210,7 @@ mod tests {
 
     #[test]
     fn host_names() {
-        for ok in [
-            "m1",
-            "web-1.example.com",
-            "db_2",
-            "127.0.0.1",
-            &"a".repeat(63),
-        ] {
+        for ok in ["m1", "web-1.example.com", "db_2", "127.0.0.1", &"a".repeat(63)] {
             assert!(is_valid_host_name(ok), "{ok}");
         }
         for bad in [

@@ -107,6 +107,10 @@ impl Root {
     pub fn minion_ca_cert(&self) -> PathBuf {
         self.minion_pki_dir().join("ca.cert")
     }
+    /// The CRL a minion last fetched from the certmaster.
+    pub fn minion_crl(&self) -> PathBuf {
+        self.minion_pki_dir().join("crl.pem")
+    }
     pub fn signed_certs_dir(&self) -> PathBuf {
         self.join("var/lib/certmaster/certmaster/certs")
     }
@@ -164,10 +168,7 @@ mod tests {
     #[test]
     fn joins_below_root() {
         let root = Root::new("/tmp/r");
-        assert_eq!(
-            root.minion_conf(),
-            PathBuf::from("/tmp/r/etc/func/minion.conf")
-        );
+        assert_eq!(root.minion_conf(), PathBuf::from("/tmp/r/etc/func/minion.conf"));
         assert_eq!(
             root.minion_cert("m1"),
             PathBuf::from("/tmp/r/etc/pki/certmaster/m1.cert")
@@ -177,10 +178,7 @@ mod tests {
     #[test]
     fn confine_refuses_traversal_and_relative() {
         let root = Root::new("/tmp/r");
-        assert_eq!(
-            root.confine("/etc/x").unwrap(),
-            PathBuf::from("/tmp/r/etc/x")
-        );
+        assert_eq!(root.confine("/etc/x").unwrap(), PathBuf::from("/tmp/r/etc/x"));
         assert_eq!(root.confine("/a/./b").unwrap(), PathBuf::from("/tmp/r/a/b"));
         assert!(matches!(
             root.confine("/a/../../etc"),

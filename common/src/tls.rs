@@ -33,10 +33,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// All certificates of a PEM file.
-pub fn load_certs(
-    path: &Path,
-    what: &'static str,
-) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub fn load_certs(path: &Path, what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let read = |detail: String| TlsError::Read {
         what,
         path: path.to_path_buf(),
@@ -106,10 +103,7 @@ pub fn server_config(
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            load_certs(&creds.cert, "certificate")?,
-            load_key(&creds.key)?,
-        )
+        .with_single_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
         .map_err(|e| TlsError::Config(e.to_string()))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
@@ -121,10 +115,7 @@ pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_root_certificates(roots(&creds.ca)?)
-        .with_client_auth_cert(
-            load_certs(&creds.cert, "certificate")?,
-            load_key(&creds.key)?,
-        )
+        .with_client_auth_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
         .map_err(|e| TlsError::Config(e.to_string()))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)

@@ -91,8 +91,7 @@ pub struct Call {
 /// Decodes a `<methodCall>` body.
 pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
     let text = checked_text(body, limits)?;
-    let call =
-        MethodCall::from_xml(text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
+    let call = MethodCall::from_xml(text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
     let method = call.name.trim().to_string();
     if method.is_empty() {
         return Err(DecodeError::EmptyMethod);
@@ -139,11 +138,7 @@ pub fn encode_fault(code: i32, message: &str) -> String {
 }
 
 /// Encodes a `<methodCall>` (with XML declaration).
-pub fn encode_call(
-    method: &str,
-    params: Vec<Value>,
-    max_depth: usize,
-) -> Result<String, EncodeError> {
+pub fn encode_call(method: &str, params: Vec<Value>, max_depth: usize) -> Result<String, EncodeError> {
     let params = params
         .into_iter()
         .map(|p| prepare(p, max_depth))
@@ -213,11 +208,7 @@ pub fn nesting_exceeds(xml: &str, limit: usize) -> bool {
             continue;
         }
         let rest = &xml[i..];
-        let skip_to = |end: &str| {
-            rest.find(end)
-                .map(|p| i + p + end.len())
-                .unwrap_or(bytes.len())
-        };
+        let skip_to = |end: &str| rest.find(end).map(|p| i + p + end.len()).unwrap_or(bytes.len());
         if rest.starts_with("<!--") {
             i = skip_to("-->");
         } else if rest.starts_with("<![CDATA[") {
@@ -338,8 +329,7 @@ mod tests {
 
     #[test]
     fn malformed_errors_do_not_echo_the_body() {
-        let body =
-            b"<methodCall><methodName>secret-token-123</methodName><params><param><value><int>x";
+        let body = b"<methodCall><methodName>secret-token-123</methodName><params><param><value><int>x";
         let err = decode_call(body, &limits()).unwrap_err();
         assert_eq!(err, DecodeError::Malformed { what: "methodCall" });
         assert!(!err.to_string().contains("secret"));
@@ -361,7 +351,11 @@ mod tests {
             decode_call(&[b' '; 11], &small),
             Err(DecodeError::TooLarge { .. })
         ));
-        let deep = format!("<methodCall><methodName>a</methodName><params><param>{}{}</param></params></methodCall>", "<value><array><data>".repeat(10_000), "</data></array></value>".repeat(10_000));
+        let deep = format!(
+            "<methodCall><methodName>a</methodName><params><param>{}{}</param></params></methodCall>",
+            "<value><array><data>".repeat(10_000),
+            "</data></array></value>".repeat(10_000)
+        );
         assert_eq!(
             decode_call(deep.as_bytes(), &limits()),
             Err(DecodeError::TooDeep {
@@ -404,17 +398,14 @@ mod tests {
             Value::Array(vec![Value::Long(4294967296), Value::Integer(7), Value::Nil])
         );
         let fault = encode_fault(1, "denied <&>");
-        let f = decode_response(fault.as_bytes(), &limits())
-            .unwrap()
-            .unwrap_err();
+        let f = decode_response(fault.as_bytes(), &limits()).unwrap().unwrap_err();
         assert_eq!((f.code(), f.string()), (1, "denied <&>"));
         assert!(decode_response(b"<methodResponse><params/></methodResponse>", &limits()).is_err());
     }
 
     #[test]
     fn control_characters_become_valid_xml() {
-        let xml =
-            encode_response(Value::String("a\x01b\x1b[0m\tc".into()), DEFAULT_MAX_DEPTH).unwrap();
+        let xml = encode_response(Value::String("a\x01b\x1b[0m\tc".into()), DEFAULT_MAX_DEPTH).unwrap();
         assert!(!xml.contains('\x01') && !xml.contains('\x1b'));
         let back = decode_response(xml.as_bytes(), &limits()).unwrap().unwrap();
         assert_eq!(back, Value::String("a\u{FFFD}b\u{FFFD}[0m\tc".into()));

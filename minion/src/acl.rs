@@ -116,7 +116,10 @@ mod tests {
         let mut acl = Acl::default();
         assert!(acl.allows(&who("overlord", true), "command.run"));
         assert!(!acl.allows(&who("m2", false), "test.ping"));
-        acl.add_text(Path::new("t.acl"), "# comment\nm2-* = test.*, system.list_methods\nbad line\nx = a = b\nWEB1-1234 = command.run\n");
+        acl.add_text(
+            Path::new("t.acl"),
+            "# comment\nm2-* = test.*, system.list_methods\nbad line\nx = a = b\nWEB1-1234 = command.run\n",
+        );
         assert!(acl.allows(&who("m2", false), "test.ping"));
         assert!(acl.allows(&who("m2", false), "system.list_methods"));
         assert!(!acl.allows(&who("m2", false), "command.run"));

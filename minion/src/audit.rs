@@ -146,11 +146,7 @@ mod tests {
         );
         let huge = Value::String("x".repeat(100_000));
         let r = render_args(&[huge]);
-        assert!(
-            r.len() <= MAX_ARGS_CHARS + 3 && r.ends_with("..."),
-            "{}",
-            r.len()
-        );
+        assert!(r.len() <= MAX_ARGS_CHARS + 3 && r.ends_with("..."), "{}", r.len());
         assert_eq!(render_args(&[Value::Base64(vec![0; 10])]), "(<10 bytes>)");
     }
 }

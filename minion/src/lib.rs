@@ -6,6 +6,7 @@
 //! - [`server`]: accept loop, TLS handshake and HTTP/1.1 handling with limits.
 //! - [`dispatch`]: one call: ACL check, audit line, module lookup, blocking work
 //!   off the async threads, `REMOTE_ERROR` values and faults.
+//! - [`enroll`]: getting a certificate from the certmaster, and its CRL.
 //! - [`acl`]: Func's `minion-acl.d/*.acl` files.
 //! - [`audit`]: `var/log/func/audit.log`, one line per call.
 //! - [`modules`]: the module trait, the registry, and one file per module.
@@ -15,6 +16,7 @@ pub mod acl;
 pub mod audit;
 pub mod config;
 pub mod dispatch;
+pub mod enroll;
 pub mod modules;
 pub mod quickack;
 pub mod server;

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use common::paths::Root;
 use minion::config::{MinionConfig, Overrides};
+use minion::enroll::{self, EnrollConfig};
 use minion::modules::Registry;
 use minion::Minion;
 
@@ -30,6 +31,12 @@ struct Cli {
     /// Address to listen on (port 0 picks a free port); default from minion.conf, else 0.0.0.0:51234.
     #[arg(long)]
     listen: Option<SocketAddr>,
+    /// Certmaster to enroll with (default from etc/certmaster/minion.conf, else certmaster:51235).
+    #[arg(long, value_name = "HOST:PORT")]
+    certmaster: Option<String>,
+    /// Address the overlord should call this minion at (default: the bound address, or NAME:PORT).
+    #[arg(long, value_name = "HOST:PORT")]
+    advertise: Option<String>,
     /// Stay in the foreground (the default).
     #[arg(long, conflicts_with = "daemon")]
     foreground: bool,
@@ -48,6 +55,7 @@ fn main() -> std::process::ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -65,23 +73,33 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let root_dir = std::fs::canonicalize(&cli.root)
-        .with_context(|| format!("root directory {}", cli.root.display()))?;
+    std::fs::create_dir_all(&cli.root).with_context(|| format!("creating root {}", cli.root.display()))?;
+    let root_dir =
+        std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
     let root = Root::new(root_dir);
-    let config = MinionConfig::load(
-        root.clone(),
-        Overrides {
-            name: cli.name,
-            listen: cli.listen,
-        },
-    )
-    .context("reading the minion configuration")?;
-    let minion = Minion::new(config).context("preparing the minion")?;
-    let listener = std::net::TcpListener::bind(minion.config.listen)
-        .with_context(|| format!("binding {}", minion.config.listen))?;
+    let overrides = Overrides {
+        name: cli.name,
+        listen: cli.listen,
+    };
+    let config = MinionConfig::load(root.clone(), overrides).context("reading the minion configuration")?;
+    anyhow::ensure!(
+        common::identity::is_valid_host_name(&config.name),
+        "minion name {:?} is not a plain host name",
+        common::paths::shorten(&config.name)
+    );
+    let enroll_cfg =
+        EnrollConfig::load(&root, cli.certmaster).context("reading etc/certmaster/minion.conf")?;
+    let listener =
+        std::net::TcpListener::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
     let bound = listener.local_addr().context("reading the bound address")?;
+    let advertise = cli
+        .advertise
+        .unwrap_or_else(|| match bound.ip().is_unspecified() {
+            true => format!("{}:{}", config.name, bound.port()),
+            false => bound.to_string(),
+        });
     // One line on stdout that scripts and tests read to learn the port.
-    println!("funcd {} listening on {bound}", minion.config.name);
+    println!("funcd {} listening on {bound}", config.name);
     std::io::stdout().flush().ok();
     if cli.daemon {
         nix::unistd::daemon(false, false).context("daemonising")?;
@@ -98,9 +116,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async move {
-        let listener =
-            tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
-        minion::serve(Arc::new(minion), listener, shutdown_signal())
+        let listener = tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
+        // Bound first, so the advertised address carries the real port.
+        enroll::enroll(&root, &config.name, &advertise, &enroll_cfg)
+            .await
+            .context("enrolling with the certmaster")?;
+        let minion = Arc::new(Minion::new(config).context("preparing the minion")?);
+        if enroll_cfg.configured {
+            tokio::spawn(enroll::refresh_crl(Arc::clone(&minion), enroll_cfg));
+        }
+        minion::serve(minion, listener, shutdown_signal())
             .await
             .context("serving")
     })
@@ -109,10 +134,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// Completes on SIGTERM or SIGINT.
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => {},

@@ -9,7 +9,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use common::identity::PeerIdentity;
 use common::rpc::{self, http::Reply};
@@ -19,6 +19,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rustls::pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
@@ -36,15 +37,15 @@ pub struct Minion {
     pub registry: Registry,
     pub acl: Acl,
     pub audit: AuditLog,
-    tls: Arc<rustls::ServerConfig>,
+    creds: Credentials,
+    /// The TLS configuration new connections use; replaced when a new CRL arrives.
+    tls: RwLock<Arc<rustls::ServerConfig>>,
 }
 
 /// Why a minion cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error(
-        "minion {name:?}: no {what} at {path} — enroll with the certmaster first (see README)"
-    )]
+    #[error("minion {name:?}: no {what} at {path} — enroll with the certmaster first (see README)")]
     MissingCredential {
         name: String,
         what: &'static str,
@@ -54,10 +55,13 @@ pub enum StartError {
     BadName(String),
     #[error(transparent)]
     Tls(#[from] common::tls::TlsError),
+    #[error("cannot save the CRL: {0}")]
+    SaveCrl(String),
 }
 
 impl Minion {
-    /// Loads ACLs, opens the audit log and reads the minion's TLS credentials.
+    /// Loads ACLs, opens the audit log, reads the minion's TLS credentials
+    /// and the last CRL fetched from the certmaster (if any).
     pub fn new(config: MinionConfig) -> Result<Self, StartError> {
         if !common::identity::is_valid_host_name(&config.name) {
             return Err(StartError::BadName(common::paths::shorten(&config.name)));
@@ -81,14 +85,43 @@ impl Minion {
                 });
             }
         }
-        let tls = Arc::new(common::tls::server_config(&creds, Vec::new())?);
+        let crls = match common::tls::load_crl(&root.minion_crl()) {
+            Ok(crl) => vec![crl],
+            Err(_) if !root.minion_crl().exists() => Vec::new(),
+            Err(e) => {
+                tracing::warn!(error = %e, "ignoring an unreadable CRL; a fresh one is fetched from the certmaster");
+                Vec::new()
+            }
+        };
+        let tls = RwLock::new(Arc::new(common::tls::server_config(&creds, crls)?));
         Ok(Self {
             acl: Acl::load(&root.acl_dir()),
             audit: AuditLog::open(&root.audit_log()),
             registry: Registry::standard(),
             config,
+            creds,
             tls,
         })
+    }
+
+    /// Installs a CRL (PEM) for connections from now on, and saves it below
+    /// the root for the next start. Returns whether it differs from the saved one.
+    pub fn apply_crl(&self, pem: &str) -> Result<bool, StartError> {
+        let path = self.config.root.minion_crl();
+        if std::fs::read_to_string(&path).is_ok_and(|saved| saved == pem) {
+            return Ok(false);
+        }
+        let crl = rustls::pki_types::CertificateRevocationListDer::from_pem_slice(pem.as_bytes())
+            .map_err(|e| StartError::Tls(common::tls::TlsError::Config(format!("CRL: {e}"))))?;
+        let config = common::tls::server_config(&self.creds, vec![crl])?;
+        certs::files::write_atomic(&path, pem.as_bytes(), certs::files::PUBLIC)
+            .map_err(|e| StartError::SaveCrl(e.to_string()))?;
+        *self.tls.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+        Ok(true)
+    }
+
+    fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(Arc::clone(&self.tls.read().unwrap_or_else(|p| p.into_inner())))
     }
 }
 
@@ -99,7 +132,6 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let acceptor = TlsAcceptor::from(Arc::clone(&minion.tls));
     let slots = Arc::new(Semaphore::new(minion.config.max_connections));
     tokio::pin!(shutdown);
     loop {
@@ -121,7 +153,7 @@ pub async fn serve(
         };
         tokio::spawn(connection(
             Arc::clone(&minion),
-            acceptor.clone(),
+            minion.acceptor(),
             tcp,
             peer,
             permit,
@@ -139,18 +171,17 @@ async fn connection(
 ) {
     let _ = tcp.set_nodelay(true);
     let tcp = QuickAckStream::new(tcp);
-    let tls =
-        match tokio::time::timeout(minion.config.handshake_timeout, acceptor.accept(tcp)).await {
-            Ok(Ok(tls)) => tls,
-            Ok(Err(e)) => {
-                tracing::info!(%peer, error = %e, "TLS handshake refused");
-                return;
-            }
-            Err(_) => {
-                tracing::info!(%peer, "TLS handshake timed out");
-                return;
-            }
-        };
+    let tls = match tokio::time::timeout(minion.config.handshake_timeout, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            tracing::info!(%peer, error = %e, "TLS handshake refused");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
     let who = match tls
         .get_ref()
         .1
@@ -180,17 +211,11 @@ async fn connection(
     }
 }
 
-async fn handle(
-    minion: Arc<Minion>,
-    peer: SocketAddr,
-    who: PeerIdentity,
-    req: Request<Incoming>,
-) -> Reply {
-    let call =
-        match rpc::http::read_call(req, &minion.config.limits, minion.config.body_timeout).await {
-            Ok(call) => call,
-            Err(reply) => return reply,
-        };
+async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: Request<Incoming>) -> Reply {
+    let call = match rpc::http::read_call(req, &minion.config.limits, minion.config.body_timeout).await {
+        Ok(call) => call,
+        Err(reply) => return reply,
+    };
     let max_depth = minion.config.limits.max_depth;
     rpc::http::xml(
         dispatch::call(minion, peer, who, call.method, call.params)

@@ -82,52 +82,53 @@ impl Default for Pki {
     }
 }
 
-/// A running `funcd`, ended on drop.
-pub struct FuncdProcess {
-    pub name: String,
+/// A running daemon (`funcd` or `certmaster`), ended on drop.
+pub struct Daemon {
+    /// The address it reported on its first stdout line.
     pub addr: SocketAddr,
-    pub root: Root,
+    /// That first line.
+    pub banner: String,
     child: Child,
 }
 
-impl FuncdProcess {
-    /// Starts `funcd --root ROOT --name NAME --listen 127.0.0.1:0` and reads
-    /// the bound address from its first stdout line.
-    pub fn start(root: &Root, name: &str) -> Result<Self, String> {
-        let mut child = Command::new(bin("funcd"))
-            .arg("--root")
-            .arg(root.dir())
-            .args(["--name", name, "--listen", "127.0.0.1:0", "--foreground"])
-            .env("RUST_LOG", "warn")
+impl Daemon {
+    /// Starts `bin` with `args` and reads the bound address from its first
+    /// stdout line (`... listening on ADDR ...`).
+    pub fn spawn(bin_name: &str, args: &[&std::ffi::OsStr]) -> Result<Self, String> {
+        let mut child = Command::new(bin(bin_name))
+            .args(args)
+            .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("spawning funcd: {e}"))?;
+            .map_err(|e| format!("spawning {bin_name}: {e}"))?;
         let mut line = String::new();
         let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut reader = BufReader::new(stdout);
-        let read = reader.read_line(&mut line);
+        let read = BufReader::new(stdout).read_line(&mut line);
         let addr = line
-            .trim()
-            .rsplit(' ')
-            .next()
+            .split_whitespace()
+            .skip_while(|w| *w != "on")
+            .nth(1)
             .and_then(|a| a.parse::<SocketAddr>().ok());
         match (read, addr) {
             (Ok(_), Some(addr)) => Ok(Self {
-                name: name.into(),
                 addr,
-                root: root.clone(),
+                banner: line.trim().to_string(),
                 child,
             }),
-            _ => {
-                let _ = child.wait();
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                Err(format!("funcd did not start: {}", err.trim()))
-            }
+            _ => Err(format!("{bin_name} did not start: {}", Self::finish(child))),
         }
+    }
+
+    /// Waits for the process to exit; returns its stderr.
+    fn finish(mut child: Child) -> String {
+        let _ = child.kill();
+        let _ = child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        err
     }
 
     pub fn pid(&self) -> u32 {
@@ -137,6 +138,20 @@ impl FuncdProcess {
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits (up to `limit`) for the process to exit by itself; returns its
+    /// exit code and stderr, or `None` if it is still running.
+    pub fn exit_within(&mut self, limit: Duration) -> Option<(Option<i32>, String)> {
+        if !wait_until(limit, || !matches!(self.child.try_wait(), Ok(None))) {
+            return None;
+        }
+        let code = self.child.wait().ok().and_then(|s| s.code());
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        Some((code, err))
     }
 
     /// Sends SIGTERM and waits (SIGKILL after 10 s).
@@ -157,9 +172,112 @@ impl FuncdProcess {
     }
 }
 
-impl Drop for FuncdProcess {
+impl Drop for Daemon {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A running `funcd`, ended on drop.
+pub struct FuncdProcess {
+    pub name: String,
+    pub addr: SocketAddr,
+    pub root: Root,
+    pub daemon: Daemon,
+}
+
+impl FuncdProcess {
+    /// Starts `funcd --root ROOT --name NAME --listen 127.0.0.1:0`.
+    pub fn start(root: &Root, name: &str) -> Result<Self, String> {
+        Self::start_with(root, name, &[])
+    }
+
+    /// As [`FuncdProcess::start`], with extra arguments (e.g. `--certmaster`).
+    pub fn start_with(root: &Root, name: &str, extra: &[&str]) -> Result<Self, String> {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["--root".as_ref(), root.dir().as_os_str()];
+        args.extend(["--name", name, "--listen", "127.0.0.1:0", "--foreground"].map(std::ffi::OsStr::new));
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let daemon = Daemon::spawn("funcd", &args)?;
+        Ok(Self {
+            name: name.into(),
+            addr: daemon.addr,
+            root: root.clone(),
+            daemon,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.daemon.pid()
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.daemon.alive()
+    }
+
+    pub fn stop(&mut self) {
+        self.daemon.stop();
+    }
+}
+
+/// A running `certmaster` with its own root, ended on drop.
+pub struct CertmasterProcess {
+    pub root: Root,
+    pub daemon: Daemon,
+}
+
+impl CertmasterProcess {
+    pub fn start(root: &Root, autosign: bool) -> Result<Self, String> {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["--root".as_ref(), root.dir().as_os_str()];
+        args.extend(["--listen", "127.0.0.1:0", "--foreground"].map(std::ffi::OsStr::new));
+        if autosign {
+            args.push("--autosign".as_ref());
+        }
+        Ok(Self {
+            root: root.clone(),
+            daemon: Daemon::spawn("certmaster", &args)?,
+        })
+    }
+
+    /// `127.0.0.1:PORT`, for `funcd --certmaster`.
+    pub fn addr(&self) -> String {
+        self.daemon.addr.to_string()
+    }
+
+    /// The CA fingerprint from the start line.
+    pub fn fingerprint(&self) -> String {
+        self.daemon
+            .banner
+            .split("SHA256 ")
+            .nth(1)
+            .unwrap_or("")
+            .split([',', ')'])
+            .next()
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// The overlord's credentials (they live below the certmaster's root).
+    pub fn overlord(&self) -> Credentials {
+        Credentials {
+            key: self.root.overlord_key(),
+            cert: self.root.overlord_cert(),
+            ca: self.root.ca_cert(),
+        }
+    }
+
+    /// Runs `certmaster-ca --root ROOT ARGS...`: (exit code, stdout, stderr).
+    pub fn ca(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(bin("certmaster-ca"))
+            .arg("--root")
+            .arg(self.root.dir())
+            .args(args)
+            .output()
+            .expect("certmaster-ca runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
     }
 }
 

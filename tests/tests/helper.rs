@@ -79,8 +79,7 @@ impl OneMinion {
                 let _ = stream.shutdown().await;
             }
             let mut out = Vec::new();
-            let _ =
-                tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await;
+            let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await;
             out
         })
     }

@@ -18,10 +18,7 @@ fn test_module_basics() {
             .unwrap(),
         Value::Integer(6)
     );
-    assert_eq!(
-        m.call("test.add", vec![s("foo"), s("bar")]).unwrap(),
-        s("foobar")
-    );
+    assert_eq!(m.call("test.add", vec![s("foo"), s("bar")]).unwrap(), s("foobar"));
     assert_eq!(m.call("test.bigint", vec![]).unwrap(), Value::Long(1 << 32));
     assert!(matches!(m.call("test.sleep", vec![s("0")]).unwrap(), Value::Double(t) if t > 1.7e9));
     assert_eq!(
@@ -81,25 +78,19 @@ fn errors_are_remote_error_values() {
         (kind.as_str(), msg.as_str()),
         ("exceptions.Exception", "khhhhhhaaaaaan!!!!!!")
     );
-    let (kind, _) = remote_error(
-        &m.call("test.does_not_exist", vec![Value::Integer(1)])
-            .unwrap(),
-    )
-    .unwrap();
+    let (kind, _) = remote_error(&m.call("test.does_not_exist", vec![Value::Integer(1)]).unwrap()).unwrap();
     assert_eq!(kind, "func.minion.codes.InvalidMethodException");
     let (kind, _) = remote_error(&m.call("nomodule.ping", vec![]).unwrap()).unwrap();
     assert_eq!(kind, "func.minion.codes.InvalidMethodException");
     let (kind, msg) = remote_error(&m.call("test.sleep", vec![s("1"), s("2")]).unwrap()).unwrap();
     assert_eq!(kind, "TypeError");
     assert_eq!(msg, "sleep() takes exactly 1 argument (2 given)");
-    let (kind, msg) =
-        remote_error(&m.call("test.sleep", vec![Value::Array(vec![])]).unwrap()).unwrap();
+    let (kind, msg) = remote_error(&m.call("test.sleep", vec![Value::Array(vec![])]).unwrap()).unwrap();
     assert_eq!(kind, "TypeError");
     assert!(msg.contains("'t'") && msg.contains("array"), "{msg}");
     let (kind, _) = remote_error(&m.call("test.sleep", vec![s("soon")]).unwrap()).unwrap();
     assert_eq!(kind, "ValueError");
-    let (kind, _) =
-        remote_error(&m.call("test.add", vec![s("a"), Value::Integer(1)]).unwrap()).unwrap();
+    let (kind, _) = remote_error(&m.call("test.add", vec![s("a"), Value::Integer(1)]).unwrap()).unwrap();
     assert_eq!(kind, "TypeError");
 }
 
@@ -139,20 +130,14 @@ fn every_module_answers() {
         panic!()
     };
     assert!(all.contains(&s("system.listMethods")) && all.contains(&s("command.run")));
-    assert_eq!(
-        m.call("system.list_methods", vec![]).unwrap(),
-        Value::Array(all)
-    );
+    assert_eq!(m.call("system.list_methods", vec![]).unwrap(), Value::Array(all));
     let Value::Struct(inv) = m.call("system.inventory", vec![]).unwrap() else {
         panic!()
     };
     assert!(inv.contains_key("copyfile"));
 
     let run = m
-        .call(
-            "command.run",
-            vec![s("printf 'a\\001b'; echo err >&2; exit 2")],
-        )
+        .call("command.run", vec![s("printf 'a\\001b'; echo err >&2; exit 2")])
         .unwrap();
     assert_eq!(
         run,
@@ -197,28 +182,17 @@ fn every_module_answers() {
 
     assert!(matches!(m.call("process.loadavg", vec![]).unwrap(), Value::Array(a) if a.len() >= 3));
     assert!(matches!(m.call("process.info", vec![]).unwrap(), Value::Array(a) if !a.is_empty()));
-    assert!(matches!(
-        m.call("process.mem", vec![]).unwrap(),
-        Value::Array(_)
-    ));
+    assert!(matches!(m.call("process.mem", vec![]).unwrap(), Value::Array(_)));
     let (kind, _) = remote_error(&m.call("process.kill", vec![s("-1")]).unwrap()).unwrap();
     assert_eq!(kind, "ValueError", "kill -1 would signal everything");
-    let Value::Struct(hw) = m
-        .call("hardware.info", vec![Value::Boolean(false)])
-        .unwrap()
-    else {
+    let Value::Struct(hw) = m.call("hardware.info", vec![Value::Boolean(false)]).unwrap() else {
         panic!()
     };
     assert!(hw.contains_key("cpuModel") && hw.contains_key("systemMemory"));
 
-    let status = m
-        .call("service.status", vec![s("func-no-such-service")])
-        .unwrap();
+    let status = m.call("service.status", vec![s("func-no-such-service")]).unwrap();
     if std::path::Path::new("/run/systemd/system").is_dir() {
-        assert!(
-            matches!(status, Value::Integer(rc) if rc != 0),
-            "{status:?}"
-        );
+        assert!(matches!(status, Value::Integer(rc) if rc != 0), "{status:?}");
     } else {
         let (_, msg) = remote_error(&status).expect("clear error without systemd");
         assert!(msg.contains("systemd is not running"), "{msg}");
@@ -237,8 +211,7 @@ fn other_certificates_need_an_acl() {
     let as_cert = |root: &common::paths::Root, name: &str, method: &str| {
         let tls = Pki::client_tls(&m.pki.minion_creds(root, name));
         m.rt.block_on(async {
-            let mut c =
-                MinionClient::connect(m.minion.addr, "m1", tls, Duration::from_secs(10)).await?;
+            let mut c = MinionClient::connect(m.minion.addr, "m1", tls, Duration::from_secs(10)).await?;
             c.call(method, vec![]).await
         })
     };
@@ -281,8 +254,7 @@ fn concurrent_connections_are_all_answered_and_slow_methods_do_not_block() {
             .await
             .unwrap();
         // Long enough that the 200 calls cannot be waiting for it; it is abandoned below.
-        let sleeper =
-            tokio::spawn(async move { slow.call("test.sleep", vec![Value::Integer(600)]).await });
+        let sleeper = tokio::spawn(async move { slow.call("test.sleep", vec![Value::Integer(600)]).await });
         let mut tasks = Vec::new();
         for i in 0..200 {
             let tls = tls.clone();

@@ -78,13 +78,8 @@ fn certificate_from_another_ca_is_refused() {
 fn overlord_refuses_a_minion_that_is_not_the_one_it_meant() {
     let m = OneMinion::start("m1");
     let result = m.rt.block_on(async {
-        let mut c = MinionClient::connect(
-            m.minion.addr,
-            "m2",
-            m.overlord_tls(),
-            Duration::from_secs(10),
-        )
-        .await?;
+        let mut c =
+            MinionClient::connect(m.minion.addr, "m2", m.overlord_tls(), Duration::from_secs(10)).await?;
         c.call("test.ping", vec![]).await
     });
     match result {

@@ -7,5 +7,7 @@ mod minion_calls;
 mod minion_bad_input;
 // Mutual TLS: who is refused, and the overlord's server-name check.
 mod minion_tls;
+// Enrollment with a real certmaster, certmaster-ca, pinning, revocation.
+mod certmaster;
 // Shared helpers for these tests.
 mod helper;

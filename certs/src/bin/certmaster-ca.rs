@@ -80,8 +80,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     let root = Root::new(&cli.root);
     let store = Store::new(root.clone());
     let load_ca = || -> anyhow::Result<certs::Authority> {
-        let cert = certs::files::read_text(&root.ca_cert())
-            .context("no CA yet: start the certmaster once first")?;
+        let cert =
+            certs::files::read_text(&root.ca_cert()).context("no CA yet: start the certmaster once first")?;
         let key = certs::files::read_text(&root.ca_key())?;
         certs::Authority::load(&cert, &key).context("loading the CA")
     };
@@ -106,11 +106,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             }
             for name in hits {
                 match store.sign_pending(&ca, name) {
-                    Ok((csr, cert)) => println!(
-                        "{} signed - cert located at {}",
-                        csr.display(),
-                        cert.display()
-                    ),
+                    Ok((csr, cert)) => {
+                        println!("{} signed - cert located at {}", csr.display(), cert.display())
+                    }
                     Err(e) => {
                         eprintln!("cannot sign {name}: {e}");
                         ok = false;

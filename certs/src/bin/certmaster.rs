@@ -43,6 +43,7 @@ fn main() -> std::process::ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -54,11 +55,10 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&cli.root)
-        .with_context(|| format!("root directory {}", cli.root.display()))?;
+    std::fs::create_dir_all(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
     let root = Root::new(std::fs::canonicalize(&cli.root).context("resolving the root")?);
-    let config = CertmasterConfig::load(root.clone(), cli.listen, cli.autosign)
-        .context("reading certmaster.conf")?;
+    let config =
+        CertmasterConfig::load(root.clone(), cli.listen, cli.autosign).context("reading certmaster.conf")?;
     let cm = Certmaster::open(config).context("preparing the CA")?;
     let listener = std::net::TcpListener::bind(cm.config.listen)
         .with_context(|| format!("binding {}", cm.config.listen))?;
@@ -79,9 +79,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         )?;
     }
     listener.set_nonblocking(true)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         certs::daemon::serve(Arc::new(cm), listener, shutdown())
@@ -93,10 +91,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// Completes on SIGTERM or SIGINT.
 async fn shutdown() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut t), Ok(mut i)) => {
             tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
         }

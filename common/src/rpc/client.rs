@@ -64,12 +64,10 @@ impl MinionClient {
             detail: e.to_string(),
         })?;
         let connect = async {
-            let tcp = TcpStream::connect(addr)
-                .await
-                .map_err(|e| CallError::Connect {
-                    addr,
-                    detail: e.to_string(),
-                })?;
+            let tcp = TcpStream::connect(addr).await.map_err(|e| CallError::Connect {
+                addr,
+                detail: e.to_string(),
+            })?;
             let _ = tcp.set_nodelay(true);
             let stream = TlsConnector::from(tls)
                 .connect(server_name, tcp)
@@ -107,10 +105,7 @@ impl MinionClient {
         let request = Request::post("/RPC2")
             .header(header::HOST, self.name.as_str())
             .header(header::CONTENT_TYPE, "text/xml")
-            .header(
-                header::USER_AGENT,
-                concat!("func-rs/", env!("CARGO_PKG_VERSION")),
-            )
+            .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")))
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| CallError::Http(e.to_string()))?;
         let exchange = async {

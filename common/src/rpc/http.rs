@@ -17,11 +17,7 @@ pub type Reply = Response<Full<Bytes>>;
 
 /// Reads one XML-RPC call from `req`. `Err` holds the reply to send instead:
 /// an HTTP error, or a fault for a body that is not a readable call.
-pub async fn read_call<B>(
-    req: Request<B>,
-    limits: &Limits,
-    body_timeout: Duration,
-) -> Result<Call, Reply>
+pub async fn read_call<B>(req: Request<B>, limits: &Limits, body_timeout: Duration) -> Result<Call, Reply>
 where
     B: hyper::body::Body,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -54,10 +50,7 @@ where
                 "request body not received in time\n",
             )))
         }
-        Ok(Err(e))
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
+        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             return Err(too_large(limits.max_body))
         }
         Ok(Err(_)) => {
@@ -77,10 +70,8 @@ where
 /// An HTTP 200 `text/xml` reply.
 pub fn xml(body: String) -> Reply {
     let mut resp = Response::new(Full::new(Bytes::from(body)));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/xml"),
-    );
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/xml"));
     resp
 }
 
@@ -96,10 +87,8 @@ fn plain(status: StatusCode, text: &'static str) -> Reply {
 
 /// Marks a reply as the last on its connection.
 fn closing(mut resp: Reply) -> Reply {
-    resp.headers_mut().insert(
-        header::CONNECTION,
-        header::HeaderValue::from_static("close"),
-    );
+    resp.headers_mut()
+        .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     resp
 }
 

@@ -81,10 +81,7 @@ impl<'a> Args<'a> {
 
     fn required(&self, idx: usize, name: &str) -> Result<&'a Value, ArgError> {
         self.opt(idx).ok_or_else(|| {
-            ArgError::type_error(format!(
-                "{}() missing required argument '{name}'",
-                self.method
-            ))
+            ArgError::type_error(format!("{}() missing required argument '{name}'", self.method))
         })
     }
 

@@ -22,13 +22,33 @@ pub struct Command;
 const METHODS: &[MethodInfo] = &[
     MethodInfo {
         name: "run",
-        description: "Runs a command with /bin/sh; returns [rc, stdout, stderr] (rc is -N when killed by signal N).",
+        description:
+            "Runs a command with /bin/sh; returns [rc, stdout, stderr] (rc is -N when killed by signal N).",
         args: &[
-            ArgInfo { name: "command", kind: "string", optional: false, description: "shell command line" },
-            ArgInfo { name: "env", kind: "hash", optional: true, description: "extra environment variables" },
+            ArgInfo {
+                name: "command",
+                kind: "string",
+                optional: false,
+                description: "shell command line",
+            },
+            ArgInfo {
+                name: "env",
+                kind: "hash",
+                optional: true,
+                description: "extra environment variables",
+            },
         ],
     },
-    MethodInfo { name: "exists", description: "Whether the path is an executable file.", args: &[ArgInfo { name: "command", kind: "string", optional: false, description: "absolute path" }] },
+    MethodInfo {
+        name: "exists",
+        description: "Whether the path is an executable file.",
+        args: &[ArgInfo {
+            name: "command",
+            kind: "string",
+            optional: false,
+            description: "absolute path",
+        }],
+    },
 ];
 
 impl Module for Command {
@@ -99,9 +119,7 @@ fn run(command: &str, env: &[(String, String)]) -> MethodResult {
     let status = child
         .wait()
         .map_err(|e| MethodError::os(format!("waiting for the command failed: {e}")))?;
-    let rc = status
-        .code()
-        .unwrap_or_else(|| -status.signal().unwrap_or(0));
+    let rc = status.code().unwrap_or_else(|| -status.signal().unwrap_or(0));
     Ok(Value::Array(vec![
         Value::Integer(rc),
         Value::String(out),
@@ -126,9 +144,7 @@ fn read_capped(mut stream: impl Read) -> String {
     }
     let mut text = String::from_utf8_lossy(&kept).into_owned();
     if dropped > 0 {
-        text.push_str(&format!(
-            "\n[funcd: {dropped} more bytes of output dropped]"
-        ));
+        text.push_str(&format!("\n[funcd: {dropped} more bytes of output dropped]"));
     }
     text
 }

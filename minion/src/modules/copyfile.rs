@@ -76,8 +76,7 @@ const METHODS: &[MethodInfo] = &[
     },
     MethodInfo {
         name: "copyfile",
-        description:
-            "Writes a whole file atomically, backing up a different old one; 1 copied, 0 unchanged.",
+        description: "Writes a whole file atomically, backing up a different old one; 1 copied, 0 unchanged.",
         args: &[
             PATH_ARG,
             BUF_ARG,
@@ -207,9 +206,7 @@ fn copy(
         .ok_or_else(|| MethodError::value("destination has no parent directory"))?;
     let tmp = dir.join(format!(
         ".{}.funcd-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
+        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
         std::process::id()
     ));
     let written = (|| {
@@ -274,11 +271,7 @@ fn writable(ctx: &Context<'_>, requested: &str) -> Result<PathBuf, MethodError> 
     }
     // No symlink anywhere between the root and the file itself.
     let mut walk = ctx.root.dir().to_path_buf();
-    for part in path
-        .strip_prefix(ctx.root.dir())
-        .unwrap_or(&path)
-        .components()
-    {
+    for part in path.strip_prefix(ctx.root.dir()).unwrap_or(&path).components() {
         walk.push(part);
         match fs::symlink_metadata(&walk) {
             Ok(meta) if meta.file_type().is_symlink() => {
@@ -315,21 +308,17 @@ fn mode_arg(args: &Args<'_>, idx: usize) -> Result<Option<u32>, MethodError> {
         return Ok(None);
     };
     let mode = match v {
-        Value::String(s) => {
-            u32::from_str_radix(s.trim().trim_start_matches("0o"), 8).map_err(|_| {
-                MethodError::value(format!(
-                    "mode {:?} is not an octal number",
-                    common::paths::shorten(s)
-                ))
-            })?
-        }
+        Value::String(s) => u32::from_str_radix(s.trim().trim_start_matches("0o"), 8).map_err(|_| {
+            MethodError::value(format!(
+                "mode {:?} is not an octal number",
+                common::paths::shorten(s)
+            ))
+        })?,
         _ => u32::try_from(args.i64(idx, "mode")?)
             .map_err(|_| MethodError::value("mode must not be negative"))?,
     };
     if mode > 0o7777 {
-        return Err(MethodError::value(format!(
-            "mode {mode:o} has bits beyond 07777"
-        )));
+        return Err(MethodError::value(format!("mode {mode:o} has bits beyond 07777")));
     }
     Ok(Some(mode))
 }
@@ -350,15 +339,12 @@ fn chown(path: &Path, uid: i64, gid: i64) -> Result<(), MethodError> {
 }
 
 fn io_error(action: &str, requested: &str, e: std::io::Error) -> MethodError {
-    MethodError::os(format!(
-        "{action} {}: {e}",
-        common::paths::shorten(requested)
-    ))
+    MethodError::os(format!("{action} {}: {e}", common::paths::shorten(requested)))
 }
 
 fn sha1_file(path: &Path) -> Result<String, MethodError> {
-    let mut file = fs::File::open(path)
-        .map_err(|e| MethodError::os(format!("reading {}: {e}", path.display())))?;
+    let mut file =
+        fs::File::open(path).map_err(|e| MethodError::os(format!("reading {}: {e}", path.display())))?;
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
     let mut buf = [0u8; 64 * 1024];
     loop {
@@ -432,13 +418,7 @@ mod tests {
             );
             let backups = fs::read_dir(dir.join("tmp"))
                 .unwrap()
-                .filter(|e| {
-                    e.as_ref()
-                        .unwrap()
-                        .file_name()
-                        .to_string_lossy()
-                        .ends_with('~')
-                })
+                .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with('~'))
                 .count();
             assert_eq!(backups, 1, "old content kept as a backup");
         });
@@ -452,19 +432,11 @@ mod tests {
                 call(ctx, "open", &[dest.clone(), Value::Integer(0o600)]).unwrap(),
                 dest
             );
-            call(
-                ctx,
-                "append",
-                &[dest.clone(), Value::Base64(b"one ".to_vec())],
-            )
-            .unwrap();
+            call(ctx, "append", &[dest.clone(), Value::Base64(b"one ".to_vec())]).unwrap();
             call(ctx, "append", &[dest, Value::Base64(b"two".to_vec())]).unwrap();
             let path = dir.join("srv/a/b.txt");
             assert_eq!(fs::read(&path).unwrap(), b"one two");
-            assert_eq!(
-                fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-                0o600
-            );
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         });
     }
 
@@ -473,8 +445,7 @@ mod tests {
         with_ctx(&["/srv"], |ctx, dir| {
             let data = Value::Base64(b"x".to_vec());
             for bad in ["/srv/../etc/passwd", "srv/relative", "/etc/passwd", ""] {
-                let e =
-                    call(ctx, "copyfile", &[Value::String(bad.into()), data.clone()]).unwrap_err();
+                let e = call(ctx, "copyfile", &[Value::String(bad.into()), data.clone()]).unwrap_err();
                 assert_eq!(e.kind, "ValueError", "{bad}: {e:?}");
             }
             fs::create_dir_all(dir.join("srv")).unwrap();

@@ -143,10 +143,7 @@ fn info(with_devices: bool) -> Value {
         ("numCpus", int(num_cpus as i64)),
         ("systemMemory", mib("MemTotal")),
         ("systemSwap", mib("SwapTotal")),
-        (
-            "kernelVersion",
-            Value::String(read("/proc/sys/kernel/osrelease")),
-        ),
+        ("kernelVersion", Value::String(read("/proc/sys/kernel/osrelease"))),
         ("os", Value::String(os)),
         ("platform", Value::String(platform)),
         ("disks", disks()),
@@ -200,8 +197,7 @@ fn pci_devices() -> Value {
         slots
             .into_iter()
             .map(|slot| {
-                let attr =
-                    |a: &str| Value::String(read(&format!("/sys/bus/pci/devices/{slot}/{a}")));
+                let attr = |a: &str| Value::String(read(&format!("/sys/bus/pci/devices/{slot}/{a}")));
                 record([
                     ("bus", Value::String("pci".into())),
                     ("slot", Value::String(slot.clone())),
@@ -236,9 +232,7 @@ mod tests {
             assert!(m.contains_key(key), "{key}");
         }
         assert!(matches!(m["numCpus"], Value::Integer(n) if n >= 1));
-        let Value::Struct(m) = info(false) else {
-            panic!()
-        };
+        let Value::Struct(m) = info(false) else { panic!() };
         assert!(!m.contains_key("devices"));
     }
 }

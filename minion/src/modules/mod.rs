@@ -184,10 +184,7 @@ impl Registry {
         let Some((module, method)) = self.resolve(qualified) else {
             return Err(MethodError::new(
                 INVALID_METHOD,
-                format!(
-                    "method {} does not exist",
-                    common::paths::shorten(qualified)
-                ),
+                format!("method {} does not exist", common::paths::shorten(qualified)),
             ));
         };
         let args = Args::new(method, params);
@@ -196,12 +193,8 @@ impl Registry {
         }
         match method {
             "module_version" => no_args(args).map(|_| Value::String(module.version().into())),
-            "module_api_version" => {
-                no_args(args).map(|_| Value::String(module.api_version().into()))
-            }
-            "module_description" => {
-                no_args(args).map(|_| Value::String(module.description().into()))
-            }
+            "module_api_version" => no_args(args).map(|_| Value::String(module.api_version().into())),
+            "module_description" => no_args(args).map(|_| Value::String(module.description().into())),
             "list_methods" => no_args(args).map(|_| strings(Self::method_names(module))),
             "get_method_args" => no_args(args).map(|_| method_args(module)),
             _ => module.call(ctx, method, args),

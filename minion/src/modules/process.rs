@@ -100,20 +100,14 @@ impl Module for Process {
         match method {
             "info" => {
                 args.arity(0, 1)?;
-                let flags = args
-                    .opt_string(0, "flags")?
-                    .unwrap_or_else(|| "-auxh".into());
+                let flags = args.opt_string(0, "flags")?.unwrap_or_else(|| "-auxh".into());
                 Ok(Value::Array(ps(&flags)?.into_iter().map(strings).collect()))
             }
             "mem" => args.arity(0, 0).map(|_| mem()).map_err(Into::into),
             "kill" => {
                 args.arity(1, 2)?;
                 let pid = args.i64(0, "pid")?;
-                let signal = parse_signal(
-                    &args
-                        .opt_string(1, "signal")?
-                        .unwrap_or_else(|| "TERM".into()),
-                )?;
+                let signal = parse_signal(&args.opt_string(1, "signal")?.unwrap_or_else(|| "TERM".into()))?;
                 send(pid, signal)?;
                 Ok(Value::Integer(0))
             }
@@ -213,9 +207,7 @@ fn parse_signal(text: &str) -> Result<Signal, MethodError> {
             name.parse::<Signal>().ok()
         }
     };
-    parsed.ok_or_else(|| {
-        MethodError::value(format!("unknown signal {:?}", common::paths::shorten(text)))
-    })
+    parsed.ok_or_else(|| MethodError::value(format!("unknown signal {:?}", common::paths::shorten(text))))
 }
 
 fn send(pid: i64, signal: Signal) -> Result<(), MethodError> {
@@ -303,10 +295,7 @@ mod tests {
 
     #[test]
     fn kill_and_pkill_reach_a_real_child() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         send(i64::from(child.id()), Signal::SIGKILL).unwrap();
         assert!(child.wait().unwrap().code().is_none());
         assert!(pids_named("no-such-process-name-xyz").is_empty());

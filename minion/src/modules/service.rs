@@ -139,7 +139,10 @@ fn require_systemd() -> Result<(), MethodError> {
     if Path::new("/run/systemd/system").is_dir() {
         Ok(())
     } else {
-        Err(MethodError::new("func.minion.codes.FuncException", "systemd is not running on this host (no /run/systemd/system): service control is unavailable"))
+        Err(MethodError::new(
+            "func.minion.codes.FuncException",
+            "systemd is not running on this host (no /run/systemd/system): service control is unavailable",
+        ))
     }
 }
 

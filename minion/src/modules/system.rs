@@ -77,9 +77,10 @@ impl Module for System {
                 args.arity(1, 1)?;
                 let word = Value::String(args.string(0, "word")?);
                 let mut merged = std::collections::BTreeMap::new();
-                for module in reg.modules().filter(|m| {
-                    m.name() != "system" && m.methods().iter().any(|x| x.name == "grep")
-                }) {
+                for module in reg
+                    .modules()
+                    .filter(|m| m.name() != "system" && m.methods().iter().any(|x| x.name == "grep"))
+                {
                     // A module that cannot answer (no systemd, no ps) is left out, not fatal.
                     if let Ok(Value::Struct(found)) =
                         module.call(ctx, "grep", Args::new("grep", std::slice::from_ref(&word)))

@@ -81,10 +81,7 @@ impl Module for Test {
     }
     fn call(&self, _ctx: &Context<'_>, method: &str, args: Args<'_>) -> MethodResult {
         match method {
-            "ping" => args
-                .arity(0, 0)
-                .map(|_| Value::Integer(1))
-                .map_err(Into::into),
+            "ping" => args.arity(0, 0).map(|_| Value::Integer(1)).map_err(Into::into),
             "add" => {
                 args.arity(2, 2)?;
                 add(&args.all()[0], &args.all()[1])
@@ -96,16 +93,12 @@ impl Module for Test {
             "sleep" => {
                 args.arity(1, 1)?;
                 let t = args.i64(0, "t")?;
-                let secs = u64::try_from(t).map_err(|_| {
-                    MethodError::value(format!("sleep length must not be negative, got {t}"))
-                })?;
+                let secs = u64::try_from(t)
+                    .map_err(|_| MethodError::value(format!("sleep length must not be negative, got {t}")))?;
                 std::thread::sleep(std::time::Duration::from_secs(secs));
                 Ok(Value::Double(now()))
             }
-            "explode" => Err(MethodError::new(
-                "exceptions.Exception",
-                "khhhhhhaaaaaan!!!!!!",
-            )),
+            "explode" => Err(MethodError::new("exceptions.Exception", "khhhhhhaaaaaan!!!!!!")),
             "explode_no_string" => Err(MethodError::new("exceptions.Exception", "")),
             "bigint" => args
                 .arity(0, 0)
@@ -131,14 +124,13 @@ fn add(a: &Value, b: &Value) -> MethodResult {
     };
     match (a, b) {
         (Value::String(x), Value::String(y)) => Ok(Value::String(format!("{x}{y}"))),
-        (Value::Array(x), Value::Array(y)) => {
-            Ok(Value::Array(x.iter().chain(y).cloned().collect()))
-        }
+        (Value::Array(x), Value::Array(y)) => Ok(Value::Array(x.iter().chain(y).cloned().collect())),
         _ => {
             if let (Some(x), Some(y)) = (as_i64(a), as_i64(b)) {
-                return x.checked_add(y).map(common::xmlrpc::int).ok_or_else(|| {
-                    MethodError::new("OverflowError", "integer sum does not fit in 64 bits")
-                });
+                return x
+                    .checked_add(y)
+                    .map(common::xmlrpc::int)
+                    .ok_or_else(|| MethodError::new("OverflowError", "integer sum does not fit in 64 bits"));
             }
             match (as_f64(a), as_f64(b)) {
                 (Some(x), Some(y)) => Ok(Value::Double(x + y)),
@@ -201,9 +193,7 @@ mod tests {
             "TypeError"
         );
         assert_eq!(
-            add(&Value::Long(i64::MAX), &Value::Integer(1))
-                .unwrap_err()
-                .kind,
+            add(&Value::Long(i64::MAX), &Value::Integer(1)).unwrap_err().kind,
             "OverflowError"
         );
     }

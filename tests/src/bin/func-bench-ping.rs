@@ -11,19 +11,13 @@ use func_tests::fixture::{FuncdProcess, Pki};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let calls: usize = args
-        .next()
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(20_000);
+    let calls: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(20_000);
     let conns: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(8);
     let pki = Pki::new();
     let root = pki.minion_root("bench1");
     let minion = FuncdProcess::start(&root, "bench1").map_err(anyhow::Error::msg)?;
     let tls = Pki::client_tls(&pki.overlord());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
         let mut client = MinionClient::connect(minion.addr, "bench1", tls.clone(), Duration::from_secs(10)).await?;
         for _ in 0..200 {

@@ -40,8 +40,8 @@ enum What {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().what {
         What::Ca { ca_root } => {
-            let (_, created) = certs::layout::ensure_ca(&Root::new(ca_root), "func-CA")
-                .context("creating the CA")?;
+            let (_, created) =
+                certs::layout::ensure_ca(&Root::new(ca_root), "func-CA").context("creating the CA")?;
             println!("{}", if created { "CA created" } else { "CA present" });
         }
         What::Minion {
@@ -50,8 +50,7 @@ fn main() -> anyhow::Result<()> {
             name,
         } => {
             let ca_root = Root::new(ca_root);
-            let (ca, _) =
-                certs::layout::ensure_ca(&ca_root, "func-CA").context("loading the CA")?;
+            let (ca, _) = certs::layout::ensure_ca(&ca_root, "func-CA").context("loading the CA")?;
             certs::layout::enroll_locally(&ca, &ca_root, &Root::new(minion_root), &name)
                 .with_context(|| format!("enrolling {name}"))?;
             println!("{name} enrolled");
@@ -61,11 +60,7 @@ fn main() -> anyhow::Result<()> {
             let key = certs::request::new_key()?;
             let signed = ca.issue_overlord("intruder", &key)?;
             write_atomic(&dir.join("ca.crt"), ca.cert_pem().as_bytes(), PUBLIC)?;
-            write_atomic(
-                &dir.join("client.pem"),
-                key.serialize_pem().as_bytes(),
-                PRIVATE,
-            )?;
+            write_atomic(&dir.join("client.pem"), key.serialize_pem().as_bytes(), PRIVATE)?;
             write_atomic(&dir.join("client.cert"), signed.cert_pem.as_bytes(), PUBLIC)?;
             println!("foreign CA written");
         }
