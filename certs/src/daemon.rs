@@ -24,7 +24,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::files::{read_text, write_atomic, PRIVATE, PUBLIC};
+use crate::files::{write_atomic, PRIVATE, PUBLIC};
 use crate::store::{Outcome, Store};
 use crate::{layout, request, Authority, Result};
 
@@ -110,18 +110,8 @@ impl Certmaster {
         let ca_der = crate::authority::pem_to_der(ca.cert_pem()).ok_or(crate::CertError::BadCertificate)?;
         let mut chain = common::tls::load_certs(&cert_path, "certmaster certificate").map_err(tls_error)?;
         chain.push(ca_der.clone().into());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .and_then(|b| {
-                Ok(b.with_no_client_auth().with_single_cert(
-                    chain,
-                    common::tls::load_key(&key_path).map_err(|e| rustls::Error::General(e.to_string()))?,
-                )?)
-            })
-            .map_err(|e| tls_error(common::tls::TlsError::Config(e.to_string())))?;
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let _ = read_text(&cert_path)?;
+        let key = common::tls::load_key(&key_path).map_err(tls_error)?;
+        let tls = common::tls::server_config_open(chain, key).map_err(tls_error)?;
         Ok(Self {
             ca_fingerprint: common::identity::fingerprint_sha256(&ca_der),
             config,

@@ -109,6 +109,22 @@ pub fn server_config(
     Ok(cfg)
 }
 
+/// A server that asks for no client certificate (the certmaster, whose
+/// callers have none yet), presenting `chain` (its certificate, then the CA).
+pub fn server_config_open(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<ServerConfig, TlsError> {
+    let mut cfg = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
 /// A client presenting `creds.cert` and trusting only `creds.ca`.
 pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
     let mut cfg = ClientConfig::builder_with_provider(provider())
