@@ -1,5 +1,23 @@
-//! The Func overlord library. So far it re-exports the XML-RPC client that
-//! calls one minion over mutual TLS with keep-alive (`common::rpc::client`);
-//! targeting, dispatch, jobs and batches build on it.
+//! The Func overlord: the library behind `func`.
+//!
+//! # Layout
+//! - [`plan`]: the command line parsed into a validated plan (hosts resolved,
+//!   options checked) before anything is sent.
+//! - [`targets`], [`groups`]: which minions a SPEC names, and where they are.
+//! - [`dispatch`], [`worker`], [`job`]: `--forks N` worker processes, each
+//!   calling its bucket of minions with bounded concurrency.
+//! - [`output`]: human and JSON output, exit status.
+//! - [`commands`]: one file per `func` subcommand.
+//!
+//! The XML-RPC client itself is `common::rpc::client`.
+
+pub mod commands;
+pub mod dispatch;
+pub mod groups;
+pub mod job;
+pub mod output;
+pub mod plan;
+pub mod targets;
+pub mod worker;
 
 pub use common::rpc::client::{CallError, MinionClient};

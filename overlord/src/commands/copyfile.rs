@@ -1,0 +1,85 @@
+//! `func SPEC copyfile -f LOCAL --remotepath PATH`: send a file to every
+//! target in chunks (`copyfile.open`, `copyfile.append`), keeping its mode
+//! and owner, then compare the remote checksum with the local one.
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use crate::job::Action;
+use crate::plan::{split_flag, Plan, PlanError};
+
+#[derive(Debug)]
+pub struct CopyFile {
+    pub local: PathBuf,
+    pub remote: String,
+}
+
+impl CopyFile {
+    pub fn parse(rest: &[String]) -> Result<Self, PlanError> {
+        let (mut local, mut remote) = (None, None);
+        let mut i = 0;
+        while i < rest.len() {
+            let (flag, inline) = split_flag(&rest[i]);
+            let mut value = || -> Result<String, PlanError> {
+                if let Some(v) = inline.clone() {
+                    return Ok(v);
+                }
+                i += 1;
+                rest.get(i)
+                    .cloned()
+                    .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
+            };
+            match flag.as_str() {
+                "-f" | "--file" => local = Some(PathBuf::from(value()?)),
+                "--remotepath" => remote = Some(value()?),
+                "--force" | "-v" | "--verbose" => {}
+                other => return Err(PlanError::Usage(format!("copyfile: unknown argument {other:?}"))),
+            }
+            i += 1;
+        }
+        match (local, remote) {
+            (Some(local), Some(remote)) => Ok(Self { local, remote }),
+            _ => Err(PlanError::Usage(
+                "copyfile needs -f LOCAL and --remotepath PATH".into(),
+            )),
+        }
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let meta = std::fs::metadata(&self.local)
+            .map_err(|e| PlanError::Config(format!("{}: {e}", self.local.display())))?;
+        if !meta.is_file() {
+            return Err(PlanError::Config(format!(
+                "{} is not a regular file",
+                self.local.display()
+            )));
+        }
+        let local = std::fs::canonicalize(&self.local)
+            .map_err(|e| PlanError::Config(format!("{}: {e}", self.local.display())))?;
+        let action = Action::CopyFile {
+            sha1: sha1_file(&local).map_err(|e| PlanError::Config(format!("{}: {e}", local.display())))?,
+            local,
+            remote: self.remote.clone(),
+            mode: meta.mode() & 0o7777,
+            uid: i64::from(meta.uid()),
+            gid: i64::from(meta.gid()),
+        };
+        let results = super::dispatch_to_targets(plan, &action)?;
+        Ok(super::print_results(plan, &results))
+    }
+}
+
+fn sha1_file(path: &std::path::Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        ctx.update(&buf[..n]);
+    }
+    Ok(ctx.finish().as_ref().iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,158 @@
+//! `func SPEC group OPTIONS`: Func's group management on `etc/func/groups`.
+//! `--ag/--add_group G[;G]`, `--rg/--remove_group G[;G]`, `--la/--list_all`,
+//! `--lg/--list_group G` (its members), `--ah/--add_host @G:HOST[;...]`,
+//! `--rh/--remove_host @G:HOST[;...]`, `--lh/--list_hosts @G[:GLOB]`
+//! (members with signed certificates). SPEC is required but not used, as in Func.
+
+use crate::groups::Groups;
+use crate::plan::{split_flag, Plan, PlanError};
+
+#[derive(Debug)]
+pub enum Group {
+    Add(Vec<String>),
+    Remove(Vec<String>),
+    ListAll,
+    ListGroup(String),
+    AddHosts(Vec<(String, String)>),
+    RemoveHosts(Vec<(String, String)>),
+    ListHosts(String),
+}
+
+fn host_pairs(arg: &str) -> Result<Vec<(String, String)>, PlanError> {
+    arg.split(';')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (g, h) = p
+                .strip_prefix('@')
+                .and_then(|p| p.split_once(':'))
+                .ok_or_else(|| PlanError::Usage(format!("expected @GROUP:HOST, got {p:?}")))?;
+            Ok((g.to_string(), h.to_string()))
+        })
+        .collect()
+}
+
+fn names(arg: &str) -> Vec<String> {
+    arg.split(';')
+        .map(|g| g.trim().trim_start_matches('@').to_string())
+        .filter(|g| !g.is_empty())
+        .collect()
+}
+
+impl Group {
+    pub fn parse(rest: &[String]) -> Result<Self, PlanError> {
+        let mut parsed = None;
+        let mut i = 0;
+        while i < rest.len() {
+            let (flag, inline) = split_flag(&rest[i]);
+            let mut value = || -> Result<String, PlanError> {
+                if let Some(v) = inline.clone() {
+                    return Ok(v);
+                }
+                i += 1;
+                rest.get(i)
+                    .cloned()
+                    .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
+            };
+            let this = match flag.as_str() {
+                "--ag" | "--add_group" => Group::Add(names(&value()?)),
+                "--rg" | "--remove_group" => Group::Remove(names(&value()?)),
+                "--la" | "--list_all" => Group::ListAll,
+                "--lg" | "--list_group" => Group::ListGroup(value()?.trim_start_matches('@').to_string()),
+                "--ah" | "--add_host" => Group::AddHosts(host_pairs(&value()?)?),
+                "--rh" | "--remove_host" => Group::RemoveHosts(host_pairs(&value()?)?),
+                "--lh" | "--list_hosts" => Group::ListHosts(value()?),
+                "-v" | "--verbose" => {
+                    i += 1;
+                    continue;
+                }
+                other => return Err(PlanError::Usage(format!("group: unknown option {other:?}"))),
+            };
+            if parsed.replace(this).is_some() {
+                return Err(PlanError::Usage("group takes one action at a time".into()));
+            }
+            i += 1;
+        }
+        parsed.ok_or_else(|| {
+            PlanError::Usage("group needs an action: --ag, --rg, --la, --lg, --ah, --rh or --lh".into())
+        })
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let path = plan.root.groups_file();
+        let mut groups = Groups::load(&path);
+        let mut changed = false;
+        let mut status = 0;
+        match self {
+            Group::ListAll => groups.names().for_each(|g| println!("{g}")),
+            Group::ListGroup(g) => match groups.hosts(g) {
+                Some(hosts) => hosts.iter().for_each(|h| println!("{h}")),
+                None => {
+                    eprintln!("no group {g}");
+                    status = 1;
+                }
+            },
+            Group::ListHosts(spec) => {
+                for t in crate::targets::resolve(&plan.root, spec, None)? {
+                    println!("{}", t.name);
+                }
+            }
+            Group::Add(names) => {
+                for g in names {
+                    if groups.add_group(g) {
+                        changed = true;
+                        println!("group {g} added");
+                    } else {
+                        println!("group {g} exists");
+                    }
+                }
+            }
+            Group::Remove(names) => {
+                for g in names {
+                    if groups.remove_group(g) {
+                        changed = true;
+                        println!("group {g} removed");
+                    } else {
+                        eprintln!("no group {g}");
+                        status = 1;
+                    }
+                }
+            }
+            Group::AddHosts(pairs) => {
+                for (g, h) in pairs {
+                    changed |= groups.add_hosts(g, std::slice::from_ref(h)) > 0;
+                    println!("{h} in group {g}");
+                }
+            }
+            Group::RemoveHosts(pairs) => {
+                for (g, h) in pairs {
+                    if groups.remove_hosts(g, std::slice::from_ref(h)) > 0 {
+                        changed = true;
+                        println!("{h} removed from group {g}");
+                    } else {
+                        eprintln!("{h} is not in group {g}");
+                        status = 1;
+                    }
+                }
+            }
+        }
+        if changed {
+            save(&path, &groups.render())
+                .map_err(|e| PlanError::Config(format!("writing {}: {e}", path.display())))?;
+        }
+        Ok(status)
+    }
+}
+
+/// Write-temp + fsync + rename.
+fn save(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no directory"))?;
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".groups.tmp{}", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}

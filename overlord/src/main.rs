@@ -1,0 +1,30 @@
+//! `func`: the Func overlord CLI. Parses the command line into a plan and
+//! carries it out; `func __worker` is the worker process the dispatcher
+//! spawns (our own executable again, so no running runtime is ever forked).
+//! Exit status: 0 every host succeeded, 1 any host failed or nothing matched,
+//! 2 usage error.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("__worker") {
+        return ExitCode::from(overlord::worker::main() as u8);
+    }
+    let plan = match overlord::plan::parse(&args, std::env::var(common::paths::ROOT_ENV).ok()) {
+        Ok(plan) => plan,
+        Err(e) => return fail(&e),
+    };
+    match overlord::commands::run(&plan) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &overlord::plan::PlanError) -> ExitCode {
+    match e {
+        overlord::plan::PlanError::Usage(msg) => eprintln!("{msg}"),
+        other => eprintln!("ERROR: {other}"),
+    }
+    ExitCode::from(e.exit_code() as u8)
+}

@@ -1,0 +1,175 @@
+//! Showing results: one block per host, sorted, errors marked (human), or
+//! one JSON document `{host: result}` (`--json`). The exit status is 0 when
+//! every host succeeded and 1 when any returned a `REMOTE_ERROR`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use common::xmlrpc::is_remote_error;
+use common::Value;
+
+/// Whether every result is a success.
+pub fn all_ok(results: &BTreeMap<String, Value>) -> bool {
+    results.values().all(|v| !is_remote_error(v))
+}
+
+/// Human-readable blocks.
+pub fn human(results: &BTreeMap<String, Value>) -> String {
+    let mut out = String::new();
+    for (host, value) in results {
+        let _ = writeln!(out, "{host}:");
+        if is_remote_error(value) {
+            let _ = writeln!(out, "    {}", error_line(value));
+        } else {
+            render(value, 1, &mut out);
+        }
+    }
+    out
+}
+
+/// `ERROR (type): message` for a `REMOTE_ERROR` list.
+pub fn error_line(value: &Value) -> String {
+    let Value::Array(items) = value else {
+        return "ERROR".into();
+    };
+    let text = |i: usize| match items.get(i) {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let message = text(2);
+    match message.is_empty() {
+        true => format!("ERROR ({})", text(1)),
+        false => format!("ERROR ({}): {message}", text(1)),
+    }
+}
+
+fn scalar(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::Integer(i) => i.to_string(),
+        Value::Long(l) => l.to_string(),
+        Value::Double(d) => d.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        Value::String(s) if !s.contains('\n') => s.clone(),
+        Value::DateTime(d) => d.to_string(),
+        Value::Base64(b) => format!("<{} bytes of binary data>", b.len()),
+        Value::Nil => "None".into(),
+        Value::Array(a) if a.is_empty() => "[]".into(),
+        Value::Struct(s) if s.is_empty() => "{}".into(),
+        _ => return None,
+    })
+}
+
+fn render(value: &Value, depth: usize, out: &mut String) {
+    let pad = "    ".repeat(depth);
+    if let Some(s) = scalar(value) {
+        let _ = writeln!(out, "{pad}{s}");
+        return;
+    }
+    match value {
+        Value::String(s) => {
+            for line in s.lines() {
+                let _ = writeln!(out, "{pad}{line}");
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                match scalar(item) {
+                    Some(s) => {
+                        let _ = writeln!(out, "{pad}- {s}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "{pad}-");
+                        render(item, depth + 1, out);
+                    }
+                }
+            }
+        }
+        Value::Struct(members) => {
+            for (k, item) in members {
+                match scalar(item) {
+                    Some(s) => {
+                        let _ = writeln!(out, "{pad}{k}: {s}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "{pad}{k}:");
+                        render(item, depth + 1, out);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One JSON document for all hosts.
+pub fn json(results: &BTreeMap<String, Value>) -> String {
+    let doc: serde_json::Map<String, serde_json::Value> =
+        results.iter().map(|(h, v)| (h.clone(), to_json(v))).collect();
+    serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into())
+}
+
+/// An XML-RPC value as JSON: numbers, strings, lists, objects, `null`;
+/// binary as base64 text, dates as their XML-RPC text.
+pub fn to_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        Value::Integer(i) => J::from(*i),
+        Value::Long(l) => J::from(*l),
+        Value::Double(d) => serde_json::Number::from_f64(*d)
+            .map(J::Number)
+            .unwrap_or_else(|| J::String(d.to_string())),
+        Value::Boolean(b) => J::Bool(*b),
+        Value::String(s) => J::String(s.clone()),
+        Value::DateTime(d) => J::String(d.to_string()),
+        Value::Base64(b) => J::String(base64(b)),
+        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Struct(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+        _ => J::Null,
+    }
+}
+
+fn base64(data: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_and_json() {
+        let mut r = BTreeMap::new();
+        r.insert(
+            "b".to_string(),
+            common::xmlrpc::remote_error("exceptions.Exception", "boom", ""),
+        );
+        r.insert(
+            "a".to_string(),
+            Value::Array(vec![Value::Integer(0), Value::String("out\nmore".into())]),
+        );
+        let text = human(&r);
+        assert_eq!(
+            text,
+            "a:\n    - 0\n    -\n        out\n        more\nb:\n    ERROR (exceptions.Exception): boom\n"
+        );
+        assert!(!all_ok(&r));
+        let parsed: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(parsed["a"][0], 0);
+        assert_eq!(base64(b"hello!?"), "aGVsbG8hPw==");
+    }
+}

@@ -1,0 +1,218 @@
+//! `func`'s command line, parsed once into a [`Plan`]: the root, the
+//! resolved targets (for commands that call minions), dispatch settings and
+//! the command with its own validated options. Nothing is sent before the
+//! plan is complete, and every usage problem is reported with exit status 2.
+//!
+//! Global options come before SPEC (`--root`, `-t`, `-e`, `--json`,
+//! `--forks`); `call`'s own options may stand before or after MODULE METHOD,
+//! and everything after `--` is a method argument.
+
+use common::config::Ini;
+use common::paths::Root;
+use common::tls::Credentials;
+
+use crate::dispatch::Dispatch;
+use crate::targets::{self, Target};
+
+/// Default per-host timeout when neither `-t` nor `socket_timeout` is set.
+pub const DEFAULT_TIMEOUT: f64 = 30.0;
+/// Hosts in flight at once inside one worker.
+pub const WORKER_CONCURRENCY: usize = 64;
+
+/// A usage problem (exit 2) or a failure before dispatch (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Targets(#[from] targets::TargetError),
+    #[error("{0}")]
+    Config(String),
+}
+
+impl PlanError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            PlanError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Global options.
+#[derive(Debug, Clone)]
+pub struct Globals {
+    pub root: Root,
+    pub timeout: Option<f64>,
+    pub exclude: Option<String>,
+    pub json: bool,
+    pub forks: Option<usize>,
+}
+
+/// Everything `func` will do.
+#[derive(Debug)]
+pub struct Plan {
+    pub root: Root,
+    pub spec: String,
+    pub exclude: Option<String>,
+    pub json: bool,
+    pub dispatch: Dispatch,
+    pub command: crate::commands::Command,
+}
+
+impl Plan {
+    /// Resolves the SPEC now (used by the commands that call minions).
+    pub fn targets(&self) -> Result<Vec<Target>, PlanError> {
+        Ok(targets::resolve(&self.root, &self.spec, self.exclude.as_deref())?)
+    }
+
+    /// The overlord's credentials below the root.
+    pub fn credentials(&self) -> Credentials {
+        Credentials {
+            key: self.root.overlord_key(),
+            cert: self.root.overlord_cert(),
+            ca: self.root.ca_cert(),
+        }
+    }
+}
+
+/// Parses `args` (without the program name).
+pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanError> {
+    let mut globals = Globals {
+        root: Root::new(env_root.unwrap_or_else(|| "/".into())),
+        timeout: None,
+        exclude: None,
+        json: false,
+        forks: None,
+    };
+    let mut i = 0;
+    while i < args.len() && args[i].starts_with('-') && args[i] != "-" {
+        let (flag, inline) = split_flag(&args[i]);
+        let mut value = || -> Result<String, PlanError> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
+        };
+        match flag.as_str() {
+            "--root" => globals.root = Root::new(value()?),
+            "-t" | "--timeout" => globals.timeout = Some(positive(&flag, &value()?)?),
+            "-e" | "--exclude" => globals.exclude = Some(value()?),
+            "--json" | "-j" => globals.json = true,
+            "--forks" => globals.forks = Some(count(&flag, &value()?)?),
+            "-h" | "--help" => return Err(PlanError::Usage(USAGE.into())),
+            other => return Err(PlanError::Usage(format!("unknown option {other}\n{USAGE}"))),
+        }
+        i += 1;
+    }
+    let spec = args
+        .get(i)
+        .cloned()
+        .ok_or_else(|| PlanError::Usage(USAGE.into()))?;
+    let name = args
+        .get(i + 1)
+        .cloned()
+        .ok_or_else(|| PlanError::Usage(format!("missing command after {spec:?}\n{USAGE}")))?;
+    let command = crate::commands::Command::parse(&name, &args[i + 2..], &mut globals)?;
+    let conf = Ini::load(&globals.root.overlord_conf()).map_err(|e| PlanError::Config(e.to_string()))?;
+    let conf_timeout = conf
+        .f64("main", "socket_timeout")
+        .map_err(|e| PlanError::Config(e.to_string()))?
+        .filter(|t| *t > 0.0);
+    let default_forks = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
+    Ok(Plan {
+        dispatch: Dispatch {
+            forks: globals.forks.unwrap_or(default_forks),
+            timeout_secs: globals.timeout.or(conf_timeout).unwrap_or(DEFAULT_TIMEOUT),
+            concurrency: WORKER_CONCURRENCY,
+        },
+        root: globals.root,
+        spec,
+        exclude: globals.exclude,
+        json: globals.json,
+        command,
+    })
+}
+
+/// `--flag=value` → (`--flag`, Some(value)).
+pub fn split_flag(arg: &str) -> (String, Option<String>) {
+    match arg.split_once('=') {
+        Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+        _ => (arg.to_string(), None),
+    }
+}
+
+pub fn positive(flag: &str, v: &str) -> Result<f64, PlanError> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .ok_or_else(|| PlanError::Usage(format!("{flag} takes a positive number of seconds, not {v:?}")))
+}
+
+pub fn count(flag: &str, v: &str) -> Result<usize, PlanError> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=1024).contains(n))
+        .ok_or_else(|| PlanError::Usage(format!("{flag} takes a whole number from 1 to 1024, not {v:?}")))
+}
+
+pub const USAGE: &str =
+    "usage: func [--root DIR] [-t SECS] [-e EXCLUDE] [--json] [--forks N] SPEC COMMAND [OPTIONS] [ARGS...]
+commands: call MODULE METHOD [ARGS...] | ping | list_minions | copyfile -f LOCAL --remotepath PATH |
+          grep WORD | show hardware [KEYS...] | group OPTIONS";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::Command;
+
+    fn p(args: &[&str]) -> Result<Plan, PlanError> {
+        parse(
+            &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            Some("/nonexistent-root".into()),
+        )
+    }
+
+    #[test]
+    fn call_options_before_and_after_module_method() {
+        let plan = p(&[
+            "-t", "5", "web*", "call", "test", "add", "1", "2", "--forks", "3", "--json",
+        ])
+        .unwrap();
+        assert_eq!(plan.dispatch.forks, 3);
+        assert_eq!(plan.dispatch.timeout_secs, 5.0);
+        assert!(plan.json);
+        match plan.command {
+            Command::Call(c) => assert_eq!(
+                (c.method.as_str(), c.args),
+                ("test.add", vec!["1".to_string(), "2".to_string()])
+            ),
+            _ => panic!("not a call"),
+        }
+        let plan = p(&["*", "call", "--forks=2", "process", "info", "--", "--json"]).unwrap();
+        match plan.command {
+            Command::Call(c) => assert_eq!(c.args, vec!["--json".to_string()]),
+            _ => panic!(),
+        }
+        assert!(!plan.json, "after -- it is an argument");
+    }
+
+    #[test]
+    fn usage_errors_exit_2() {
+        for bad in [
+            &["*"][..],
+            &["*", "call", "test"],
+            &["*", "frobnicate"],
+            &["-t", "x", "*", "ping"],
+            &["--forks", "0", "*", "ping"],
+            &["--bogus", "*", "ping"],
+            &["*", "call", "--bogus", "test", "ping"],
+        ] {
+            let err = p(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Which minions a SPEC names, and where to call them.
+//!
+//! Minions are the signed certificates in the certmaster's store below the
+//! overlord's root (`var/lib/certmaster/certmaster/certs/<name>.cert`), as in
+//! Func. A SPEC is `;`-separated parts: a glob over names (`web*`,
+//! `db[12]`), `@group` (every member) or `@group:glob` (members matching
+//! the glob); members without a signed certificate are dropped. `-e`
+//! subtracts another SPEC. Each minion is called at the address it
+//! advertised at enrollment (`<name>.addr`), else `<name>:51234`.
+
+use std::collections::BTreeSet;
+
+use common::paths::Root;
+
+use crate::groups::Groups;
+
+/// Func's minion port, used when a minion advertised no address.
+pub const DEFAULT_PORT: u16 = 51234;
+
+/// One minion to call.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct Target {
+    pub name: String,
+    /// `host:port`.
+    pub addr: String,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TargetError {
+    #[error("can't find any minions matching \"{0}\"")]
+    NoMatch(String),
+    #[error("bad pattern {pattern:?}: {detail}")]
+    BadPattern { pattern: String, detail: String },
+    #[error("unknown group {0:?} (see etc/func/groups)")]
+    UnknownGroup(String),
+}
+
+/// Names of every signed minion, sorted.
+pub fn all_minions(root: &Root) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.signed_certs_dir())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            (path.extension()? == "cert").then(|| path.file_stem()?.to_str().map(str::to_string))?
+        })
+        .filter(|n| common::identity::is_valid_host_name(n))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Names a SPEC selects from `known`.
+pub fn select(spec: &str, known: &[String], groups: &Groups) -> Result<BTreeSet<String>, TargetError> {
+    let mut chosen = BTreeSet::new();
+    for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some(group_part) = part.strip_prefix('@') {
+            let (group, glob) = match group_part.split_once(':') {
+                Some((g, pat)) => (g, Some(pattern(pat)?)),
+                None => (group_part, None),
+            };
+            let members = groups
+                .hosts(group)
+                .ok_or_else(|| TargetError::UnknownGroup(group.to_string()))?;
+            for member in members {
+                // Members are themselves globs in Func; match them against signed names.
+                let member_pat = pattern(&member)?;
+                for name in known.iter().filter(|n| member_pat.matches(n)) {
+                    if glob.as_ref().is_none_or(|g| g.matches(name)) {
+                        chosen.insert(name.clone());
+                    }
+                }
+            }
+        } else {
+            let pat = pattern(part)?;
+            chosen.extend(known.iter().filter(|n| pat.matches(n)).cloned());
+        }
+    }
+    Ok(chosen)
+}
+
+fn pattern(text: &str) -> Result<glob::Pattern, TargetError> {
+    glob::Pattern::new(text).map_err(|e| TargetError::BadPattern {
+        pattern: text.to_string(),
+        detail: e.to_string(),
+    })
+}
+
+/// Resolves SPEC minus EXCLUDE into targets (sorted); no match is an error.
+pub fn resolve(root: &Root, spec: &str, exclude: Option<&str>) -> Result<Vec<Target>, TargetError> {
+    let known = all_minions(root);
+    let groups = Groups::load(&root.groups_file());
+    let mut chosen = select(spec, &known, &groups)?;
+    if let Some(ex) = exclude {
+        for name in select(ex, &known, &groups)? {
+            chosen.remove(&name);
+        }
+    }
+    if chosen.is_empty() {
+        return Err(TargetError::NoMatch(spec.to_string()));
+    }
+    Ok(chosen
+        .into_iter()
+        .map(|name| Target {
+            addr: address(root, &name),
+            name,
+        })
+        .collect())
+}
+
+/// Where `name` said it can be reached.
+pub fn address(root: &Root, name: &str) -> String {
+    std::fs::read_to_string(root.signed_certs_dir().join(format!("{name}.addr")))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty() && s.len() < 300)
+        .unwrap_or_else(|| format!("{name}:{DEFAULT_PORT}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> Vec<String> {
+        ["db1", "db2", "web1", "web2", "web10"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    fn groups() -> Groups {
+        Groups::parse("[web]\nhost = web1, web2, ghost\n[all]\nhost = *\n")
+    }
+
+    fn sel(spec: &str) -> Vec<String> {
+        select(spec, &names(), &groups()).unwrap().into_iter().collect()
+    }
+
+    #[test]
+    fn globs_lists_and_groups() {
+        assert_eq!(sel("web?"), ["web1", "web2"]);
+        assert_eq!(sel("web1;db*"), ["db1", "db2", "web1"]);
+        assert_eq!(sel("db[!1]"), ["db2"]);
+        assert_eq!(sel("@web"), ["web1", "web2"], "ghost has no certificate");
+        assert_eq!(sel("@all:db*"), ["db1", "db2"]);
+        assert!(sel("nothing*").is_empty());
+        assert_eq!(
+            select("@nope", &names(), &groups()),
+            Err(TargetError::UnknownGroup("nope".into()))
+        );
+        assert!(matches!(
+            select("[", &names(), &groups()),
+            Err(TargetError::BadPattern { .. })
+        ));
+    }
+}
