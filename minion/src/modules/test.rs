@@ -122,8 +122,20 @@ fn add(a: &Value, b: &Value) -> MethodResult {
         Value::Long(l) => Some(*l),
         _ => None,
     };
+    let number = |s: &str| -> Option<Value> {
+        let t = s.trim();
+        t.parse::<i64>()
+            .map(common::xmlrpc::int)
+            .ok()
+            .or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::Double))
+    };
     match (a, b) {
-        (Value::String(x), Value::String(y)) => Ok(Value::String(format!("{x}{y}"))),
+        // The CLI sends every argument as a string (DESIGN §4): numeric
+        // strings are added as numbers, other strings concatenate.
+        (Value::String(x), Value::String(y)) => match (number(x), number(y)) {
+            (Some(nx), Some(ny)) => add(&nx, &ny),
+            _ => Ok(Value::String(format!("{x}{y}"))),
+        },
         (Value::Array(x), Value::Array(y)) => Ok(Value::Array(x.iter().chain(y).cloned().collect())),
         _ => {
             if let (Some(x), Some(y)) = (as_i64(a), as_i64(b)) {
@@ -170,6 +182,18 @@ mod tests {
 
     #[test]
     fn add_follows_python() {
+        assert_eq!(
+            add(&Value::String("1".into()), &Value::String(" 2".into())).unwrap(),
+            Value::Integer(3)
+        );
+        assert_eq!(
+            add(&Value::String("1.5".into()), &Value::String("2".into())).unwrap(),
+            Value::Double(3.5)
+        );
+        assert_eq!(
+            add(&Value::String("1".into()), &Value::String("x".into())).unwrap(),
+            Value::String("1x".into())
+        );
         assert_eq!(
             add(&Value::Integer(1), &Value::Integer(5)).unwrap(),
             Value::Integer(6)
