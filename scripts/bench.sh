@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Benchmarks (numbers, never pass/fail): test.ping calls per second against a
-# real funcd (release build) from a Rust client and from Python's xmlrpc.client.
+# Benchmarks (numbers, never pass/fail), release build:
+# 1. test.ping calls per second against one funcd, from a Rust client and
+#    from Python's xmlrpc.client, over keep-alive;
+# 2. `func "*" ping` and `func "*" call test add 1 2` on 50 and 200 local
+#    minions, --forks 1 and the default: wall time and peak RSS of func.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== Rust client (overlord library), release build"
-target/release/func-bench-ping "${BENCH_CALLS:-20000}" "${BENCH_CONNS:-8}"
-echo "== Python xmlrpc.client, one keep-alive connection"
+B=target/release
+echo "== one minion: Rust client (common::rpc::client)"
+$B/func-bench-ping "${BENCH_CALLS:-20000}" "${BENCH_CONNS:-8}"
 source scripts/fleet.sh
-fleet_init "$(mktemp -d)/bench" target/release
+work=$(mktemp -d)
+fleet_init "$work/one" $B
 fleet_minion bench1
+echo "== one minion: Python xmlrpc.client, one keep-alive connection"
 python3 scripts/bench_python.py "$FLEET_DIR/certmaster" "$FLEET_ADDR" "${BENCH_PY_CALLS:-3000}"
+fleet_stop
+for n in ${BENCH_FLEETS:-50 200}; do
+	echo "== $n local minions (one certmaster, each funcd with its own root)"
+	fleet_init "$work/fleet$n" $B
+	fleet_minions m "$n"
+	python3 scripts/bench_func.py $B/func "$FLEET_DIR/certmaster" "$n"
+	fleet_stop
+	FLEET_PIDS=()
+done
+rm -rf "$work"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The demo fleet: a certmaster (--autosign) and three minions (web1, web2,
 # db1) that enroll with it, on loopback, each with its own --root below .demo/
-# and an ephemeral port; a Python xmlrpc.client holding the overlord's
-# certificate (names checked) calls them all.
-# Until the `func` CLI exists this stands in for `func "*" call ...`.
+# and an ephemeral port. Runs a few `func` commands, shows Python's
+# xmlrpc.client talking to the same minions, then (in a terminal) keeps the
+# fleet up for another shell until Enter or Ctrl-C. Everything started is
+# stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/fleet.sh
@@ -13,6 +14,34 @@ for name in web1 web2 db1; do
 	fleet_minion "$name"
 	targets+=("$FLEET_ADDR")
 done
-echo "certmaster on $FLEET_CM; enrolled ${#targets[@]} minions: ${targets[*]} (roots below .demo/)"
-target/debug/certmaster-ca --root .demo/certmaster --list-cert-hash
-python3 scripts/demo_call.py .demo/certmaster "${targets[@]}"
+export FUNC_ROOT=$PWD/.demo/certmaster
+echo "certmaster on $FLEET_CM; enrolled: ${targets[*]}"
+echo
+
+run() {
+	printf '$'; printf ' %q' "$@"; echo
+	local rc=0
+	"$@" || rc=$?
+	echo "(exit status $rc)"
+	echo
+}
+run target/debug/certmaster-ca --list-signed
+run target/debug/func "*" ping
+run target/debug/func "web*" call test add 1 2
+run target/debug/func "*" call command run "uname -sr"
+run target/debug/func "db1" call test explode
+run target/debug/func "web1" show hardware numCpus systemMemory os
+run target/debug/func --json "*" call test ping
+echo "\$ python3 scripts/demo_call.py .demo/certmaster ${targets[0]}   # Python's xmlrpc.client, overlord certificate"
+python3 scripts/demo_call.py .demo/certmaster "${targets[0]}"
+echo
+
+if [ -t 0 ]; then
+	echo "The fleet is running. From another shell:"
+	echo "  export FUNC_ROOT=$FUNC_ROOT"
+	echo "  $PWD/target/debug/func '*' call test add 1 2"
+	echo "Press Enter or Ctrl-C to stop it."
+	read -r _ || true
+else
+	echo "To use a fleet from another shell, run 'make demo' in a terminal: it stays up until Enter or Ctrl-C."
+fi

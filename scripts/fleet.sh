@@ -55,3 +55,30 @@ fleet_minion() {
 	done
 	FLEET_ADDR="$name:$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$FLEET_DIR/$name.out")"
 }
+
+# Starts minions PREFIX1..PREFIXN at once, then waits until all have their
+# certificates (handles N = 200 here). Sets FLEET_ADDRS to their NAME:PORTs.
+fleet_minions() {
+	local prefix=$1 n=$2 i name
+	for i in $(seq 1 "$n"); do
+		name="$prefix$i"
+		RUST_LOG=warn "$FLEET_BIN/funcd" --root "$FLEET_DIR/$name" --name "$name" --listen 127.0.0.1:0 \
+			--certmaster "$FLEET_CM" --foreground >"$FLEET_DIR/$name.out" 2>"$FLEET_DIR/$name.log" &
+		FLEET_PIDS+=($!)
+	done
+	FLEET_ADDRS=()
+	for i in $(seq 1 "$n"); do
+		name="$prefix$i"
+		local tries=0
+		until [ -f "$FLEET_DIR/$name/etc/pki/certmaster/$name.cert" ] && grep -q "listening on" "$FLEET_DIR/$name.out"; do
+			tries=$((tries + 1))
+			if [ "$tries" -gt 1200 ]; then
+				echo "funcd $name did not enroll:" >&2
+				cat "$FLEET_DIR/$name.log" >&2
+				return 1
+			fi
+			sleep 0.05
+		done
+		FLEET_ADDRS+=("$name:$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$FLEET_DIR/$name.out")")
+	done
+}

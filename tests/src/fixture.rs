@@ -298,3 +298,70 @@ pub fn write_file(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, text).expect("write");
 }
+
+/// A certmaster (`--autosign`) and minions enrolled with it, each with its
+/// own root in one temp dir; everything ended on drop. The overlord works
+/// below the certmaster's root, as on a Func certmaster host.
+pub struct Fleet {
+    pub minions: Vec<FuncdProcess>,
+    pub cm: CertmasterProcess,
+    pub dir: tempfile::TempDir,
+}
+
+impl Fleet {
+    /// Starts the certmaster and `names` minions and waits until every
+    /// minion has its certificate.
+    pub fn start(names: &[&str]) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("func-fleet-")
+            .tempdir()
+            .expect("temp dir");
+        let cm = CertmasterProcess::start(&Root::new(dir.path().join("certmaster")), true)
+            .expect("certmaster starts");
+        let minions: Vec<FuncdProcess> = names
+            .iter()
+            .map(|name| {
+                let root = Root::new(dir.path().join(name));
+                FuncdProcess::start_with(&root, name, &["--certmaster", &cm.addr()]).expect("funcd starts")
+            })
+            .collect();
+        for m in &minions {
+            assert!(
+                wait_until(Duration::from_secs(30), || m.root.minion_cert(&m.name).exists()),
+                "{} enrolled",
+                m.name
+            );
+        }
+        Self { minions, cm, dir }
+    }
+
+    pub fn minion(&mut self, name: &str) -> &mut FuncdProcess {
+        self.minions
+            .iter_mut()
+            .find(|m| m.name == name)
+            .expect("no such minion")
+    }
+
+    /// Runs `func --root <certmaster root> ARGS...`.
+    pub fn func(&self, args: &[&str]) -> FuncOutput {
+        let out = Command::new(bin("func"))
+            .arg("--root")
+            .arg(self.cm.root.dir())
+            .args(args)
+            .output()
+            .expect("func runs");
+        FuncOutput {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// What a `func` run printed and returned.
+#[derive(Debug)]
+pub struct FuncOutput {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}

@@ -9,5 +9,7 @@ mod minion_bad_input;
 mod minion_tls;
 // Enrollment with a real certmaster, certmaster-ca, pinning, revocation.
 mod certmaster;
+// The func CLI: targeting, forks, failures, copyfile, groups.
+mod overlord;
 // Shared helpers for these tests.
 mod helper;
