@@ -137,6 +137,23 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
     })
 }
 
+/// The value of option `flag`: its inline `=value`, else the next word
+/// (advancing `i`).
+pub fn option_value(
+    args: &[String],
+    i: &mut usize,
+    flag: &str,
+    inline: Option<String>,
+) -> Result<String, PlanError> {
+    if let Some(v) = inline {
+        return Ok(v);
+    }
+    *i += 1;
+    args.get(*i)
+        .cloned()
+        .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
+}
+
 /// `--flag=value` → (`--flag`, Some(value)).
 pub fn split_flag(arg: &str) -> (String, Option<String>) {
     match arg.split_once('=') {

@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crate::job::Action;
-use crate::plan::{split_flag, Plan, PlanError};
+use crate::plan::{option_value, split_flag, Plan, PlanError};
 
 #[derive(Debug)]
 pub struct CopyFile {
@@ -21,15 +21,7 @@ impl CopyFile {
         let mut i = 0;
         while i < rest.len() {
             let (flag, inline) = split_flag(&rest[i]);
-            let mut value = || -> Result<String, PlanError> {
-                if let Some(v) = inline.clone() {
-                    return Ok(v);
-                }
-                i += 1;
-                rest.get(i)
-                    .cloned()
-                    .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
-            };
+            let mut value = || option_value(rest, &mut i, &flag, inline.clone());
             match flag.as_str() {
                 "-f" | "--file" => local = Some(PathBuf::from(value()?)),
                 "--remotepath" => remote = Some(value()?),

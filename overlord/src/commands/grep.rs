@@ -12,14 +12,7 @@ pub struct Grep {
 
 impl Grep {
     pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        let mut words = Vec::new();
-        for arg in rest {
-            match arg.as_str() {
-                "--json" | "-j" => globals.json = true,
-                "-v" | "--verbose" => {}
-                _ => words.push(arg.clone()),
-            }
-        }
+        let words = super::words(rest, globals);
         match words.as_slice() {
             [word] if !word.trim().is_empty() => Ok(Self { word: word.clone() }),
             _ => Err(PlanError::Usage("grep needs exactly one WORD".into())),

@@ -5,7 +5,7 @@
 //! (members with signed certificates). SPEC is required but not used, as in Func.
 
 use crate::groups::Groups;
-use crate::plan::{split_flag, Plan, PlanError};
+use crate::plan::{option_value, split_flag, Plan, PlanError};
 
 #[derive(Debug)]
 pub enum Group {
@@ -44,15 +44,7 @@ impl Group {
         let mut i = 0;
         while i < rest.len() {
             let (flag, inline) = split_flag(&rest[i]);
-            let mut value = || -> Result<String, PlanError> {
-                if let Some(v) = inline.clone() {
-                    return Ok(v);
-                }
-                i += 1;
-                rest.get(i)
-                    .cloned()
-                    .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
-            };
+            let mut value = || option_value(rest, &mut i, &flag, inline.clone());
             let this = match flag.as_str() {
                 "--ag" | "--add_group" => Group::Add(names(&value()?)),
                 "--rg" | "--remove_group" => Group::Remove(names(&value()?)),

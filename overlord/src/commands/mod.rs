@@ -51,16 +51,26 @@ impl Command {
     }
 }
 
-/// Accepts only `-v/--verbose` (Func's, no effect) and `--json`.
-fn no_args(name: &str, rest: &[String], globals: &mut Globals) -> Result<(), PlanError> {
+/// The words of `rest`, after taking out `--json` (sets the global) and
+/// Func's `-v/--verbose` (no effect).
+fn words(rest: &[String], globals: &mut Globals) -> Vec<String> {
+    let mut words = Vec::new();
     for arg in rest {
         match arg.as_str() {
-            "-v" | "--verbose" => {}
             "--json" | "-j" => globals.json = true,
-            other => return Err(PlanError::Usage(format!("{name} takes no argument {other:?}"))),
+            "-v" | "--verbose" => {}
+            _ => words.push(arg.clone()),
         }
     }
-    Ok(())
+    words
+}
+
+/// A subcommand that takes no argument besides `--json` and `-v`.
+fn no_args(name: &str, rest: &[String], globals: &mut Globals) -> Result<(), PlanError> {
+    match words(rest, globals).first() {
+        None => Ok(()),
+        Some(other) => Err(PlanError::Usage(format!("{name} takes no argument {other:?}"))),
+    }
 }
 
 /// Carries out `plan`; returns the exit status.

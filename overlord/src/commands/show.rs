@@ -14,14 +14,7 @@ pub struct Show {
 
 impl Show {
     pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        let mut words = Vec::new();
-        for arg in rest {
-            match arg.as_str() {
-                "--json" | "-j" => globals.json = true,
-                "-v" | "--verbose" => {}
-                _ => words.push(arg.clone()),
-            }
-        }
+        let words = super::words(rest, globals);
         match words.split_first() {
             Some((what, keys)) if what == "hardware" => Ok(Self { keys: keys.to_vec() }),
             _ => Err(PlanError::Usage("show supports: show hardware [KEYS...]".into())),
