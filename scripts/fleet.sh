@@ -39,46 +39,46 @@ fleet_wait_for() {
 	return 1
 }
 
-# Starts minion NAME enrolling with the certmaster; sets FLEET_ADDR to
-# NAME:PORT once it has its certificate. (Not meant for $(...): the pid must
-# be recorded in this shell to be ended on exit.)
-fleet_minion() {
-	local name=$1 root="$FLEET_DIR/$1"
-	RUST_LOG=warn "$FLEET_BIN/funcd" --root "$root" --name "$name" --listen 127.0.0.1:0 \
-		--certmaster "$FLEET_CM" --foreground >"$FLEET_DIR/$name.out" 2>"$FLEET_DIR/$name.log" &
+# Starts minion NAME enrolling with the certmaster, in the background.
+fleet_start() {
+	RUST_LOG=warn "$FLEET_BIN/funcd" --root "$FLEET_DIR/$1" --name "$1" --listen 127.0.0.1:0 \
+		--certmaster "$FLEET_CM" --foreground >"$FLEET_DIR/$1.out" 2>"$FLEET_DIR/$1.log" &
 	FLEET_PIDS+=($!)
-	fleet_wait_for "listening on" "$FLEET_DIR/$name.out" "funcd $name" || return 1
-	local i
-	for i in $(seq 1 200); do
-		[ -f "$root/etc/pki/certmaster/$name.cert" ] && break
+}
+
+# Waits (60 s at most) until minion NAME listens and has its certificate;
+# sets FLEET_ADDR to NAME:PORT.
+fleet_await() {
+	local name=$1 tries=0
+	until [ -f "$FLEET_DIR/$name/etc/pki/certmaster/$name.cert" ] && grep -q "listening on" "$FLEET_DIR/$name.out"; do
+		tries=$((tries + 1))
+		if [ "$tries" -gt 1200 ]; then
+			echo "funcd $name did not enroll:" >&2
+			cat "$FLEET_DIR/$name.log" >&2
+			return 1
+		fi
 		sleep 0.05
 	done
 	FLEET_ADDR="$name:$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$FLEET_DIR/$name.out")"
 }
 
+# Starts minion NAME and waits for it; sets FLEET_ADDR. (Not meant for
+# $(...): the pid must be recorded in this shell to be ended on exit.)
+fleet_minion() {
+	fleet_start "$1"
+	fleet_await "$1"
+}
+
 # Starts minions PREFIX1..PREFIXN at once, then waits until all have their
 # certificates (handles N = 200 here). Sets FLEET_ADDRS to their NAME:PORTs.
 fleet_minions() {
-	local prefix=$1 n=$2 i name
+	local prefix=$1 n=$2 i
 	for i in $(seq 1 "$n"); do
-		name="$prefix$i"
-		RUST_LOG=warn "$FLEET_BIN/funcd" --root "$FLEET_DIR/$name" --name "$name" --listen 127.0.0.1:0 \
-			--certmaster "$FLEET_CM" --foreground >"$FLEET_DIR/$name.out" 2>"$FLEET_DIR/$name.log" &
-		FLEET_PIDS+=($!)
+		fleet_start "$prefix$i"
 	done
 	FLEET_ADDRS=()
 	for i in $(seq 1 "$n"); do
-		name="$prefix$i"
-		local tries=0
-		until [ -f "$FLEET_DIR/$name/etc/pki/certmaster/$name.cert" ] && grep -q "listening on" "$FLEET_DIR/$name.out"; do
-			tries=$((tries + 1))
-			if [ "$tries" -gt 1200 ]; then
-				echo "funcd $name did not enroll:" >&2
-				cat "$FLEET_DIR/$name.log" >&2
-				return 1
-			fi
-			sleep 0.05
-		done
-		FLEET_ADDRS+=("$name:$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$FLEET_DIR/$name.out")")
+		fleet_await "$prefix$i" || return 1
+		FLEET_ADDRS+=("$FLEET_ADDR")
 	done
 }

@@ -228,19 +228,11 @@ fn random_serial() -> Result<SerialNumber> {
     Ok(SerialNumber::from_slice(&bytes))
 }
 
-/// Serial number (big-endian) and common name of a PEM certificate.
-pub fn cert_serial_and_name(cert_pem: &str) -> Result<(Vec<u8>, String)> {
-    use rustls_pem::first_der;
-    let der = first_der(cert_pem).ok_or(CertError::BadCertificate)?;
+/// Serial number (big-endian) of a PEM certificate.
+pub fn cert_serial(cert_pem: &str) -> Result<Vec<u8>> {
+    let der = rustls_pem::first_der(cert_pem).ok_or(CertError::BadCertificate)?;
     let (_, cert) = X509Certificate::from_der(&der).map_err(|_| CertError::BadCertificate)?;
-    let cn = cert
-        .subject()
-        .iter_common_name()
-        .next()
-        .and_then(|a| a.as_str().ok())
-        .unwrap_or("")
-        .to_string();
-    Ok((cert.raw_serial().to_vec(), cn))
+    Ok(cert.raw_serial().to_vec())
 }
 
 mod rustls_pem {

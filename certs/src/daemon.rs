@@ -32,6 +32,8 @@ use crate::{layout, request, Authority, Result};
 pub const DEFAULT_PORT: u16 = 51235;
 /// Name in the certmaster's TLS certificate; minions check it.
 pub const SERVER_NAME: &str = "certmaster";
+/// Connections served at once; further ones wait in the kernel backlog.
+const MAX_CONNECTIONS: usize = 1024;
 /// A CSR is a few hundred bytes; nothing bigger is read.
 const MAX_REQUEST: usize = 64 * 1024;
 
@@ -141,21 +143,14 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    tokio::pin!(shutdown);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        tokio::spawn(connection(Arc::clone(&cm), tcp, peer));
-    }
+    common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, shutdown, |tcp, peer, permit| {
+        let cm = Arc::clone(&cm);
+        tokio::spawn(async move {
+            connection(cm, tcp, peer).await;
+            drop(permit);
+        });
+    })
+    .await;
     Ok(())
 }
 

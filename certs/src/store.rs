@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use common::paths::Root;
 use time::OffsetDateTime;
 
-use crate::authority::{cert_public_key, cert_serial_and_name, csr_info};
+use crate::authority::{cert_public_key, cert_serial, csr_info};
 use crate::files::{read_text, write_atomic, PUBLIC};
 use crate::{Authority, CertError, Result};
 
@@ -194,7 +194,7 @@ impl Store {
         let mut removed = Vec::new();
         let cert_path = self.cert_path(name);
         if let Ok(cert) = fs::read_to_string(&cert_path) {
-            let (serial, _) = cert_serial_and_name(&cert)?;
+            let serial = cert_serial(&cert)?;
             let mut revoked = fs::read_to_string(self.revoked_path()).unwrap_or_default();
             revoked.push_str(&format!(
                 "{} {} {name}\n",
@@ -301,7 +301,7 @@ mod tests {
         assert!(store.signed().is_empty() && store.address("m1").is_none());
         let crl_der = crate::authority::pem_to_der(&store.crl()).unwrap();
         let (_, crl) = x509_parser::revocation_list::CertificateRevocationList::from_der(&crl_der).unwrap();
-        let (serial, _) = cert_serial_and_name(&cert).unwrap();
+        let serial = cert_serial(&cert).unwrap();
         assert!(crl
             .iter_revoked_certificates()
             .any(|r| r.raw_serial() == serial.as_slice()));

@@ -21,7 +21,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_rustls::TlsAcceptor;
 
 use crate::acl::Acl;
@@ -132,25 +132,8 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let slots = Arc::new(Semaphore::new(minion.config.max_connections));
-    tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            p = Arc::clone(&slots).acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-        };
-        let (tcp, peer) = tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
+    let max = minion.config.max_connections;
+    rpc::accept::accept_loop(listener, max, shutdown, |tcp, peer, permit| {
         tokio::spawn(connection(
             Arc::clone(&minion),
             minion.acceptor(),
@@ -158,7 +141,8 @@ pub async fn serve(
             peer,
             permit,
         ));
-    }
+    })
+    .await;
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! XML-RPC over HTTP/1.1, shared by the minion, the certmaster and the
 //! overlord: [`client`] calls a server; [`http`] reads and answers requests
-//! on the server side with Func's routes and limits.
+//! on the server side with Func's routes and limits; [`accept`] is the
+//! servers' shared accept loop.
 
+pub mod accept;
 pub mod client;
 pub mod http;
