@@ -30,6 +30,8 @@ pub struct MinionConfig {
     pub max_connections: usize,
     /// Directories below the root that `copyfile` may write (default `/`).
     pub copyfile_dirs: Vec<String>,
+    /// Seconds an async job's record is kept after it finished (Func's 3600).
+    pub keep_jobs: f64,
 }
 
 /// Values given on the command line, which win over the config file.
@@ -97,6 +99,10 @@ impl MinionConfig {
                 .map(|v| v.max(1) as usize)
                 .unwrap_or(1024),
             copyfile_dirs,
+            keep_jobs: ini
+                .f64("main", "keep_jobs")?
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .unwrap_or(3600.0),
             root,
         })
     }

@@ -43,6 +43,11 @@ pub async fn call(
     method: String,
     params: Vec<Value>,
 ) -> Reply {
+    // `async.M.m` runs M.m as a detached job; the ACL judges M.m itself.
+    let (is_async, method) = match method.strip_prefix("async.") {
+        Some(inner) => (true, inner.to_string()),
+        None => (false, method),
+    };
     if !minion.acl.allows(&who, &method) {
         tracing::info!(caller = %who.acl_key(), method = %common::paths::shorten(&method), "ACL denied");
         return Reply::Fault {
@@ -56,11 +61,18 @@ pub async fn call(
     }
     minion.audit.record(peer, &who, &method, &params);
     let worker = Arc::clone(&minion);
+    let caller = who.acl_key();
     let joined = tokio::task::spawn_blocking(move || {
+        if is_async {
+            // Any method gets an id; an unknown one fails inside the job, as in Func.
+            return worker.jobs.submit(&method, params, &caller).map(Value::String);
+        }
         let ctx = Context {
             root: &worker.config.root,
             copyfile_dirs: &worker.config.copyfile_dirs,
             registry: &worker.registry,
+            jobs: Some(&worker.jobs),
+            caller: &caller,
         };
         worker.registry.call(&ctx, &method, &params)
     })

@@ -7,6 +7,7 @@
 //! - [`dispatch`]: one call: ACL check, audit line, module lookup, blocking work
 //!   off the async threads, `REMOTE_ERROR` values and faults.
 //! - [`enroll`]: getting a certificate from the certmaster, and its CRL.
+//! - [`jobs`]: async jobs: detached job processes, the spool, the redb store.
 //! - [`acl`]: Func's `minion-acl.d/*.acl` files.
 //! - [`audit`]: `var/log/func/audit.log`, one line per call.
 //! - [`modules`]: the module trait, the registry, and one file per module.
@@ -17,6 +18,7 @@ pub mod audit;
 pub mod config;
 pub mod dispatch;
 pub mod enroll;
+pub mod jobs;
 pub mod modules;
 pub mod quickack;
 pub mod server;

@@ -46,10 +46,19 @@ struct Cli {
     /// Print the loaded modules and exit.
     #[arg(long)]
     list_modules: bool,
+    /// Internal: run one async job (the daemon starts this; see minion::jobs).
+    #[arg(long, hide = true, value_name = "JOB_ID")]
+    run_job: Option<String>,
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if let Some(id) = &cli.run_job {
+        // Before logging, threads or a runtime: the job process forks.
+        let root = Root::new(cli.root.clone());
+        let name = cli.name.clone().unwrap_or_default();
+        return std::process::ExitCode::from(minion::jobs::runner::run_job(root, name, id) as u8);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -122,6 +131,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .await
             .context("enrolling with the certmaster")?;
         let minion = Arc::new(Minion::new(config).context("preparing the minion")?);
+        match minion::jobs::notify::bind(&root.run_dir()) {
+            Ok(sock) => {
+                tokio::spawn(minion::jobs::notify::listen(Arc::clone(&minion.jobs), sock));
+            }
+            Err(e) => tracing::warn!(error = %e, "no job notification socket; results arrive by the sweep"),
+        }
+        tokio::spawn(minion::jobs::notify::sweep(Arc::clone(&minion.jobs)));
         if enroll_cfg.configured {
             tokio::spawn(enroll::refresh_crl(Arc::clone(&minion), enroll_cfg));
         }

@@ -28,6 +28,7 @@ use crate::acl::Acl;
 use crate::audit::AuditLog;
 use crate::config::MinionConfig;
 use crate::dispatch;
+use crate::jobs::Jobs;
 use crate::modules::Registry;
 use crate::quickack::QuickAckStream;
 
@@ -37,6 +38,7 @@ pub struct Minion {
     pub registry: Registry,
     pub acl: Acl,
     pub audit: AuditLog,
+    pub jobs: Arc<Jobs>,
     creds: Credentials,
     /// The TLS configuration new connections use; replaced when a new CRL arrives.
     tls: RwLock<Arc<rustls::ServerConfig>>,
@@ -55,12 +57,17 @@ pub enum StartError {
     BadName(String),
     #[error(transparent)]
     Tls(#[from] common::tls::TlsError),
+    #[error(transparent)]
+    Jobs(#[from] crate::jobs::store::StoreError),
+    #[error("cannot find the funcd executable (async jobs re-run it): {0}")]
+    Exe(String),
     #[error("cannot save the CRL: {0}")]
     SaveCrl(String),
 }
 
 impl Minion {
-    /// Loads ACLs, opens the audit log, reads the minion's TLS credentials
+    /// Loads ACLs, opens the audit log and the job store (taking in results
+    /// that arrived while no daemon ran), reads the minion's TLS credentials
     /// and the last CRL fetched from the certmaster (if any).
     pub fn new(config: MinionConfig) -> Result<Self, StartError> {
         if !common::identity::is_valid_host_name(&config.name) {
@@ -94,7 +101,10 @@ impl Minion {
             }
         };
         let tls = RwLock::new(Arc::new(common::tls::server_config(&creds, crls)?));
+        let exe = std::env::current_exe().map_err(|e| StartError::Exe(e.to_string()))?;
+        let jobs = Jobs::open(root, &config.name, config.keep_jobs, exe)?;
         Ok(Self {
+            jobs: Arc::new(jobs),
             acl: Acl::load(&root.acl_dir()),
             audit: AuditLog::open(&root.audit_log()),
             registry: Registry::standard(),

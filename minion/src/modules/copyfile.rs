@@ -382,6 +382,8 @@ mod tests {
             root: &root,
             copyfile_dirs: &dirs,
             registry: &registry,
+            jobs: None,
+            caller: "test",
         };
         f(&ctx, dir.path())
     }

@@ -7,6 +7,7 @@
 pub mod command;
 pub mod copyfile;
 pub mod hardware;
+pub mod jobs;
 pub mod process;
 pub mod service;
 pub mod system;
@@ -94,6 +95,10 @@ pub struct Context<'a> {
     pub copyfile_dirs: &'a [String],
     /// All modules, for `system.*`.
     pub registry: &'a Registry,
+    /// The daemon's job table; `None` inside an async job process.
+    pub jobs: Option<&'a crate::jobs::Jobs>,
+    /// Who called (certificate name), for the records `jobs.*` keep.
+    pub caller: &'a str,
 }
 
 /// A Func module: one file under `modules/`.
@@ -125,6 +130,7 @@ impl Registry {
             Box::new(command::Command),
             Box::new(copyfile::CopyFile),
             Box::new(hardware::Hardware),
+            Box::new(jobs::JobsModule),
             Box::new(process::Process),
             Box::new(service::Service),
             Box::new(system::System),

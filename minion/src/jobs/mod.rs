@@ -1,0 +1,368 @@
+//! Async jobs on the minion (DESIGN §6): `async.M.m` records a job, starts
+//! it detached and answers its id at once; `jobs.*` answer from the store.
+//!
+//! How a job runs: the daemon writes the request to the spool, records the
+//! job as running, then spawns its own executable (`funcd --run-job ID`)
+//! in a new session. That process forks once more before any runtime exists
+//! and exits, printing the grandchild's pid and start time; the grandchild
+//! leads its own process group, runs the method, writes its result to the
+//! spool durably and notifies the daemon over a Unix socket. The daemon is
+//! the only process that opens the redb store, and never forks a runtime.
+//!
+//! A job whose process is gone without a result (pid + start time checked)
+//! ends as a `REMOTE_ERROR` saying so, never RUNNING forever.
+
+pub mod notify;
+pub mod proc;
+pub mod runner;
+pub mod spool;
+pub mod store;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::xmlrpc::{self, remote_error};
+use common::Value;
+
+use crate::modules::MethodError;
+use spool::Spool;
+use store::{JobRecord, Store, StoreError};
+
+/// Func's status codes.
+pub const RUNNING: i32 = 0;
+pub const FINISHED: i32 = 1;
+pub const LOST_IN_SPACE: i32 = 2;
+
+/// Exception type of a job that died without a result.
+pub const JOB_DIED: &str = "func.minion.JobDied";
+
+/// The daemon's job table.
+pub struct Jobs {
+    store: Store,
+    spool: Spool,
+    keep_secs: f64,
+    /// The `funcd` executable and the arguments a job process needs.
+    exe: PathBuf,
+    root: PathBuf,
+    name: String,
+    /// The last id handed out, in µs, so ids stay unique and increasing.
+    last_id: Mutex<u64>,
+}
+
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A limit for decoding what this minion encoded itself.
+fn own_limits() -> xmlrpc::Limits {
+    xmlrpc::Limits {
+        max_body: usize::MAX,
+        max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+    }
+}
+
+/// The value inside a stored `<methodResponse>`.
+pub fn decode_result(result_xml: &str) -> Value {
+    match xmlrpc::decode_response(result_xml.as_bytes(), &own_limits()) {
+        Ok(Ok(v)) => v,
+        Ok(Err(fault)) => remote_error("xmlrpclib.Fault", &format!("{}: {}", fault.code(), fault.string()), ""),
+        Err(e) => remote_error("func.minion.StoreError", &format!("unreadable stored result: {e}"), ""),
+    }
+}
+
+/// Encodes a job's result; a value that cannot be encoded becomes an error value.
+pub fn encode_result(value: Value) -> String {
+    xmlrpc::encode_response(value, xmlrpc::DEFAULT_MAX_DEPTH).unwrap_or_else(|e| {
+        let err = remote_error("exceptions.OverflowError", &format!("cannot encode the result: {e}"), "");
+        xmlrpc::encode_response(err, xmlrpc::DEFAULT_MAX_DEPTH).unwrap_or_default()
+    })
+}
+
+impl Jobs {
+    /// Opens the store below `root` (`var/lib/func/minion.redb`) and takes
+    /// in whatever finished while no daemon was running.
+    pub fn open(
+        root: &common::paths::Root,
+        name: &str,
+        keep_secs: f64,
+        exe: PathBuf,
+    ) -> Result<Self, StoreError> {
+        let store = Store::open(&root.status_dir().join("minion.redb"))?;
+        let spool = Spool::new(root.status_dir().join("jobs")).map_err(|e| StoreError::Open {
+            path: root.status_dir().join("jobs").display().to_string(),
+            message: e.to_string(),
+        })?;
+        let jobs = Self {
+            store,
+            spool,
+            keep_secs,
+            exe,
+            root: root.dir().to_path_buf(),
+            name: name.to_string(),
+            last_id: Mutex::new(0),
+        };
+        jobs.recover()?;
+        Ok(jobs)
+    }
+
+    pub fn spool(&self) -> &Spool {
+        &self.spool
+    }
+
+    /// Start-up: pids the daemon never recorded, then results and deaths.
+    fn recover(&self) -> Result<(), StoreError> {
+        for record in self.store.running()? {
+            if record.pid == 0 {
+                if let Some((pid, start)) = self.spool.read_pid(&record.id) {
+                    self.store.update_running(&record.id, |r| (r.pid, r.pid_start) = (pid, start))?;
+                }
+            }
+        }
+        self.sweep()
+    }
+
+    /// Takes in every waiting result, ends jobs whose process died, purges
+    /// expired records. Runs at start-up and periodically.
+    pub fn sweep(&self) -> Result<(), StoreError> {
+        for id in self.spool.done_ids() {
+            self.ingest(&id)?;
+        }
+        for record in self.store.running()? {
+            self.check(record)?;
+        }
+        self.store.purge(now(), self.keep_secs)?;
+        Ok(())
+    }
+
+    /// Takes in the result of `id` if its job wrote one.
+    pub fn ingest(&self, id: &str) -> Result<bool, StoreError> {
+        if !spool::is_job_id(id) {
+            return Ok(false);
+        }
+        let record = match self.spool.read_done(id) {
+            None => return Ok(false),
+            Some(Ok(record)) => record,
+            Some(Err(why)) => {
+                let mut record = self.store.get(id)?.unwrap_or_else(|| placeholder(id));
+                record.result_xml = Some(encode_result(remote_error("func.minion.StoreError", &why, "")));
+                record.ended = Some(now());
+                record
+            }
+        };
+        self.store.finish(&record, now(), self.keep_secs)?;
+        self.spool.remove(id);
+        Ok(true)
+    }
+
+    /// Brings a running record up to date: its result if written, or its
+    /// death if its process is gone. Returns the current record.
+    fn check(&self, record: JobRecord) -> Result<JobRecord, StoreError> {
+        if record.finished() {
+            return Ok(record);
+        }
+        let id = record.id.clone();
+        let gone = match record.pid {
+            // Not yet known: the daemon is still starting it, or crashed
+            // while doing so; the job's own pid file tells.
+            0 => match self.spool.read_pid(&id) {
+                Some((pid, start)) => !proc::alive(pid, start),
+                None => now() - record.started > 60.0,
+            },
+            pid => !proc::alive(pid, record.pid_start),
+        };
+        // The result is written before the process exits, so look for it
+        // only after seeing the process gone.
+        if self.ingest(&id)? {
+            return Ok(self.store.get(&id)?.unwrap_or(record));
+        }
+        if gone {
+            let mut dead = record.clone();
+            dead.result_xml = Some(encode_result(remote_error(JOB_DIED, &death_message(&record), "")));
+            dead.ended = Some(now());
+            self.store.finish(&dead, now(), self.keep_secs)?;
+            self.spool.remove(&id);
+            return Ok(self.store.get(&id)?.unwrap_or(dead));
+        }
+        Ok(record)
+    }
+
+    /// The current record of `id` (results and deaths taken in first).
+    pub fn find(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        match self.store.get(id)? {
+            Some(record) => self.check(record).map(Some),
+            None if self.ingest(id)? => self.store.get(id),
+            None => Ok(None),
+        }
+    }
+
+    /// `jobs.job_status`: `[0, -1]`, `[1, result]` or `[2, 0]`.
+    pub fn status(&self, id: &str) -> Result<Value, StoreError> {
+        Ok(match self.find(id)? {
+            None => Value::Array(vec![Value::Integer(LOST_IN_SPACE), Value::Integer(0)]),
+            Some(r) => match &r.result_xml {
+                Some(xml) if r.finished() => Value::Array(vec![Value::Integer(FINISHED), decode_result(xml)]),
+                _ => Value::Array(vec![Value::Integer(RUNNING), Value::Integer(-1)]),
+            },
+        })
+    }
+
+    /// Running jobs, each brought up to date first.
+    pub fn running(&self) -> Result<Vec<JobRecord>, StoreError> {
+        let mut out = Vec::new();
+        for record in self.store.running()? {
+            let record = self.check(record)?;
+            if !record.finished() {
+                out.push(record);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every record the store holds.
+    pub fn all(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.sweep()?;
+        self.store.all()
+    }
+
+    /// Sends `signal` to a running job's process group, noting who did it.
+    /// `Ok(None)` when the job is not running.
+    pub fn signal(
+        &self,
+        id: &str,
+        signal: nix::sys::signal::Signal,
+        caller: &str,
+    ) -> Result<Option<JobRecord>, MethodError> {
+        let store_err = |e: StoreError| MethodError::os(e.to_string());
+        let Some(record) = self.find(id).map_err(store_err)? else {
+            return Ok(None);
+        };
+        if record.finished() || record.pid == 0 {
+            return Ok(None);
+        }
+        let note = format!("{signal} sent by {caller}");
+        self.store
+            .update_running(id, |r| r.signalled_by = Some(note))
+            .map_err(store_err)?;
+        match proc::signal_group(record.pid, record.pid_start, signal) {
+            Ok(()) => Ok(Some(record)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// A fresh unique id, `"<epoch seconds>-minion"` with µs resolution.
+    fn next_id(&self) -> String {
+        let mut last = self.last_id.lock().unwrap_or_else(|p| p.into_inner());
+        let now_us = (now() * 1e6) as u64;
+        *last = now_us.max(*last + 1);
+        format!("{}-minion", *last as f64 / 1e6)
+    }
+
+    /// `async.METHOD(params)`: records the job, starts it detached, returns its id.
+    pub fn submit(&self, method: &str, params: Vec<Value>, caller: &str) -> Result<String, MethodError> {
+        let call_xml = xmlrpc::encode_call(method, params, xmlrpc::DEFAULT_MAX_DEPTH)
+            .map_err(|e| MethodError::value(format!("cannot record the call: {e}")))?;
+        let mut record = JobRecord {
+            id: String::new(),
+            method: method.to_string(),
+            call_xml,
+            caller: caller.to_string(),
+            pid: 0,
+            pid_start: 0,
+            started: now(),
+            ended: None,
+            result_xml: None,
+            signalled_by: None,
+        };
+        let store_err = |e: StoreError| MethodError::os(e.to_string());
+        loop {
+            record.id = self.next_id();
+            if self.store.insert_new(&record).map_err(store_err)? {
+                break;
+            }
+        }
+        // The job process reads its request from the spool as it starts.
+        if let Err(e) = self.spool.write_request(&record) {
+            tracing::warn!(error = %e, "cannot write a job request");
+        }
+        let id = record.id.clone();
+        match self.start(&id) {
+            Ok((pid, start)) => {
+                self.store
+                    .update_running(&id, |r| (r.pid, r.pid_start) = (pid, start))
+                    .map_err(store_err)?;
+            }
+            Err(e) => {
+                let mut failed = record;
+                failed.result_xml = Some(encode_result(remote_error(
+                    "OSError",
+                    &format!("cannot start the job: {e}"),
+                    "",
+                )));
+                failed.ended = Some(now());
+                self.store.finish(&failed, now(), self.keep_secs).map_err(store_err)?;
+                self.spool.remove(&id);
+            }
+        }
+        Ok(id)
+    }
+
+    /// Spawns `funcd --run-job ID` in a new session and reads back the
+    /// detached grandchild's pid and start time.
+    fn start(&self, id: &str) -> std::io::Result<(u32, u64)> {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.arg("--root")
+            .arg(&self.root)
+            .args(["--name", &self.name, "--run-job", id])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+        }
+        let mut child = cmd.spawn()?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            std::io::BufReader::new(out).read_line(&mut line)?;
+        }
+        let status = child.wait()?;
+        let mut words = line.split_whitespace();
+        match (words.next().and_then(|w| w.parse().ok()), words.next().and_then(|w| w.parse().ok())) {
+            (Some(pid), Some(start)) if status.success() => Ok((pid, start)),
+            _ => Err(std::io::Error::other(format!("job launcher ended with {status}"))),
+        }
+    }
+}
+
+/// A record for a result whose request is gone.
+fn placeholder(id: &str) -> JobRecord {
+    JobRecord {
+        id: id.to_string(),
+        method: String::new(),
+        call_xml: String::new(),
+        caller: String::new(),
+        pid: 0,
+        pid_start: 0,
+        started: 0.0,
+        ended: None,
+        result_xml: None,
+        signalled_by: None,
+    }
+}
+
+/// How a job without a result ended, as far as the minion can tell.
+fn death_message(record: &JobRecord) -> String {
+    match (&record.signalled_by, record.pid) {
+        (Some(by), pid) => format!("job killed: {by} (process {pid} ended without a result)"),
+        (None, 0) => "the job process never started".into(),
+        (None, pid) => {
+            format!("job process {pid} ended without a result (killed by a signal from outside Func, or crashed)")
+        }
+    }
+}

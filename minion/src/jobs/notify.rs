@@ -1,0 +1,66 @@
+//! The daemon's side of job results: a Unix socket (`var/run/funcd-jobs.sock`)
+//! on which job processes announce a finished job (one id per line), and a
+//! periodic sweep that catches what a notification missed (a job finishing
+//! while the daemon restarted), ends jobs whose process died, and purges
+//! expired records.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncBufReadExt;
+use tokio::net::UnixListener;
+
+use super::runner::SOCKET;
+use super::Jobs;
+
+/// How often the sweep runs.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Binds the notification socket below `run_dir` (replacing a stale one).
+pub fn bind(run_dir: &std::path::Path) -> std::io::Result<UnixListener> {
+    std::fs::create_dir_all(run_dir)?;
+    let path = run_dir.join(SOCKET);
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Takes in results as job processes announce them.
+pub async fn listen(jobs: Arc<Jobs>, listener: UnixListener) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let jobs = Arc::clone(&jobs);
+        tokio::spawn(async move {
+            // One short line; anything longer is not from a job process.
+            let mut line = String::new();
+            let mut reader = tokio::io::BufReader::new(tokio::io::AsyncReadExt::take(stream, 128));
+            let read = tokio::time::timeout(Duration::from_secs(2), reader.read_line(&mut line)).await;
+            if !matches!(read, Ok(Ok(_))) {
+                return;
+            }
+            let id = line.trim().to_string();
+            let ingested = tokio::task::spawn_blocking(move || jobs.ingest(&id)).await;
+            if let Ok(Err(e)) = ingested {
+                tracing::warn!(error = %e, "cannot record a job result");
+            }
+        });
+    }
+}
+
+/// Sweeps the spool and the running jobs every [`SWEEP_EVERY`].
+pub async fn sweep(jobs: Arc<Jobs>) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let jobs = Arc::clone(&jobs);
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || jobs.sweep()).await {
+            tracing::warn!(error = %e, "job sweep failed");
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The job process: `funcd --run-job ID`, spawned by the daemon in a new
+//! session. It forks once more before any runtime or thread exists (the
+//! supported way to fork), the launcher prints the grandchild's pid and
+//! start time and exits, and the grandchild — leader of its own process
+//! group, reparented to init, so no zombie is left — runs the method, writes
+//! its result durably to the spool and tells the daemon.
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use common::paths::Root;
+use common::xmlrpc::{self, remote_error};
+use common::Value;
+
+use super::spool::{self, Spool};
+use super::{encode_result, now, proc};
+use crate::config::{MinionConfig, Overrides};
+use crate::modules::{Context, MethodError, Registry};
+
+/// File name of the daemon's notification socket in `var/run`.
+pub const SOCKET: &str = "funcd-jobs.sock";
+
+/// Runs job `id`; returns the launcher's exit code (the grandchild never returns).
+pub fn run_job(root: Root, name: String, id: &str) -> i32 {
+    if !spool::is_job_id(id) {
+        eprintln!("funcd: --run-job: not a job id");
+        return 2;
+    }
+    // SAFETY: this process is single-threaded and has no runtime: nothing
+    // can hold a lock across the fork.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            let pid = child.as_raw() as u32;
+            // The child cannot be reaped before we exit, so its start time is readable.
+            let start = proc::start_time(pid).unwrap_or(0);
+            let mut out = std::io::stdout().lock();
+            let ok = writeln!(out, "{pid} {start}").and_then(|_| out.flush());
+            return if ok.is_ok() { 0 } else { 1 };
+        }
+        Ok(nix::unistd::ForkResult::Child) => {}
+        Err(e) => {
+            eprintln!("funcd: cannot fork the job: {e}");
+            return 1;
+        }
+    }
+    detach();
+    let code = match run_detached(&root, name, id) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    };
+    std::process::exit(code);
+}
+
+/// Own process group (so signals reach the job and its children), `/` as
+/// working directory, Func's later umask, standard streams on /dev/null.
+fn detach() {
+    let _ = nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0));
+    let _ = std::env::set_current_dir("/");
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd;
+        for fd in 0..3 {
+            // SAFETY: dup2 onto the standard descriptors of this process.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
+
+fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
+    let spool = Spool::new(root.status_dir().join("jobs"))?;
+    let me = std::process::id();
+    let start = proc::start_time(me).unwrap_or(0);
+    spool.write_pid(id, me, start)?;
+    let mut record = match spool.read_request(id) {
+        Ok(r) => r,
+        Err(e) => {
+            // Without its request the job cannot run; still leave a result.
+            let mut r = super::placeholder(id);
+            r.result_xml = Some(encode_result(remote_error(
+                "func.minion.JobError",
+                &format!("cannot read the job request: {e}"),
+                "",
+            )));
+            r.pid = me;
+            r.pid_start = start;
+            r.ended = Some(now());
+            spool.write_done(&r)?;
+            notify(root, id);
+            return Ok(());
+        }
+    };
+    let value = execute(root, name, &record.call_xml);
+    record.pid = me;
+    record.pid_start = start;
+    record.result_xml = Some(encode_result(value));
+    record.ended = Some(now());
+    spool.write_done(&record)?;
+    notify(root, id);
+    Ok(())
+}
+
+/// Runs the recorded call; every failure is a `REMOTE_ERROR` value.
+fn execute(root: &Root, name: String, call_xml: &str) -> Value {
+    let config = match MinionConfig::load(
+        root.clone(),
+        Overrides {
+            name: Some(name),
+            listen: None,
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => return MethodError::new("func.minion.ConfigError", e.to_string()).into_value(),
+    };
+    let limits = xmlrpc::Limits {
+        max_body: usize::MAX,
+        max_depth: config.limits.max_depth,
+    };
+    let call = match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
+        Ok(c) => c,
+        Err(e) => return MethodError::new("func.minion.JobError", format!("unreadable job request: {e}")).into_value(),
+    };
+    let registry = Registry::standard();
+    let ctx = Context {
+        root: &config.root,
+        copyfile_dirs: &config.copyfile_dirs,
+        registry: &registry,
+        jobs: None,
+        caller: "",
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(|| registry.call(&ctx, &call.method, &call.params))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => e.into_value(),
+        Err(_) => MethodError::new("exceptions.Exception", "internal error in module").into_value(),
+    }
+}
+
+/// Tells the daemon a result is waiting. Best effort: the daemon also
+/// sweeps the spool, and answers status queries from it.
+fn notify(root: &Root, id: &str) {
+    if let Ok(mut sock) = UnixStream::connect(root.run_dir().join(SOCKET)) {
+        let _ = sock.set_write_timeout(Some(Duration::from_secs(2)));
+        let _ = writeln!(sock, "{id}");
+    }
+}

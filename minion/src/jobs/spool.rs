@@ -1,0 +1,164 @@
+//! The spool directory (`var/lib/func/jobs/`) through which job processes,
+//! which never open the daemon's store, talk to it:
+//! - `ID.job`: the request (a running [`JobRecord`]), written by the daemon
+//!   before it starts the job;
+//! - `ID.pid`: "PID STARTTIME", written by the job process as it starts, so a
+//!   daemon that crashed before recording the pid still finds the job;
+//! - `ID.done`: the final record, written by the job durably (temp file,
+//!   fsync, rename, fsync of the directory) before it exits.
+//!
+//! The daemon ingests `.done` files on notification, on every status query,
+//! on a periodic sweep and at start-up, then removes the job's files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::store::JobRecord;
+
+/// The spool directory of a minion root.
+#[derive(Debug, Clone)]
+pub struct Spool {
+    dir: PathBuf,
+}
+
+/// Whether `id` has the minion job id shape (`<digits>.<digits>-minion`),
+/// the only strings that ever become file names here.
+pub fn is_job_id(id: &str) -> bool {
+    let Some(stamp) = id.strip_suffix("-minion") else {
+        return false;
+    };
+    !stamp.is_empty()
+        && stamp.len() <= 32
+        && stamp.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && stamp.bytes().filter(|b| *b == b'.').count() <= 1
+}
+
+impl Spool {
+    pub fn new(dir: PathBuf) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self { dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, id: &str, ext: &str) -> PathBuf {
+        self.dir.join(format!("{id}.{ext}"))
+    }
+
+    /// Writes the request a job process will read (no fsync: the store has
+    /// the durable copy; this file only has to outlive the next second).
+    pub fn write_request(&self, record: &JobRecord) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        let tmp = self.path(&record.id, "job.tmp");
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, self.path(&record.id, "job"))
+    }
+
+    pub fn read_request(&self, id: &str) -> std::io::Result<JobRecord> {
+        let bytes = std::fs::read(self.path(id, "job"))?;
+        serde_json::from_slice(&bytes).map_err(std::io::Error::other)
+    }
+
+    pub fn write_pid(&self, id: &str, pid: u32, start: u64) -> std::io::Result<()> {
+        let tmp = self.path(id, "pid.tmp");
+        std::fs::write(&tmp, format!("{pid} {start}\n"))?;
+        std::fs::rename(&tmp, self.path(id, "pid"))
+    }
+
+    /// The job process's pid and start time, if it recorded them.
+    pub fn read_pid(&self, id: &str) -> Option<(u32, u64)> {
+        let text = std::fs::read_to_string(self.path(id, "pid")).ok()?;
+        let mut words = text.split_whitespace();
+        Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
+    }
+
+    /// Writes the final record durably.
+    pub fn write_done(&self, record: &JobRecord) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        let tmp = self.path(&record.id, "done.tmp");
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, self.path(&record.id, "done"))?;
+        std::fs::File::open(&self.dir)?.sync_all()
+    }
+
+    /// The final record of `id`, if its job wrote one. An unreadable file
+    /// (a disk error, hand editing) counts as a result too, so the job still
+    /// ends instead of running forever.
+    pub fn read_done(&self, id: &str) -> Option<Result<JobRecord, String>> {
+        let bytes = match std::fs::read(self.path(id, "done")) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        Some(
+            serde_json::from_slice::<JobRecord>(&bytes)
+                .map_err(|e| format!("unreadable result file: {e}"))
+                .and_then(|r| match r.id == id {
+                    true => Ok(r),
+                    false => Err("result file names another job".into()),
+                }),
+        )
+    }
+
+    /// Ids with a `.done` file waiting.
+    pub fn done_ids(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".done").map(str::to_string))
+            .filter(|id| is_job_id(id))
+            .collect()
+    }
+
+    /// Removes every file of `id` (after its result is in the store).
+    pub fn remove(&self, id: &str) {
+        for ext in ["job", "pid", "done", "job.tmp", "pid.tmp", "done.tmp"] {
+            let _ = std::fs::remove_file(self.path(id, ext));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_job_ids_become_file_names() {
+        assert!(is_job_id("1763712345.123456-minion"));
+        assert!(is_job_id("17-minion"));
+        for bad in [
+            "",
+            "-minion",
+            "../x-minion",
+            "1.2.3-minion",
+            "1/2-minion",
+            "1763712345.1",
+            "*-test-ping-1.0",
+            "1-minion\n",
+        ] {
+            assert!(!is_job_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn done_files_round_trip_and_bad_ones_still_end_the_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("jobs")).unwrap();
+        let id = "5.25-minion";
+        assert!(spool.read_done(id).is_none());
+        std::fs::write(spool.path(id, "done"), b"{ not json").unwrap();
+        assert!(spool.read_done(id).unwrap().is_err());
+        assert_eq!(spool.done_ids(), vec![id.to_string()]);
+        spool.remove(id);
+        assert!(spool.done_ids().is_empty());
+        spool.write_pid(id, 12, 34).unwrap();
+        assert_eq!(spool.read_pid(id), Some((12, 34)));
+    }
+}

@@ -1,0 +1,305 @@
+//! The minion's job status store: one redb file (`var/lib/func/minion.redb`)
+//! that only the daemon opens (redb allows one process per file; job
+//! processes hand their results back through spool files instead).
+//!
+//! Tables: `jobs` (id → JSON [`JobRecord`]), `running` (ids of unfinished
+//! jobs, so liveness checks never scan finished ones) and `expiry`
+//! ((completion time in µs, id) → ()), so purging costs O(expired): a range
+//! delete from the start of the index up to `now - keep_jobs`.
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
+const RUNNING: TableDefinition<&str, ()> = TableDefinition::new("running");
+const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
+
+/// One job as the minion knows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobRecord {
+    pub id: String,
+    /// `module.method` as called (without `async.`).
+    pub method: String,
+    /// The encoded `<methodCall>` (method and arguments).
+    pub call_xml: String,
+    /// Who asked (the caller's certificate name).
+    pub caller: String,
+    /// The job process (leader of its own process group); 0 until known.
+    pub pid: u32,
+    /// The job process's start time (clock ticks after boot, from
+    /// `/proc/PID/stat`), so a reused pid is never mistaken for the job.
+    pub pid_start: u64,
+    /// Epoch seconds.
+    pub started: f64,
+    pub ended: Option<f64>,
+    /// The encoded `<methodResponse>` once finished.
+    pub result_xml: Option<String>,
+    /// Set when a `jobs.*_job` call signalled the job: what and by whom.
+    #[serde(default)]
+    pub signalled_by: Option<String>,
+}
+
+impl JobRecord {
+    pub fn finished(&self) -> bool {
+        self.ended.is_some()
+    }
+}
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("job store {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("job store: {0}")]
+    Db(String),
+}
+
+fn db_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Db(e.to_string())
+}
+
+/// The open status store.
+pub struct Store {
+    db: Database,
+}
+
+/// Completion times are kept in µs.
+fn micros(epoch: f64) -> u64 {
+    (epoch.max(0.0) * 1e6) as u64
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+        }
+        let db = Database::builder()
+            .set_cache_size(4 << 20)
+            .create(path)
+            .map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => {
+                    open_err("already open by another process (is another funcd using this root?)".into())
+                }
+                other => open_err(other.to_string()),
+            })?;
+        let txn = db.begin_write().map_err(db_err)?;
+        {
+            txn.open_table(JOBS).map_err(db_err)?;
+            txn.open_table(RUNNING).map_err(db_err)?;
+            txn.open_table(EXPIRY).map_err(db_err)?;
+        }
+        txn.commit().map_err(db_err)?;
+        Ok(Self { db })
+    }
+
+    /// Records a new running job. Returns false (and changes nothing) when
+    /// the id is taken.
+    pub fn insert_new(&self, record: &JobRecord) -> Result<bool, StoreError> {
+        let txn = self.db.begin_write().map_err(db_err)?;
+        {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            if jobs.get(record.id.as_str()).map_err(db_err)?.is_some() {
+                return Ok(false);
+            }
+            jobs.insert(record.id.as_str(), encode(record)?.as_slice())
+                .map_err(db_err)?;
+            txn.open_table(RUNNING)
+                .map_err(db_err)?
+                .insert(record.id.as_str(), ())
+                .map_err(db_err)?;
+        }
+        txn.commit().map_err(db_err)?;
+        Ok(true)
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        let txn = self.db.begin_read().map_err(db_err)?;
+        let jobs = txn.open_table(JOBS).map_err(db_err)?;
+        let found = jobs.get(id).map_err(db_err)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    /// Changes a running job's record with `change`; finished jobs stay as they are.
+    pub fn update_running(&self, id: &str, change: impl FnOnce(&mut JobRecord)) -> Result<(), StoreError> {
+        let txn = self.db.begin_write().map_err(db_err)?;
+        {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let current = jobs.get(id).map_err(db_err)?.map(|v| decode(v.value())).transpose()?;
+            if let Some(mut record) = current.filter(|r| !r.finished()) {
+                change(&mut record);
+                jobs.insert(id, encode(&record)?.as_slice()).map_err(db_err)?;
+            }
+        }
+        txn.commit().map_err(db_err)
+    }
+
+    /// Records a final state (idempotent: a job finished once stays as it
+    /// was). `record` may be unknown to the store (its daemon crashed before
+    /// recording it); it is then added as finished. Records completed more
+    /// than `keep_secs` before `now` are purged in the same transaction.
+    pub fn finish(&self, record: &JobRecord, now: f64, keep_secs: f64) -> Result<(), StoreError> {
+        let ended = record.ended.unwrap_or(now);
+        let txn = self.db.begin_write().map_err(db_err)?;
+        {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let current = jobs
+                .get(record.id.as_str())
+                .map_err(db_err)?
+                .map(|v| decode(v.value()))
+                .transpose()?;
+            if !current.as_ref().is_some_and(JobRecord::finished) {
+                let mut done = record.clone();
+                done.ended = Some(ended);
+                if let Some(current) = current {
+                    done.signalled_by = done.signalled_by.or(current.signalled_by);
+                    if done.pid == 0 {
+                        (done.pid, done.pid_start) = (current.pid, current.pid_start);
+                    }
+                }
+                jobs.insert(done.id.as_str(), encode(&done)?.as_slice())
+                    .map_err(db_err)?;
+                txn.open_table(RUNNING)
+                    .map_err(db_err)?
+                    .remove(done.id.as_str())
+                    .map_err(db_err)?;
+                txn.open_table(EXPIRY)
+                    .map_err(db_err)?
+                    .insert((micros(ended), done.id.as_str()), ())
+                    .map_err(db_err)?;
+            }
+            purge(&mut jobs, &txn, now, keep_secs)?;
+        }
+        txn.commit().map_err(db_err)
+    }
+
+    /// Drops records completed more than `keep_secs` before `now`.
+    pub fn purge(&self, now: f64, keep_secs: f64) -> Result<usize, StoreError> {
+        let txn = self.db.begin_write().map_err(db_err)?;
+        let n = {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            purge(&mut jobs, &txn, now, keep_secs)?
+        };
+        txn.commit().map_err(db_err)?;
+        Ok(n)
+    }
+
+    /// Jobs not finished yet.
+    pub fn running(&self) -> Result<Vec<JobRecord>, StoreError> {
+        let txn = self.db.begin_read().map_err(db_err)?;
+        let running = txn.open_table(RUNNING).map_err(db_err)?;
+        let jobs = txn.open_table(JOBS).map_err(db_err)?;
+        let mut out = Vec::new();
+        for entry in running.iter().map_err(db_err)? {
+            let (id, _) = entry.map_err(db_err)?;
+            if let Some(v) = jobs.get(id.value()).map_err(db_err)? {
+                out.push(decode(v.value())?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every job the store holds.
+    pub fn all(&self) -> Result<Vec<JobRecord>, StoreError> {
+        let txn = self.db.begin_read().map_err(db_err)?;
+        let jobs = txn.open_table(JOBS).map_err(db_err)?;
+        let mut out = Vec::new();
+        for entry in jobs.iter().map_err(db_err)? {
+            let (_, v) = entry.map_err(db_err)?;
+            out.push(decode(v.value())?);
+        }
+        Ok(out)
+    }
+}
+
+fn purge(
+    jobs: &mut redb::Table<&str, &[u8]>,
+    txn: &redb::WriteTransaction,
+    now: f64,
+    keep_secs: f64,
+) -> Result<usize, StoreError> {
+    let cutoff = micros(now - keep_secs);
+    let mut expiry = txn.open_table(EXPIRY).map_err(db_err)?;
+    let mut expired = Vec::new();
+    for entry in expiry.range::<(u64, &str)>(..(cutoff, "")).map_err(db_err)? {
+        let (key, _) = entry.map_err(db_err)?;
+        let (at, id) = key.value();
+        expired.push((at, id.to_string()));
+    }
+    for (at, id) in &expired {
+        expiry.remove((*at, id.as_str())).map_err(db_err)?;
+        jobs.remove(id.as_str()).map_err(db_err)?;
+    }
+    Ok(expired.len())
+}
+
+fn encode(record: &JobRecord) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(record).map_err(db_err)
+}
+
+fn decode(bytes: &[u8]) -> Result<JobRecord, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Db(format!("unreadable job record: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, started: f64) -> JobRecord {
+        JobRecord {
+            id: id.into(),
+            method: "test.ping".into(),
+            call_xml: String::new(),
+            caller: "overlord".into(),
+            pid: 0,
+            pid_start: 0,
+            started,
+            ended: None,
+            result_xml: None,
+            signalled_by: None,
+        }
+    }
+
+    #[test]
+    fn lifecycle_and_expiry_from_completion() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        assert!(store.insert_new(&job("1.5-minion", 1.5)).unwrap());
+        assert!(!store.insert_new(&job("1.5-minion", 9.0)).unwrap(), "ids are never reused");
+        assert!(store.insert_new(&job("2.5-minion", 2.5)).unwrap());
+        store.update_running("1.5-minion", |r| r.pid = 42).unwrap();
+        assert_eq!(store.running().unwrap().len(), 2);
+        let mut done = job("1.5-minion", 1.5);
+        done.ended = Some(100.0);
+        done.result_xml = Some("<x/>".into());
+        store.finish(&done, 100.0, 50.0).unwrap();
+        let got = store.get("1.5-minion").unwrap().unwrap();
+        assert_eq!((got.pid, got.ended), (42, Some(100.0)), "pid kept, finished");
+        // Finishing again changes nothing.
+        let mut again = done.clone();
+        again.result_xml = Some("<y/>".into());
+        store.finish(&again, 101.0, 50.0).unwrap();
+        assert_eq!(store.get("1.5-minion").unwrap().unwrap().result_xml.as_deref(), Some("<x/>"));
+        // Running jobs never expire, however old; finished ones expire
+        // keep_secs after completion, not after their start.
+        assert_eq!(store.purge(149.0, 50.0).unwrap(), 0);
+        assert_eq!(store.purge(151.0, 50.0).unwrap(), 1);
+        assert!(store.get("1.5-minion").unwrap().is_none());
+        assert!(store.get("2.5-minion").unwrap().is_some());
+        assert_eq!(store.all().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_second_opener_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let _first = Store::open(&path).unwrap();
+        let err = Store::open(&path).err().unwrap().to_string();
+        assert!(err.contains("another funcd"), "{err}");
+    }
+}
