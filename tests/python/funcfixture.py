@@ -63,7 +63,23 @@ class Fleet:
     def proxy(self, port, ctx=None, host="localhost"):
         return xmlrpc.client.ServerProxy("https://%s:%d" % (host, port), context=ctx or self.context(), allow_none=True)
 
+    def kill_jobs(self):
+        """Ends async jobs still running below our roots (each leaves
+        var/lib/func/jobs/ID.pid holding "PID STARTTIME" while it runs)."""
+        for top, _dirs, files in os.walk(self.dir):
+            for f in files:
+                if not f.endswith(".pid") or not top.endswith(os.path.join("var", "lib", "func", "jobs")):
+                    continue
+                try:
+                    pid, start = open(os.path.join(top, f)).read().split()
+                    stat = open("/proc/%s/stat" % pid).read()
+                    if stat.rsplit(")", 1)[1].split()[19] == start:
+                        os.killpg(int(pid), signal.SIGKILL)
+                except (OSError, ValueError, IndexError):
+                    pass
+
     def close(self):
+        self.kill_jobs()
         for proc in self.procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -217,6 +217,47 @@ impl FuncdProcess {
     pub fn stop(&mut self) {
         self.daemon.stop();
     }
+
+    /// Sends SIGKILL to funcd itself (its async jobs live on).
+    pub fn crash(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        self.daemon.stop();
+    }
+}
+
+impl Drop for FuncdProcess {
+    fn drop(&mut self) {
+        kill_jobs(&self.root);
+    }
+}
+
+/// Ends the process groups of async jobs still running below `root`: each
+/// job process leaves `var/lib/func/jobs/ID.pid` ("PID STARTTIME") while it
+/// runs; the start time guards against a reused pid.
+pub fn kill_jobs(root: &Root) {
+    let Ok(entries) = std::fs::read_dir(root.status_dir().join("jobs")) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        if entry.path().extension().is_none_or(|e| e != "pid") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let mut words = text.split_whitespace();
+        let (Some(Ok(pid)), Some(start)) = (words.next().map(str::parse::<i32>), words.next()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        if fields.get(19) == Some(&start) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 /// A running `certmaster` with its own root, ended on drop.

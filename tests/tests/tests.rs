@@ -7,6 +7,8 @@ mod minion_calls;
 mod minion_bad_input;
 // Mutual TLS: who is refused, and the overlord's server-name check.
 mod minion_tls;
+// Async jobs on a minion: detached processes, crashes, expiry.
+mod minion_jobs;
 // Enrollment with a real certmaster, certmaster-ca, pinning, revocation.
 mod certmaster;
 // The func CLI: targeting, forks, failures, copyfile, groups.
