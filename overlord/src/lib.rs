@@ -6,6 +6,8 @@
 //! - [`targets`], [`groups`]: which minions a SPEC names, and where they are.
 //! - [`dispatch`], [`worker`], [`job`]: `--forks N` worker processes, each
 //!   calling its bucket of minions with bounded concurrency.
+//! - [`store`], [`jobs`]: async jobs: the redb job store, the detached
+//!   dispatch driver, status polling.
 //! - [`output`]: human and JSON output, exit status.
 //! - [`commands`]: one file per `func` subcommand.
 //!
@@ -15,8 +17,10 @@ pub mod commands;
 pub mod dispatch;
 pub mod groups;
 pub mod job;
+pub mod jobs;
 pub mod output;
 pub mod plan;
+pub mod store;
 pub mod targets;
 pub mod worker;
 

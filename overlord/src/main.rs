@@ -11,6 +11,9 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("__worker") {
         return ExitCode::from(overlord::worker::main() as u8);
     }
+    if args.first().map(String::as_str) == Some("__driver") {
+        return ExitCode::from(overlord::jobs::driver::main(&args[1..]) as u8);
+    }
     let plan = match overlord::plan::parse(&args, std::env::var(common::paths::ROOT_ENV).ok()) {
         Ok(plan) => plan,
         Err(e) => return fail(&e),

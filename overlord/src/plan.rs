@@ -12,6 +12,7 @@ use common::paths::Root;
 use common::tls::Credentials;
 
 use crate::dispatch::Dispatch;
+use crate::store::Store;
 use crate::targets::{self, Target};
 
 /// Default per-host timeout when neither `-t` nor `socket_timeout` is set.
@@ -57,6 +58,8 @@ pub struct Plan {
     pub exclude: Option<String>,
     pub json: bool,
     pub dispatch: Dispatch,
+    /// `-t` as given (a deadline for `--wait` and async polling).
+    pub timeout: Option<f64>,
     pub command: crate::commands::Command,
 }
 
@@ -68,11 +71,40 @@ impl Plan {
 
     /// The overlord's credentials below the root.
     pub fn credentials(&self) -> Credentials {
-        Credentials {
-            key: self.root.overlord_key(),
-            cert: self.root.overlord_cert(),
-            ca: self.root.ca_cert(),
-        }
+        credentials(&self.root)
+    }
+
+    /// The overlord's job store below the root.
+    pub fn store(&self) -> Store {
+        store(&self.root)
+    }
+}
+
+/// The overlord's credentials below `root`.
+pub fn credentials(root: &Root) -> Credentials {
+    Credentials {
+        key: root.overlord_key(),
+        cert: root.overlord_cert(),
+        ca: root.ca_cert(),
+    }
+}
+
+/// The job store below `root`, with `keep_jobs` from overlord.conf.
+pub fn store(root: &Root) -> Store {
+    let keep = Ini::load(&root.overlord_conf())
+        .ok()
+        .and_then(|ini| ini.f64("main", "keep_jobs").ok().flatten())
+        .filter(|k| k.is_finite() && *k >= 0.0)
+        .unwrap_or(crate::store::DEFAULT_KEEP_JOBS);
+    Store::new(root.status_dir().join("overlord.redb"), keep)
+}
+
+/// Commands that take no SPEC: `job_status ID`; `jobs` and `batch` when
+/// followed by one of their subcommands (otherwise they are minion names).
+fn top_level(args: &[String]) -> Option<&'static str> {
+    match (args.first()?.as_str(), args.get(1).map(String::as_str)) {
+        ("job_status", _) => Some("job_status"),
+        _ => None,
     }
 }
 
@@ -108,15 +140,24 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
         }
         i += 1;
     }
-    let spec = args
-        .get(i)
-        .cloned()
-        .ok_or_else(|| PlanError::Usage(USAGE.into()))?;
-    let name = args
-        .get(i + 1)
-        .cloned()
-        .ok_or_else(|| PlanError::Usage(format!("missing command after {spec:?}\n{USAGE}")))?;
-    let command = crate::commands::Command::parse(&name, &args[i + 2..], &mut globals)?;
+    let (spec, command) = match top_level(&args[i..]) {
+        Some(name) => (
+            String::new(),
+            crate::commands::Command::parse(name, &args[i + 1..], &mut globals)?,
+        ),
+        None => {
+            let spec = args
+                .get(i)
+                .cloned()
+                .ok_or_else(|| PlanError::Usage(USAGE.into()))?;
+            let name = args
+                .get(i + 1)
+                .cloned()
+                .ok_or_else(|| PlanError::Usage(format!("missing command after {spec:?}\n{USAGE}")))?;
+            let command = crate::commands::Command::parse(&name, &args[i + 2..], &mut globals)?;
+            (spec, command)
+        }
+    };
     let conf = Ini::load(&globals.root.overlord_conf()).map_err(|e| PlanError::Config(e.to_string()))?;
     let conf_timeout = conf
         .f64("main", "socket_timeout")
@@ -129,6 +170,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
             timeout_secs: globals.timeout.or(conf_timeout).unwrap_or(DEFAULT_TIMEOUT),
             concurrency: WORKER_CONCURRENCY,
         },
+        timeout: globals.timeout,
         root: globals.root,
         spec,
         exclude: globals.exclude,
@@ -178,8 +220,9 @@ pub fn count(flag: &str, v: &str) -> Result<usize, PlanError> {
 
 pub const USAGE: &str =
     "usage: func [--root DIR] [-t SECS] [-e EXCLUDE] [--json] [--forks N] SPEC COMMAND [OPTIONS] [ARGS...]
-commands: call MODULE METHOD [ARGS...] | ping | list_minions | copyfile -f LOCAL --remotepath PATH |
-          grep WORD | show hardware [KEYS...] | group OPTIONS";
+       func [--root DIR] [-t SECS] [--json] job_status JOB_ID [--wait]
+commands: call [--async [--nopoll]] [--jobstatus] MODULE METHOD [ARGS...] | ping | list_minions |
+          copyfile -f LOCAL --remotepath PATH | grep WORD | show hardware [KEYS...] | group OPTIONS";
 
 #[cfg(test)]
 mod tests {

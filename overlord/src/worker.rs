@@ -91,14 +91,31 @@ fn emit(report: &Report) {
     }
 }
 
-async fn one_host(job: &Job, target: &Target, tls: Arc<rustls::ClientConfig>, limit: Duration) -> Value {
+/// Resolves and connects to `target`; a failure is the host's error value.
+pub async fn connect(
+    target: &Target,
+    tls: Arc<rustls::ClientConfig>,
+    limit: Duration,
+) -> Result<MinionClient, Value> {
     let addr: SocketAddr = match tokio::net::lookup_host(&target.addr).await.map(|mut a| a.next()) {
         Ok(Some(a)) => a,
-        _ => return remote_error("socket.gaierror", &format!("cannot resolve {}", target.addr), ""),
+        _ => {
+            return Err(remote_error(
+                "socket.gaierror",
+                &format!("cannot resolve {}", target.addr),
+                "",
+            ))
+        }
     };
-    let mut client = match MinionClient::connect(addr, &target.name, tls, limit).await {
+    MinionClient::connect(addr, &target.name, tls, limit)
+        .await
+        .map_err(call_error)
+}
+
+async fn one_host(job: &Job, target: &Target, tls: Arc<rustls::ClientConfig>, limit: Duration) -> Value {
+    let mut client = match connect(target, tls, limit).await {
         Ok(c) => c,
-        Err(e) => return call_error(e),
+        Err(e) => return e,
     };
     match &job.action {
         Action::Call { call_xml } => {

@@ -11,7 +11,10 @@ use crate::helper::{remote_error, s, OneMinion};
 
 /// `jobs.job_status(id)` as (status, result).
 fn status(m: &OneMinion, id: &str) -> (i32, Value) {
-    match m.call("jobs.job_status", vec![s(id)]).expect("job_status answers") {
+    match m
+        .call("jobs.job_status", vec![s(id)])
+        .expect("job_status answers")
+    {
         Value::Array(a) if a.len() == 2 => match &a[0] {
             Value::Integer(code) => (*code, a[1].clone()),
             other => panic!("status code {other:?}"),
@@ -21,7 +24,10 @@ fn status(m: &OneMinion, id: &str) -> (i32, Value) {
 }
 
 fn submit(m: &OneMinion, method: &str, args: Vec<Value>) -> String {
-    match m.call(&format!("async.{method}"), args).expect("async call answers") {
+    match m
+        .call(&format!("async.{method}"), args)
+        .expect("async call answers")
+    {
         Value::String(id) => id,
         other => panic!("async call returned {other:?}"),
     }
@@ -67,7 +73,10 @@ fn results_of_jobs_that_ran_while_funcd_was_dead_are_there_after_restart() {
     // The jobs run on without their daemon and leave their results in the spool.
     let spool = m.root.status_dir().join("jobs");
     let done = |id: &String| spool.join(format!("{id}.done")).exists();
-    assert!(wait_until(Duration::from_secs(30), || ids.iter().all(done)), "all 20 jobs wrote results");
+    assert!(
+        wait_until(Duration::from_secs(30), || ids.iter().all(done)),
+        "all 20 jobs wrote results"
+    );
     // The crashed daemon's store lock is gone with it: a new funcd opens it.
     let restarted = FuncdProcess::start(&m.root, "m1").expect("funcd restarts on the same root");
     let old = std::mem::replace(&mut m.minion, restarted);
@@ -91,12 +100,22 @@ fn a_job_killed_from_outside_ends_as_an_error_not_running_forever() {
         panic!("pid in {job:?}")
     };
     assert_eq!(status(&m, &id).0, 0);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(*pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     let result = wait_finished(&m, &id);
     let (kind, message) = remote_error(&result).expect("a REMOTE_ERROR");
     assert_eq!(kind, "func.minion.JobDied");
-    assert!(message.contains(&format!("process {pid} ended without a result")), "{message}");
-    assert!(wait_until(Duration::from_secs(10), || zombies_of(m.minion.pid()) == 0), "no zombies");
+    assert!(
+        message.contains(&format!("process {pid} ended without a result")),
+        "{message}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || zombies_of(m.minion.pid()) == 0),
+        "no zombies"
+    );
 }
 
 #[test]
@@ -107,7 +126,8 @@ fn records_expire_keep_jobs_after_completion_and_running_jobs_never() {
     assert_eq!(wait_finished(&m, &quick), Value::Integer(1));
     // Expired one second after it finished; the slow job, older than that, still runs.
     assert!(
-        wait_until(Duration::from_secs(20), || status(&m, &quick) == (2, Value::Integer(0))),
+        wait_until(Duration::from_secs(20), || status(&m, &quick)
+            == (2, Value::Integer(0))),
         "finished record expired"
     );
     assert_eq!(status(&m, &slow).0, 0, "running jobs never expire");
@@ -124,5 +144,8 @@ fn job_processes_leave_no_zombies_and_errors_come_back_as_values() {
     }
     let bad_args = submit(&m, "test.add", vec![s("1")]);
     assert!(remote_error(&wait_finished(&m, &bad_args)).is_some());
-    assert!(wait_until(Duration::from_secs(10), || zombies_of(m.minion.pid()) == 0), "no zombies");
+    assert!(
+        wait_until(Duration::from_secs(10), || zombies_of(m.minion.pid()) == 0),
+        "no zombies"
+    );
 }

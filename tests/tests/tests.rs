@@ -13,5 +13,7 @@ mod minion_jobs;
 mod certmaster;
 // The func CLI: targeting, forks, failures, copyfile, groups.
 mod overlord;
+// func --async, --nopoll, job_status against real minions.
+mod overlord_jobs;
 // Shared helpers for these tests.
 mod helper;

@@ -69,15 +69,27 @@ fn own_limits() -> xmlrpc::Limits {
 pub fn decode_result(result_xml: &str) -> Value {
     match xmlrpc::decode_response(result_xml.as_bytes(), &own_limits()) {
         Ok(Ok(v)) => v,
-        Ok(Err(fault)) => remote_error("xmlrpclib.Fault", &format!("{}: {}", fault.code(), fault.string()), ""),
-        Err(e) => remote_error("func.minion.StoreError", &format!("unreadable stored result: {e}"), ""),
+        Ok(Err(fault)) => remote_error(
+            "xmlrpclib.Fault",
+            &format!("{}: {}", fault.code(), fault.string()),
+            "",
+        ),
+        Err(e) => remote_error(
+            "func.minion.StoreError",
+            &format!("unreadable stored result: {e}"),
+            "",
+        ),
     }
 }
 
 /// Encodes a job's result; a value that cannot be encoded becomes an error value.
 pub fn encode_result(value: Value) -> String {
     xmlrpc::encode_response(value, xmlrpc::DEFAULT_MAX_DEPTH).unwrap_or_else(|e| {
-        let err = remote_error("exceptions.OverflowError", &format!("cannot encode the result: {e}"), "");
+        let err = remote_error(
+            "exceptions.OverflowError",
+            &format!("cannot encode the result: {e}"),
+            "",
+        );
         xmlrpc::encode_response(err, xmlrpc::DEFAULT_MAX_DEPTH).unwrap_or_default()
     })
 }
@@ -118,7 +130,8 @@ impl Jobs {
         for record in self.store.running()? {
             if record.pid == 0 {
                 if let Some((pid, start)) = self.spool.read_pid(&record.id) {
-                    self.store.update_running(&record.id, |r| (r.pid, r.pid_start) = (pid, start))?;
+                    self.store
+                        .update_running(&record.id, |r| (r.pid, r.pid_start) = (pid, start))?;
                 }
             }
         }
@@ -303,7 +316,9 @@ impl Jobs {
                     "",
                 )));
                 failed.ended = Some(now());
-                self.store.finish(&failed, now(), self.keep_secs).map_err(store_err)?;
+                self.store
+                    .finish(&failed, now(), self.keep_secs)
+                    .map_err(store_err)?;
                 self.spool.remove(&id);
             }
         }
@@ -333,7 +348,10 @@ impl Jobs {
         }
         let status = child.wait()?;
         let mut words = line.split_whitespace();
-        match (words.next().and_then(|w| w.parse().ok()), words.next().and_then(|w| w.parse().ok())) {
+        match (
+            words.next().and_then(|w| w.parse().ok()),
+            words.next().and_then(|w| w.parse().ok()),
+        ) {
             (Some(pid), Some(start)) if status.success() => Ok((pid, start)),
             _ => Err(std::io::Error::other(format!("job launcher ended with {status}"))),
         }
@@ -362,7 +380,9 @@ fn death_message(record: &JobRecord) -> String {
         (Some(by), pid) => format!("job killed: {by} (process {pid} ended without a result)"),
         (None, 0) => "the job process never started".into(),
         (None, pid) => {
-            format!("job process {pid} ended without a result (killed by a signal from outside Func, or crashed)")
+            format!(
+                "job process {pid} ended without a result (killed by a signal from outside Func, or crashed)"
+            )
         }
     }
 }

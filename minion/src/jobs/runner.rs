@@ -59,7 +59,11 @@ fn detach() {
     let _ = nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0));
     let _ = std::env::set_current_dir("/");
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
         use std::os::fd::AsRawFd;
         for fd in 0..3 {
             // SAFETY: dup2 onto the standard descriptors of this process.
@@ -119,7 +123,10 @@ fn execute(root: &Root, name: String, call_xml: &str) -> Value {
     };
     let call = match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
         Ok(c) => c,
-        Err(e) => return MethodError::new("func.minion.JobError", format!("unreadable job request: {e}")).into_value(),
+        Err(e) => {
+            return MethodError::new("func.minion.JobError", format!("unreadable job request: {e}"))
+                .into_value()
+        }
     };
     let registry = Registry::standard();
     let ctx = Context {
@@ -129,7 +136,9 @@ fn execute(root: &Root, name: String, call_xml: &str) -> Value {
         jobs: None,
         caller: "",
     };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| registry.call(&ctx, &call.method, &call.params))) {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| {
+        registry.call(&ctx, &call.method, &call.params)
+    })) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => e.into_value(),
         Err(_) => MethodError::new("exceptions.Exception", "internal error in module").into_value(),

@@ -130,7 +130,11 @@ impl Store {
         let txn = self.db.begin_write().map_err(db_err)?;
         {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            let current = jobs.get(id).map_err(db_err)?.map(|v| decode(v.value())).transpose()?;
+            let current = jobs
+                .get(id)
+                .map_err(db_err)?
+                .map(|v| decode(v.value()))
+                .transpose()?;
             if let Some(mut record) = current.filter(|r| !r.finished()) {
                 change(&mut record);
                 jobs.insert(id, encode(&record)?.as_slice()).map_err(db_err)?;
@@ -270,7 +274,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("s.redb")).unwrap();
         assert!(store.insert_new(&job("1.5-minion", 1.5)).unwrap());
-        assert!(!store.insert_new(&job("1.5-minion", 9.0)).unwrap(), "ids are never reused");
+        assert!(
+            !store.insert_new(&job("1.5-minion", 9.0)).unwrap(),
+            "ids are never reused"
+        );
         assert!(store.insert_new(&job("2.5-minion", 2.5)).unwrap());
         store.update_running("1.5-minion", |r| r.pid = 42).unwrap();
         assert_eq!(store.running().unwrap().len(), 2);
@@ -284,7 +291,10 @@ mod tests {
         let mut again = done.clone();
         again.result_xml = Some("<y/>".into());
         store.finish(&again, 101.0, 50.0).unwrap();
-        assert_eq!(store.get("1.5-minion").unwrap().unwrap().result_xml.as_deref(), Some("<x/>"));
+        assert_eq!(
+            store.get("1.5-minion").unwrap().unwrap().result_xml.as_deref(),
+            Some("<x/>")
+        );
         // Running jobs never expire, however old; finished ones expire
         // keep_secs after completion, not after their start.
         assert_eq!(store.purge(149.0, 50.0).unwrap(), 0);
@@ -292,6 +302,24 @@ mod tests {
         assert!(store.get("1.5-minion").unwrap().is_none());
         assert!(store.get("2.5-minion").unwrap().is_some());
         assert_eq!(store.all().unwrap().len(), 1);
+    }
+
+    /// A store written by the first release of this format: later versions
+    /// must keep reading it.
+    #[test]
+    fn reads_the_v1_store_fixture() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        std::fs::write(&path, include_bytes!("../../tests/fixtures/minion-v1.redb")).unwrap();
+        let store = Store::open(&path).unwrap();
+        let all = store.all().unwrap();
+        assert_eq!(all.len(), 1);
+        let job = &all[0];
+        assert_eq!(job.method, "test.add");
+        assert!(job.finished() && job.pid > 1);
+        let result = crate::jobs::decode_result(job.result_xml.as_deref().unwrap());
+        assert_eq!(result, common::Value::Integer(5));
+        assert!(store.running().unwrap().is_empty());
     }
 
     #[test]

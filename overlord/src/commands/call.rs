@@ -2,34 +2,42 @@
 //! every target. Options may stand before or after MODULE METHOD; `--`
 //! ends them. Arguments go over the wire as strings, as Func sends them;
 //! the minion's modules coerce them.
+//!
+//! `--async` (or a method listed in `etc/func/async_methods.conf`
+//! `force_async`, as in Func) reserves a job id, starts a detached driver
+//! and then polls, printing each host as it finishes; with `--nopoll` it
+//! prints `JOB_ID: <id>` and returns at once. `--jobstatus JOB_ID` is an
+//! alias of `func job_status JOB_ID`.
 
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use common::config::Ini;
 use common::Value;
 
+use super::job_status;
+use crate::jobs;
 use crate::plan::{count, split_flag, Globals, Plan, PlanError};
+use crate::store::JobMeta;
 
 #[derive(Debug)]
 pub struct Call {
-    /// `module.method`.
+    /// `module.method` (the job id with `--jobstatus`).
     pub method: String,
     pub args: Vec<String>,
+    pub asynchronous: bool,
+    pub nopoll: bool,
+    pub jobstatus: bool,
 }
 
 /// Options of later features, refused clearly until they exist.
-const NOT_YET: &[&str] = &[
-    "--async",
-    "-a",
-    "--nopoll",
-    "-n",
-    "--batch",
-    "--batch-wait",
-    "--failhard",
-    "--jobstatus",
-    "-s",
-];
+const NOT_YET: &[&str] = &["--batch", "--batch-wait", "--failhard"];
 
 impl Call {
     pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
         let mut positional = Vec::new();
+        let (mut asynchronous, mut nopoll, mut jobstatus) = (false, false, false);
         let mut i = 0;
         while i < rest.len() {
             let arg = &rest[i];
@@ -44,21 +52,16 @@ impl Call {
             match flag.as_str() {
                 "--json" | "-j" => globals.json = true,
                 "-v" | "--verbose" => {}
+                "--async" | "-a" => asynchronous = true,
+                "--nopoll" | "-n" => nopoll = true,
+                "--jobstatus" | "-s" => jobstatus = true,
                 "--forks" | "-f" => {
-                    let v = match inline {
-                        Some(v) => v,
-                        None => {
-                            i += 1;
-                            rest.get(i)
-                                .cloned()
-                                .ok_or_else(|| PlanError::Usage("--forks needs a value".into()))?
-                        }
-                    };
+                    let v = crate::plan::option_value(rest, &mut i, &flag, inline)?;
                     globals.forks = Some(count("--forks", &v)?);
                 }
                 f if NOT_YET.contains(&f) => {
                     return Err(PlanError::Usage(format!(
-                        "{f}: async jobs and batches are not available in this version yet"
+                        "{f}: batches are not available in this version yet"
                     )));
                 }
                 f if f.starts_with('-') && f.len() > 1 && before_method => {
@@ -70,6 +73,18 @@ impl Call {
             }
             i += 1;
         }
+        if jobstatus {
+            return match positional.as_slice() {
+                [id] => Ok(Self {
+                    method: id.clone(),
+                    args: Vec::new(),
+                    asynchronous,
+                    nopoll,
+                    jobstatus,
+                }),
+                _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
+            };
+        }
         if positional.len() < 2 {
             return Err(PlanError::Usage("call needs MODULE METHOD [ARGS...]".into()));
         }
@@ -77,15 +92,115 @@ impl Call {
         if module.is_empty() || method.is_empty() {
             return Err(PlanError::Usage("MODULE and METHOD must not be empty".into()));
         }
+        if nopoll && !asynchronous && !forced_async(&globals.root, &format!("{module}.{method}")) {
+            return Err(PlanError::Usage("--nopoll needs --async".into()));
+        }
         Ok(Self {
             method: format!("{module}.{method}"),
             args: positional[2..].to_vec(),
+            asynchronous,
+            nopoll,
+            jobstatus,
         })
     }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        if self.jobstatus {
+            let status = job_status::check(plan, &self.method, false)?;
+            job_status::print(plan, &self.method, &status);
+            return Ok(job_status::exit_code(&status));
+        }
+        if self.asynchronous || forced_async(&plan.root, &self.method) {
+            return self.run_async(plan);
+        }
         let params = self.args.iter().map(|a| Value::String(a.clone())).collect();
         let results = super::dispatch_to_targets(plan, &super::call_action(&self.method, params)?)?;
         Ok(super::print_results(plan, &results))
     }
+
+    fn run_async(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let targets = plan.targets()?;
+        let meta = JobMeta {
+            id: String::new(),
+            spec: plan.spec.clone(),
+            function: self.method.clone(),
+            args: self.args.clone(),
+            user: jobs::current_user(),
+            started: crate::store::now(),
+            ended: None,
+            dispatched: false,
+            hosts: targets.len(),
+            timeout_secs: plan.dispatch.timeout_secs,
+            forks: plan.dispatch.forks,
+        };
+        let (id, mut driver) =
+            jobs::submit(&plan.store(), &plan.root, meta, &targets).map_err(PlanError::Config)?;
+        if self.nopoll {
+            println!("JOB_ID: {id}");
+            return Ok(0);
+        }
+        eprintln!("JOB_ID: {id}");
+        let status = poll_and_print(plan, &id, || {
+            let _ = driver.try_wait();
+        })?;
+        let _ = driver.try_wait();
+        if plan.json {
+            job_status::print(plan, &id, &status);
+        }
+        Ok(job_status::exit_code(&status))
+    }
+}
+
+/// Polls job `id` until it finishes (or the `-t` deadline), printing each
+/// host's result as it arrives, with a progress line on a terminal.
+fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs::Status, PlanError> {
+    let store = plan.store();
+    let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
+    let progress = std::io::stderr().is_terminal() && !plan.json;
+    let mut shown = BTreeSet::new();
+    let mut poller = None;
+    let mut round = 0;
+    loop {
+        tick();
+        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || {
+            job_status::new_poller(plan)
+        })
+        .map_err(|e| PlanError::Config(e.to_string()))?;
+        if !plan.json {
+            for (host, value) in &status.results {
+                if shown.insert(host.clone()) {
+                    if progress {
+                        eprint!("\r\x1b[K");
+                    }
+                    let one = [(host.clone(), value.clone())].into_iter().collect();
+                    print!("{}", crate::output::human(&one));
+                }
+            }
+        }
+        let total = status.results.len() + status.waiting.len();
+        if progress {
+            eprint!("\r{}/{total} hosts finished", status.results.len());
+        }
+        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+        if status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
+            if progress {
+                eprintln!();
+            }
+            if out_of_time && !status.finished() && !plan.json {
+                for (host, why) in &status.waiting {
+                    println!("{host}:\n    (no result within -t: {why})");
+                }
+            }
+            return Ok(status);
+        }
+        std::thread::sleep(jobs::poll_pause(round));
+        round += 1;
+    }
+}
+
+/// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.
+fn forced_async(root: &common::paths::Root, method: &str) -> bool {
+    Ini::load(&root.async_methods_conf())
+        .map(|ini| ini.list("main", "force_async").iter().any(|m| m == method))
+        .unwrap_or(false)
 }

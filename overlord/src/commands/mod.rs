@@ -6,6 +6,7 @@ pub mod call;
 pub mod copyfile;
 pub mod grep;
 pub mod group;
+pub mod job_status;
 pub mod list_minions;
 pub mod ping;
 pub mod show;
@@ -26,6 +27,7 @@ pub enum Command {
     CopyFile(copyfile::CopyFile),
     Grep(grep::Grep),
     Group(group::Group),
+    JobStatus(job_status::JobStatus),
     ListMinions,
     Ping,
     Show(show::Show),
@@ -41,6 +43,7 @@ impl Command {
             "grep" => Command::Grep(grep::Grep::parse(rest, globals)?),
             "show" => Command::Show(show::Show::parse(rest, globals)?),
             "group" => Command::Group(group::Group::parse(rest)?),
+            "job_status" => Command::JobStatus(job_status::JobStatus::parse(rest, globals)?),
             other => {
                 return Err(PlanError::Usage(format!(
                     "Unknown command '{other}'.\n{}",
@@ -80,6 +83,7 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
         Command::CopyFile(c) => c.run(plan),
         Command::Grep(c) => c.run(plan),
         Command::Group(c) => c.run(plan),
+        Command::JobStatus(c) => c.run(plan),
         Command::ListMinions => list_minions::run(plan),
         Command::Ping => ping::run(plan),
         Command::Show(c) => c.run(plan),

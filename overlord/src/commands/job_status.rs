@@ -1,0 +1,146 @@
+//! `func job_status JOB_ID [--wait] [--json]` (and its alias
+//! `func SPEC call --jobstatus JOB_ID`): Func's status codes — `(0, -1)`
+//! nothing dispatched yet, `(3, {finished hosts})` partial, `(1, {host:
+//! result})` finished, `(2, 0)` unknown or expired. Only unfinished hosts
+//! are asked; once every host is done the answer comes from the store.
+//! `--wait` polls until finished, or until the `-t` deadline.
+//!
+//! Exit status: 0 when the job is finished and every host succeeded, else 1.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::jobs::{self, poller::Poller, Status};
+use crate::output;
+use crate::plan::{Globals, Plan, PlanError};
+
+#[derive(Debug)]
+pub struct JobStatus {
+    pub id: String,
+    pub wait: bool,
+}
+
+impl JobStatus {
+    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
+        let mut wait = false;
+        let mut ids = Vec::new();
+        let words = super::words(rest, globals);
+        let mut i = 0;
+        while i < words.len() {
+            let word = words[i].clone();
+            let (flag, inline) = crate::plan::split_flag(&word);
+            i += 1;
+            match flag.as_str() {
+                "--wait" | "-w" => wait = true,
+                "-t" | "--timeout" => {
+                    i -= 1;
+                    let v = crate::plan::option_value(&words, &mut i, &flag, inline)?;
+                    i += 1;
+                    globals.timeout = Some(crate::plan::positive(&flag, &v)?);
+                }
+                f if f.starts_with('-') && f.len() > 1 => {
+                    return Err(PlanError::Usage(format!("job_status: unknown option {f}")))
+                }
+                _ => ids.push(word),
+            }
+        }
+        match ids.as_slice() {
+            [id] if !id.is_empty() => Ok(Self { id: id.clone(), wait }),
+            _ => Err(PlanError::Usage(
+                "usage: func job_status JOB_ID [--wait] [--json]".into(),
+            )),
+        }
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let status = check(plan, &self.id, self.wait)?;
+        print(plan, &self.id, &status);
+        Ok(exit_code(&status))
+    }
+}
+
+/// The job's status now, or (`wait`) once finished or at the `-t` deadline.
+pub fn check(plan: &Plan, id: &str, wait: bool) -> Result<Status, PlanError> {
+    let store = plan.store();
+    let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
+    let mut poller = None;
+    let mut round = 0;
+    loop {
+        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || new_poller(plan))
+            .map_err(|e| PlanError::Config(e.to_string()))?;
+        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+        if !wait || status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
+            return Ok(status);
+        }
+        std::thread::sleep(jobs::poll_pause(round));
+        round += 1;
+    }
+}
+
+pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
+    Poller::new(
+        &plan.credentials(),
+        Duration::from_secs_f64(plan.dispatch.timeout_secs),
+    )
+}
+
+pub fn exit_code(status: &Status) -> i32 {
+    i32::from(!(status.finished() && output::all_ok(&status.results)))
+}
+
+/// Func's status name.
+pub fn code_name(code: i32) -> &'static str {
+    match code {
+        jobs::RUNNING => "running",
+        jobs::FINISHED => "finished",
+        jobs::LOST_IN_SPACE => "lost in space",
+        jobs::PARTIAL => "partial",
+        _ => "unknown",
+    }
+}
+
+/// Prints the status: `{"status", "results", "waiting"}` with `--json`,
+/// else a status line and one block per finished host.
+pub fn print(plan: &Plan, id: &str, status: &Status) {
+    if plan.json {
+        let results = match status.code {
+            jobs::LOST_IN_SPACE => json!(0),
+            jobs::RUNNING => json!(-1),
+            _ => serde_json::Value::Object(
+                status
+                    .results
+                    .iter()
+                    .map(|(h, v)| (h.clone(), output::to_json(v)))
+                    .collect(),
+            ),
+        };
+        let doc = json!({
+            "job_id": id,
+            "status": status.code,
+            "results": results,
+            "waiting": status.waiting,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return;
+    }
+    if status.code == jobs::LOST_IN_SPACE {
+        println!(
+            "JOB_STATUS: {} (2): no job {} here (unknown, or expired)",
+            code_name(2),
+            common::paths::shorten(id)
+        );
+        return;
+    }
+    let total = status.results.len() + status.waiting.len();
+    println!(
+        "JOB_STATUS: {} ({}): {} of {total} hosts finished",
+        code_name(status.code),
+        status.code,
+        status.results.len()
+    );
+    print!("{}", output::human(&status.results));
+    for (host, why) in &status.waiting {
+        println!("{host}:\n    ({why})");
+    }
+}

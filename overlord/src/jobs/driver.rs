@@ -1,0 +1,149 @@
+//! The dispatch driver of an async job: `func __driver --root ROOT ID`,
+//! our own executable started in a new session (never a fork of a process
+//! with a runtime), so it outlives the `func` that started it and ignores
+//! its terminal. It reads the job from the store, calls `async.M.m` on every
+//! pending host through the usual `--forks` worker processes, and records
+//! the minion job ids (or dispatch errors) in batched writes.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::paths::Root;
+use common::xmlrpc::{is_remote_error, remote_error};
+use common::Value;
+
+use super::encode_result;
+use crate::dispatch::{self, Dispatch};
+use crate::job::Action;
+use crate::plan::WORKER_CONCURRENCY;
+use crate::store::{HostState, HostUpdate, Store};
+use crate::targets::{self, Target};
+
+/// Results written per transaction at most, and the longest a result waits.
+const FLUSH_EVERY: usize = 64;
+const FLUSH_AFTER: Duration = Duration::from_millis(50);
+
+/// Starts the driver for job `id`, detached. Its stderr goes to
+/// `var/log/func/driver.log` below the root.
+pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
+    std::fs::create_dir_all(root.log_dir())?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(root.log_dir().join("driver.log"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("__driver")
+        .arg("--root")
+        .arg(root.dir())
+        .arg(id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+    }
+    cmd.spawn()
+}
+
+/// `func __driver --root ROOT ID`; returns the exit code.
+pub fn main(args: &[String]) -> i32 {
+    let (root, id) = match args {
+        [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
+        _ => {
+            eprintln!("func __driver: usage: func __driver --root ROOT JOB_ID");
+            return 2;
+        }
+    };
+    let store = crate::plan::store(&root);
+    match drive(&store, &root, &id) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("func driver {id}: {e}");
+            1
+        }
+    }
+}
+
+fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
+    let record = store
+        .load(id)
+        .map_err(|e| e.to_string())?
+        .ok_or("no such job in the store")?;
+    let targets: Vec<Target> = record
+        .hosts
+        .iter()
+        .filter(|(_, e)| e.state == HostState::Pending)
+        .map(|(host, _)| Target {
+            name: host.clone(),
+            addr: targets::address(root, host),
+        })
+        .collect();
+    let params = record
+        .meta
+        .args
+        .iter()
+        .map(|a| Value::String(a.clone()))
+        .collect();
+    let call_xml = common::xmlrpc::encode_call(
+        &format!("async.{}", record.meta.function),
+        params,
+        common::xmlrpc::DEFAULT_MAX_DEPTH,
+    )
+    .map_err(|e| e.to_string())?;
+    let how = Dispatch {
+        forks: record.meta.forks.max(1),
+        timeout_secs: record.meta.timeout_secs,
+        concurrency: WORKER_CONCURRENCY,
+    };
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut pending: Vec<(String, HostUpdate)> = Vec::new();
+    let mut last_flush = Instant::now();
+    let flush = |pending: &mut Vec<(String, HostUpdate)>| {
+        match store.update(id, pending, false) {
+            Ok(_) => pending.clear(),
+            // Kept for the next flush; the final one reports the error.
+            Err(e) => eprintln!("func driver {id}: cannot record results yet: {e}"),
+        }
+    };
+    if !targets.is_empty() {
+        dispatch::run(
+            &exe,
+            &crate::plan::credentials(root),
+            &targets,
+            &Action::Call { call_xml },
+            &how,
+            |host, value| {
+                pending.push((host.to_string(), dispatched(value)));
+                if pending.len() >= FLUSH_EVERY || last_flush.elapsed() >= FLUSH_AFTER {
+                    flush(&mut pending);
+                    last_flush = Instant::now();
+                }
+            },
+        )
+        .map_err(|e| format!("cannot start workers: {e}"))?;
+    }
+    store.update(id, &pending, true).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// A host's answer to `async.M.m`: its minion job id, or a final error.
+fn dispatched(value: &Value) -> HostUpdate {
+    match value {
+        Value::String(job) => HostUpdate::Dispatched {
+            minion_job: job.clone(),
+        },
+        v if is_remote_error(v) => HostUpdate::Finished {
+            result_xml: encode_result(v.clone()),
+        },
+        _ => HostUpdate::Finished {
+            result_xml: encode_result(remote_error(
+                "func.overlord.BadAnswer",
+                "the minion answered an async call without a job id",
+                "",
+            )),
+        },
+    }
+}

@@ -1,0 +1,199 @@
+//! Overlord async jobs (DESIGN §6): a job id reserved in the store before
+//! anything is sent, a detached driver that calls `async.M.m` on every
+//! host, and status checks that ask only unfinished hosts, persist each
+//! final result as it arrives, and answer from the store alone once every
+//! host is done.
+//!
+//! - [`driver`]: the background process (`func __driver`) that dispatches.
+//! - [`poller`]: `jobs.job_status` on many hosts over kept-alive connections.
+
+pub mod driver;
+pub mod poller;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::paths::Root;
+use common::Value;
+
+use crate::store::{HostState, HostUpdate, JobRecord, Store, StoreError};
+use crate::targets::{self, Target};
+use poller::{Answer, Poller};
+
+/// Func's status codes.
+pub const RUNNING: i32 = 0;
+pub const FINISHED: i32 = 1;
+pub const LOST_IN_SPACE: i32 = 2;
+pub const PARTIAL: i32 = 3;
+
+/// A job as `job_status` reports it.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub code: i32,
+    pub record: Option<JobRecord>,
+    /// Finished hosts' results.
+    pub results: BTreeMap<String, Value>,
+    /// Unfinished hosts, with why (not dispatched yet, running, unreachable).
+    pub waiting: BTreeMap<String, String>,
+}
+
+impl Status {
+    pub fn lost() -> Self {
+        Self {
+            code: LOST_IN_SPACE,
+            record: None,
+            results: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    pub fn finished(&self) -> bool {
+        self.code == FINISHED
+    }
+}
+
+/// Decodes a stored `<methodResponse>`.
+pub fn decode_result(xml: &str) -> Value {
+    crate::job::Report {
+        host: String::new(),
+        response_xml: xml.to_string(),
+    }
+    .value()
+}
+
+/// Encodes a host's result for the store.
+pub fn encode_result(value: Value) -> String {
+    crate::job::Report::new("", value).response_xml
+}
+
+/// The status of a record as it stands in the store, with `unreachable`
+/// reasons from the last poll.
+pub fn status_of(record: JobRecord, unreachable: &BTreeMap<String, String>) -> Status {
+    let mut results = BTreeMap::new();
+    let mut waiting = BTreeMap::new();
+    for (host, entry) in &record.hosts {
+        match (entry.state, &entry.result_xml) {
+            (HostState::Finished, Some(xml)) => {
+                results.insert(host.clone(), decode_result(xml));
+            }
+            (HostState::Pending, _) => {
+                waiting.insert(host.clone(), "not dispatched yet".into());
+            }
+            _ => {
+                let why = unreachable
+                    .get(host)
+                    .map(|e| format!("unreachable: {e}"))
+                    .unwrap_or_else(|| "running".into());
+                waiting.insert(host.clone(), why);
+            }
+        }
+    }
+    let code = if record.meta.ended.is_some() {
+        FINISHED
+    } else if record.meta.dispatched || !results.is_empty() {
+        PARTIAL
+    } else {
+        RUNNING
+    };
+    Status {
+        code,
+        record: Some(record),
+        results,
+        waiting,
+    }
+}
+
+/// Reads the job, asks its unfinished dispatched hosts (through `poller`,
+/// made on first need), records every final answer, and returns the
+/// status. A finished job is answered from the store without any traffic.
+pub fn refresh(
+    store: &Store,
+    root: &Root,
+    id: &str,
+    poller: &mut Option<Poller>,
+    make_poller: impl FnOnce() -> Result<Poller, String>,
+) -> Result<Status, StoreError> {
+    let Some(record) = store.load(id)? else {
+        return Ok(Status::lost());
+    };
+    if record.meta.ended.is_some() {
+        return Ok(status_of(record, &BTreeMap::new()));
+    }
+    let asks: Vec<(Target, String)> = record
+        .hosts
+        .iter()
+        .filter(|(_, e)| e.state == HostState::Dispatched)
+        .filter_map(|(host, e)| {
+            let target = Target {
+                name: host.clone(),
+                // Asked at the address it has now: a minion may have restarted elsewhere.
+                addr: targets::address(root, host),
+            };
+            Some((target, e.minion_job.clone()?))
+        })
+        .collect();
+    if asks.is_empty() {
+        return Ok(status_of(record, &BTreeMap::new()));
+    }
+    if poller.is_none() {
+        *poller = Some(make_poller().map_err(StoreError::Db)?);
+    }
+    let Some(active) = poller.as_mut() else {
+        return Ok(status_of(record, &BTreeMap::new()));
+    };
+    let mut changes = Vec::new();
+    let mut unreachable = BTreeMap::new();
+    for (host, answer) in active.poll(asks) {
+        match answer {
+            Answer::Running => {}
+            Answer::Finished(value) => changes.push((
+                host,
+                HostUpdate::Finished {
+                    result_xml: encode_result(value),
+                },
+            )),
+            Answer::Unreachable(why) => {
+                unreachable.insert(host, why);
+            }
+        }
+    }
+    if !changes.is_empty() {
+        store.update(id, &changes, false)?;
+    }
+    let record = store.load(id)?;
+    Ok(record.map_or_else(Status::lost, |r| status_of(r, &unreachable)))
+}
+
+/// Reserves a job id for `function(args)` on `targets` in the store, then
+/// starts its detached driver. Returns the id and the driver process (for
+/// a `func` that stays to poll to reap).
+pub fn submit(
+    store: &Store,
+    root: &Root,
+    meta: crate::store::JobMeta,
+    targets: &[Target],
+) -> Result<(String, std::process::Child), String> {
+    let hosts: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    let id = store.create(meta, &hosts).map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the func executable: {e}"))?;
+    let child = driver::spawn(&exe, root, &id).map_err(|e| format!("cannot start the job driver: {e}"))?;
+    Ok((id, child))
+}
+
+/// Pause between polls: quick at first, then every half second (Func's interval).
+pub fn poll_pause(round: u32) -> Duration {
+    Duration::from_millis(match round {
+        0..=4 => 20,
+        5..=9 => 100,
+        _ => 500,
+    })
+}
+
+/// The user running `func`, for the job record.
+pub fn current_user() -> String {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| nix::unistd::getuid().to_string())
+}

@@ -1,0 +1,188 @@
+//! Asks minions how their part of a job stands (`jobs.job_status`), in this
+//! process, keeping one connection per host across rounds so `--wait` and
+//! polling `func` reuse them instead of a TLS handshake per host per round.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::rpc::client::{CallError, MinionClient};
+use common::tls::Credentials;
+use common::xmlrpc::remote_error;
+use common::Value;
+use tokio::sync::Semaphore;
+
+use crate::targets::Target;
+use crate::worker::{call_error, connect};
+
+/// Hosts asked at once.
+const IN_FLIGHT: usize = 64;
+
+/// What one host said about its minion job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Running,
+    /// The host's final result (possibly a `REMOTE_ERROR`).
+    Finished(Value),
+    /// No answer this round (the host may come back).
+    Unreachable(String),
+}
+
+/// Polling state: a runtime and the open connections.
+pub struct Poller {
+    runtime: tokio::runtime::Runtime,
+    tls: Arc<rustls::ClientConfig>,
+    clients: HashMap<String, MinionClient>,
+    limit: Duration,
+}
+
+impl Poller {
+    pub fn new(creds: &Credentials, limit: Duration) -> Result<Self, String> {
+        let tls = common::tls::client_config(creds).map_err(|e| e.to_string())?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            runtime,
+            tls: Arc::new(tls),
+            clients: HashMap::new(),
+            limit,
+        })
+    }
+
+    /// Asks each `(target, minion job id)` once; answers in any order.
+    pub fn poll(&mut self, asks: Vec<(Target, String)>) -> Vec<(String, Answer)> {
+        let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+        let mut tasks = tokio::task::JoinSet::new();
+        let _guard = self.runtime.enter();
+        for (target, job) in asks {
+            let client = self.clients.remove(&target.name);
+            let (tls, slots, limit) = (Arc::clone(&self.tls), Arc::clone(&slots), self.limit);
+            tasks.spawn(async move {
+                let _slot = slots.acquire_owned().await;
+                let asked = tokio::time::timeout(limit, ask(client, &target, &job, tls, limit)).await;
+                let (answer, client) = asked.unwrap_or_else(|_| {
+                    (
+                        Answer::Unreachable(format!("no answer from {} within {limit:?}", target.addr)),
+                        None,
+                    )
+                });
+                (target.name, answer, client)
+            });
+        }
+        let mut answers = Vec::new();
+        self.runtime.block_on(async {
+            while let Some(joined) = tasks.join_next().await {
+                if let Ok((host, answer, client)) = joined {
+                    if let Some(c) = client {
+                        self.clients.insert(host.clone(), c);
+                    }
+                    answers.push((host, answer));
+                }
+            }
+        });
+        answers
+    }
+}
+
+/// One host: reuse or open a connection, ask, read the answer. A kept-alive
+/// connection the minion closed meanwhile is reopened once.
+async fn ask(
+    client: Option<MinionClient>,
+    target: &Target,
+    job: &str,
+    tls: Arc<rustls::ClientConfig>,
+    limit: Duration,
+) -> (Answer, Option<MinionClient>) {
+    let reused = client.is_some();
+    let mut client = match client {
+        Some(c) => c,
+        None => match connect(target, Arc::clone(&tls), limit).await {
+            Ok(c) => c,
+            Err(e) => return (Answer::Unreachable(describe(&e)), None),
+        },
+    };
+    let params = vec![Value::String(job.to_string())];
+    let mut outcome = client.call("jobs.job_status", params.clone()).await;
+    if reused && matches!(outcome, Err(ref e) if !matches!(e, CallError::Fault { .. })) {
+        match connect(target, tls, limit).await {
+            Ok(fresh) => {
+                client = fresh;
+                outcome = client.call("jobs.job_status", params).await;
+            }
+            Err(e) => return (Answer::Unreachable(describe(&e)), None),
+        }
+    }
+    match outcome {
+        Ok(value) => (interpret(&target.name, job, value), Some(client)),
+        // A fault will not go away by asking again: it is the host's result.
+        Err(e @ CallError::Fault { .. }) => (Answer::Finished(call_error(e)), Some(client)),
+        Err(e) => (Answer::Unreachable(e.to_string()), None),
+    }
+}
+
+/// `[0, -1]`, `[1, result]`, `[2, 0]` → an answer.
+pub fn interpret(host: &str, job: &str, value: Value) -> Answer {
+    match value {
+        Value::Array(mut items) if items.len() == 2 => match items[0] {
+            Value::Integer(0) => Answer::Running,
+            Value::Integer(1) => Answer::Finished(items.swap_remove(1)),
+            Value::Integer(2) => Answer::Finished(remote_error(
+                "func.overlord.LostJob",
+                &format!("{host} no longer knows job {job} (expired, or its records were lost)"),
+                "",
+            )),
+            _ => Answer::Finished(bad_answer(host)),
+        },
+        _ => Answer::Finished(bad_answer(host)),
+    }
+}
+
+fn bad_answer(host: &str) -> Value {
+    remote_error(
+        "func.overlord.BadAnswer",
+        &format!("{host} answered jobs.job_status with something other than [status, result]"),
+        "",
+    )
+}
+
+/// The message of a `REMOTE_ERROR` value.
+fn describe(err: &Value) -> String {
+    match err {
+        Value::Array(items) => match items.get(2) {
+            Some(Value::String(s)) => s.clone(),
+            _ => "unreachable".into(),
+        },
+        _ => "unreachable".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minion_answers() {
+        let arr = |a: Value, b: Value| Value::Array(vec![a, b]);
+        assert_eq!(
+            interpret("m", "j", arr(Value::Integer(0), Value::Integer(-1))),
+            Answer::Running
+        );
+        assert_eq!(
+            interpret("m", "j", arr(Value::Integer(1), Value::Double(2.5))),
+            Answer::Finished(Value::Double(2.5))
+        );
+        for lost_or_bad in [
+            arr(Value::Integer(2), Value::Integer(0)),
+            arr(Value::Integer(7), Value::Integer(0)),
+            Value::String("what".into()),
+            Value::Array(vec![]),
+        ] {
+            let Answer::Finished(v) = interpret("m", "j", lost_or_bad) else {
+                panic!("final")
+            };
+            assert!(common::xmlrpc::is_remote_error(&v));
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! The overlord's job store: `var/lib/func/overlord.redb` below the root.
+//!
+//! redb lets one process open a file at a time, and many `func` processes
+//! (and their background drivers) share this one, so every operation opens
+//! the file, runs one transaction and closes it, retrying with backoff
+//! while another process holds it (`DatabaseAlreadyOpen`). Writers batch
+//! their changes into few transactions.
+//!
+//! Tables: `jobs` (id → JSON [`JobMeta`]), `hosts` ((id, host) → JSON
+//! [`HostEntry`]), `started` ((start µs, id), for newest-first listing) and
+//! `expiry` ((end µs, id)), so purging finished jobs older than `keep_jobs`
+//! costs O(expired). A job and its hosts are purged in one transaction:
+//! nobody ever sees half an expired job.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
+const HOSTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("hosts");
+const STARTED: TableDefinition<(u64, &str), ()> = TableDefinition::new("started");
+const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
+
+/// Default retention of finished overlord jobs (overlord.conf `keep_jobs`).
+pub const DEFAULT_KEEP_JOBS: f64 = 86_400.0;
+
+/// How long one operation waits for other processes to let go of the file.
+const OPEN_PATIENCE: Duration = Duration::from_secs(60);
+
+/// One overlord job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobMeta {
+    pub id: String,
+    pub spec: String,
+    /// `module.method`.
+    pub function: String,
+    pub args: Vec<String>,
+    pub user: String,
+    pub started: f64,
+    /// Set when every host is finished.
+    pub ended: Option<f64>,
+    /// Set when the driver has sent the call to every host.
+    pub dispatched: bool,
+    /// Number of hosts.
+    pub hosts: usize,
+    /// Per-host limit for connect + call (seconds).
+    pub timeout_secs: f64,
+    /// Worker processes the driver uses.
+    pub forks: usize,
+}
+
+/// Where one host stands.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum HostState {
+    /// Not called yet.
+    Pending,
+    /// Its minion job runs (`minion_job` set).
+    Dispatched,
+    /// Result known (`result_xml` set).
+    Finished,
+}
+
+/// One host of a job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostEntry {
+    pub state: HostState,
+    pub minion_job: Option<String>,
+    /// The encoded `<methodResponse>` of the host's result.
+    pub result_xml: Option<String>,
+}
+
+impl HostEntry {
+    pub fn pending() -> Self {
+        Self {
+            state: HostState::Pending,
+            minion_job: None,
+            result_xml: None,
+        }
+    }
+}
+
+/// A job with its hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    pub meta: JobMeta,
+    pub hosts: BTreeMap<String, HostEntry>,
+}
+
+/// A change to one host.
+#[derive(Debug, Clone)]
+pub enum HostUpdate {
+    Dispatched { minion_job: String },
+    Finished { result_xml: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("job store {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("job store {path} stayed busy (another func process holds it) for {secs}s")]
+    Busy { path: String, secs: u64 },
+    #[error("job store: {0}")]
+    Db(String),
+}
+
+fn db_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Db(e.to_string())
+}
+
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn micros(epoch: f64) -> u64 {
+    (epoch.max(0.0) * 1e6) as u64
+}
+
+/// Func's overlord job id: `<spec>-<module>-<method>-<epoch float>`, with
+/// `-` inside the parts turned into `_`.
+pub fn job_id(spec: &str, function: &str, stamp_us: u64) -> String {
+    let clean = |s: &str| s.replace('-', "_");
+    let (module, method) = function.rsplit_once('.').unwrap_or((function, ""));
+    format!(
+        "{}-{}-{}-{}",
+        clean(spec),
+        clean(module),
+        clean(method),
+        stamp_us as f64 / 1e6
+    )
+}
+
+/// The overlord store of one root.
+#[derive(Debug, Clone)]
+pub struct Store {
+    path: PathBuf,
+    keep_secs: f64,
+}
+
+impl Store {
+    pub fn new(path: PathBuf, keep_secs: f64) -> Self {
+        Self { path, keep_secs }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Past its retention but not purged yet (purges run with writes):
+    /// readers treat it as gone already.
+    fn expired(&self, meta: &JobMeta) -> bool {
+        meta.ended.is_some_and(|end| end + self.keep_secs < now())
+    }
+
+    /// Opens the file, waiting while another process has it open.
+    fn open(&self) -> Result<Database, StoreError> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: self.path.display().to_string(),
+                message: e.to_string(),
+            })?;
+        }
+        let begun = Instant::now();
+        let mut pause = Duration::from_micros(500);
+        loop {
+            match Database::builder().set_cache_size(8 << 20).create(&self.path) {
+                Ok(db) => return Ok(db),
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) if begun.elapsed() < OPEN_PATIENCE => {
+                    // Jitter keeps many waiting processes from retrying in step.
+                    let jitter = Duration::from_micros(u64::from(std::process::id() % 7) * 100);
+                    std::thread::sleep(pause + jitter);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                    return Err(StoreError::Busy {
+                        path: self.path.display().to_string(),
+                        secs: OPEN_PATIENCE.as_secs(),
+                    })
+                }
+                Err(e) => {
+                    return Err(StoreError::Open {
+                        path: self.path.display().to_string(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Runs `f` in one write transaction (committed durably) and purges
+    /// expired jobs in the same transaction.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&redb::WriteTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let db = self.open()?;
+        let txn = db.begin_write().map_err(db_err)?;
+        let out = f(&txn)?;
+        purge(&txn, now(), self.keep_secs)?;
+        txn.commit().map_err(db_err)?;
+        Ok(out)
+    }
+
+    /// Records a new job with all its hosts pending, under a fresh id based
+    /// on `meta.started` (moved on by 1 µs while the id is taken, so ids
+    /// are unique however many processes start together). Returns the id.
+    pub fn create(&self, mut meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+        self.write(|txn| {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let mut stamp = micros(meta.started);
+            loop {
+                meta.id = job_id(&meta.spec, &meta.function, stamp);
+                if jobs.get(meta.id.as_str()).map_err(db_err)?.is_none() {
+                    break;
+                }
+                stamp += 1;
+            }
+            meta.started = stamp as f64 / 1e6;
+            meta.hosts = hosts.len();
+            jobs.insert(meta.id.as_str(), encode(&meta)?.as_slice())
+                .map_err(db_err)?;
+            let mut table = txn.open_table(HOSTS).map_err(db_err)?;
+            let pending = encode(&HostEntry::pending())?;
+            for host in hosts {
+                table
+                    .insert((meta.id.as_str(), host.as_str()), pending.as_slice())
+                    .map_err(db_err)?;
+            }
+            txn.open_table(STARTED)
+                .map_err(db_err)?
+                .insert((stamp, meta.id.as_str()), ())
+                .map_err(db_err)?;
+            Ok(meta.id.clone())
+        })
+    }
+
+    /// The job and its hosts, if the store still has it.
+    pub fn load(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        let db = self.open()?;
+        let txn = db.begin_read().map_err(db_err)?;
+        let jobs = match txn.open_table(JOBS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(db_err(e)),
+        };
+        let Some(meta) = jobs.get(id).map_err(db_err)? else {
+            return Ok(None);
+        };
+        let meta: JobMeta = decode(meta.value())?;
+        if self.expired(&meta) {
+            return Ok(None);
+        }
+        let table = txn.open_table(HOSTS).map_err(db_err)?;
+        let mut hosts = BTreeMap::new();
+        for entry in table.range((id, "")..).map_err(db_err)? {
+            let (key, value) = entry.map_err(db_err)?;
+            let (job, host) = key.value();
+            if job != id {
+                break;
+            }
+            hosts.insert(host.to_string(), decode(value.value())?);
+        }
+        Ok(Some(JobRecord { meta, hosts }))
+    }
+
+    /// Applies host changes (a finished host never changes again), marks
+    /// dispatch complete when `dispatch_done`, and ends the job when every
+    /// host is finished. Returns whether the job is now finished.
+    pub fn update(
+        &self,
+        id: &str,
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+    ) -> Result<bool, StoreError> {
+        self.write(|txn| {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let Some(meta) = jobs
+                .get(id)
+                .map_err(db_err)?
+                .map(|v| decode::<JobMeta>(v.value()))
+            else {
+                return Ok(false);
+            };
+            let mut meta = meta?;
+            let mut table = txn.open_table(HOSTS).map_err(db_err)?;
+            for (host, change) in changes {
+                let key = (id, host.as_str());
+                let Some(current) = table
+                    .get(key)
+                    .map_err(db_err)?
+                    .map(|v| decode::<HostEntry>(v.value()))
+                else {
+                    continue;
+                };
+                let mut entry = current?;
+                if entry.state == HostState::Finished {
+                    continue;
+                }
+                match change {
+                    HostUpdate::Dispatched { minion_job } => {
+                        entry.state = HostState::Dispatched;
+                        entry.minion_job = Some(minion_job.clone());
+                    }
+                    HostUpdate::Finished { result_xml } => {
+                        entry.state = HostState::Finished;
+                        entry.result_xml = Some(result_xml.clone());
+                    }
+                }
+                table.insert(key, encode(&entry)?.as_slice()).map_err(db_err)?;
+            }
+            meta.dispatched |= dispatch_done;
+            let mut all_finished = meta.ended.is_some();
+            if !all_finished && meta.dispatched {
+                all_finished = true;
+                for entry in table.range((id, "")..).map_err(db_err)? {
+                    let (key, value) = entry.map_err(db_err)?;
+                    if key.value().0 != id {
+                        break;
+                    }
+                    if decode::<HostEntry>(value.value())?.state != HostState::Finished {
+                        all_finished = false;
+                        break;
+                    }
+                }
+                if all_finished {
+                    let ended = now();
+                    meta.ended = Some(ended);
+                    txn.open_table(EXPIRY)
+                        .map_err(db_err)?
+                        .insert((micros(ended), id), ())
+                        .map_err(db_err)?;
+                }
+            }
+            jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
+            Ok(all_finished)
+        })
+    }
+
+    /// Every job, newest first (metadata only).
+    pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
+        let db = self.open()?;
+        let txn = db.begin_read().map_err(db_err)?;
+        let (started, jobs) = match (txn.open_table(STARTED), txn.open_table(JOBS)) {
+            (Ok(s), Ok(j)) => (s, j),
+            (Err(redb::TableError::TableDoesNotExist(_)), _) => return Ok(Vec::new()),
+            (Err(e), _) | (_, Err(e)) => return Err(db_err(e)),
+        };
+        let mut out = Vec::new();
+        for entry in started.iter().map_err(db_err)?.rev() {
+            let (key, _) = entry.map_err(db_err)?;
+            if let Some(v) = jobs.get(key.value().1).map_err(db_err)? {
+                let meta: JobMeta = decode(v.value())?;
+                if !self.expired(&meta) {
+                    out.push(meta);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Removes jobs (with their hosts and index entries) that finished more
+/// than `keep_secs` before `now`.
+fn purge(txn: &redb::WriteTransaction, now: f64, keep_secs: f64) -> Result<usize, StoreError> {
+    let mut expiry = txn.open_table(EXPIRY).map_err(db_err)?;
+    let mut expired = Vec::new();
+    for entry in expiry
+        .range::<(u64, &str)>(..(micros(now - keep_secs), ""))
+        .map_err(db_err)?
+    {
+        let (key, _) = entry.map_err(db_err)?;
+        let (at, id) = key.value();
+        expired.push((at, id.to_string()));
+    }
+    if expired.is_empty() {
+        return Ok(0);
+    }
+    let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+    let mut hosts = txn.open_table(HOSTS).map_err(db_err)?;
+    let mut started = txn.open_table(STARTED).map_err(db_err)?;
+    for (at, id) in &expired {
+        expiry.remove((*at, id.as_str())).map_err(db_err)?;
+        if let Some(meta) = jobs.remove(id.as_str()).map_err(db_err)? {
+            let meta: JobMeta = decode(meta.value())?;
+            started
+                .remove((micros(meta.started), id.as_str()))
+                .map_err(db_err)?;
+        }
+        let id_str = id.as_str();
+        hosts
+            .retain_in((id_str, "")..=(id_str, "\u{10FFFF}"), |key, _| key.0 != id_str)
+            .map_err(db_err)?;
+    }
+    Ok(expired.len())
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(value).map_err(db_err)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Db(format!("unreadable record: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn meta(spec: &str, started: f64) -> JobMeta {
+        JobMeta {
+            id: String::new(),
+            spec: spec.into(),
+            function: "test.sleep".into(),
+            args: vec!["1".into()],
+            user: "root".into(),
+            started,
+            ended: None,
+            dispatched: false,
+            hosts: 0,
+            timeout_secs: 5.0,
+            forks: 1,
+        }
+    }
+
+    #[test]
+    fn ids_follow_func_and_stay_unique() {
+        assert_eq!(
+            job_id("web-*", "my-mod.do-it", 1_500_000),
+            "web_*-my_mod-do_it-1.5"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("o.redb"), 100.0);
+        let a = store.create(meta("*", 7.25), &["m1".into()]).unwrap();
+        let b = store.create(meta("*", 7.25), &["m1".into()]).unwrap();
+        assert_eq!(a, "*-test-sleep-7.25");
+        assert_eq!(b, "*-test-sleep-7.250001");
+        let listed: Vec<String> = store.list().unwrap().into_iter().map(|m| m.id).collect();
+        assert_eq!(listed, vec![b, a], "newest first");
+    }
+
+    #[test]
+    fn hosts_finish_once_and_the_job_ends_when_all_have() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("o.redb"), 3600.0);
+        let id = store
+            .create(meta("m*", now()), &["m1".into(), "m2".into()])
+            .unwrap();
+        let dispatched = |h: &str| {
+            (
+                h.to_string(),
+                HostUpdate::Dispatched {
+                    minion_job: format!("{h}-minion"),
+                },
+            )
+        };
+        let finished = |h: &str, r: &str| (h.to_string(), HostUpdate::Finished { result_xml: r.into() });
+        assert!(!store
+            .update(&id, &[dispatched("m1"), finished("m2", "err")], true)
+            .unwrap());
+        assert!(!store.update(&id, &[finished("m2", "other")], false).unwrap());
+        let job = store.load(&id).unwrap().unwrap();
+        assert_eq!(
+            job.hosts["m2"].result_xml.as_deref(),
+            Some("err"),
+            "a finished host never changes"
+        );
+        assert_eq!(job.hosts["m1"].state, HostState::Dispatched);
+        assert!(store.update(&id, &[finished("m1", "ok")], false).unwrap());
+        assert!(store.load(&id).unwrap().unwrap().meta.ended.is_some());
+        assert!(store.load("nope").unwrap().is_none());
+    }
+
+    #[test]
+    fn finished_jobs_expire_whole_and_unfinished_never() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("o.redb"), 0.0);
+        let old = store.create(meta("a", 1.0), &["m1".into()]).unwrap();
+        let running = store.create(meta("b", 1.0), &["m1".into()]).unwrap();
+        let fin = (
+            "m1".to_string(),
+            HostUpdate::Finished {
+                result_xml: "r".into(),
+            },
+        );
+        assert!(store.update(&old, &[fin], true).unwrap());
+        // The next write purges it (keep 0 s): metadata, hosts and index.
+        store.update(&running, &[], false).unwrap();
+        assert!(store.load(&old).unwrap().is_none());
+        assert!(store.load(&running).unwrap().is_some());
+        assert_eq!(store.list().unwrap().len(), 1);
+    }
+
+    /// A store written by the first release of this format: later versions
+    /// must keep reading it.
+    #[test]
+    fn reads_the_v1_store_fixture() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.redb");
+        std::fs::write(&path, include_bytes!("../tests/fixtures/overlord-v1.redb")).unwrap();
+        let store = Store::new(path, 1e12);
+        let id = "*-test-add-1795262719.758776";
+        let job = store.load(id).unwrap().expect("job in the fixture");
+        assert_eq!(job.meta.function, "test.add");
+        assert_eq!(job.meta.args, vec!["2".to_string(), "3".to_string()]);
+        assert!(job.meta.ended.is_some() && job.meta.dispatched);
+        assert_eq!(job.hosts.len(), 2);
+        for entry in job.hosts.values() {
+            assert_eq!(entry.state, HostState::Finished);
+            let value = crate::jobs::decode_result(entry.result_xml.as_deref().unwrap());
+            assert_eq!(value, common::Value::Integer(5));
+        }
+        assert_eq!(store.list().unwrap()[0].id, id);
+    }
+
+    #[test]
+    fn processes_share_the_file_by_waiting_for_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.redb");
+        let store = Store::new(path.clone(), 3600.0);
+        let holder = Database::create(&path).unwrap();
+        let waiting = std::thread::spawn({
+            let store = store.clone();
+            move || store.create(meta("x", 5.0), &["m1".into()])
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(holder);
+        assert!(waiting.join().unwrap().is_ok());
+    }
+}
