@@ -32,6 +32,14 @@ run target/debug/func "*" call command run "uname -sr"
 run target/debug/func "db1" call test explode
 run target/debug/func "web1" show hardware numCpus systemMemory os
 run target/debug/func --json "*" call test ping
+# The main job: an async call returns a job id at once; job_status collects.
+printf '$ func "*" call --async --nopoll test sleep 2\n'
+job=$(target/debug/func "*" call --async --nopoll test sleep 2 | sed -n 's/^JOB_ID: //p')
+echo "JOB_ID: $job"
+echo
+run target/debug/func job_status "$job"
+run target/debug/func -t 30 job_status "$job" --wait
+run target/debug/func "*" call --async test add 2 3
 echo "\$ python3 scripts/demo_call.py .demo/certmaster ${targets[0]}   # Python's xmlrpc.client, overlord certificate"
 python3 scripts/demo_call.py .demo/certmaster "${targets[0]}"
 echo
