@@ -9,12 +9,14 @@
 //!   argument accessors, the `REMOTE_ERROR` value.
 //! - [`identity`]: who a certificate names (CN, OpenSSL subject hash, overlord mark).
 //! - [`tls`]: rustls server and client configurations (ring provider only).
+//! - [`process`]: pid + start time, how both stores name a live process.
 //! - [`rpc`]: XML-RPC over HTTP/1.1: the keep-alive client, and the request
 //!   reading (routes, size limit, body deadline) servers share.
 
 pub mod config;
 pub mod identity;
 pub mod paths;
+pub mod process;
 pub mod rpc;
 pub mod tls;
 pub mod xmlrpc;

@@ -22,6 +22,7 @@ pub mod output;
 pub mod plan;
 pub mod store;
 pub mod targets;
+pub mod when;
 pub mod worker;
 
 pub use common::rpc::client::{CallError, MinionClient};

@@ -104,6 +104,7 @@ pub fn store(root: &Root) -> Store {
 fn top_level(args: &[String]) -> Option<&'static str> {
     match (args.first()?.as_str(), args.get(1).map(String::as_str)) {
         ("job_status", _) => Some("job_status"),
+        ("jobs", Some(sub)) if crate::commands::jobs::SUBCOMMANDS.contains(&sub) => Some("jobs"),
         _ => None,
     }
 }
@@ -221,6 +222,7 @@ pub fn count(flag: &str, v: &str) -> Result<usize, PlanError> {
 pub const USAGE: &str =
     "usage: func [--root DIR] [-t SECS] [-e EXCLUDE] [--json] [--forks N] SPEC COMMAND [OPTIONS] [ARGS...]
        func [--root DIR] [-t SECS] [--json] job_status JOB_ID [--wait]
+       func [--root DIR] [--json] jobs list [FILTERS] | lookup JOB_ID [--missing] | active [SPEC] | kill JOB_ID
 commands: call [--async [--nopoll]] [--jobstatus] MODULE METHOD [ARGS...] | ping | list_minions |
           copyfile -f LOCAL --remotepath PATH | grep WORD | show hardware [KEYS...] | group OPTIONS";
 

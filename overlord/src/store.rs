@@ -50,6 +50,9 @@ pub struct JobMeta {
     pub timeout_secs: f64,
     /// Worker processes the driver uses.
     pub forks: usize,
+    /// The driver process (pid, start time), once it runs.
+    #[serde(default)]
+    pub driver: Option<(u32, u64)>,
 }
 
 /// Where one host stands.
@@ -92,8 +95,16 @@ pub struct JobRecord {
 /// A change to one host.
 #[derive(Debug, Clone)]
 pub enum HostUpdate {
-    Dispatched { minion_job: String },
-    Finished { result_xml: String },
+    Dispatched {
+        minion_job: String,
+    },
+    Finished {
+        result_xml: String,
+    },
+    /// Finished with this error, but only if never dispatched (its driver died).
+    Abandoned {
+        result_xml: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -241,31 +252,58 @@ impl Store {
 
     /// The job and its hosts, if the store still has it.
     pub fn load(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        Ok(self.load_many(&[id.to_string()])?.pop())
+    }
+
+    /// The jobs of `ids` the store still has, in one read transaction.
+    pub fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         let db = self.open()?;
         let txn = db.begin_read().map_err(db_err)?;
-        let jobs = match txn.open_table(JOBS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(db_err(e)),
+        let (jobs, table) = match (txn.open_table(JOBS), txn.open_table(HOSTS)) {
+            (Ok(j), Ok(h)) => (j, h),
+            (Err(redb::TableError::TableDoesNotExist(_)), _) => return Ok(Vec::new()),
+            (Err(e), _) | (_, Err(e)) => return Err(db_err(e)),
         };
-        let Some(meta) = jobs.get(id).map_err(db_err)? else {
-            return Ok(None);
-        };
-        let meta: JobMeta = decode(meta.value())?;
-        if self.expired(&meta) {
-            return Ok(None);
-        }
-        let table = txn.open_table(HOSTS).map_err(db_err)?;
-        let mut hosts = BTreeMap::new();
-        for entry in table.range((id, "")..).map_err(db_err)? {
-            let (key, value) = entry.map_err(db_err)?;
-            let (job, host) = key.value();
-            if job != id {
-                break;
+        let mut out = Vec::new();
+        for id in ids {
+            let id = id.as_str();
+            let Some(meta) = jobs.get(id).map_err(db_err)? else {
+                continue;
+            };
+            let meta: JobMeta = decode(meta.value())?;
+            if self.expired(&meta) {
+                continue;
             }
-            hosts.insert(host.to_string(), decode(value.value())?);
+            let mut hosts = BTreeMap::new();
+            for entry in table.range((id, "")..).map_err(db_err)? {
+                let (key, value) = entry.map_err(db_err)?;
+                let (job, host) = key.value();
+                if job != id {
+                    break;
+                }
+                hosts.insert(host.to_string(), decode(value.value())?);
+            }
+            out.push(JobRecord { meta, hosts });
         }
-        Ok(Some(JobRecord { meta, hosts }))
+        Ok(out)
+    }
+
+    /// Records the process driving job `id` (pid + start time).
+    pub fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let Some(meta) = jobs
+                .get(id)
+                .map_err(db_err)?
+                .map(|v| decode::<JobMeta>(v.value()))
+            else {
+                return Ok(());
+            };
+            let mut meta = meta?;
+            meta.driver = Some((pid, start));
+            jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
+            Ok(())
+        })
     }
 
     /// Applies host changes (a finished host never changes again), marks
@@ -310,6 +348,11 @@ impl Store {
                         entry.state = HostState::Finished;
                         entry.result_xml = Some(result_xml.clone());
                     }
+                    HostUpdate::Abandoned { result_xml } if entry.state == HostState::Pending => {
+                        entry.state = HostState::Finished;
+                        entry.result_xml = Some(result_xml.clone());
+                    }
+                    HostUpdate::Abandoned { .. } => continue,
                 }
                 table.insert(key, encode(&entry)?.as_slice()).map_err(db_err)?;
             }
@@ -424,6 +467,7 @@ mod tests {
             hosts: 0,
             timeout_secs: 5.0,
             forks: 1,
+            driver: None,
         }
     }
 

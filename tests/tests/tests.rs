@@ -15,5 +15,7 @@ mod certmaster;
 mod overlord;
 // func --async, --nopoll, job_status against real minions.
 mod overlord_jobs;
+// func jobs list / lookup / active / kill.
+mod overlord_jobs_mgmt;
 // Shared helpers for these tests.
 mod helper;

@@ -1,41 +1,7 @@
-//! Job processes as the kernel sees them: a pid plus its start time (field
-//! 22 of `/proc/PID/stat`) names one process for good, so a pid reused by
-//! another process is never mistaken for a job that is still running.
+//! Job processes as the kernel sees them: alive by pid + start time
+//! (`common::process`), and signals to a job's whole process group.
 
-/// The start time of `pid` (clock ticks after boot), if it exists.
-pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: fields
-    // after it start past the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    // rest starts at field 3 (state); field 22 is the 20th from here. A
-    // zombie has exited: it is no longer running its job.
-    if fields.next()? == "Z" {
-        return None;
-    }
-    fields.nth(18)?.parse().ok()
-}
-
-/// Whether the process `pid` that started at `start` still exists.
-pub fn alive(pid: u32, start: u64) -> bool {
-    pid != 0 && start_time(pid) == Some(start)
-}
-
-/// A signal by name (`TERM`, `SIGKILL`, `kill`) or number.
-pub fn parse_signal(text: &str) -> Option<nix::sys::signal::Signal> {
-    use nix::sys::signal::Signal;
-    let text = text.trim();
-    if let Ok(n) = text.parse::<i32>() {
-        return Signal::try_from(n).ok();
-    }
-    let upper = text.to_ascii_uppercase();
-    let name = match upper.starts_with("SIG") {
-        true => upper,
-        false => format!("SIG{upper}"),
-    };
-    name.parse().ok()
-}
+pub use common::process::{alive, parse_signal, start_time};
 
 /// Sends `signal` to the process group led by the job process `pid`
 /// (started at `start`), so children it spawned get it too.
@@ -50,25 +16,4 @@ pub fn signal_group(pid: u32, start: u64, signal: nix::sys::signal::Signal) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn our_own_start_time_is_stable_and_foreign_starts_are_not_alive() {
-        let me = std::process::id();
-        let start = start_time(me).unwrap();
-        assert_eq!(start_time(me), Some(start));
-        assert!(alive(me, start));
-        assert!(!alive(me, start + 1), "same pid, other start: another process");
-        assert!(!alive(0, 0));
-    }
-
-    #[test]
-    fn signal_names() {
-        use nix::sys::signal::Signal;
-        assert_eq!(parse_signal("TERM"), Some(Signal::SIGTERM));
-        assert_eq!(parse_signal("sigkill"), Some(Signal::SIGKILL));
-        assert_eq!(parse_signal("9"), Some(Signal::SIGKILL));
-        assert_eq!(parse_signal("HUP "), Some(Signal::SIGHUP));
-        assert_eq!(parse_signal("NOPE"), None);
-        assert_eq!(parse_signal("999"), None);
-    }
 }

@@ -132,6 +132,7 @@ impl Call {
             hosts: targets.len(),
             timeout_secs: plan.dispatch.timeout_secs,
             forks: plan.dispatch.forks,
+            driver: None,
         };
         let (id, mut driver) =
             jobs::submit(&plan.store(), &plan.root, meta, &targets).map_err(PlanError::Config)?;

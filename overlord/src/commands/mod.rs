@@ -7,6 +7,7 @@ pub mod copyfile;
 pub mod grep;
 pub mod group;
 pub mod job_status;
+pub mod jobs;
 pub mod list_minions;
 pub mod ping;
 pub mod show;
@@ -28,6 +29,7 @@ pub enum Command {
     Grep(grep::Grep),
     Group(group::Group),
     JobStatus(job_status::JobStatus),
+    Jobs(jobs::Jobs),
     ListMinions,
     Ping,
     Show(show::Show),
@@ -44,6 +46,7 @@ impl Command {
             "show" => Command::Show(show::Show::parse(rest, globals)?),
             "group" => Command::Group(group::Group::parse(rest)?),
             "job_status" => Command::JobStatus(job_status::JobStatus::parse(rest, globals)?),
+            "jobs" => Command::Jobs(jobs::Jobs::parse(rest, globals)?),
             other => {
                 return Err(PlanError::Usage(format!(
                     "Unknown command '{other}'.\n{}",
@@ -84,6 +87,7 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
         Command::Grep(c) => c.run(plan),
         Command::Group(c) => c.run(plan),
         Command::JobStatus(c) => c.run(plan),
+        Command::Jobs(c) => c.run(plan),
         Command::ListMinions => list_minions::run(plan),
         Command::Ping => ping::run(plan),
         Command::Show(c) => c.run(plan),
@@ -93,7 +97,15 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
 /// Dispatches `action` to the plan's targets, with progress on stderr when
 /// it is a terminal and there are many hosts.
 pub fn dispatch_to_targets(plan: &Plan, action: &Action) -> Result<BTreeMap<String, Value>, PlanError> {
-    let targets = plan.targets()?;
+    dispatch_to(plan, &plan.targets()?, action)
+}
+
+/// Dispatches `action` to `targets` (see [`dispatch_to_targets`]).
+pub fn dispatch_to(
+    plan: &Plan,
+    targets: &[crate::targets::Target],
+    action: &Action,
+) -> Result<BTreeMap<String, Value>, PlanError> {
     let exe = std::env::current_exe()
         .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
     let total = targets.len();
@@ -102,7 +114,7 @@ pub fn dispatch_to_targets(plan: &Plan, action: &Action) -> Result<BTreeMap<Stri
     let results = dispatch::run(
         &exe,
         &plan.credentials(),
-        &targets,
+        targets,
         action,
         &plan.dispatch,
         |_, _| {

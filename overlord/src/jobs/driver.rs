@@ -68,6 +68,10 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
+    let me = std::process::id();
+    store
+        .set_driver(id, me, common::process::start_time(me).unwrap_or(0))
+        .map_err(|e| e.to_string())?;
     let record = store
         .load(id)
         .map_err(|e| e.to_string())?

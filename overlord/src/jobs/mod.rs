@@ -113,11 +113,37 @@ pub fn refresh(
     poller: &mut Option<Poller>,
     make_poller: impl FnOnce() -> Result<Poller, String>,
 ) -> Result<Status, StoreError> {
-    let Some(record) = store.load(id)? else {
+    let Some(mut record) = store.load(id)? else {
         return Ok(Status::lost());
     };
     if record.meta.ended.is_some() {
         return Ok(status_of(record, &BTreeMap::new()));
+    }
+    if !record.meta.dispatched && driver_gone(&record.meta) {
+        // Hosts its driver never reached will not be reached: they end now.
+        let lost = encode_result(common::xmlrpc::remote_error(
+            "func.overlord.DriverDied",
+            "the job's dispatch driver ended before calling this host",
+            "",
+        ));
+        let changes: Vec<(String, HostUpdate)> = record
+            .hosts
+            .iter()
+            .filter(|(_, e)| e.state == HostState::Pending)
+            .map(|(h, _)| {
+                (
+                    h.clone(),
+                    HostUpdate::Abandoned {
+                        result_xml: lost.clone(),
+                    },
+                )
+            })
+            .collect();
+        store.update(id, &changes, true)?;
+        match store.load(id)? {
+            Some(r) => record = r,
+            None => return Ok(Status::lost()),
+        }
     }
     let asks: Vec<(Target, String)> = record
         .hosts
@@ -178,6 +204,14 @@ pub fn submit(
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the func executable: {e}"))?;
     let child = driver::spawn(&exe, root, &id).map_err(|e| format!("cannot start the job driver: {e}"))?;
     Ok((id, child))
+}
+
+/// Whether the job's dispatch driver is gone (or never started within a minute).
+pub fn driver_gone(meta: &crate::store::JobMeta) -> bool {
+    match meta.driver {
+        Some((pid, start)) => !common::process::alive(pid, start),
+        None => crate::store::now() - meta.started > 60.0,
+    }
 }
 
 /// Pause between polls: quick at first, then every half second (Func's interval).

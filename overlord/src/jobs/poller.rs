@@ -1,6 +1,7 @@
-//! Asks minions how their part of a job stands (`jobs.job_status`), in this
-//! process, keeping one connection per host across rounds so `--wait` and
-//! polling `func` reuse them instead of a TLS handshake per host per round.
+//! Calls minions from this process with one kept-alive connection per host
+//! across rounds — how their part of a job stands (`jobs.job_status`), or a
+//! per-host call such as `jobs.signal_job` — so `--wait` and polling `func`
+//! reuse connections instead of a TLS handshake per host per round.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,72 +54,106 @@ impl Poller {
 
     /// Asks each `(target, minion job id)` once; answers in any order.
     pub fn poll(&mut self, asks: Vec<(Target, String)>) -> Vec<(String, Answer)> {
+        let jobs: std::collections::HashMap<String, String> = asks
+            .iter()
+            .map(|(t, job)| (t.name.clone(), job.clone()))
+            .collect();
+        let calls = asks
+            .into_iter()
+            .map(|(t, job)| (t, "jobs.job_status".to_string(), vec![Value::String(job)]))
+            .collect();
+        self.call_each(calls)
+            .into_iter()
+            .map(|(host, reply)| {
+                let answer = match reply {
+                    Reply::Value(v) => interpret(&host, jobs.get(&host).map_or("", String::as_str), v),
+                    // A fault will not go away by asking again: it is the host's result.
+                    Reply::Fault(err) => Answer::Finished(err),
+                    Reply::Unreachable(why) => Answer::Unreachable(why),
+                };
+                (host, answer)
+            })
+            .collect()
+    }
+
+    /// Makes one call per `(target, method, params)`, up to 64 at once, over
+    /// the kept connections; replies in any order.
+    pub fn call_each(&mut self, calls: Vec<(Target, String, Vec<Value>)>) -> Vec<(String, Reply)> {
         let slots = Arc::new(Semaphore::new(IN_FLIGHT));
         let mut tasks = tokio::task::JoinSet::new();
         let _guard = self.runtime.enter();
-        for (target, job) in asks {
+        for (target, method, params) in calls {
             let client = self.clients.remove(&target.name);
             let (tls, slots, limit) = (Arc::clone(&self.tls), Arc::clone(&slots), self.limit);
             tasks.spawn(async move {
                 let _slot = slots.acquire_owned().await;
-                let asked = tokio::time::timeout(limit, ask(client, &target, &job, tls, limit)).await;
-                let (answer, client) = asked.unwrap_or_else(|_| {
+                let asked =
+                    tokio::time::timeout(limit, ask(client, &target, &method, params, tls, limit)).await;
+                let (reply, client) = asked.unwrap_or_else(|_| {
                     (
-                        Answer::Unreachable(format!("no answer from {} within {limit:?}", target.addr)),
+                        Reply::Unreachable(format!("no answer from {} within {limit:?}", target.addr)),
                         None,
                     )
                 });
-                (target.name, answer, client)
+                (target.name, reply, client)
             });
         }
-        let mut answers = Vec::new();
+        let mut replies = Vec::new();
         self.runtime.block_on(async {
             while let Some(joined) = tasks.join_next().await {
-                if let Ok((host, answer, client)) = joined {
+                if let Ok((host, reply, client)) = joined {
                     if let Some(c) = client {
                         self.clients.insert(host.clone(), c);
                     }
-                    answers.push((host, answer));
+                    replies.push((host, reply));
                 }
             }
         });
-        answers
+        replies
     }
 }
 
-/// One host: reuse or open a connection, ask, read the answer. A kept-alive
+/// One host's reply to one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Value(Value),
+    /// A fault, as the host's `REMOTE_ERROR` value.
+    Fault(Value),
+    Unreachable(String),
+}
+
+/// One host: reuse or open a connection, call, read the reply. A kept-alive
 /// connection the minion closed meanwhile is reopened once.
 async fn ask(
     client: Option<MinionClient>,
     target: &Target,
-    job: &str,
+    method: &str,
+    params: Vec<Value>,
     tls: Arc<rustls::ClientConfig>,
     limit: Duration,
-) -> (Answer, Option<MinionClient>) {
+) -> (Reply, Option<MinionClient>) {
     let reused = client.is_some();
     let mut client = match client {
         Some(c) => c,
         None => match connect(target, Arc::clone(&tls), limit).await {
             Ok(c) => c,
-            Err(e) => return (Answer::Unreachable(describe(&e)), None),
+            Err(e) => return (Reply::Unreachable(describe(&e)), None),
         },
     };
-    let params = vec![Value::String(job.to_string())];
-    let mut outcome = client.call("jobs.job_status", params.clone()).await;
+    let mut outcome = client.call(method, params.clone()).await;
     if reused && matches!(outcome, Err(ref e) if !matches!(e, CallError::Fault { .. })) {
         match connect(target, tls, limit).await {
             Ok(fresh) => {
                 client = fresh;
-                outcome = client.call("jobs.job_status", params).await;
+                outcome = client.call(method, params).await;
             }
-            Err(e) => return (Answer::Unreachable(describe(&e)), None),
+            Err(e) => return (Reply::Unreachable(describe(&e)), None),
         }
     }
     match outcome {
-        Ok(value) => (interpret(&target.name, job, value), Some(client)),
-        // A fault will not go away by asking again: it is the host's result.
-        Err(e @ CallError::Fault { .. }) => (Answer::Finished(call_error(e)), Some(client)),
-        Err(e) => (Answer::Unreachable(e.to_string()), None),
+        Ok(value) => (Reply::Value(value), Some(client)),
+        Err(e @ CallError::Fault { .. }) => (Reply::Fault(call_error(e)), Some(client)),
+        Err(e) => (Reply::Unreachable(e.to_string()), None),
     }
 }
 

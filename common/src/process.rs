@@ -1,0 +1,66 @@
+//! A process as both stores persist it: a pid plus its start time (field 22
+//! of `/proc/PID/stat`, clock ticks after boot). Together they name one
+//! process for good, so a pid reused by another process is never mistaken
+//! for a job or driver that is still running. Also signal names, as the
+//! minion's `jobs.signal_job` and `func jobs kill --signal` read them.
+
+/// The start time of `pid`, if it exists and has not exited (a zombie has
+/// finished its work and counts as gone).
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields
+    // after it start past the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // `rest` starts at field 3 (state); field 22 is the 20th from here.
+    if fields.next()? == "Z" {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
+}
+
+/// Whether the process `pid` that started at `start` still exists.
+pub fn alive(pid: u32, start: u64) -> bool {
+    pid != 0 && start_time(pid) == Some(start)
+}
+
+/// A signal by name (`TERM`, `SIGKILL`, `kill`) or number.
+pub fn parse_signal(text: &str) -> Option<nix::sys::signal::Signal> {
+    use nix::sys::signal::Signal;
+    let text = text.trim();
+    if let Ok(n) = text.parse::<i32>() {
+        return Signal::try_from(n).ok();
+    }
+    let upper = text.to_ascii_uppercase();
+    let name = match upper.starts_with("SIG") {
+        true => upper,
+        false => format!("SIG{upper}"),
+    };
+    name.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_start_time_is_stable_and_foreign_starts_are_not_alive() {
+        let me = std::process::id();
+        let start = start_time(me).unwrap();
+        assert_eq!(start_time(me), Some(start));
+        assert!(alive(me, start));
+        assert!(!alive(me, start + 1), "same pid, other start: another process");
+        assert!(!alive(0, 0));
+    }
+
+    #[test]
+    fn signal_names() {
+        use nix::sys::signal::Signal;
+        assert_eq!(parse_signal("TERM"), Some(Signal::SIGTERM));
+        assert_eq!(parse_signal("sigkill"), Some(Signal::SIGKILL));
+        assert_eq!(parse_signal("9"), Some(Signal::SIGKILL));
+        assert_eq!(parse_signal("HUP "), Some(Signal::SIGHUP));
+        assert_eq!(parse_signal("NOPE"), None);
+        assert_eq!(parse_signal("999"), None);
+    }
+}

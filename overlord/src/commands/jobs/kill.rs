@@ -1,0 +1,157 @@
+//! `func jobs kill JOB_ID [--signal NAME]`: signals the job on every host
+//! still running it (`jobs.signal_job`, which reaches the job's whole
+//! process group; default KILL). A driver still dispatching is stopped
+//! first and the hosts it had not reached end as killed before dispatch.
+//! Then the job is polled until the signalled hosts have ended (the minions
+//! record them as killed, and by whom), at most `-t` seconds (default 10).
+
+use std::time::{Duration, Instant};
+
+use common::xmlrpc::remote_error;
+use common::Value;
+
+use crate::commands::job_status;
+use crate::jobs::{self, poller::Reply};
+use crate::plan::{option_value, split_flag, Plan, PlanError};
+use crate::store::{HostState, HostUpdate};
+use crate::targets::{self, Target};
+
+#[derive(Debug)]
+pub struct Kill {
+    pub id: String,
+    pub signal: String,
+}
+
+impl Kill {
+    pub fn parse(args: &[String]) -> Result<Self, PlanError> {
+        let mut signal = "KILL".to_string();
+        let mut ids = Vec::new();
+        let mut i = 0;
+        while i < args.len() {
+            let (flag, inline) = split_flag(&args[i]);
+            match flag.as_str() {
+                "--signal" | "-s" => signal = option_value(args, &mut i, &flag, inline)?,
+                f if f.starts_with('-') && f.len() > 1 => {
+                    return Err(PlanError::Usage(format!("jobs kill: unknown option {f}")))
+                }
+                _ => ids.push(args[i].clone()),
+            }
+            i += 1;
+        }
+        if common::process::parse_signal(&signal).is_none() {
+            return Err(PlanError::Usage(format!("jobs kill: unknown signal {signal:?}")));
+        }
+        Ok(Self {
+            id: super::one_id(&ids, "kill JOB_ID [--signal NAME]")?,
+            signal,
+        })
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());
+        let store = plan.store();
+        let signal = common::process::parse_signal(&self.signal).unwrap_or(nix::sys::signal::Signal::SIGKILL);
+        if let Some(record) = store.load(&self.id).map_err(config)? {
+            if !record.meta.dispatched {
+                stop_driver(&store, &record, signal).map_err(config)?;
+            }
+        }
+        let status = super::refreshed(plan, &self.id)?;
+        let Some(record) = &status.record else {
+            job_status::print(plan, &self.id, &status);
+            return Ok(1);
+        };
+        let calls: Vec<(Target, String, Vec<Value>)> = record
+            .hosts
+            .iter()
+            .filter(|(_, e)| e.state == HostState::Dispatched)
+            .filter_map(|(host, e)| {
+                let target = Target {
+                    name: host.clone(),
+                    addr: targets::address(&plan.root, host),
+                };
+                let params = vec![
+                    Value::String(e.minion_job.clone()?),
+                    Value::String(self.signal.clone()),
+                ];
+                Some((target, "jobs.signal_job".to_string(), params))
+            })
+            .collect();
+        let mut failed = false;
+        if !calls.is_empty() {
+            let mut poller = job_status::new_poller(plan).map_err(PlanError::Config)?;
+            let mut replies = poller.call_each(calls);
+            replies.sort_by(|a, b| a.0.cmp(&b.0));
+            for (host, reply) in replies {
+                let line = match reply {
+                    Reply::Value(Value::String(msg)) => msg,
+                    Reply::Value(v) => {
+                        failed = true;
+                        crate::output::error_line(&v)
+                    }
+                    Reply::Fault(v) => {
+                        failed = true;
+                        crate::output::error_line(&v)
+                    }
+                    Reply::Unreachable(why) => {
+                        failed = true;
+                        format!("unreachable: {why}")
+                    }
+                };
+                eprintln!("{host}: {line}");
+            }
+        }
+        // The minions now report the signalled jobs as ended; collect that.
+        let limit = Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
+        let begun = Instant::now();
+        let mut round = 0;
+        let mut status = super::refreshed(plan, &self.id)?;
+        while !status.finished() && begun.elapsed() < limit {
+            std::thread::sleep(jobs::poll_pause(round));
+            round += 1;
+            status = super::refreshed(plan, &self.id)?;
+        }
+        job_status::print(plan, &self.id, &status);
+        Ok(i32::from(failed || !status.finished()))
+    }
+}
+
+/// Signals a live dispatch driver's process group (it and its workers),
+/// then ends the hosts it never reached as killed before dispatch.
+fn stop_driver(
+    store: &crate::store::Store,
+    record: &crate::store::JobRecord,
+    signal: nix::sys::signal::Signal,
+) -> Result<(), crate::store::StoreError> {
+    if let Some((pid, start)) = record.meta.driver {
+        if common::process::alive(pid, start) {
+            // Always KILL: a driver must not go on dispatching.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    let killed = jobs::encode_result(remote_error(
+        "func.overlord.Killed",
+        &format!(
+            "killed before dispatch ({signal} by {} via func jobs kill)",
+            jobs::current_user()
+        ),
+        "",
+    ));
+    let changes: Vec<(String, HostUpdate)> = record
+        .hosts
+        .iter()
+        .filter(|(_, e)| e.state == HostState::Pending)
+        .map(|(h, _)| {
+            (
+                h.clone(),
+                HostUpdate::Abandoned {
+                    result_xml: killed.clone(),
+                },
+            )
+        })
+        .collect();
+    store.update(&record.meta.id, &changes, true).map(|_| ())
+}

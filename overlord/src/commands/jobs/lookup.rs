@@ -1,0 +1,51 @@
+//! `func jobs lookup JOB_ID [--missing]`: per-host results like
+//! `job_status` (unfinished hosts are asked first); `--missing` lists only
+//! the hosts that have not returned, with why: not dispatched yet, running,
+//! or unreachable (and the error).
+
+use crate::commands::job_status;
+use crate::jobs;
+use crate::plan::{Plan, PlanError};
+
+#[derive(Debug)]
+pub struct Lookup {
+    pub id: String,
+    pub missing: bool,
+}
+
+impl Lookup {
+    pub fn parse(args: &[String]) -> Result<Self, PlanError> {
+        let missing = args.iter().any(|a| a == "--missing");
+        let ids: Vec<String> = args.iter().filter(|a| *a != "--missing").cloned().collect();
+        if let Some(bad) = ids.iter().find(|a| a.starts_with('-') && a.len() > 1) {
+            return Err(PlanError::Usage(format!("jobs lookup: unknown option {bad}")));
+        }
+        Ok(Self {
+            id: super::one_id(&ids, "lookup JOB_ID [--missing]")?,
+            missing,
+        })
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let status = super::refreshed(plan, &self.id)?;
+        if !self.missing {
+            job_status::print(plan, &self.id, &status);
+            return Ok(job_status::exit_code(&status));
+        }
+        if status.code == jobs::LOST_IN_SPACE {
+            job_status::print(plan, &self.id, &status);
+            return Ok(1);
+        }
+        if plan.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&status.waiting).unwrap_or_default()
+            );
+        } else {
+            for (host, why) in &status.waiting {
+                println!("{host}: {why}");
+            }
+        }
+        Ok(0)
+    }
+}
