@@ -13,6 +13,7 @@
 //!
 //! The XML-RPC client itself is `common::rpc::client`.
 
+pub mod batch;
 pub mod commands;
 pub mod dispatch;
 pub mod groups;
