@@ -11,6 +11,9 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("__worker") {
         return ExitCode::from(overlord::worker::main() as u8);
     }
+    if args.first().map(String::as_str) == Some("__batch") {
+        return ExitCode::from(overlord::batch::driver::main(&args[1..]) as u8);
+    }
     if args.first().map(String::as_str) == Some("__driver") {
         return ExitCode::from(overlord::jobs::driver::main(&args[1..]) as u8);
     }

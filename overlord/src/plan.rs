@@ -105,6 +105,7 @@ fn top_level(args: &[String]) -> Option<&'static str> {
     match (args.first()?.as_str(), args.get(1).map(String::as_str)) {
         ("job_status", _) => Some("job_status"),
         ("jobs", Some(sub)) if crate::commands::jobs::SUBCOMMANDS.contains(&sub) => Some("jobs"),
+        ("batch", Some(sub)) if crate::commands::batch::SUBCOMMANDS.contains(&sub) => Some("batch"),
         _ => None,
     }
 }
@@ -223,7 +224,8 @@ pub const USAGE: &str =
     "usage: func [--root DIR] [-t SECS] [-e EXCLUDE] [--json] [--forks N] SPEC COMMAND [OPTIONS] [ARGS...]
        func [--root DIR] [-t SECS] [--json] job_status JOB_ID [--wait]
        func [--root DIR] [--json] jobs list [FILTERS] | lookup JOB_ID [--missing] | active [SPEC] | kill JOB_ID
-commands: call [--async [--nopoll]] [--jobstatus] MODULE METHOD [ARGS...] | ping | list_minions |
+       func [--root DIR] [--json] batch list | status JOB_ID [--follow] | stop JOB_ID [--kill] | recover [JOB_ID]
+commands: call [--async [--nopoll]] [--batch N|P% [--batch-wait S] [--failhard]] [--jobstatus] MODULE METHOD [ARGS...] | ping | list_minions |
           copyfile -f LOCAL --remotepath PATH | grep WORD | show hardware [KEYS...] | group OPTIONS";
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
 const HOSTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("hosts");
 const STARTED: TableDefinition<(u64, &str), ()> = TableDefinition::new("started");
 const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
+const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("batches");
 
 /// Default retention of finished overlord jobs (overlord.conf `keep_jobs`).
 pub const DEFAULT_KEEP_JOBS: f64 = 86_400.0;
@@ -53,6 +54,10 @@ pub struct JobMeta {
     /// The driver process (pid, start time), once it runs.
     #[serde(default)]
     pub driver: Option<(u32, u64)>,
+    /// A batch (its state is in the `batches` table; `batch recover`
+    /// resumes it, so a dead driver does not end its hosts).
+    #[serde(default)]
+    pub batch: bool,
 }
 
 /// Where one host stands.
@@ -384,6 +389,64 @@ impl Store {
         })
     }
 
+    /// Saves a batch's record (`BatchRecord` JSON from `crate::batch`) with
+    /// its host changes, in one transaction. A stop request already stored
+    /// (by `func batch stop`) is kept and returned, so the driver sees it.
+    pub fn save_batch(
+        &self,
+        id: &str,
+        record: &[u8],
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+        merge_control: impl FnOnce(&[u8], &[u8]) -> Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        let saved = self.write(|txn| {
+            let mut batches = txn.open_table(BATCHES).map_err(db_err)?;
+            let merged = match batches.get(id).map_err(db_err)? {
+                Some(old) => merge_control(old.value(), record),
+                None => record.to_vec(),
+            };
+            batches.insert(id, merged.as_slice()).map_err(db_err)?;
+            Ok(merged)
+        })?;
+        if !changes.is_empty() || dispatch_done {
+            self.update(id, changes, dispatch_done)?;
+        }
+        Ok(saved)
+    }
+
+    /// Changes a stored batch record in place (`batch stop`).
+    pub fn change_batch(
+        &self,
+        id: &str,
+        change: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+    ) -> Result<bool, StoreError> {
+        self.write(|txn| {
+            let mut batches = txn.open_table(BATCHES).map_err(db_err)?;
+            let new = match batches.get(id).map_err(db_err)? {
+                Some(old) => change(old.value()),
+                None => return Ok(false),
+            };
+            if let Some(new) = new {
+                batches.insert(id, new.as_slice()).map_err(db_err)?;
+            }
+            Ok(true)
+        })
+    }
+
+    /// A batch's stored record.
+    pub fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let db = self.open()?;
+        let txn = db.begin_read().map_err(db_err)?;
+        let batches = match txn.open_table(BATCHES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(db_err(e)),
+        };
+        let found = batches.get(id).map_err(db_err)?;
+        Ok(found.map(|v| v.value().to_vec()))
+    }
+
     /// Every job, newest first (metadata only).
     pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
         let db = self.open()?;
@@ -434,6 +497,10 @@ fn purge(txn: &redb::WriteTransaction, now: f64, keep_secs: f64) -> Result<usize
                 .remove((micros(meta.started), id.as_str()))
                 .map_err(db_err)?;
         }
+        txn.open_table(BATCHES)
+            .map_err(db_err)?
+            .remove(id.as_str())
+            .map_err(db_err)?;
         let id_str = id.as_str();
         hosts
             .retain_in((id_str, "")..=(id_str, "\u{10FFFF}"), |key, _| key.0 != id_str)
@@ -468,6 +535,7 @@ mod tests {
             timeout_secs: 5.0,
             forks: 1,
             driver: None,
+            batch: false,
         }
     }
 

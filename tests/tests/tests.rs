@@ -17,5 +17,7 @@ mod overlord;
 mod overlord_jobs;
 // func jobs list / lookup / active / kill.
 mod overlord_jobs_mgmt;
+// --batch: windows, failhard, liveness, stop, recover.
+mod overlord_batch;
 // Shared helpers for these tests.
 mod helper;

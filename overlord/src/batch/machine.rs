@@ -40,9 +40,15 @@ impl HostEnd {
 
     /// Whether this end makes the batch's exit status non-zero.
     pub fn is_failure(&self) -> bool {
-        matches!(self, HostEnd::Failed | HostEnd::Timeout(_) | HostEnd::Unreachable(_))
+        matches!(
+            self,
+            HostEnd::Failed | HostEnd::Timeout(_) | HostEnd::Unreachable(_)
+        )
     }
 }
+
+/// `halted` after `batch stop --kill`.
+pub const KILLED: &str = "stopped (kill)";
 
 /// A host in flight.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,7 +122,9 @@ pub fn size(spec: &str, hosts: usize) -> Result<usize, String> {
     match spec.parse::<usize>() {
         Ok(0) => Err("--batch 0: the batch size must be at least 1".into()),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("--batch {spec:?}: expected a number N or a percentage P%")),
+        Err(_) => Err(format!(
+            "--batch {spec:?}: expected a number N or a percentage P%"
+        )),
     }
 }
 
@@ -176,7 +184,11 @@ impl BatchState {
                         }
                     }
                     Liveness::Gone => {
-                        self.end(&host, HostEnd::Timeout("its job is not running and left no result".into()), now);
+                        self.end(
+                            &host,
+                            HostEnd::Timeout("its job is not running and left no result".into()),
+                            now,
+                        );
                     }
                     Liveness::Silent => {
                         let why = format!("no result within {}s and no answer to find_job", self.timeout);
@@ -185,7 +197,7 @@ impl BatchState {
                 },
                 Event::Stop { kill } => {
                     if kill {
-                        self.halted = Some("stopped (kill)".into());
+                        self.halted = Some(KILLED.into());
                         let hosts: Vec<String> = self.active.keys().cloned().collect();
                         for host in hosts {
                             self.end(&host, HostEnd::Killed, now);
@@ -216,7 +228,9 @@ impl BatchState {
                 let busy = self.active.len() + self.wait.len();
                 let free = self.size.saturating_sub(busy);
                 for _ in 0..free {
-                    let Some(host) = self.pending.pop_front() else { break };
+                    let Some(host) = self.pending.pop_front() else {
+                        break;
+                    };
                     self.active.insert(
                         host.clone(),
                         InFlight {
@@ -260,7 +274,11 @@ mod tests {
     #[test]
     fn sizing_edge_cases() {
         assert_eq!(size("1", 10), Ok(1));
-        assert_eq!(size("7", 3), Ok(7), "larger than the fleet: the window holds everyone");
+        assert_eq!(
+            size("7", 3),
+            Ok(7),
+            "larger than the fleet: the window holds everyone"
+        );
         assert_eq!(size("100%", 7), Ok(7));
         assert_eq!(size("150%", 4), Ok(6));
         assert_eq!(size("50%", 5), Ok(2), "floor");
@@ -323,9 +341,21 @@ mod tests {
         let mut s = BatchState::new(hosts(3), 1, 0.0, true, 10.0);
         s.step(0.0, vec![]);
         s.step(11.0, vec![]);
-        let a = s.step(11.5, vec![Event::Liveness { host: "h01".into(), answer: Liveness::Silent }]);
+        let a = s.step(
+            11.5,
+            vec![Event::Liveness {
+                host: "h01".into(),
+                answer: Liveness::Silent,
+            }],
+        );
         assert_eq!(a.dispatch, ["h02"], "timeouts do not trip failhard");
-        s.step(12.0, vec![Event::DispatchFailed { host: "h02".into(), why: "refused".into() }]);
+        s.step(
+            12.0,
+            vec![Event::DispatchFailed {
+                host: "h02".into(),
+                why: "refused".into(),
+            }],
+        );
         assert_eq!(s.halted.as_deref(), Some("failhard"));
     }
 
@@ -339,15 +369,30 @@ mod tests {
         s.step(
             11.0,
             vec![
-                Event::Liveness { host: "h01".into(), answer: Liveness::Running },
-                Event::Liveness { host: "h02".into(), answer: Liveness::Silent },
+                Event::Liveness {
+                    host: "h01".into(),
+                    answer: Liveness::Running,
+                },
+                Event::Liveness {
+                    host: "h02".into(),
+                    answer: Liveness::Silent,
+                },
             ],
         );
         assert!(s.active.contains_key("h01"), "still running: deadline extended");
         assert_eq!(s.active["h01"].deadline, 21.0);
-        assert!(matches!(s.ended["h02"], HostEnd::Timeout(_)), "a hung host is timed out");
+        assert!(
+            matches!(s.ended["h02"], HostEnd::Timeout(_)),
+            "a hung host is timed out"
+        );
         assert_eq!(s.step(21.0, vec![]).ask, ["h01"]);
-        let a = s.step(22.0, vec![Event::Liveness { host: "h01".into(), answer: Liveness::Gone }]);
+        let a = s.step(
+            22.0,
+            vec![Event::Liveness {
+                host: "h01".into(),
+                answer: Liveness::Gone,
+            }],
+        );
         assert!(a.finished && matches!(s.ended["h01"], HostEnd::Timeout(_)));
     }
 

@@ -2,5 +2,9 @@
 //! stoppable and recoverable.
 //!
 //! - [`machine`]: the pure state machine.
+//! - [`record`]: what is persisted after every step, and the event log.
+//! - [`driver`]: the I/O loop around the machine (sync and async).
 
+pub mod driver;
 pub mod machine;
+pub mod record;

@@ -29,15 +29,17 @@ pub struct Call {
     pub asynchronous: bool,
     pub nopoll: bool,
     pub jobstatus: bool,
+    /// `--batch N|P%`, `--batch-wait SECS`, `--failhard`.
+    pub batch: Option<String>,
+    pub batch_wait: f64,
+    pub failhard: bool,
 }
-
-/// Options of later features, refused clearly until they exist.
-const NOT_YET: &[&str] = &["--batch", "--batch-wait", "--failhard"];
 
 impl Call {
     pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
         let mut positional = Vec::new();
         let (mut asynchronous, mut nopoll, mut jobstatus) = (false, false, false);
+        let (mut batch, mut batch_wait, mut failhard) = (None, None, false);
         let mut i = 0;
         while i < rest.len() {
             let arg = &rest[i];
@@ -59,11 +61,24 @@ impl Call {
                     let v = crate::plan::option_value(rest, &mut i, &flag, inline)?;
                     globals.forks = Some(count("--forks", &v)?);
                 }
-                f if NOT_YET.contains(&f) => {
-                    return Err(PlanError::Usage(format!(
-                        "{f}: batches are not available in this version yet"
-                    )));
+                "--batch" | "-b" => {
+                    let v = crate::plan::option_value(rest, &mut i, &flag, inline)?;
+                    // The format is checked now; the size needs the targets.
+                    crate::batch::machine::size(&v, 1).map_err(PlanError::Usage)?;
+                    batch = Some(v);
                 }
+                "--batch-wait" => {
+                    let v = crate::plan::option_value(rest, &mut i, &flag, inline)?;
+                    batch_wait = Some(
+                        v.parse::<f64>()
+                            .ok()
+                            .filter(|w| w.is_finite() && *w >= 0.0)
+                            .ok_or_else(|| {
+                                PlanError::Usage(format!("--batch-wait takes seconds, not {v:?}"))
+                            })?,
+                    );
+                }
+                "--failhard" => failhard = true,
                 f if f.starts_with('-') && f.len() > 1 && before_method => {
                     return Err(PlanError::Usage(format!(
                         "call: unknown option {f} (use -- before method arguments that start with '-')"
@@ -73,6 +88,11 @@ impl Call {
             }
             i += 1;
         }
+        if batch.is_none() && (batch_wait.is_some() || failhard) {
+            return Err(PlanError::Usage(
+                "--batch-wait and --failhard need --batch".into(),
+            ));
+        }
         if jobstatus {
             return match positional.as_slice() {
                 [id] => Ok(Self {
@@ -81,6 +101,9 @@ impl Call {
                     asynchronous,
                     nopoll,
                     jobstatus,
+                    batch: None,
+                    batch_wait: 0.0,
+                    failhard: false,
                 }),
                 _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
             };
@@ -101,6 +124,9 @@ impl Call {
             asynchronous,
             nopoll,
             jobstatus,
+            batch,
+            batch_wait: batch_wait.unwrap_or(0.0),
+            failhard,
         })
     }
 
@@ -110,6 +136,9 @@ impl Call {
             job_status::print(plan, &self.method, &status);
             return Ok(job_status::exit_code(&status));
         }
+        if let Some(spec) = &self.batch {
+            return self.run_batch(plan, spec);
+        }
         if self.asynchronous || forced_async(&plan.root, &self.method) {
             return self.run_async(plan);
         }
@@ -118,9 +147,8 @@ impl Call {
         Ok(super::print_results(plan, &results))
     }
 
-    fn run_async(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let targets = plan.targets()?;
-        let meta = JobMeta {
+    fn meta(&self, plan: &Plan, hosts: usize, batch: bool) -> JobMeta {
+        JobMeta {
             id: String::new(),
             spec: plan.spec.clone(),
             function: self.method.clone(),
@@ -129,11 +157,68 @@ impl Call {
             started: crate::store::now(),
             ended: None,
             dispatched: false,
-            hosts: targets.len(),
+            hosts,
             timeout_secs: plan.dispatch.timeout_secs,
             forks: plan.dispatch.forks,
             driver: None,
-        };
+            batch,
+        }
+    }
+
+    /// `--batch`: a sliding window driven here (printing hosts as they
+    /// end), or with `--async` by a detached driver.
+    fn run_batch(&self, plan: &Plan, spec: &str) -> Result<i32, PlanError> {
+        use crate::batch::{driver, machine};
+        let targets = plan.targets()?;
+        let size = machine::size(spec, targets.len()).map_err(PlanError::Usage)?;
+        let names = targets.iter().map(|t| t.name.clone()).collect();
+        let state = machine::BatchState::new(
+            names,
+            size,
+            self.batch_wait,
+            self.failhard,
+            plan.dispatch.timeout_secs,
+        );
+        let store = plan.store();
+        let mode = if self.asynchronous { "async" } else { "sync" };
+        let (id, _) = driver::create(&store, self.meta(plan, targets.len(), true), state, mode)
+            .map_err(PlanError::Config)?;
+        if self.asynchronous {
+            let exe = std::env::current_exe().map_err(|e| PlanError::Config(e.to_string()))?;
+            driver::spawn(&exe, &plan.root, &id)
+                .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
+            println!("JOB_ID: {id}");
+            return Ok(0);
+        }
+        eprintln!("JOB_ID: {id} (batch of {size} over {} hosts)", targets.len());
+        let json = plan.json;
+        let rec = driver::drive(&store, &plan.root, &id, |host, end, value| {
+            if json {
+                return;
+            }
+            let shown = match (end, value) {
+                (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
+                _ => driver::end_error(end),
+            };
+            let one = [(host.to_string(), shown)].into_iter().collect();
+            print!("{}", crate::output::human(&one));
+        })
+        .map_err(PlanError::Config)?;
+        if json {
+            let status = job_status::check(plan, &id, false)?;
+            job_status::print(plan, &id, &status);
+        }
+        if let Some(why) = &rec.state.halted {
+            eprintln!("batch halted: {why}");
+        }
+        Ok(i32::from(
+            rec.state.ended.values().any(machine::HostEnd::is_failure),
+        ))
+    }
+
+    fn run_async(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let targets = plan.targets()?;
+        let meta = self.meta(plan, targets.len(), false);
         let (id, mut driver) =
             jobs::submit(&plan.store(), &plan.root, meta, &targets).map_err(PlanError::Config)?;
         if self.nopoll {

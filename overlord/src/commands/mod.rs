@@ -2,6 +2,7 @@
 //! subcommand's own options; [`run`] carries out a plan and returns the exit
 //! status.
 
+pub mod batch;
 pub mod call;
 pub mod copyfile;
 pub mod grep;
@@ -24,6 +25,7 @@ use crate::plan::{Globals, Plan, PlanError};
 /// A parsed subcommand.
 #[derive(Debug)]
 pub enum Command {
+    Batch(batch::Batch),
     Call(call::Call),
     CopyFile(copyfile::CopyFile),
     Grep(grep::Grep),
@@ -47,6 +49,7 @@ impl Command {
             "group" => Command::Group(group::Group::parse(rest)?),
             "job_status" => Command::JobStatus(job_status::JobStatus::parse(rest, globals)?),
             "jobs" => Command::Jobs(jobs::Jobs::parse(rest, globals)?),
+            "batch" => Command::Batch(batch::Batch::parse(rest, globals)?),
             other => {
                 return Err(PlanError::Usage(format!(
                     "Unknown command '{other}'.\n{}",
@@ -82,6 +85,7 @@ fn no_args(name: &str, rest: &[String], globals: &mut Globals) -> Result<(), Pla
 /// Carries out `plan`; returns the exit status.
 pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     match &plan.command {
+        Command::Batch(c) => c.run(plan),
         Command::Call(c) => c.run(plan),
         Command::CopyFile(c) => c.run(plan),
         Command::Grep(c) => c.run(plan),

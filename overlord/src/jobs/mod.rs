@@ -119,7 +119,7 @@ pub fn refresh(
     if record.meta.ended.is_some() {
         return Ok(status_of(record, &BTreeMap::new()));
     }
-    if !record.meta.dispatched && driver_gone(&record.meta) {
+    if !record.meta.dispatched && !record.meta.batch && driver_gone(&record.meta) {
         // Hosts its driver never reached will not be reached: they end now.
         let lost = encode_result(common::xmlrpc::remote_error(
             "func.overlord.DriverDied",

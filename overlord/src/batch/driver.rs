@@ -1,0 +1,337 @@
+//! Runs a batch: the I/O around the state machine. Each round it polls the
+//! in-flight hosts (`jobs.job_status`), asks hosts at their deadline whether
+//! their job still runs (`jobs.find_job`), applies stop requests from the
+//! store, steps the machine, kills and dispatches (`async.M.m`) what it
+//! says, and persists the state. Before dispatching it saves the hosts as
+//! in flight, so a driver that dies mid-dispatch is never followed by a
+//! second dispatch of the same host: `recover` gives such a host up.
+//!
+//! The same loop runs inside `func` (sync batches, printing hosts as they
+//! end) and in a detached `func __batch --root ROOT ID` (async batches).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::paths::Root;
+use common::xmlrpc::{is_remote_error, remote_error};
+use common::Value;
+
+use super::machine::{BatchState, Event, HostEnd, Liveness};
+use super::record::{self, BatchRecord, Control};
+use crate::jobs::poller::{Answer, Poller, Reply};
+use crate::jobs::{encode_result, poll_pause};
+use crate::store::{HostUpdate, JobMeta, Store};
+use crate::targets::{self, Target};
+
+/// Longest a single call may take inside a round.
+const CALL_LIMIT: f64 = 10.0;
+
+/// Starts the async driver of batch `id`, detached (new session).
+pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
+    std::fs::create_dir_all(root.log_dir())?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(root.log_dir().join("driver.log"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("__batch")
+        .arg("--root")
+        .arg(root.dir())
+        .arg(id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+    }
+    cmd.spawn()
+}
+
+/// `func __batch --root ROOT ID`; returns the exit code.
+pub fn main(args: &[String]) -> i32 {
+    let (root, id) = match args {
+        [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
+        _ => {
+            eprintln!("func __batch: usage: func __batch --root ROOT JOB_ID");
+            return 2;
+        }
+    };
+    match drive(&crate::plan::store(&root), &root, &id, |_, _, _| {}) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("func batch driver {id}: {e}");
+            1
+        }
+    }
+}
+
+/// Creates the batch: the overlord job (all hosts pending) and its record.
+pub fn create(
+    store: &Store,
+    meta: JobMeta,
+    state: BatchState,
+    mode: &str,
+) -> Result<(String, BatchRecord), String> {
+    let hosts: Vec<String> = state.pending.iter().cloned().collect();
+    let id = store.create(meta, &hosts).map_err(|e| e.to_string())?;
+    let now = crate::store::now();
+    let record = BatchRecord {
+        state,
+        minion_jobs: BTreeMap::new(),
+        mode: mode.to_string(),
+        driver: None,
+        control: None,
+        created: now,
+        updated: now,
+        complete: false,
+    };
+    store
+        .save_batch(&id, &record.encode(), &[], false, record::merge_control)
+        .map_err(|e| e.to_string())?;
+    Ok((id, record))
+}
+
+/// Loads batch `id`.
+pub fn load(store: &Store, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, String> {
+    let Some(bytes) = store.batch(id).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let Some(job) = store.load(id).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    Ok(Some((job.meta, BatchRecord::decode(&bytes)?)))
+}
+
+/// Drives batch `id` to its end; `on_end` sees each host as it ends.
+pub fn drive(
+    store: &Store,
+    root: &Root,
+    id: &str,
+    mut on_end: impl FnMut(&str, &HostEnd, Option<&Value>),
+) -> Result<BatchRecord, String> {
+    let (meta, mut rec) = load(store, id)?.ok_or("no such batch in the store")?;
+    if rec.complete {
+        return Ok(rec);
+    }
+    let me = std::process::id();
+    let recovering = rec.driver.is_some();
+    rec.driver = Some((me, common::process::start_time(me).unwrap_or(0)));
+    let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
+    let mut poller = Poller::new(&crate::plan::credentials(root), limit)?;
+    let mut events = Vec::new();
+    if recovering {
+        // Hosts saved as in flight but without a minion job id were being
+        // dispatched when the last driver died: never send them twice.
+        for host in rec.state.active.keys() {
+            if !rec.minion_jobs.contains_key(host) {
+                events.push(Event::DispatchFailed {
+                    host: host.clone(),
+                    why: "its driver died while dispatching; not sent again, so it cannot run twice".into(),
+                });
+            }
+        }
+        record::log_event(root, id, "recover", &rec);
+    } else {
+        record::log_event(root, id, "new", &rec);
+    }
+    let mut results: BTreeMap<String, Value> = BTreeMap::new();
+    let mut reported: BTreeSet<String> = rec.state.ended.keys().cloned().collect();
+    let mut round = 0;
+    loop {
+        let now = crate::store::now();
+        let before = rec.state.clone();
+        let actions = rec.state.step(now, std::mem::take(&mut events));
+        let mut changes = Vec::new();
+        if !actions.kill.is_empty() {
+            let calls = with_jobs(root, &rec, &actions.kill, "jobs.kill_job");
+            poller.call_each(calls);
+        }
+        if !actions.dispatch.is_empty() {
+            save(store, id, &mut rec, &[], false)?;
+            let params: Vec<Value> = meta.args.iter().map(|a| Value::String(a.clone())).collect();
+            let calls = actions
+                .dispatch
+                .iter()
+                .map(|h| {
+                    (
+                        target(root, h),
+                        format!("async.{}", meta.function),
+                        params.clone(),
+                    )
+                })
+                .collect();
+            for (host, reply) in poller.call_each(calls) {
+                match reply {
+                    Reply::Value(Value::String(job)) => {
+                        changes.push((
+                            host.clone(),
+                            HostUpdate::Dispatched {
+                                minion_job: job.clone(),
+                            },
+                        ));
+                        rec.minion_jobs.insert(host, job);
+                    }
+                    Reply::Value(v) | Reply::Fault(v) => {
+                        results.insert(host.clone(), v.clone());
+                        events.push(Event::DispatchFailed {
+                            host,
+                            why: crate::output::error_line(&v),
+                        });
+                    }
+                    Reply::Unreachable(why) => events.push(Event::DispatchFailed { host, why }),
+                }
+            }
+        }
+        for (host, end) in &rec.state.ended {
+            if reported.insert(host.clone()) {
+                let value = results.get(host);
+                on_end(host, end, value);
+                let result = match (end, value) {
+                    (HostEnd::Done | HostEnd::Failed, Some(v)) => v.clone(),
+                    _ => end_error(end),
+                };
+                changes.push((
+                    host.clone(),
+                    HostUpdate::Finished {
+                        result_xml: encode_result(result),
+                    },
+                ));
+            }
+        }
+        let finished = actions.finished && events.is_empty();
+        rec.complete = finished;
+        if rec.state != before || !changes.is_empty() || finished {
+            save(store, id, &mut rec, &changes, finished)?;
+            let event = match (finished, &rec.state.halted) {
+                (true, Some(_)) => "halted",
+                (true, None) => "complete",
+                _ => "progress",
+            };
+            record::log_event(root, id, event, &rec);
+            round = 0;
+        } else {
+            // A stop request may have arrived.
+            save(store, id, &mut rec, &[], false)?;
+        }
+        if finished {
+            return Ok(rec);
+        }
+        match rec.control {
+            Some(Control::Kill) if rec.state.halted.as_deref() != Some(super::machine::KILLED) => {
+                events.push(Event::Stop { kill: true })
+            }
+            Some(Control::Stop) if rec.state.halted.is_none() => events.push(Event::Stop { kill: false }),
+            _ => {}
+        }
+        events.extend(poll(&mut poller, root, &rec, &actions.ask, &mut results));
+        if events.is_empty() {
+            // Never more than 100 ms behind a host that finished: a slot
+            // stays idle until its host's end is seen.
+            std::thread::sleep(poll_pause(round).min(Duration::from_millis(100)));
+            round += 1;
+        }
+    }
+}
+
+/// Saves the record (keeping a stop request stored meanwhile, which it
+/// then carries) and the host changes.
+fn save(
+    store: &Store,
+    id: &str,
+    rec: &mut BatchRecord,
+    changes: &[(String, HostUpdate)],
+    done: bool,
+) -> Result<(), String> {
+    rec.updated = crate::store::now();
+    let saved = store
+        .save_batch(id, &rec.encode(), changes, done, record::merge_control)
+        .map_err(|e| e.to_string())?;
+    if let Ok(stored) = BatchRecord::decode(&saved) {
+        rec.control = stored.control;
+    }
+    Ok(())
+}
+
+fn target(root: &Root, host: &str) -> Target {
+    Target {
+        name: host.to_string(),
+        addr: targets::address(root, host),
+    }
+}
+
+/// Calls `method(minion job id)` on each of `hosts` that has a minion job.
+fn with_jobs(
+    root: &Root,
+    rec: &BatchRecord,
+    hosts: &[String],
+    method: &str,
+) -> Vec<(Target, String, Vec<Value>)> {
+    hosts
+        .iter()
+        .filter_map(|h| {
+            let job = rec.minion_jobs.get(h)?;
+            Some((
+                target(root, h),
+                method.to_string(),
+                vec![Value::String(job.clone())],
+            ))
+        })
+        .collect()
+}
+
+/// Results of in-flight hosts, and liveness answers for hosts at their deadline.
+fn poll(
+    poller: &mut Poller,
+    root: &Root,
+    rec: &BatchRecord,
+    ask: &[String],
+    results: &mut BTreeMap<String, Value>,
+) -> Vec<Event> {
+    let mut events = Vec::new();
+    let in_flight: Vec<(Target, String)> = rec
+        .state
+        .active
+        .keys()
+        .filter_map(|h| Some((target(root, h), rec.minion_jobs.get(h)?.clone())))
+        .collect();
+    let mut returned = BTreeSet::new();
+    for (host, answer) in poller.poll(in_flight) {
+        if let Answer::Finished(v) = answer {
+            events.push(Event::Returned {
+                host: host.clone(),
+                ok: !is_remote_error(&v),
+            });
+            results.insert(host.clone(), v);
+            returned.insert(host);
+        }
+    }
+    let asks: Vec<String> = ask.iter().filter(|h| !returned.contains(*h)).cloned().collect();
+    for (host, reply) in poller.call_each(with_jobs(root, rec, &asks, "jobs.find_job")) {
+        let answer = match reply {
+            Reply::Value(Value::Struct(m)) if !m.is_empty() => Liveness::Running,
+            Reply::Value(Value::Struct(_)) => Liveness::Gone,
+            _ => Liveness::Silent,
+        };
+        events.push(Event::Liveness { host, answer });
+    }
+    events
+}
+
+/// The stored result of a host that ended without one of its own.
+pub fn end_error(end: &HostEnd) -> Value {
+    let (kind, why) = match end {
+        HostEnd::Timeout(why) => ("func.overlord.BatchTimeout", why.clone()),
+        HostEnd::Unreachable(why) => ("func.overlord.BatchUnreachable", why.clone()),
+        HostEnd::Killed => (
+            "func.overlord.BatchKilled",
+            "killed by func batch stop --kill".to_string(),
+        ),
+        HostEnd::Abandoned(why) => ("func.overlord.BatchAbandoned", why.clone()),
+        HostEnd::Done | HostEnd::Failed => ("func.overlord.BatchError", "no result recorded".to_string()),
+    };
+    remote_error(kind, &why, "")
+}

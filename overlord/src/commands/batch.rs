@@ -1,0 +1,336 @@
+//! `func batch list | status JOB_ID [--follow] | stop JOB_ID [--kill] |
+//! recover [JOB_ID]`. Every one of them says when a batch's driver is gone
+//! (and that `recover` resumes it).
+
+use std::io::{BufRead, Seek};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::batch::driver;
+use crate::batch::record::{BatchRecord, Control};
+use crate::plan::{Globals, Plan, PlanError};
+use crate::store::JobMeta;
+use crate::when;
+
+/// The subcommands that follow `batch` (a word there is otherwise a SPEC).
+pub const SUBCOMMANDS: [&str; 4] = ["list", "status", "stop", "recover"];
+
+#[derive(Debug)]
+pub enum Batch {
+    List,
+    Status { id: String, follow: bool },
+    Stop { id: String, kill: bool },
+    Recover { id: Option<String> },
+}
+
+const USAGE: &str =
+    "usage: func batch list | status JOB_ID [--follow] | stop JOB_ID [--kill] | recover [JOB_ID]";
+
+impl Batch {
+    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
+        let words = super::words(rest, globals);
+        let flag = |f: &str| words.iter().any(|w| w == f);
+        let plain: Vec<&String> = words.iter().skip(1).filter(|w| !w.starts_with('-')).collect();
+        let known = |allowed: &[&str]| {
+            words
+                .iter()
+                .skip(1)
+                .filter(|w| w.starts_with('-'))
+                .all(|w| allowed.contains(&w.as_str()))
+        };
+        let usage = || PlanError::Usage(USAGE.into());
+        Ok(match (words.first().map(String::as_str), plain.as_slice()) {
+            (Some("list"), []) if known(&[]) => Batch::List,
+            (Some("status"), [id]) if known(&["--follow"]) => Batch::Status {
+                id: id.to_string(),
+                follow: flag("--follow"),
+            },
+            (Some("stop"), [id]) if known(&["--kill"]) => Batch::Stop {
+                id: id.to_string(),
+                kill: flag("--kill"),
+            },
+            (Some("recover"), []) if known(&[]) => Batch::Recover { id: None },
+            (Some("recover"), [id]) if known(&[]) => Batch::Recover {
+                id: Some(id.to_string()),
+            },
+            _ => return Err(usage()),
+        })
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        match self {
+            Batch::List => list(plan),
+            Batch::Status { id, follow } => status(plan, id, *follow),
+            Batch::Stop { id, kill } => stop(plan, id, *kill),
+            Batch::Recover { id } => recover(plan, id.as_deref()),
+        }
+    }
+}
+
+fn config(e: impl std::fmt::Display) -> PlanError {
+    PlanError::Config(e.to_string())
+}
+
+/// Every batch the store holds, newest first.
+fn batches(plan: &Plan) -> Result<Vec<(JobMeta, BatchRecord)>, PlanError> {
+    let store = plan.store();
+    let mut out = Vec::new();
+    for meta in store.list().map_err(config)?.into_iter().filter(|m| m.batch) {
+        if let Some(found) = driver::load(&store, &meta.id).map_err(config)? {
+            out.push(found);
+        }
+    }
+    Ok(out)
+}
+
+fn state_word(rec: &BatchRecord) -> String {
+    match (rec.complete, &rec.state.halted, rec.orphaned()) {
+        (true, Some(why), _) => format!("halted ({why})"),
+        (true, None, _) => "complete".into(),
+        (false, _, true) => "driver gone: run func batch recover".into(),
+        (false, Some(why), false) => format!("draining ({why})"),
+        (false, None, false) => "running".into(),
+    }
+}
+
+fn counts_text(rec: &BatchRecord) -> String {
+    rec.state
+        .counts()
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list(plan: &Plan) -> Result<i32, PlanError> {
+    let all = batches(plan)?;
+    if plan.json {
+        let rows: Vec<_> = all
+            .iter()
+            .map(|(m, r)| {
+                json!({"id": m.id, "function": m.function, "size": r.state.size, "mode": r.mode,
+                "started": m.started, "state": state_word(r), "counts": r.state.counts()})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+        return Ok(0);
+    }
+    if all.is_empty() {
+        println!("no batches");
+    }
+    for (m, r) in &all {
+        println!(
+            "{}  {}  batch {} ({})  started {}  {}  [{}]",
+            m.id,
+            m.function,
+            r.state.size,
+            r.mode,
+            when::show(m.started),
+            state_word(r),
+            counts_text(r)
+        );
+    }
+    Ok(0)
+}
+
+fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
+    if follow {
+        return follow_events(plan, id);
+    }
+    let Some((meta, rec)) = driver::load(&plan.store(), id).map_err(config)? else {
+        println!(
+            "no batch {} here (unknown, or expired)",
+            common::paths::shorten(id)
+        );
+        return Ok(1);
+    };
+    let mut hosts = serde_json::Map::new();
+    for h in &rec.state.pending {
+        hosts.insert(h.clone(), json!({"state": "pending"}));
+    }
+    for h in rec.state.active.keys() {
+        hosts.insert(
+            h.clone(),
+            json!({"state": "active", "minion_job": rec.minion_jobs.get(h)}),
+        );
+    }
+    for (h, end) in &rec.state.ended {
+        let why = match end {
+            crate::batch::machine::HostEnd::Timeout(w)
+            | crate::batch::machine::HostEnd::Unreachable(w)
+            | crate::batch::machine::HostEnd::Abandoned(w) => Some(w.clone()),
+            _ => None,
+        };
+        hosts.insert(h.clone(), json!({"state": end.name(), "reason": why}));
+    }
+    if plan.json {
+        let doc = json!({"job_id": meta.id, "function": meta.function, "size": rec.state.size, "mode": rec.mode,
+            "state": state_word(&rec), "halted": rec.state.halted, "complete": rec.complete,
+            "driver_alive": !rec.orphaned() && !rec.complete, "driver_pid": rec.driver.map(|d| d.0), "counts": rec.state.counts(), "hosts": hosts});
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        println!(
+            "{}  {}  batch {}: {}  [{}]",
+            meta.id,
+            meta.function,
+            rec.state.size,
+            state_word(&rec),
+            counts_text(&rec)
+        );
+        for (h, v) in &hosts {
+            let reason = v["reason"]
+                .as_str()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            println!("    {h}: {}{reason}", v["state"].as_str().unwrap_or(""));
+        }
+    }
+    let failed = rec
+        .state
+        .ended
+        .values()
+        .any(crate::batch::machine::HostEnd::is_failure);
+    Ok(i32::from(failed || rec.orphaned()))
+}
+
+/// Prints the batch's lifecycle events as they are appended, until it ends.
+fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
+    let store = plan.store();
+    if driver::load(&store, id).map_err(config)?.is_none() {
+        println!(
+            "no batch {} here (unknown, or expired)",
+            common::paths::shorten(id)
+        );
+        return Ok(1);
+    }
+    let path = plan.root.log_dir().join("batch-events.log");
+    let mut offset = 0u64;
+    loop {
+        if let Ok(mut f) = std::fs::File::open(&path) {
+            let _ = f.seek(std::io::SeekFrom::Start(offset));
+            let mut reader = std::io::BufReader::new(f);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                if !line.ends_with('\n') {
+                    break; // a line being written: read it whole next time
+                }
+                offset += line.len() as u64;
+                if let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) {
+                    if ev["job_id"] == id {
+                        println!(
+                            "{}  {}  {}",
+                            when::show(ev["time"].as_f64().unwrap_or(0.0)),
+                            ev["event"].as_str().unwrap_or(""),
+                            ev["counts"]
+                        );
+                        if matches!(ev["event"].as_str(), Some("complete" | "halted")) {
+                            return Ok(0);
+                        }
+                    }
+                }
+                line.clear();
+            }
+        }
+        match driver::load(&store, id).map_err(config)? {
+            Some((_, rec)) if rec.complete => return Ok(0),
+            Some((_, rec)) if rec.orphaned() => {
+                println!("driver gone: run func batch recover {id}");
+                return Ok(1);
+            }
+            None => return Ok(1),
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
+    let store = plan.store();
+    let control = if kill { Control::Kill } else { Control::Stop };
+    let found = store
+        .change_batch(id, |bytes| {
+            let mut rec = BatchRecord::decode(bytes).ok()?;
+            if rec.complete {
+                return None;
+            }
+            rec.control = Some(match (rec.control, control) {
+                (Some(Control::Kill), _) => Control::Kill,
+                _ => control,
+            });
+            Some(rec.encode())
+        })
+        .map_err(config)?;
+    let Some((_, rec)) = found
+        .then(|| driver::load(&store, id))
+        .transpose()
+        .map_err(config)?
+        .flatten()
+    else {
+        println!(
+            "no batch {} here (unknown, or expired)",
+            common::paths::shorten(id)
+        );
+        return Ok(1);
+    };
+    if rec.complete {
+        println!("batch {id} has already ended: {}", state_word(&rec));
+        return Ok(0);
+    }
+    if rec.orphaned() {
+        println!("stop recorded, but the batch's driver is gone: run func batch recover {id} to apply it");
+        return Ok(1);
+    }
+    // Wait for the driver to apply it (and, draining, for in-flight hosts).
+    let limit = std::time::Instant::now() + Duration::from_secs_f64(plan.timeout.unwrap_or(60.0));
+    loop {
+        match driver::load(&store, id).map_err(config)? {
+            Some((_, r)) if r.complete || (!kill && r.state.halted.is_some()) => {
+                println!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
+                return Ok(0);
+            }
+            Some((_, r)) if r.orphaned() || std::time::Instant::now() > limit => {
+                println!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
+                return Ok(1);
+            }
+            None => return Ok(1),
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
+    let targets: Vec<String> = match id {
+        Some(id) => vec![id.to_string()],
+        None => batches(plan)?
+            .into_iter()
+            .filter(|(_, r)| r.orphaned())
+            .map(|(m, _)| m.id)
+            .collect(),
+    };
+    if targets.is_empty() {
+        println!("no batch needs recovering");
+        return Ok(0);
+    }
+    let exe = std::env::current_exe().map_err(config)?;
+    let mut code = 0;
+    for id in targets {
+        match driver::load(&plan.store(), &id).map_err(config)? {
+            None => {
+                println!(
+                    "no batch {} here (unknown, or expired)",
+                    common::paths::shorten(&id)
+                );
+                code = 1;
+            }
+            Some((_, rec)) if !rec.orphaned() => {
+                println!("batch {id}: {} (nothing to recover)", state_word(&rec))
+            }
+            Some(_) => {
+                driver::spawn(&exe, &plan.root, &id).map_err(config)?;
+                println!("batch {id}: resumed by a new driver");
+            }
+        }
+    }
+    Ok(code)
+}
