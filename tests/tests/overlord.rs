@@ -212,7 +212,7 @@ fn other_commands_and_usage_errors() {
     for bad in [
         &["o1", "frobnicate"][..],
         &["o1", "call", "test"],
-        &["o1", "call", "--batch", "2", "test", "ping"],
+        &["o1", "call", "--batch", "0", "test", "ping"],
         &["--forks", "0", "o1", "ping"],
         &["o1"],
     ] {
