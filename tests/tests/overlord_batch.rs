@@ -139,7 +139,7 @@ fn a_running_job_outlives_its_deadline_but_a_hung_host_times_out() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stdout.contains("ERROR"), "{}", out.stdout);
     // Now m2 hangs (SIGSTOP) after its job was dispatched.
-    let child = Command::new(bin("func"))
+    let mut child = Command::new(bin("func"))
         .arg("--root")
         .arg(fleet.cm.root.dir())
         .args([
@@ -149,17 +149,22 @@ fn a_running_job_outlives_its_deadline_but_a_hung_host_times_out() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("func starts");
-    let spool = fleet.minion("m2").root.status_dir().join("jobs");
-    assert!(wait_until(Duration::from_secs(20), || std::fs::read_dir(&spool)
-        .is_ok_and(|d| d
-            .filter_map(Result::ok)
-            .any(|e| e.path().extension().is_some_and(|x| x == "pid")))));
+    let mut first = String::new();
+    let stderr = child.stderr.take().expect("stderr");
+    // Kept open until func ends, so its later stderr writes never hit a closed pipe.
+    let mut stderr = std::io::BufReader::new(stderr);
+    std::io::BufRead::read_line(&mut stderr, &mut first).expect("JOB_ID line");
+    let id = job_id(&first);
+    // Hang m2 once the driver has its minion job id (the dispatch answered).
+    assert!(wait_until(Duration::from_secs(20), || batch_status(&fleet, &id)
+        ["hosts"]["m2"]["minion_job"]
+        .is_string()));
     let m2 = nix::unistd::Pid::from_raw(fleet.minion("m2").pid() as i32);
     nix::sys::signal::kill(m2, nix::sys::signal::Signal::SIGSTOP).unwrap();
     let out = child.wait_with_output().expect("func ends");
+    drop(stderr);
     nix::sys::signal::kill(m2, nix::sys::signal::Signal::SIGCONT).unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let id = job_id(&String::from_utf8_lossy(&out.stderr));
     let doc = batch_status(&fleet, &id);
     assert_eq!(doc["hosts"]["m1"]["state"], "done", "{doc}");
     assert_eq!(doc["hosts"]["m2"]["state"], "timeout", "{doc}");
