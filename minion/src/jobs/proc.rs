@@ -12,8 +12,3 @@ pub fn signal_group(pid: u32, start: u64, signal: nix::sys::signal::Signal) -> R
     let pgid = nix::unistd::Pid::from_raw(pid as i32);
     nix::sys::signal::killpg(pgid, signal).map_err(|e| e.to_string())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-}

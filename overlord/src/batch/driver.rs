@@ -213,9 +213,14 @@ pub fn drive(
             };
             record::log_event(root, id, event, &rec);
             round = 0;
-        } else {
-            // A stop request may have arrived.
-            save(store, id, &mut rec, &[], false)?;
+        } else if let Ok(Some(stored)) = store.batch(id) {
+            // Nothing changed: only look (no write) for a stop request.
+            if let Ok(stored) = BatchRecord::decode(&stored) {
+                rec.control = rec.control.or(stored.control);
+                if stored.control == Some(Control::Kill) {
+                    rec.control = Some(Control::Kill);
+                }
+            }
         }
         if finished {
             return Ok(rec);
