@@ -264,10 +264,8 @@ impl Store {
     pub fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         let db = self.open()?;
         let txn = db.begin_read().map_err(db_err)?;
-        let (jobs, table) = match (txn.open_table(JOBS), txn.open_table(HOSTS)) {
-            (Ok(j), Ok(h)) => (j, h),
-            (Err(redb::TableError::TableDoesNotExist(_)), _) => return Ok(Vec::new()),
-            (Err(e), _) | (_, Err(e)) => return Err(db_err(e)),
+        let (Some(jobs), Some(table)) = (read_table(&txn, JOBS)?, read_table(&txn, HOSTS)?) else {
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
         for id in ids {
@@ -320,73 +318,7 @@ impl Store {
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
     ) -> Result<bool, StoreError> {
-        self.write(|txn| {
-            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            let Some(meta) = jobs
-                .get(id)
-                .map_err(db_err)?
-                .map(|v| decode::<JobMeta>(v.value()))
-            else {
-                return Ok(false);
-            };
-            let mut meta = meta?;
-            let mut table = txn.open_table(HOSTS).map_err(db_err)?;
-            for (host, change) in changes {
-                let key = (id, host.as_str());
-                let Some(current) = table
-                    .get(key)
-                    .map_err(db_err)?
-                    .map(|v| decode::<HostEntry>(v.value()))
-                else {
-                    continue;
-                };
-                let mut entry = current?;
-                if entry.state == HostState::Finished {
-                    continue;
-                }
-                match change {
-                    HostUpdate::Dispatched { minion_job } => {
-                        entry.state = HostState::Dispatched;
-                        entry.minion_job = Some(minion_job.clone());
-                    }
-                    HostUpdate::Finished { result_xml } => {
-                        entry.state = HostState::Finished;
-                        entry.result_xml = Some(result_xml.clone());
-                    }
-                    HostUpdate::Abandoned { result_xml } if entry.state == HostState::Pending => {
-                        entry.state = HostState::Finished;
-                        entry.result_xml = Some(result_xml.clone());
-                    }
-                    HostUpdate::Abandoned { .. } => continue,
-                }
-                table.insert(key, encode(&entry)?.as_slice()).map_err(db_err)?;
-            }
-            meta.dispatched |= dispatch_done;
-            let mut all_finished = meta.ended.is_some();
-            if !all_finished && meta.dispatched {
-                all_finished = true;
-                for entry in table.range((id, "")..).map_err(db_err)? {
-                    let (key, value) = entry.map_err(db_err)?;
-                    if key.value().0 != id {
-                        break;
-                    }
-                    if decode::<HostEntry>(value.value())?.state != HostState::Finished {
-                        all_finished = false;
-                        break;
-                    }
-                }
-                if all_finished {
-                    let ended = now();
-                    meta.ended = Some(ended);
-                    txn.open_table(EXPIRY)
-                        .map_err(db_err)?
-                        .insert((micros(ended), id), ())
-                        .map_err(db_err)?;
-                }
-            }
-            jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
-            Ok(all_finished)
-        })
+        self.write(|txn| apply_update(txn, id, changes, dispatch_done))
     }
 
     /// Saves a batch's record (`BatchRecord` JSON from `crate::batch`) with
@@ -400,19 +332,18 @@ impl Store {
         dispatch_done: bool,
         merge_control: impl FnOnce(&[u8], &[u8]) -> Vec<u8>,
     ) -> Result<Vec<u8>, StoreError> {
-        let saved = self.write(|txn| {
+        self.write(|txn| {
             let mut batches = txn.open_table(BATCHES).map_err(db_err)?;
             let merged = match batches.get(id).map_err(db_err)? {
                 Some(old) => merge_control(old.value(), record),
                 None => record.to_vec(),
             };
             batches.insert(id, merged.as_slice()).map_err(db_err)?;
+            if !changes.is_empty() || dispatch_done {
+                apply_update(txn, id, changes, dispatch_done)?;
+            }
             Ok(merged)
-        })?;
-        if !changes.is_empty() || dispatch_done {
-            self.update(id, changes, dispatch_done)?;
-        }
-        Ok(saved)
+        })
     }
 
     /// Changes a stored batch record in place (`batch stop`).
@@ -438,10 +369,8 @@ impl Store {
     pub fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let db = self.open()?;
         let txn = db.begin_read().map_err(db_err)?;
-        let batches = match txn.open_table(BATCHES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(db_err(e)),
+        let Some(batches) = read_table(&txn, BATCHES)? else {
+            return Ok(None);
         };
         let found = batches.get(id).map_err(db_err)?;
         Ok(found.map(|v| v.value().to_vec()))
@@ -451,10 +380,8 @@ impl Store {
     pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
         let db = self.open()?;
         let txn = db.begin_read().map_err(db_err)?;
-        let (started, jobs) = match (txn.open_table(STARTED), txn.open_table(JOBS)) {
-            (Ok(s), Ok(j)) => (s, j),
-            (Err(redb::TableError::TableDoesNotExist(_)), _) => return Ok(Vec::new()),
-            (Err(e), _) | (_, Err(e)) => return Err(db_err(e)),
+        let (Some(started), Some(jobs)) = (read_table(&txn, STARTED)?, read_table(&txn, JOBS)?) else {
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
         for entry in started.iter().map_err(db_err)?.rev() {
@@ -467,6 +394,93 @@ impl Store {
             }
         }
         Ok(out)
+    }
+}
+
+/// [`Store::update`] inside a write transaction.
+fn apply_update(
+    txn: &redb::WriteTransaction,
+    id: &str,
+    changes: &[(String, HostUpdate)],
+    dispatch_done: bool,
+) -> Result<bool, StoreError> {
+    let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+    let Some(meta) = jobs
+        .get(id)
+        .map_err(db_err)?
+        .map(|v| decode::<JobMeta>(v.value()))
+    else {
+        return Ok(false);
+    };
+    let mut meta = meta?;
+    let mut table = txn.open_table(HOSTS).map_err(db_err)?;
+    for (host, change) in changes {
+        let key = (id, host.as_str());
+        let Some(current) = table
+            .get(key)
+            .map_err(db_err)?
+            .map(|v| decode::<HostEntry>(v.value()))
+        else {
+            continue;
+        };
+        let mut entry = current?;
+        if entry.state == HostState::Finished {
+            continue;
+        }
+        match change {
+            HostUpdate::Dispatched { minion_job } => {
+                entry.state = HostState::Dispatched;
+                entry.minion_job = Some(minion_job.clone());
+            }
+            HostUpdate::Finished { result_xml } => {
+                entry.state = HostState::Finished;
+                entry.result_xml = Some(result_xml.clone());
+            }
+            HostUpdate::Abandoned { result_xml } if entry.state == HostState::Pending => {
+                entry.state = HostState::Finished;
+                entry.result_xml = Some(result_xml.clone());
+            }
+            HostUpdate::Abandoned { .. } => continue,
+        }
+        table.insert(key, encode(&entry)?.as_slice()).map_err(db_err)?;
+    }
+    meta.dispatched |= dispatch_done;
+    let mut all_finished = meta.ended.is_some();
+    if !all_finished && meta.dispatched {
+        all_finished = true;
+        for entry in table.range((id, "")..).map_err(db_err)? {
+            let (key, value) = entry.map_err(db_err)?;
+            if key.value().0 != id {
+                break;
+            }
+            if decode::<HostEntry>(value.value())?.state != HostState::Finished {
+                all_finished = false;
+                break;
+            }
+        }
+        if all_finished {
+            let ended = now();
+            meta.ended = Some(ended);
+            txn.open_table(EXPIRY)
+                .map_err(db_err)?
+                .insert((micros(ended), id), ())
+                .map_err(db_err)?;
+        }
+    }
+    jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
+    Ok(all_finished)
+}
+
+/// A table for reading; `None` while nothing was ever written to it (a
+/// fresh store file).
+fn read_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &redb::ReadTransaction,
+    def: TableDefinition<K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>, StoreError> {
+    match txn.open_table(def) {
+        Ok(t) => Ok(Some(t)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(db_err(e)),
     }
 }
 

@@ -249,14 +249,17 @@ pub fn kill_jobs(root: &Root) {
             continue;
         };
         let mut words = text.split_whitespace();
-        let (Some(Ok(pid)), Some(start)) = (words.next().map(str::parse::<i32>), words.next()) else {
+        let (Some(Ok(pid)), Some(Ok(start))) = (
+            words.next().map(str::parse::<u32>),
+            words.next().map(str::parse::<u64>),
+        ) else {
             continue;
         };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-        if fields.get(19) == Some(&start) {
-            let _ =
-                nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        if common::process::alive(pid, start) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

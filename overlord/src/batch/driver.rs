@@ -10,9 +10,8 @@
 //! end) and in a detached `func __batch --root ROOT ID` (async batches).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use common::paths::Root;
@@ -31,42 +30,14 @@ const CALL_LIMIT: f64 = 10.0;
 
 /// Starts the async driver of batch `id`, detached (new session).
 pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
-    std::fs::create_dir_all(root.log_dir())?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(root.log_dir().join("driver.log"))?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("__batch")
-        .arg("--root")
-        .arg(root.dir())
-        .arg(id)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log);
-    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
-    }
-    cmd.spawn()
+    crate::jobs::driver::spawn_detached(exe, root, "__batch", id)
 }
 
 /// `func __batch --root ROOT ID`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    let (root, id) = match args {
-        [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
-        _ => {
-            eprintln!("func __batch: usage: func __batch --root ROOT JOB_ID");
-            return 2;
-        }
-    };
-    match drive(&crate::plan::store(&root), &root, &id, |_, _, _| {}) {
-        Ok(_) => 0,
-        Err(e) => {
-            eprintln!("func batch driver {id}: {e}");
-            1
-        }
-    }
+    crate::jobs::driver::run_detached("__batch", args, |store, root, id| {
+        drive(store, root, id, |_, _, _| {}).map(|_| ())
+    })
 }
 
 /// Creates the batch: the overlord job (all hosts pending) and its record.
@@ -216,10 +187,7 @@ pub fn drive(
         } else if let Ok(Some(stored)) = store.batch(id) {
             // Nothing changed: only look (no write) for a stop request.
             if let Ok(stored) = BatchRecord::decode(&stored) {
-                rec.control = rec.control.or(stored.control);
-                if stored.control == Some(Control::Kill) {
-                    rec.control = Some(Control::Kill);
-                }
+                rec.control = record::stronger(rec.control, stored.control);
             }
         }
         if finished {

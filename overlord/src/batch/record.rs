@@ -52,14 +52,19 @@ impl BatchRecord {
     }
 }
 
+/// Two stop requests as one: a kill wins over a drain.
+pub fn stronger(a: Option<Control>, b: Option<Control>) -> Option<Control> {
+    match (a, b) {
+        (Some(Control::Kill), _) | (_, Some(Control::Kill)) => Some(Control::Kill),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Keeps a stop request stored meanwhile when the driver saves its record.
 pub fn merge_control(stored: &[u8], new: &[u8]) -> Vec<u8> {
     match (BatchRecord::decode(stored), BatchRecord::decode(new)) {
         (Ok(old), Ok(mut fresh)) => {
-            fresh.control = match (old.control, fresh.control) {
-                (Some(Control::Kill), _) | (_, Some(Control::Kill)) => Some(Control::Kill),
-                (a, b) => a.or(b),
-            };
+            fresh.control = stronger(old.control, fresh.control);
             fresh.encode()
         }
         _ => new.to_vec(),

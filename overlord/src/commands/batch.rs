@@ -254,10 +254,7 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
             if rec.complete {
                 return None;
             }
-            rec.control = Some(match (rec.control, control) {
-                (Some(Control::Kill), _) => Control::Kill,
-                _ => control,
-            });
+            rec.control = crate::batch::record::stronger(rec.control, Some(control));
             Some(rec.encode())
         })
         .map_err(config)?;

@@ -240,18 +240,11 @@ impl Call {
 /// Polls job `id` until it finishes (or the `-t` deadline), printing each
 /// host's result as it arrives, with a progress line on a terminal.
 fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs::Status, PlanError> {
-    let store = plan.store();
     let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
     let progress = std::io::stderr().is_terminal() && !plan.json;
     let mut shown = BTreeSet::new();
-    let mut poller = None;
-    let mut round = 0;
-    loop {
+    let status = job_status::watch(plan, id, deadline, |status| {
         tick();
-        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || {
-            job_status::new_poller(plan)
-        })
-        .map_err(|e| PlanError::Config(e.to_string()))?;
         if !plan.json {
             for (host, value) in &status.results {
                 if shown.insert(host.clone()) {
@@ -263,25 +256,21 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs:
                 }
             }
         }
-        let total = status.results.len() + status.waiting.len();
         if progress {
+            let total = status.results.len() + status.waiting.len();
             eprint!("\r{}/{total} hosts finished", status.results.len());
         }
-        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
-        if status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
-            if progress {
-                eprintln!();
-            }
-            if out_of_time && !status.finished() && !plan.json {
-                for (host, why) in &status.waiting {
-                    println!("{host}:\n    (no result within -t: {why})");
-                }
-            }
-            return Ok(status);
-        }
-        std::thread::sleep(jobs::poll_pause(round));
-        round += 1;
+    })?;
+    if progress {
+        eprintln!();
     }
+    // Neither finished nor unknown: the -t deadline passed.
+    if !status.finished() && status.code != jobs::LOST_IN_SPACE && !plan.json {
+        for (host, why) in &status.waiting {
+            println!("{host}:\n    (no result within -t: {why})");
+        }
+    }
+    Ok(status)
 }
 
 /// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.

@@ -62,15 +62,31 @@ impl JobStatus {
 
 /// The job's status now, or (`wait`) once finished or at the `-t` deadline.
 pub fn check(plan: &Plan, id: &str, wait: bool) -> Result<Status, PlanError> {
+    let deadline = match wait {
+        true => plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t)),
+        false => Some(Instant::now()),
+    };
+    watch(plan, id, deadline, |_| {})
+}
+
+/// Polls job `id` — one poller, its connections kept across rounds — until
+/// it is finished or unknown, or `deadline` has passed; `each` sees every
+/// round's status.
+pub fn watch(
+    plan: &Plan,
+    id: &str,
+    deadline: Option<Instant>,
+    mut each: impl FnMut(&Status),
+) -> Result<Status, PlanError> {
     let store = plan.store();
-    let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
     let mut poller = None;
     let mut round = 0;
     loop {
         let status = jobs::refresh(&store, &plan.root, id, &mut poller, || new_poller(plan))
             .map_err(|e| PlanError::Config(e.to_string()))?;
+        each(&status);
         let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
-        if !wait || status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
+        if status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
             return Ok(status);
         }
         std::thread::sleep(jobs::poll_pause(round));

@@ -28,13 +28,19 @@ const FLUSH_AFTER: Duration = Duration::from_millis(50);
 /// Starts the driver for job `id`, detached. Its stderr goes to
 /// `var/log/func/driver.log` below the root.
 pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
+    spawn_detached(exe, root, "__driver", id)
+}
+
+/// Starts `func SUBCOMMAND --root ROOT ID` in a new session, stderr to
+/// `var/log/func/driver.log` (the async-job and batch drivers).
+pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> std::io::Result<Child> {
     std::fs::create_dir_all(root.log_dir())?;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(root.log_dir().join("driver.log"))?;
     let mut cmd = Command::new(exe);
-    cmd.arg("__driver")
+    cmd.arg(subcommand)
         .arg("--root")
         .arg(root.dir())
         .arg(id)
@@ -50,18 +56,27 @@ pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
 
 /// `func __driver --root ROOT ID`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
+    run_detached("__driver", args, drive)
+}
+
+/// Reads `--root ROOT ID` (after SUBCOMMAND) and runs `drive` on that job;
+/// returns the exit code.
+pub fn run_detached(
+    subcommand: &str,
+    args: &[String],
+    drive: impl FnOnce(&Store, &Root, &str) -> Result<(), String>,
+) -> i32 {
     let (root, id) = match args {
         [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
         _ => {
-            eprintln!("func __driver: usage: func __driver --root ROOT JOB_ID");
+            eprintln!("func {subcommand}: usage: func {subcommand} --root ROOT JOB_ID");
             return 2;
         }
     };
-    let store = crate::plan::store(&root);
-    match drive(&store, &root, &id) {
+    match drive(&crate::plan::store(&root), &root, &id) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("func driver {id}: {e}");
+            eprintln!("func {subcommand} {id}: {e}");
             1
         }
     }

@@ -121,25 +121,12 @@ pub fn refresh(
     }
     if !record.meta.dispatched && !record.meta.batch && driver_gone(&record.meta) {
         // Hosts its driver never reached will not be reached: they end now.
-        let lost = encode_result(common::xmlrpc::remote_error(
+        let lost = common::xmlrpc::remote_error(
             "func.overlord.DriverDied",
             "the job's dispatch driver ended before calling this host",
             "",
-        ));
-        let changes: Vec<(String, HostUpdate)> = record
-            .hosts
-            .iter()
-            .filter(|(_, e)| e.state == HostState::Pending)
-            .map(|(h, _)| {
-                (
-                    h.clone(),
-                    HostUpdate::Abandoned {
-                        result_xml: lost.clone(),
-                    },
-                )
-            })
-            .collect();
-        store.update(id, &changes, true)?;
+        );
+        abandon_pending(store, &record, lost)?;
         match store.load(id)? {
             Some(r) => record = r,
             None => return Ok(Status::lost()),
@@ -204,6 +191,26 @@ pub fn submit(
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the func executable: {e}"))?;
     let child = driver::spawn(&exe, root, &id).map_err(|e| format!("cannot start the job driver: {e}"))?;
     Ok((id, child))
+}
+
+/// Ends every host of `record` that was never dispatched with `error`
+/// (only if still undispatched when written) and closes its dispatch.
+pub fn abandon_pending(store: &Store, record: &JobRecord, error: Value) -> Result<bool, StoreError> {
+    let result_xml = encode_result(error);
+    let changes: Vec<(String, HostUpdate)> = record
+        .hosts
+        .iter()
+        .filter(|(_, e)| e.state == HostState::Pending)
+        .map(|(h, _)| {
+            (
+                h.clone(),
+                HostUpdate::Abandoned {
+                    result_xml: result_xml.clone(),
+                },
+            )
+        })
+        .collect();
+    store.update(&record.meta.id, &changes, true)
 }
 
 /// Whether the job's dispatch driver is gone (or never started within a minute).

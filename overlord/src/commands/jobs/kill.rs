@@ -13,7 +13,7 @@ use common::Value;
 use crate::commands::job_status;
 use crate::jobs::{self, poller::Reply};
 use crate::plan::{option_value, split_flag, Plan, PlanError};
-use crate::store::{HostState, HostUpdate};
+use crate::store::HostState;
 use crate::targets::{self, Target};
 
 #[derive(Debug)]
@@ -85,11 +85,7 @@ impl Kill {
             for (host, reply) in replies {
                 let line = match reply {
                     Reply::Value(Value::String(msg)) => msg,
-                    Reply::Value(v) => {
-                        failed = true;
-                        crate::output::error_line(&v)
-                    }
-                    Reply::Fault(v) => {
+                    Reply::Value(v) | Reply::Fault(v) => {
                         failed = true;
                         crate::output::error_line(&v)
                     }
@@ -102,15 +98,8 @@ impl Kill {
             }
         }
         // The minions now report the signalled jobs as ended; collect that.
-        let limit = Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
-        let begun = Instant::now();
-        let mut round = 0;
-        let mut status = super::refreshed(plan, &self.id)?;
-        while !status.finished() && begun.elapsed() < limit {
-            std::thread::sleep(jobs::poll_pause(round));
-            round += 1;
-            status = super::refreshed(plan, &self.id)?;
-        }
+        let deadline = Instant::now() + Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
+        let status = job_status::watch(plan, &self.id, Some(deadline), |_| {})?;
         job_status::print(plan, &self.id, &status);
         Ok(i32::from(failed || !status.finished()))
     }
@@ -132,26 +121,13 @@ fn stop_driver(
             );
         }
     }
-    let killed = jobs::encode_result(remote_error(
+    let killed = remote_error(
         "func.overlord.Killed",
         &format!(
             "killed before dispatch ({signal} by {} via func jobs kill)",
             jobs::current_user()
         ),
         "",
-    ));
-    let changes: Vec<(String, HostUpdate)> = record
-        .hosts
-        .iter()
-        .filter(|(_, e)| e.state == HostState::Pending)
-        .map(|(h, _)| {
-            (
-                h.clone(),
-                HostUpdate::Abandoned {
-                    result_xml: killed.clone(),
-                },
-            )
-        })
-        .collect();
-    store.update(&record.meta.id, &changes, true).map(|_| ())
+    );
+    jobs::abandon_pending(store, record, killed).map(|_| ())
 }
