@@ -1,7 +1,8 @@
 //! `func jobs kill JOB_ID [--signal NAME]`: signals the job on every host
 //! still running it (`jobs.signal_job`, which reaches the job's whole
-//! process group; default KILL). A driver still dispatching is stopped
-//! first and the hosts it had not reached end as killed before dispatch.
+//! process group; default KILL). A driver still dispatching gets until the
+//! deadline to finish (so every job it started is signalled); past that it
+//! is stopped and the hosts it had not reached end as killed before dispatch.
 //! Then the job is polled until the signalled hosts have ended (the minions
 //! record them as killed, and by whom), at most `-t` seconds (default 10).
 
@@ -51,10 +52,19 @@ impl Kill {
         let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());
         let store = plan.store();
         let signal = common::process::parse_signal(&self.signal).unwrap_or(nix::sys::signal::Signal::SIGKILL);
-        if let Some(record) = store.load(&self.id).map_err(config)? {
-            if !record.meta.dispatched {
-                stop_driver(&store, &record, signal).map_err(config)?;
+        let limit = Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
+        // A live driver is let finish dispatching, so every minion job it
+        // started is known and signalled; it is stopped only if it takes
+        // longer than the deadline.
+        let wait_until = Instant::now() + limit;
+        let mut record = store.load(&self.id).map_err(config)?;
+        while let Some(r) = record.as_ref().filter(|r| !r.meta.dispatched && !jobs::driver_gone(&r.meta)) {
+            if Instant::now() >= wait_until {
+                stop_driver(&store, r, signal).map_err(config)?;
+                break;
             }
+            std::thread::sleep(Duration::from_millis(20));
+            record = store.load(&self.id).map_err(config)?;
         }
         let status = super::refreshed(plan, &self.id)?;
         let Some(record) = &status.record else {
@@ -98,8 +108,7 @@ impl Kill {
             }
         }
         // The minions now report the signalled jobs as ended; collect that.
-        let deadline = Instant::now() + Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
-        let status = job_status::watch(plan, &self.id, Some(deadline), |_| {})?;
+        let status = job_status::watch(plan, &self.id, Some(Instant::now() + limit), |_| {})?;
         job_status::print(plan, &self.id, &status);
         Ok(i32::from(failed || !status.finished()))
     }
