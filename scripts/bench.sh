@@ -1,30 +1,75 @@
 #!/usr/bin/env bash
-# Benchmarks (numbers, never pass/fail), release build:
-# 1. test.ping calls per second against one funcd, from a Rust client and
-#    from Python's xmlrpc.client, over keep-alive;
-# 2. `func "*" ping` and `func "*" call test add 1 2` on 50 and 200 local
-#    minions, --forks 1 and the default: wall time and peak RSS of func;
-# 3. async jobs on the same fleets: time to JOB_ID, until FINISHED, lookup of
-#    a finished job, funcd RSS idle and with 100 running jobs.
+# `make bench` / `make bench-salt`: benchmarks (numbers, never pass/fail) on
+# the release build, written as a Markdown report under bench/results/.
+#
+# 1. one minion: test.ping calls/s over one keep-alive connection, over 8,
+#    with a new TLS connection per call (func-bench-ping, Rust), and from
+#    Python's xmlrpc.client;
+# 2. for each fleet size K in BENCH_SIZES (default "10 50 200"): a local
+#    fleet (scripts/fleet.sh), its start-up time, then scripts/bench_fleet.py
+#    (RUNS samples of every metric, default 5);
+# 3. with PEER=salt: the Salt peer (../shared/peers/salt, SALT_PEER_DIR) for
+#    the same K right after ours, installed first if needed; if it cannot be
+#    installed or run, the report says so and still prints ours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=target/release
-echo "== one minion: Rust client (common::rpc::client)"
-$B/func-bench-ping "${BENCH_CALLS:-20000}" "${BENCH_CONNS:-8}"
+SIZES=${BENCH_SIZES:-10 50 200}
+PEER=${PEER:-}
+SALT_PEER_DIR=${SALT_PEER_DIR:-$(pwd)/../shared/peers/salt}
+SALT_WORK=${SALT_WORK:-/tmp/peers}
+export RUNS=${RUNS:-5}
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+raw=$(pwd)/target/bench/$stamp
+mkdir -p "$raw"
 source scripts/fleet.sh
-work=$(mktemp -d)
-fleet_init "$work/one" $B
+now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
+
+echo "== one minion: Rust client (common::rpc::client)"
+$B/func-bench-ping "${BENCH_CALLS:-20000}" "${BENCH_CONNS:-8}" "$raw/one.tsv"
+fleet_init "$raw/one" $B
 fleet_minion bench1
 echo "== one minion: Python xmlrpc.client, one keep-alive connection"
-python3 scripts/bench_python.py "$FLEET_DIR/certmaster" "$FLEET_ADDR" "${BENCH_PY_CALLS:-3000}"
+python3 scripts/bench_python.py "$FLEET_DIR/certmaster" "$FLEET_ADDR" "${BENCH_PY_CALLS:-3000}" "$raw/one.tsv"
 fleet_stop
-for n in ${BENCH_FLEETS:-50 200}; do
-	echo "== $n local minions (one certmaster, each funcd with its own root)"
-	fleet_init "$work/fleet$n" $B
-	fleet_minions m "$n"
-	python3 scripts/bench_func.py $B/func "$FLEET_DIR/certmaster" "$n"
-	python3 scripts/bench_async.py $B/func "$FLEET_DIR/certmaster" "$n" "$FLEET_DIR"
+
+salt_ready=""
+if [ "$PEER" = salt ]; then
+	if [ ! -x "$SALT_PEER_DIR/bench.sh" ]; then
+		echo "Salt peer scripts not found at $SALT_PEER_DIR" | tee "$raw/salt-unavailable.txt"
+	elif [ -x "$SALT_WORK/salt-venv/bin/salt-master" ] || WORK=$SALT_WORK "$SALT_PEER_DIR/install.sh"; then
+		salt_ready=1
+	else
+		echo "Salt could not be installed (see $SALT_WORK/salt-pip-install.log)" | tee "$raw/salt-unavailable.txt"
+	fi
+fi
+
+for k in $SIZES; do
+	echo "== $k local minions (one certmaster, each funcd with its own root)"
+	fleet_init "$raw/fleet$k" $B
+	t0=$(now_ms)
+	fleet_minions m "$k"
+	t1=$(now_ms)
+	target/release/func --root "$FLEET_DIR/certmaster" "*" ping >/dev/null
+	t2=$(now_ms)
+	tsv=$raw/ours-K$k.tsv
+	printf 'startup_all_enrolled\t%s\tms\t1\tlaunch of %s funcd until all have certificates and listen\n' $((t1 - t0)) "$k" >"$tsv"
+	printf 'startup_all_answer_ping\t%s\tms\t1\tuntil a func ping of all answered\n' $((t2 - t0)) >>"$tsv"
+	python3 scripts/bench_fleet.py $B/func "$FLEET_DIR/certmaster" "$k" "$FLEET_DIR" "$tsv"
 	fleet_stop
 	FLEET_PIDS=()
+	rm -rf "$FLEET_DIR"
+	if [ -n "$salt_ready" ]; then
+		echo "== Salt, $k minions ($SALT_PEER_DIR/bench.sh $k)"
+		mkdir -p "$raw/salt-K$k"
+		rc=0
+		WORK=$SALT_WORK RESULTS_DIR="$raw/salt-K$k" "$SALT_PEER_DIR/bench.sh" "$k" \
+			>"$raw/salt-K$k/stdout.txt" 2>"$raw/salt-K$k/stderr.txt" || rc=$?
+		if [ "$rc" != 0 ]; then
+			echo "Salt bench.sh $k failed (exit $rc): $(tail -n 3 "$raw/salt-K$k/stderr.txt" | tr '\n' ' ')" |
+				tee "$raw/salt-K$k/failed.txt"
+		fi
+	fi
 done
-rm -rf "$work"
+
+python3 scripts/bench_report.py "$raw" "$SIZES" "${PEER:-none}"

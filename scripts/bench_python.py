@@ -1,5 +1,5 @@
 """test.ping calls per second from Python's xmlrpc.client over keep-alive.
-Usage: bench_python.py CERTMASTER_ROOT NAME:PORT CALLS"""
+Usage: bench_python.py CERTMASTER_ROOT NAME:PORT CALLS [OUT_TSV]"""
 
 import os
 import sys
@@ -23,3 +23,6 @@ for _ in range(calls):
     s.test.ping()
 secs = time.perf_counter() - start
 print("test.ping, Python xmlrpc.client, 1 keep-alive connection: %d calls in %.2f s = %.0f calls/s" % (calls, secs, calls / secs))
+if len(sys.argv) > 4:
+    with open(sys.argv[4], "a") as f:
+        f.write("python_keepalive_pings\t%.0f\tcalls/s\t1\t%d calls\n" % (calls / secs, calls))

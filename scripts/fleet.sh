@@ -44,6 +44,7 @@ fleet_start() {
 	RUST_LOG=warn "$FLEET_BIN/funcd" --root "$FLEET_DIR/$1" --name "$1" --listen 127.0.0.1:0 \
 		--certmaster "$FLEET_CM" --foreground >"$FLEET_DIR/$1.out" 2>"$FLEET_DIR/$1.log" &
 	FLEET_PIDS+=($!)
+	echo $! >>"$FLEET_DIR/minion.pids"
 }
 
 # Waits (60 s at most) until minion NAME listens and has its certificate;

@@ -2,8 +2,11 @@
 //! fresh PKI and measures `test.ping` calls per second from one client over
 //! one keep-alive connection, then from C concurrent connections.
 //!
-//! `func-bench-ping [CALLS] [CONNECTIONS]` (defaults 20000 and 8).
+//! `func-bench-ping [CALLS] [CONNECTIONS] [OUT_TSV]` (defaults 20000 and 8);
+//! with OUT_TSV the rates are also appended there as rows of the benchmark
+//! report (metric, value, unit, ok, note).
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use common::rpc::client::MinionClient;
@@ -13,6 +16,16 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let calls: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(20_000);
     let conns: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(8);
+    let mut tsv = match args.next() {
+        Some(path) => Some(std::fs::OpenOptions::new().create(true).append(true).open(path)?),
+        None => None,
+    };
+    let mut row = |metric: &str, rate: f64, note: String| -> std::io::Result<()> {
+        match tsv.as_mut() {
+            Some(f) => writeln!(f, "{metric}\t{rate:.0}\tcalls/s\t1\t{note}"),
+            None => Ok(()),
+        }
+    };
     let pki = Pki::new();
     let root = pki.minion_root("bench1");
     let minion = FuncdProcess::start(&root, "bench1").map_err(anyhow::Error::msg)?;
@@ -29,6 +42,7 @@ fn main() -> anyhow::Result<()> {
         }
         let secs = start.elapsed().as_secs_f64();
         println!("test.ping, 1 client, 1 keep-alive connection: {calls} calls in {secs:.2} s = {:.0} calls/s ({:.0} us/call)", calls as f64 / secs, secs * 1e6 / calls as f64);
+        row("keepalive_pings", calls as f64 / secs, format!("{calls} calls, 1 connection"))?;
 
         let per = calls / conns.max(1);
         let start = Instant::now();
@@ -49,6 +63,7 @@ fn main() -> anyhow::Result<()> {
         }
         let secs = start.elapsed().as_secs_f64();
         println!("test.ping, {conns} concurrent keep-alive connections: {} calls in {secs:.2} s = {:.0} calls/s", per * conns, (per * conns) as f64 / secs);
+        row("keepalive_pings_concurrent", (per * conns) as f64 / secs, format!("{} calls, {conns} connections", per * conns))?;
 
         let start = Instant::now();
         let fresh = 500;
@@ -58,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         }
         let secs = start.elapsed().as_secs_f64();
         println!("test.ping, new TLS connection per call: {fresh} calls in {secs:.2} s = {:.0} calls/s", fresh as f64 / secs);
+        row("new_tls_per_call_pings", fresh as f64 / secs, format!("{fresh} calls"))?;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(())

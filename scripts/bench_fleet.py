@@ -1,0 +1,145 @@
+"""Measures one running fleet of K local minions and appends the samples to a
+TSV file (metric, value, unit, ok, note — the layout of the Salt peer's
+bench.sh, so the report can put both side by side). Every metric is sampled
+RUNS times (default 5); the report prints medians.
+
+Usage: bench_fleet.py FUNC_BIN OVERLORD_ROOT K FLEET_DIR OUT_TSV
+
+What each row times is the wall time of one `func` process, from spawn to
+exit, with its peak RSS (the largest of func and its workers, from wait4).
+"""
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+func, root, k, fleet_dir, out_tsv = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+RUNS = int(os.environ.get("RUNS", "5"))
+GAP = float(os.environ.get("BENCH_GAP", "0.2"))
+
+
+def record(metric, value, unit, ok, note=""):
+    with open(out_tsv, "a") as f:
+        f.write("%s\t%s\t%s\t%d\t%s\n" % (metric, value, unit, 1 if ok else 0, note))
+
+
+def run(args, timeout=600):
+    """Runs func with ARGS; returns (seconds, peak RSS KiB, exit code, stdout)."""
+    start = time.perf_counter()
+    p = subprocess.Popen([func, "--root", root] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - start
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss, p.returncode, out.decode(errors="replace")
+
+
+def ms(seconds):
+    return round(seconds * 1000, 1)
+
+
+def job_id(out):
+    if "JOB_ID: " not in out:
+        return None
+    return out.split("JOB_ID: ", 1)[1].split()[0]
+
+
+def wait_finished(jid):
+    out = run(["--json", "-t", "300", "job_status", jid, "--wait"])[3]
+    try:
+        status = json.loads(out)
+    except ValueError:
+        return None
+    return status
+
+
+def answered(status):
+    return status is not None and status.get("status") == 1 and len(status.get("results", {})) == k
+
+
+peak_rss = []
+
+
+def sync(metric, args, check):
+    for _ in range(RUNS):
+        wall, rss, rc, out = run(args)
+        peak_rss.append(rss)
+        record(metric, ms(wall), "ms", rc == 0 and check(out), "exit %d" % rc)
+        time.sleep(GAP)
+
+
+def all_hosts_say(word):
+    return lambda out: out.count(word) >= k
+
+
+def rss_kib(pid, field):
+    """VmRSS from status or Pss from smaps_rollup, KiB (0 if gone)."""
+    path = "/proc/%d/%s" % (pid, "status" if field == "VmRSS" else "smaps_rollup")
+    try:
+        for line in open(path):
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def memory(tag):
+    """RSS and PSS of the first minion and of all minions (pids from the fleet helper)."""
+    pids = [int(p) for p in open(os.path.join(fleet_dir, "minion.pids")).read().split()]
+    for field, name in (("VmRSS", "rss"), ("Pss", "pss")):
+        sizes = [rss_kib(p, field) for p in pids]
+        record("%s_one_minion_%s" % (tag, name), round(sizes[0] / 1024, 1), "MiB", sizes[0] > 0, "m1")
+        record("%s_all_minions_%s" % (tag, name), round(sum(sizes) / 1024, 1), "MiB",
+               all(sizes), "%d funcd processes" % len(pids))
+
+
+time.sleep(float(os.environ.get("BENCH_SETTLE", "2")))
+memory("idle")
+sync("sync_ping", ["*", "ping"], lambda out: out.count("[ ok") >= k)
+sync("sync_call_test_ping", ["*", "call", "test", "ping"], lambda out: out.count("\n    1\n") >= k)
+sync("sync_command_run_echo", ["*", "call", "command", "run", "echo hi"], all_hosts_say("- hi"))
+
+for _ in range(RUNS):
+    start = time.perf_counter()
+    wall, rss, rc, out = run(["*", "call", "--async", "--nopoll", "test", "ping"])
+    jid = job_id(out)
+    record("async_to_job_id", ms(wall), "ms", rc == 0 and jid is not None, "func exit")
+    if jid is None:
+        continue
+    status = wait_finished(jid)
+    record("async_until_finished", ms(time.perf_counter() - start), "ms", answered(status),
+           "call, then job_status --wait")
+    wall, rss, rc, out = run(["job_status", jid])
+    record("lookup_finished_job", ms(wall), "ms", rc == 0, "job_status of a finished job")
+    time.sleep(GAP)
+
+size = max(1, k * 25 // 100)
+ideal = math.ceil(k / size) * 1.0
+for _ in range(RUNS):
+    wall, rss, rc, out = run(["*", "call", "--batch", "25%", "test", "sleep", "1"])
+    record("sync_batch25_sleep1", ms(wall), "ms", rc == 0, "ideal %.0f ms (%d waves of %d)" % (ideal * 1000, ideal, size))
+    record("sync_batch25_overhead", round((wall - ideal) / ideal * 100, 2), "%", rc == 0, "over the ideal")
+    time.sleep(GAP)
+
+for _ in range(RUNS):
+    start = time.perf_counter()
+    wall, rss, rc, out = run(["*", "call", "--async", "--batch", "25%", "test", "sleep", "1"])
+    jid = job_id(out)
+    record("async_batch25_to_job_id", ms(wall), "ms", rc == 0 and jid is not None, "func exit")
+    if jid is None:
+        continue
+    status = wait_finished(jid)
+    done = time.perf_counter() - start
+    record("async_batch25_complete", ms(done), "ms", answered(status), "call, then job_status --wait")
+    record("async_batch25_overhead", round((done - ideal) / ideal * 100, 2), "%", answered(status), "over the ideal")
+    time.sleep(GAP)
+
+time.sleep(float(os.environ.get("BENCH_SETTLE", "2")))
+memory("after_workload")
+for rss in peak_rss:
+    record("func_peak_rss", round(rss / 1024, 1), "MiB", True, "largest of func and its workers")
