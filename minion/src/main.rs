@@ -124,7 +124,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener).context("registering the listener")?;
         // Bound first, so the advertised address carries the real port.
         enroll::enroll(&root, &config.name, &advertise, &enroll_cfg)
@@ -144,7 +144,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         minion::serve(minion, listener, shutdown_signal())
             .await
             .context("serving")
-    })
+    });
+    // A `jobs.wait_job` call may still be waiting on a blocking thread;
+    // dropping the runtime would wait for it. Its caller sees the
+    // connection close and asks again (a restarted daemon keeps the job).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    served
 }
 
 /// Completes on SIGTERM or SIGINT.

@@ -51,6 +51,20 @@ class JobsTest(unittest.TestCase):
         # Finished results stay readable.
         self.assertEqual(s.jobs.job_status(job_id), status)
 
+    def test_wait_job_answers_when_the_job_ends(self):
+        s = self.proxy()
+        job_id = getattr(s, "async").test.sleep(1)
+        # Python sends <int>; 0 seconds answers at once.
+        self.assertEqual(s.jobs.wait_job(job_id, 0), [0, -1])
+        status = s.jobs.wait_job(job_id, 30)
+        self.assertEqual(status[0], 1)
+        self.assertIsInstance(status[1], float)
+        self.assertEqual(s.jobs.wait_job(job_id), status)
+        self.assertEqual(s.jobs.wait_job("1.5-minion", 0.5), [2, 0])
+        for bad in ("soon", -1, [1]):
+            self.assertTrue(is_error(s.jobs.wait_job(job_id, bad)), bad)
+        self.assertTrue(is_error(s.jobs.wait_job()))
+
     def test_unknown_method_gets_an_id_and_fails_inside_the_job(self):
         s = self.proxy()
         job_id = getattr(s, "async").nosuch.method(1)

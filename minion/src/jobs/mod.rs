@@ -19,8 +19,8 @@ pub mod spool;
 pub mod store;
 
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::xmlrpc::{self, remote_error};
 use common::Value;
@@ -48,6 +48,15 @@ pub struct Jobs {
     name: String,
     /// The last id handed out, in µs, so ids stay unique and increasing.
     last_id: Mutex<u64>,
+    /// Counts jobs that ended, and wakes `jobs.wait_job` callers.
+    endings: (Mutex<u64>, Condvar),
+}
+
+/// Longest one `jobs.wait_job` call waits.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub fn now() -> f64 {
@@ -116,6 +125,7 @@ impl Jobs {
             root: root.dir().to_path_buf(),
             name: name.to_string(),
             last_id: Mutex::new(0),
+            endings: (Mutex::new(0), Condvar::new()),
         };
         jobs.recover()?;
         Ok(jobs)
@@ -168,7 +178,35 @@ impl Jobs {
         };
         self.store.finish(&record, now(), self.keep_secs)?;
         self.spool.remove(id);
+        self.ended();
         Ok(true)
+    }
+
+    /// Wakes whoever waits for a job to end.
+    fn ended(&self) {
+        *lock(&self.endings.0) += 1;
+        self.endings.1.notify_all();
+    }
+
+    /// `jobs.wait_job`: [`Self::status`], but while the job runs it waits
+    /// (at most `wait`, capped at [`MAX_WAIT`]) for it to end, so a caller
+    /// learns of the end at once instead of polling for it.
+    pub fn wait(&self, id: &str, wait: Duration) -> Result<Value, StoreError> {
+        let deadline = Instant::now() + wait.min(MAX_WAIT);
+        loop {
+            let seen = *lock(&self.endings.0);
+            let status = self.status(id)?;
+            let now = Instant::now();
+            let running = matches!(&status, Value::Array(a) if a.first() == Some(&Value::Integer(RUNNING)));
+            if !running || now >= deadline {
+                return Ok(status);
+            }
+            // An end of any job wakes us; a death without a result is
+            // only seen by looking, so look again at least every second.
+            let slice = (deadline - now).min(Duration::from_secs(1));
+            let guard = lock(&self.endings.0);
+            let _ = self.endings.1.wait_timeout_while(guard, slice, |n| *n == seen);
+        }
     }
 
     /// Brings a running record up to date: its result if written, or its
@@ -198,6 +236,7 @@ impl Jobs {
             dead.ended = Some(now());
             self.store.finish(&dead, now(), self.keep_secs)?;
             self.spool.remove(&id);
+            self.ended();
             return Ok(self.store.get(&id)?.unwrap_or(dead));
         }
         Ok(record)

@@ -30,6 +30,19 @@ const METHODS: &[MethodInfo] = &[
         args: &[JOB_ID],
     },
     MethodInfo {
+        name: "wait_job",
+        description: "As job_status, but while the job runs waits up to `seconds` (at most 60) for it to end.",
+        args: &[
+            JOB_ID,
+            ArgInfo {
+                name: "seconds",
+                kind: "float",
+                optional: true,
+                description: "how long to wait at most (default 10)",
+            },
+        ],
+    },
+    MethodInfo {
         name: "running",
         description: "Jobs still running: {id, pid, method, args, started, caller} each.",
         args: &[],
@@ -94,6 +107,16 @@ impl Module for JobsModule {
             "job_status" => {
                 args.arity(1, 1)?;
                 jobs.status(&args.string(0, "job_id")?).map_err(store_err)
+            }
+            "wait_job" => {
+                args.arity(1, 2)?;
+                let id = args.string(0, "job_id")?;
+                let seconds = if args.len() > 1 { args.f64(1, "seconds")? } else { 10.0 };
+                if !seconds.is_finite() || seconds < 0.0 {
+                    return Err(MethodError::value("seconds must be a number >= 0"));
+                }
+                let wait = std::time::Duration::from_secs_f64(seconds.min(crate::jobs::MAX_WAIT.as_secs_f64()));
+                jobs.wait(&id, wait).map_err(store_err)
             }
             "running" => {
                 args.arity(0, 0)?;

@@ -1,5 +1,6 @@
-//! Runs a batch: the I/O around the state machine. Each round it polls the
-//! in-flight hosts (`jobs.job_status`), asks hosts at their deadline whether
+//! Runs a batch: the I/O around the state machine. Each round it takes the
+//! ends of in-flight hosts (watched with `jobs.wait_job`, so a slot is freed
+//! within a round trip of its host's end), asks hosts at their deadline whether
 //! their job still runs (`jobs.find_job`), applies stop requests from the
 //! store, steps the machine, kills and dispatches (`async.M.m`) what it
 //! says, and persists the state. Before dispatching it saves the hosts as
@@ -105,6 +106,11 @@ pub fn drive(
                 });
             }
         }
+        for (host, job) in &rec.minion_jobs {
+            if rec.state.active.contains_key(host) {
+                poller.watch(target(root, host), job.clone());
+            }
+        }
         record::log_event(root, id, "recover", &rec);
     } else {
         record::log_event(root, id, "new", &rec);
@@ -144,6 +150,7 @@ pub fn drive(
                                 minion_job: job.clone(),
                             },
                         ));
+                        poller.watch(target(root, &host), job.clone());
                         rec.minion_jobs.insert(host, job);
                     }
                     Reply::Value(v) | Reply::Fault(v) => {
@@ -159,6 +166,7 @@ pub fn drive(
         }
         for (host, end) in &rec.state.ended {
             if reported.insert(host.clone()) {
+                poller.unwatch(host);
                 let value = results.get(host);
                 on_end(host, end, value);
                 let result = match (end, value) {
@@ -200,12 +208,26 @@ pub fn drive(
             Some(Control::Stop) if rec.state.halted.is_none() => events.push(Event::Stop { kill: false }),
             _ => {}
         }
-        events.extend(poll(&mut poller, root, &rec, &actions.ask, &mut results));
-        if events.is_empty() {
-            // Never more than 100 ms behind a host that finished: a slot
-            // stays idle until its host's end is seen.
-            std::thread::sleep(poll_pause(round).min(Duration::from_millis(100)));
+        events.extend(liveness(&mut poller, root, &rec, &actions.ask, &mut results));
+        // Ends arrive the moment they happen; the pause only paces looking
+        // at deadlines and stop requests.
+        let pause = if events.is_empty() {
+            poll_pause(round).min(Duration::from_millis(100))
+        } else {
+            Duration::ZERO
+        };
+        let ends = poller.ended(pause);
+        if ends.is_empty() && events.is_empty() {
             round += 1;
+        }
+        for (host, value) in ends {
+            if rec.state.active.contains_key(&host) {
+                events.push(Event::Returned {
+                    host: host.clone(),
+                    ok: !is_remote_error(&value),
+                });
+                results.insert(host, value);
+            }
         }
     }
 }
@@ -256,8 +278,10 @@ fn with_jobs(
         .collect()
 }
 
-/// Results of in-flight hosts, and liveness answers for hosts at their deadline.
-fn poll(
+/// Liveness answers (`jobs.find_job`) of hosts at their deadline. A job
+/// no longer running may just have ended: its result, if there is one,
+/// counts as its return.
+fn liveness(
     poller: &mut Poller,
     root: &Root,
     rec: &BatchRecord,
@@ -265,31 +289,34 @@ fn poll(
     results: &mut BTreeMap<String, Value>,
 ) -> Vec<Event> {
     let mut events = Vec::new();
-    let in_flight: Vec<(Target, String)> = rec
-        .state
-        .active
-        .keys()
-        .filter_map(|h| Some((target(root, h), rec.minion_jobs.get(h)?.clone())))
-        .collect();
-    let mut returned = BTreeSet::new();
-    for (host, answer) in poller.poll(in_flight) {
-        if let Answer::Finished(v) = answer {
-            events.push(Event::Returned {
-                host: host.clone(),
-                ok: !is_remote_error(&v),
-            });
-            results.insert(host.clone(), v);
-            returned.insert(host);
-        }
-    }
-    let asks: Vec<String> = ask.iter().filter(|h| !returned.contains(*h)).cloned().collect();
-    for (host, reply) in poller.call_each(with_jobs(root, rec, &asks, "jobs.find_job")) {
+    let mut gone = Vec::new();
+    for (host, reply) in poller.call_each(with_jobs(root, rec, ask, "jobs.find_job")) {
         let answer = match reply {
             Reply::Value(Value::Struct(m)) if !m.is_empty() => Liveness::Running,
-            Reply::Value(Value::Struct(_)) => Liveness::Gone,
+            Reply::Value(Value::Struct(_)) => {
+                gone.push(host);
+                continue;
+            }
             _ => Liveness::Silent,
         };
         events.push(Event::Liveness { host, answer });
+    }
+    let asks = gone
+        .iter()
+        .filter_map(|h| Some((target(root, h), rec.minion_jobs.get(h)?.clone())))
+        .collect();
+    for (host, answer) in poller.poll(asks) {
+        events.push(match answer {
+            Answer::Finished(value) => {
+                let ok = !is_remote_error(&value);
+                results.insert(host.clone(), value);
+                Event::Returned { host, ok }
+            }
+            _ => Event::Liveness {
+                host,
+                answer: Liveness::Gone,
+            },
+        });
     }
     events
 }

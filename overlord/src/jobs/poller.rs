@@ -2,6 +2,11 @@
 //! across rounds — how their part of a job stands (`jobs.job_status`), or a
 //! per-host call such as `jobs.signal_job` — so `--wait` and polling `func`
 //! reuse connections instead of a TLS handshake per host per round.
+//!
+//! It can also *watch* hosts: a background task per host long-polls
+//! `jobs.wait_job` (which answers the moment the job ends), so a batch
+//! driver frees a slot within a round trip of the end instead of a polling
+//! interval. A minion without `wait_job` is polled with `jobs.job_status`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,13 +16,20 @@ use common::rpc::client::{CallError, MinionClient};
 use common::tls::Credentials;
 use common::xmlrpc::remote_error;
 use common::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{mpsc, Semaphore};
 
 use crate::targets::Target;
 use crate::worker::{call_error, connect};
 
 /// Hosts asked at once.
 const IN_FLIGHT: usize = 64;
+
+/// How long one `jobs.wait_job` call asks the minion to wait.
+const WATCH_WAIT: Duration = Duration::from_secs(5);
+
+/// Pause between `jobs.job_status` polls of a minion without `wait_job`,
+/// and before calling a silent host again.
+const WATCH_PAUSE: Duration = Duration::from_millis(100);
 
 /// What one host said about its minion job.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +47,9 @@ pub struct Poller {
     tls: Arc<rustls::ClientConfig>,
     clients: HashMap<String, MinionClient>,
     limit: Duration,
+    watches: HashMap<String, tokio::task::AbortHandle>,
+    ends_tx: mpsc::UnboundedSender<(String, Value)>,
+    ends_rx: mpsc::UnboundedReceiver<(String, Value)>,
 }
 
 impl Poller {
@@ -44,12 +59,54 @@ impl Poller {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
+        let (ends_tx, ends_rx) = mpsc::unbounded_channel();
         Ok(Self {
             runtime,
             tls: Arc::new(tls),
             clients: HashMap::new(),
             limit,
+            watches: HashMap::new(),
+            ends_tx,
+            ends_rx,
         })
+    }
+
+    /// Watches `target`'s minion job `job` until it ends; the end (its
+    /// final result) comes out of [`Self::ended`]. Takes the host's kept
+    /// connection.
+    pub fn watch(&mut self, target: Target, job: String) {
+        let client = self.clients.remove(&target.name);
+        let (tls, limit, tx) = (Arc::clone(&self.tls), self.limit, self.ends_tx.clone());
+        let name = target.name.clone();
+        let _guard = self.runtime.enter();
+        let task = tokio::spawn(watch_one(client, target, job, tls, limit, tx));
+        if let Some(old) = self.watches.insert(name, task.abort_handle()) {
+            old.abort();
+        }
+    }
+
+    /// Stops watching `host` (it ended some other way).
+    pub fn unwatch(&mut self, host: &str) {
+        if let Some(task) = self.watches.remove(host) {
+            task.abort();
+        }
+    }
+
+    /// Watched hosts whose job ended, with their results: waits up to
+    /// `wait` for the first (the watches progress meanwhile).
+    pub fn ended(&mut self, wait: Duration) -> Vec<(String, Value)> {
+        let mut ends = Vec::new();
+        let rx = &mut self.ends_rx;
+        if let Ok(Some(first)) = self.runtime.block_on(async { tokio::time::timeout(wait, rx.recv()).await }) {
+            ends.push(first);
+        }
+        while let Ok(more) = rx.try_recv() {
+            ends.push(more);
+        }
+        for (host, _) in &ends {
+            self.watches.remove(host);
+        }
+        ends
     }
 
     /// Asks each `(target, minion job id)` once; answers in any order.
@@ -154,6 +211,56 @@ async fn ask(
         Ok(value) => (Reply::Value(value), Some(client)),
         Err(e @ CallError::Fault { .. }) => (Reply::Fault(call_error(e)), Some(client)),
         Err(e) => (Reply::Unreachable(e.to_string()), None),
+    }
+}
+
+/// One watch: `jobs.wait_job` again and again until the job ends (falling
+/// back to polling `jobs.job_status` where the minion lacks it). A silent
+/// host is called again after a pause; the caller's deadlines decide when
+/// to give up on it.
+async fn watch_one(
+    mut client: Option<MinionClient>,
+    target: Target,
+    job: String,
+    tls: Arc<rustls::ClientConfig>,
+    limit: Duration,
+    ends: mpsc::UnboundedSender<(String, Value)>,
+) {
+    let mut long_poll = true;
+    loop {
+        let (method, params, patience) = if long_poll {
+            let params = vec![Value::String(job.clone()), Value::Double(WATCH_WAIT.as_secs_f64())];
+            ("jobs.wait_job", params, limit + WATCH_WAIT)
+        } else {
+            ("jobs.job_status", vec![Value::String(job.clone())], limit)
+        };
+        let asked = tokio::time::timeout(patience, ask(client.take(), &target, method, params, Arc::clone(&tls), limit));
+        let (reply, kept) = asked.await.unwrap_or((Reply::Unreachable(String::new()), None));
+        client = kept;
+        let end = match reply {
+            // No `wait_job` there (an older or other minion): poll instead.
+            Reply::Value(v) if long_poll && common::xmlrpc::is_remote_error(&v) => {
+                long_poll = false;
+                continue;
+            }
+            Reply::Fault(_) if long_poll => {
+                long_poll = false;
+                continue;
+            }
+            Reply::Value(v) => match interpret(&target.name, &job, v) {
+                Answer::Finished(result) => Some(result),
+                _ => None,
+            },
+            Reply::Fault(err) => Some(err),
+            Reply::Unreachable(_) => None,
+        };
+        if let Some(result) = end {
+            let _ = ends.send((target.name, result));
+            return;
+        }
+        if !long_poll || client.is_none() {
+            tokio::time::sleep(WATCH_PAUSE).await;
+        }
     }
 }
 
