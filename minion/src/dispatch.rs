@@ -60,8 +60,25 @@ pub async fn call(
         };
     }
     minion.audit.record(peer, &who, &method, &params);
-    let worker = Arc::clone(&minion);
     let caller = who.acl_key();
+    if !is_async && minion.registry.is_instant(&method) {
+        let ctx = Context {
+            root: &minion.config.root,
+            copyfile_dirs: &minion.config.copyfile_dirs,
+            registry: &minion.registry,
+            jobs: Some(&minion.jobs),
+            caller: &caller,
+        };
+        let value = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            minion.registry.call(&ctx, &method, &params)
+        })) {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => e.into_value(),
+            Err(_) => panicked(),
+        };
+        return Reply::Value(value);
+    }
+    let worker = Arc::clone(&minion);
     let joined = tokio::task::spawn_blocking(move || {
         if is_async {
             // Any method gets an id; an unknown one fails inside the job, as in Func.
@@ -81,10 +98,15 @@ pub async fn call(
         Ok(Ok(v)) => v,
         Ok(Err(e)) => e.into_value(),
         Err(join) => {
-            // A panicking module is a bug; the caller still gets an error value.
             tracing::error!(error = %join, "module panicked");
-            MethodError::new("exceptions.Exception", "internal error in module").into_value()
+            panicked()
         }
     };
     Reply::Value(value)
+}
+
+/// A panicking module is a bug; the caller still gets an error value.
+fn panicked() -> Value {
+    tracing::error!("module panicked");
+    MethodError::new("exceptions.Exception", "internal error in module").into_value()
 }

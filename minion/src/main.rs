@@ -120,7 +120,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     listener
         .set_nonblocking(true)
         .context("configuring the listener")?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One async thread: a minion's calls are light and its blocking work
+    // runs on blocking threads; a second worker only adds thread
+    // hand-offs per call (and memory).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;

@@ -116,6 +116,12 @@ pub trait Module: Send + Sync {
     /// Runs `method`, which is one of [`Module::methods`]. Called on a blocking
     /// thread: modules may block.
     fn call(&self, ctx: &Context<'_>, method: &str, args: Args<'_>) -> MethodResult;
+    /// Whether `method` answers at once (no I/O, no waiting, bounded work):
+    /// such calls run on the connection's own thread instead of a blocking
+    /// one, which saves two thread hand-offs per call.
+    fn is_instant(&self, _method: &str) -> bool {
+        false
+    }
 }
 
 /// All modules of this minion, by name.
@@ -184,6 +190,17 @@ impl Registry {
             .then_some((module, method))
     }
 
+    /// Whether a call of `qualified` answers at once: the five base methods,
+    /// a module's instant methods, and unknown methods (an error value).
+    pub fn is_instant(&self, qualified: &str) -> bool {
+        match self.resolve(qualified) {
+            None => true,
+            Some((module, method)) => {
+                !module.methods().iter().any(|m| m.name == method) || module.is_instant(method)
+            }
+        }
+    }
+
     /// Runs `qualified` (`module.method`). Unknown methods are a
     /// `REMOTE_ERROR`, as in Func.
     pub fn call(&self, ctx: &Context<'_>, qualified: &str, params: &[Value]) -> MethodResult {
@@ -248,6 +265,17 @@ fn method_args(module: &dyn Module) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_methods_that_cannot_block_run_inline() {
+        let reg = Registry::standard();
+        for instant in ["test.ping", "test.add", "test.module_version", "command.list_methods", "no.such"] {
+            assert!(reg.is_instant(instant), "{instant}");
+        }
+        for blocking in ["test.sleep", "command.run", "jobs.job_status", "jobs.wait_job", "process.info"] {
+            assert!(!reg.is_instant(blocking), "{blocking}");
+        }
+    }
 
     #[test]
     fn every_module_method_is_resolvable_and_names_are_sorted() {

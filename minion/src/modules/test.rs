@@ -79,6 +79,9 @@ impl Module for Test {
     fn methods(&self) -> &'static [MethodInfo] {
         METHODS
     }
+    fn is_instant(&self, method: &str) -> bool {
+        method != "sleep"
+    }
     fn call(&self, _ctx: &Context<'_>, method: &str, args: Args<'_>) -> MethodResult {
         match method {
             "ping" => args.arity(0, 0).map(|_| Value::Integer(1)).map_err(Into::into),
