@@ -5,7 +5,7 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: all deps build release demo test bench clean
+.PHONY: all deps build release demo test bench bench-salt bench-scale clean
 
 all: build
 
@@ -38,8 +38,16 @@ test: build
 	$(CARGO) test --workspace
 	$(PYTHON) tests/python/run.py
 
+# Benchmarks print tables and write them to bench/results/ (see README).
+# BENCH_SIZES="10 50 200" and RUNS=5 by default; PEER=salt adds Salt.
 bench: release
 	bash scripts/bench.sh
+
+bench-salt: release
+	PEER=salt bash scripts/bench.sh
+
+bench-scale: release
+	bash scripts/bench_scale.sh
 
 clean:
 	$(CARGO) clean

@@ -152,18 +152,25 @@ if peer == "salt":
     out.append("- peer: %s" % (salt_version or note or "Salt did not produce results"))
     out.append("  (Salt's own `bench.sh K` run right after ours for each K, same machine, same sitting;"
                " Salt's *polled* rows poll with `salt-run`, ours with `func job_status --wait`)")
+elif peer == "scale":
+    out.append("- scale run (`make bench-scale`): real funcd processes on 127.0.0.1, one certmaster")
 else:
     out.append("- peer: none (`make bench-salt` adds Salt side by side)")
 out.append("")
 
 one = load(os.path.join(raw, "one.tsv"))
-out.append("## One minion")
-out.append("")
-out.append("| | calls/s |")
-out.append("|---|---:|")
-for label, metric in ONE:
-    out.append("| %s | %s |" % (label, fmt(median(one, metric), "calls/s")))
-out.append("")
+if one:
+    out.append("## One minion")
+    out.append("")
+    out.append("| | calls/s |")
+    out.append("|---|---:|")
+    for label, metric in ONE:
+        out.append("| %s | %s |" % (label, fmt(median(one, metric), "calls/s")))
+    out.append("")
+scaled = os.path.join(raw, "scaled-down.txt")
+if os.path.exists(scaled):
+    out.append("Scale run: " + open(scaled).read().strip())
+    out.append("")
 
 targets = []
 for k in sizes:
@@ -216,6 +223,9 @@ for k in sizes:
         v = median(ours, metric)
         if v is not None:
             target(name, "%.1f %%" % v, "≤ 2 %", v <= 2, metric)
+    v = median(ours, "async_until_finished")
+    if v is not None and k >= 1000:
+        target("async dispatch + collapse", "%.2f s" % (v / 1000), "≤ 5 s at 1,000", v <= 5000, "async_until_finished")
     v = median(ours, "idle_one_minion_rss")
     if v is not None:
         target("minion idle RSS", "%.1f MiB" % v, "≤ 10 MiB", v <= 10, "idle_one_minion_rss")
@@ -229,12 +239,13 @@ out.append("| K | target | ours | goal | |")
 out.append("|---:|---|---:|---|---|")
 out.extend(targets)
 out.append("")
-out.append("The 1,000-minion scale run is `make bench-scale` (its own report).")
+if peer != "scale":
+    out.append("The 1,000-minion scale run is `make bench-scale` (its own report).")
 
 text = "\n".join(out) + "\n"
 print(text)
 os.makedirs("bench/results", exist_ok=True)
-name = "%s%s.md" % (stamp, "-salt" if peer == "salt" else "")
+name = "%s%s.md" % (stamp.replace("scale-", ""), {"salt": "-salt", "scale": "-scale"}.get(peer, ""))
 for path in (os.path.join("bench/results", name), os.path.join(raw, "report.md")):
     with open(path, "w") as f:
         f.write(text)

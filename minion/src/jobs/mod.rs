@@ -19,7 +19,7 @@ pub mod spool;
 pub mod store;
 
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::xmlrpc::{self, remote_error};
@@ -266,12 +266,30 @@ impl Jobs {
     pub fn running(&self) -> Result<Vec<JobRecord>, StoreError> {
         let mut out = Vec::new();
         for record in self.store.running()? {
-            let record = self.check(record)?;
+            let record = self.started_record(self.check(record)?)?;
             if !record.finished() {
                 out.push(record);
             }
         }
         Ok(out)
+    }
+
+    /// `record` with its pid: a job submitted a moment ago may not have it
+    /// recorded yet, so wait (2 s at most) for its launcher to report it.
+    pub fn started_record(&self, mut record: JobRecord) -> Result<JobRecord, StoreError> {
+        let patience = Instant::now() + Duration::from_secs(2);
+        while record.pid == 0 && !record.finished() && Instant::now() < patience {
+            if let Some((pid, start)) = self.spool.read_pid(&record.id) {
+                (record.pid, record.pid_start) = (pid, start);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            match self.find(&record.id)? {
+                Some(r) => record = r,
+                None => break,
+            }
+        }
+        Ok(record)
     }
 
     /// Every record the store holds.
@@ -292,6 +310,7 @@ impl Jobs {
         let Some(record) = self.find(id).map_err(store_err)? else {
             return Ok(None);
         };
+        let record = self.started_record(record).map_err(store_err)?;
         if record.finished() || record.pid == 0 {
             return Ok(None);
         }
@@ -314,7 +333,16 @@ impl Jobs {
     }
 
     /// `async.METHOD(params)`: records the job, starts it detached, returns its id.
-    pub fn submit(&self, method: &str, params: Vec<Value>, caller: &str) -> Result<String, MethodError> {
+    ///
+    /// The id is answered as soon as the job process is spawned; its pid is
+    /// recorded in the background once the launcher reports it (until then
+    /// the job counts as starting, and its spool pid file tells).
+    pub fn submit(
+        self: &Arc<Self>,
+        method: &str,
+        params: Vec<Value>,
+        caller: &str,
+    ) -> Result<String, MethodError> {
         let call_xml = xmlrpc::encode_call(method, params, xmlrpc::DEFAULT_MAX_DEPTH)
             .map_err(|e| MethodError::value(format!("cannot record the call: {e}")))?;
         let mut record = JobRecord {
@@ -341,33 +369,51 @@ impl Jobs {
             tracing::warn!(error = %e, "cannot write a job request");
         }
         let id = record.id.clone();
-        match self.start(&id) {
-            Ok((pid, start)) => {
-                self.store
-                    .update_running(&id, |r| (r.pid, r.pid_start) = (pid, start))
-                    .map_err(store_err)?;
+        match self.launch(&id) {
+            Ok(launcher) => {
+                let (jobs, job) = (Arc::clone(self), id.clone());
+                let started = move || jobs.started(record, launcher);
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => drop(runtime.spawn_blocking(started)),
+                    Err(_) => started(),
+                }
+                Ok(job)
             }
             Err(e) => {
-                let mut failed = record;
-                failed.result_xml = Some(encode_result(remote_error(
-                    "OSError",
-                    &format!("cannot start the job: {e}"),
-                    "",
-                )));
-                failed.ended = Some(now());
-                self.store
-                    .finish(&failed, now(), self.keep_secs)
-                    .map_err(store_err)?;
-                self.spool.remove(&id);
+                self.launch_failed(record, &e).map_err(store_err)?;
+                Ok(id)
             }
         }
-        Ok(id)
     }
 
-    /// Spawns `funcd --run-job ID` in a new session and reads back the
-    /// detached grandchild's pid and start time.
-    fn start(&self, id: &str) -> std::io::Result<(u32, u64)> {
-        use std::io::BufRead;
+    /// Records the pid the launcher of `record` reports.
+    fn started(&self, record: JobRecord, launcher: std::process::Child) {
+        let recorded = match launched(launcher) {
+            Ok((pid, start)) => self
+                .store
+                .update_running(&record.id, |r| (r.pid, r.pid_start) = (pid, start)),
+            Err(e) => self.launch_failed(record, &e),
+        };
+        if let Err(e) = recorded {
+            tracing::warn!(error = %e, "cannot record a job's start");
+        }
+    }
+
+    fn launch_failed(&self, mut record: JobRecord, e: &std::io::Error) -> Result<(), StoreError> {
+        record.result_xml = Some(encode_result(remote_error(
+            "OSError",
+            &format!("cannot start the job: {e}"),
+            "",
+        )));
+        record.ended = Some(now());
+        self.store.finish(&record, now(), self.keep_secs)?;
+        self.spool.remove(&record.id);
+        self.ended();
+        Ok(())
+    }
+
+    /// Spawns `funcd --run-job ID` in a new session (the launcher).
+    fn launch(&self, id: &str) -> std::io::Result<std::process::Child> {
         use std::os::unix::process::CommandExt;
         let mut cmd = std::process::Command::new(&self.exe);
         cmd.arg("--root")
@@ -380,20 +426,25 @@ impl Jobs {
         unsafe {
             cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
         }
-        let mut child = cmd.spawn()?;
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            std::io::BufReader::new(out).read_line(&mut line)?;
-        }
-        let status = child.wait()?;
-        let mut words = line.split_whitespace();
-        match (
-            words.next().and_then(|w| w.parse().ok()),
-            words.next().and_then(|w| w.parse().ok()),
-        ) {
-            (Some(pid), Some(start)) if status.success() => Ok((pid, start)),
-            _ => Err(std::io::Error::other(format!("job launcher ended with {status}"))),
-        }
+        cmd.spawn()
+    }
+}
+
+/// Reads back the detached grandchild's pid and start time from the launcher.
+fn launched(mut child: std::process::Child) -> std::io::Result<(u32, u64)> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        std::io::BufReader::new(out).read_line(&mut line)?;
+    }
+    let status = child.wait()?;
+    let mut words = line.split_whitespace();
+    match (
+        words.next().and_then(|w| w.parse().ok()),
+        words.next().and_then(|w| w.parse().ok()),
+    ) {
+        (Some(pid), Some(start)) if status.success() => Ok((pid, start)),
+        _ => Err(std::io::Error::other(format!("job launcher ended with {status}"))),
     }
 }
 

@@ -31,7 +31,8 @@ const METHODS: &[MethodInfo] = &[
     },
     MethodInfo {
         name: "wait_job",
-        description: "As job_status, but while the job runs waits up to `seconds` (at most 60) for it to end.",
+        description:
+            "As job_status, but while the job runs waits up to `seconds` (at most 60) for it to end.",
         args: &[
             JOB_ID,
             ArgInfo {
@@ -111,11 +112,16 @@ impl Module for JobsModule {
             "wait_job" => {
                 args.arity(1, 2)?;
                 let id = args.string(0, "job_id")?;
-                let seconds = if args.len() > 1 { args.f64(1, "seconds")? } else { 10.0 };
+                let seconds = if args.len() > 1 {
+                    args.f64(1, "seconds")?
+                } else {
+                    10.0
+                };
                 if !seconds.is_finite() || seconds < 0.0 {
                     return Err(MethodError::value("seconds must be a number >= 0"));
                 }
-                let wait = std::time::Duration::from_secs_f64(seconds.min(crate::jobs::MAX_WAIT.as_secs_f64()));
+                let wait =
+                    std::time::Duration::from_secs_f64(seconds.min(crate::jobs::MAX_WAIT.as_secs_f64()));
                 jobs.wait(&id, wait).map_err(store_err)
             }
             "running" => {
@@ -126,6 +132,10 @@ impl Module for JobsModule {
             "find_job" => {
                 args.arity(1, 1)?;
                 let found = jobs.find(&args.string(0, "job_id")?).map_err(store_err)?;
+                let found = found
+                    .map(|r| jobs.started_record(r))
+                    .transpose()
+                    .map_err(store_err)?;
                 Ok(match found {
                     Some(r) if !r.finished() => details(&r),
                     _ => record::<&str>([]),

@@ -269,10 +269,22 @@ mod tests {
     #[test]
     fn only_methods_that_cannot_block_run_inline() {
         let reg = Registry::standard();
-        for instant in ["test.ping", "test.add", "test.module_version", "command.list_methods", "no.such"] {
+        for instant in [
+            "test.ping",
+            "test.add",
+            "test.module_version",
+            "command.list_methods",
+            "no.such",
+        ] {
             assert!(reg.is_instant(instant), "{instant}");
         }
-        for blocking in ["test.sleep", "command.run", "jobs.job_status", "jobs.wait_job", "process.info"] {
+        for blocking in [
+            "test.sleep",
+            "command.run",
+            "jobs.job_status",
+            "jobs.wait_job",
+            "process.info",
+        ] {
             assert!(!reg.is_instant(blocking), "{blocking}");
         }
     }

@@ -305,7 +305,7 @@ fn liveness(
         .iter()
         .filter_map(|h| Some((target(root, h), rec.minion_jobs.get(h)?.clone())))
         .collect();
-    for (host, answer) in poller.poll(asks) {
+    for (host, answer) in poller.poll(asks, None) {
         events.push(match answer {
             Answer::Finished(value) => {
                 let ok = !is_remote_error(&value);

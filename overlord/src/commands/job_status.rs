@@ -82,17 +82,30 @@ pub fn watch(
     let mut poller = None;
     let mut round = 0;
     loop {
-        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || new_poller(plan))
+        // Running hosts answer the moment their job ends (`jobs.wait_job`);
+        // a round waits at most a second so new dispatches are seen.
+        let wait = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()).min(LONGEST_WAIT),
+            None => LONGEST_WAIT,
+        };
+        let wait = (!wait.is_zero()).then_some(wait);
+        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || new_poller(plan), wait)
             .map_err(|e| PlanError::Config(e.to_string()))?;
         each(&status);
         let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
         if status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
             return Ok(status);
         }
-        std::thread::sleep(jobs::poll_pause(round));
-        round += 1;
+        // Nothing was waited on (not dispatched yet, or unreachable): pause.
+        if wait.is_none() || !status.waiting.values().any(|why| why == "running") {
+            std::thread::sleep(jobs::poll_pause(round));
+            round += 1;
+        }
     }
 }
+
+/// Longest one round of `watch` waits on running hosts.
+const LONGEST_WAIT: Duration = Duration::from_secs(1);
 
 pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
     Poller::new(

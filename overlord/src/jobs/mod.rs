@@ -106,12 +106,15 @@ pub fn status_of(record: JobRecord, unreachable: &BTreeMap<String, String>) -> S
 /// Reads the job, asks its unfinished dispatched hosts (through `poller`,
 /// made on first need), records every final answer, and returns the
 /// status. A finished job is answered from the store without any traffic.
+/// With `wait`, hosts still running are given that long to end (each
+/// answers the moment its job ends), so callers that wait need no pause.
 pub fn refresh(
     store: &Store,
     root: &Root,
     id: &str,
     poller: &mut Option<Poller>,
     make_poller: impl FnOnce() -> Result<Poller, String>,
+    wait: Option<Duration>,
 ) -> Result<Status, StoreError> {
     let Some(mut record) = store.load(id)? else {
         return Ok(Status::lost());
@@ -156,7 +159,7 @@ pub fn refresh(
     };
     let mut changes = Vec::new();
     let mut unreachable = BTreeMap::new();
-    for (host, answer) in active.poll(asks) {
+    for (host, answer) in active.poll(asks, wait) {
         match answer {
             Answer::Running => {}
             Answer::Finished(value) => changes.push((

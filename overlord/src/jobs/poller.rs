@@ -27,6 +27,9 @@ const IN_FLIGHT: usize = 64;
 /// How long one `jobs.wait_job` call asks the minion to wait.
 const WATCH_WAIT: Duration = Duration::from_secs(5);
 
+/// How long [`Poller::ended`] waits for a further end after one.
+const LINGER: Duration = Duration::from_millis(2);
+
 /// Pause between `jobs.job_status` polls of a minion without `wait_job`,
 /// and before calling a silent host again.
 const WATCH_PAUSE: Duration = Duration::from_millis(100);
@@ -93,50 +96,88 @@ impl Poller {
     }
 
     /// Watched hosts whose job ended, with their results: waits up to
-    /// `wait` for the first (the watches progress meanwhile).
+    /// `wait` for the first (the watches progress meanwhile), then takes
+    /// the ends that follow within [`LINGER`] of each other, so hosts
+    /// ending together are handled (and their slots refilled) together.
     pub fn ended(&mut self, wait: Duration) -> Vec<(String, Value)> {
-        let mut ends = Vec::new();
         let rx = &mut self.ends_rx;
-        if let Ok(Some(first)) = self.runtime.block_on(async { tokio::time::timeout(wait, rx.recv()).await }) {
-            ends.push(first);
-        }
-        while let Ok(more) = rx.try_recv() {
-            ends.push(more);
-        }
+        let ends = self.runtime.block_on(async {
+            let mut ends = Vec::new();
+            let mut patience = wait;
+            while let Ok(Some(end)) = tokio::time::timeout(patience, rx.recv()).await {
+                ends.push(end);
+                patience = LINGER;
+            }
+            ends
+        });
         for (host, _) in &ends {
             self.watches.remove(host);
         }
         ends
     }
 
-    /// Asks each `(target, minion job id)` once; answers in any order.
-    pub fn poll(&mut self, asks: Vec<(Target, String)>) -> Vec<(String, Answer)> {
-        let jobs: std::collections::HashMap<String, String> = asks
+    /// Asks each `(target, minion job id)` once; answers in any order. With
+    /// `wait`, each host answers when its job ends or after `wait`
+    /// (`jobs.wait_job`; a minion without it is asked `jobs.job_status`).
+    pub fn poll(&mut self, asks: Vec<(Target, String)>, wait: Option<Duration>) -> Vec<(String, Answer)> {
+        let targets: HashMap<String, Target> =
+            asks.iter().map(|(t, _)| (t.name.clone(), t.clone())).collect();
+        let ids: HashMap<String, String> = asks
             .iter()
             .map(|(t, job)| (t.name.clone(), job.clone()))
             .collect();
         let calls = asks
             .into_iter()
-            .map(|(t, job)| (t, "jobs.job_status".to_string(), vec![Value::String(job)]))
-            .collect();
-        self.call_each(calls)
-            .into_iter()
-            .map(|(host, reply)| {
-                let answer = match reply {
-                    Reply::Value(v) => interpret(&host, jobs.get(&host).map_or("", String::as_str), v),
-                    // A fault will not go away by asking again: it is the host's result.
-                    Reply::Fault(err) => Answer::Finished(err),
-                    Reply::Unreachable(why) => Answer::Unreachable(why),
-                };
-                (host, answer)
+            .map(|(t, job)| match wait {
+                Some(w) => {
+                    let params = vec![Value::String(job), Value::Double(w.as_secs_f64())];
+                    (t, "jobs.wait_job".to_string(), params)
+                }
+                None => (t, "jobs.job_status".to_string(), vec![Value::String(job)]),
             })
-            .collect()
+            .collect();
+        let mut again = Vec::new();
+        let mut answers = Vec::new();
+        for (host, reply) in self.call_each_within(calls, wait.unwrap_or_default()) {
+            let status_pair = matches!(&reply, Reply::Value(Value::Array(a)) if a.len() == 2);
+            if wait.is_some() && !status_pair && !matches!(reply, Reply::Unreachable(_)) {
+                if let (Some(t), Some(job)) = (targets.get(&host), ids.get(&host)) {
+                    again.push((t.clone(), job.clone()));
+                    continue;
+                }
+            }
+            let answer = match reply {
+                Reply::Value(v) => interpret(&host, ids.get(&host).map_or("", String::as_str), v),
+                // A fault will not go away by asking again: it is the host's result.
+                Reply::Fault(err) => Answer::Finished(err),
+                Reply::Unreachable(why) => Answer::Unreachable(why),
+            };
+            answers.push((host, answer));
+        }
+        if !again.is_empty() {
+            answers.extend(self.poll(again, None));
+        }
+        answers
     }
 
     /// Makes one call per `(target, method, params)`, up to 64 at once, over
     /// the kept connections; replies in any order.
     pub fn call_each(&mut self, calls: Vec<(Target, String, Vec<Value>)>) -> Vec<(String, Reply)> {
-        let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+        self.call_each_within(calls, Duration::ZERO)
+    }
+
+    /// [`Self::call_each`] for calls that may take `extra` longer than the
+    /// usual limit (they wait on the minion). All are in flight at once.
+    fn call_each_within(
+        &mut self,
+        calls: Vec<(Target, String, Vec<Value>)>,
+        extra: Duration,
+    ) -> Vec<(String, Reply)> {
+        let slots = Arc::new(Semaphore::new(if extra.is_zero() {
+            IN_FLIGHT
+        } else {
+            calls.len().max(1)
+        }));
         let mut tasks = tokio::task::JoinSet::new();
         let _guard = self.runtime.enter();
         for (target, method, params) in calls {
@@ -145,7 +186,8 @@ impl Poller {
             tasks.spawn(async move {
                 let _slot = slots.acquire_owned().await;
                 let asked =
-                    tokio::time::timeout(limit, ask(client, &target, &method, params, tls, limit)).await;
+                    tokio::time::timeout(limit + extra, ask(client, &target, &method, params, tls, limit))
+                        .await;
                 let (reply, client) = asked.unwrap_or_else(|_| {
                     (
                         Reply::Unreachable(format!("no answer from {} within {limit:?}", target.addr)),
@@ -229,12 +271,18 @@ async fn watch_one(
     let mut long_poll = true;
     loop {
         let (method, params, patience) = if long_poll {
-            let params = vec![Value::String(job.clone()), Value::Double(WATCH_WAIT.as_secs_f64())];
+            let params = vec![
+                Value::String(job.clone()),
+                Value::Double(WATCH_WAIT.as_secs_f64()),
+            ];
             ("jobs.wait_job", params, limit + WATCH_WAIT)
         } else {
             ("jobs.job_status", vec![Value::String(job.clone())], limit)
         };
-        let asked = tokio::time::timeout(patience, ask(client.take(), &target, method, params, Arc::clone(&tls), limit));
+        let asked = tokio::time::timeout(
+            patience,
+            ask(client.take(), &target, method, params, Arc::clone(&tls), limit),
+        );
         let (reply, kept) = asked.await.unwrap_or((Reply::Unreachable(String::new()), None));
         client = kept;
         let end = match reply {

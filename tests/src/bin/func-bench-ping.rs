@@ -30,7 +30,9 @@ fn main() -> anyhow::Result<()> {
     let root = pki.minion_root("bench1");
     let minion = FuncdProcess::start(&root, "bench1").map_err(anyhow::Error::msg)?;
     let tls = Pki::client_tls(&pki.overlord());
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         let mut client = MinionClient::connect(minion.addr, "bench1", tls.clone(), Duration::from_secs(10)).await?;
         for _ in 0..200 {

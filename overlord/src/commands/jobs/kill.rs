@@ -58,7 +58,10 @@ impl Kill {
         // longer than the deadline.
         let wait_until = Instant::now() + limit;
         let mut record = store.load(&self.id).map_err(config)?;
-        while let Some(r) = record.as_ref().filter(|r| !r.meta.dispatched && !jobs::driver_gone(&r.meta)) {
+        while let Some(r) = record
+            .as_ref()
+            .filter(|r| !r.meta.dispatched && !jobs::driver_gone(&r.meta))
+        {
             if Instant::now() >= wait_until {
                 stop_driver(&store, r, signal).map_err(config)?;
                 break;
