@@ -1,7 +1,9 @@
 """Turns one `make bench` sitting into tables: ours per fleet size K, side by
 side with the Salt peer's when it ran, the ratio per row (ours / Salt), and
 where we stand against the targets of issue 8. Prints the report and writes
-it as Markdown to bench/results/<stamp>.md (and target/bench/<stamp>/).
+it as Markdown to bench/results/<stamp>[-salt|-scale].md, to
+bench/results/LATEST[-salt|-scale].md (what the README links) and to
+target/bench/<stamp>/report.md.
 
 Usage: bench_report.py RAW_DIR "K1 K2 ..." PEER
 RAW_DIR holds one.tsv, ours-K<K>.tsv, salt-K<K>/salt-K<K>-*.tsv (Salt's own
@@ -245,8 +247,10 @@ if peer != "scale":
 text = "\n".join(out) + "\n"
 print(text)
 os.makedirs("bench/results", exist_ok=True)
-name = "%s%s.md" % (stamp.replace("scale-", ""), {"salt": "-salt", "scale": "-scale"}.get(peer, ""))
-for path in (os.path.join("bench/results", name), os.path.join(raw, "report.md")):
+suffix = {"salt": "-salt", "scale": "-scale"}.get(peer, "")
+name = "%s%s.md" % (stamp.replace("scale-", ""), suffix)
+latest = os.path.join("bench/results", "LATEST%s.md" % suffix)
+for path in (os.path.join("bench/results", name), latest, os.path.join(raw, "report.md")):
     with open(path, "w") as f:
         f.write(text)
 print("written: bench/results/%s" % name)
