@@ -97,10 +97,7 @@ pub async fn call(
     let value = match joined {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => e.into_value(),
-        Err(join) => {
-            tracing::error!(error = %join, "module panicked");
-            panicked()
-        }
+        Err(_) => panicked(),
     };
     Reply::Value(value)
 }

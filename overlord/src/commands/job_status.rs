@@ -96,10 +96,13 @@ pub fn watch(
         if status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
             return Ok(status);
         }
-        // Nothing was waited on (not dispatched yet, or unreachable): pause.
+        // Nothing was waited on (not dispatched yet, or unreachable): pause,
+        // longer the longer nothing is there to wait on.
         if wait.is_none() || !status.waiting.values().any(|why| why == "running") {
             std::thread::sleep(jobs::poll_pause(round));
             round += 1;
+        } else {
+            round = 0;
         }
     }
 }
