@@ -55,7 +55,7 @@ def reap(patience=0.0):
             time.sleep(0.01)
 
 
-def run(args, timeout=600):
+def run(args):
     """Runs func with ARGS; returns (seconds, peak RSS KiB, exit code, stdout)."""
     start = time.perf_counter()
     p = subprocess.Popen([func, "--root", root] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
