@@ -23,7 +23,7 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 raw=$(pwd)/target/bench/$stamp
 mkdir -p "$raw"
 source scripts/fleet.sh
-now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
+source scripts/bench_ours.sh
 
 echo "== one minion: Rust client (common::rpc::client)"
 $B/func-bench-ping "${BENCH_CALLS:-20000}" "${BENCH_CONNS:-8}" "$raw/one.tsv"
@@ -45,20 +45,7 @@ if [ "$PEER" = salt ]; then
 fi
 
 for k in $SIZES; do
-	echo "== $k local minions (one certmaster, each funcd with its own root)"
-	fleet_init "$raw/fleet$k" $B
-	t0=$(now_ms)
-	fleet_minions m "$k"
-	t1=$(now_ms)
-	target/release/func --root "$FLEET_DIR/certmaster" "*" ping >/dev/null
-	t2=$(now_ms)
-	tsv=$raw/ours-K$k.tsv
-	printf 'startup_all_enrolled\t%s\tms\t1\tlaunch of %s funcd until all have certificates and listen\n' $((t1 - t0)) "$k" >"$tsv"
-	printf 'startup_all_answer_ping\t%s\tms\t1\tuntil a func ping of all answered\n' $((t2 - t0)) >>"$tsv"
-	python3 scripts/bench_fleet.py $B/func "$FLEET_DIR/certmaster" "$k" "$FLEET_DIR" "$tsv"
-	fleet_stop
-	FLEET_PIDS=()
-	rm -rf "$FLEET_DIR"
+	bench_ours "$k" "$raw/fleet$k" "$raw/ours-K$k.tsv"
 	if [ -n "$salt_ready" ]; then
 		echo "== Salt, $k minions ($SALT_PEER_DIR/bench.sh $k)"
 		mkdir -p "$raw/salt-K$k"

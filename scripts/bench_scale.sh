@@ -12,7 +12,6 @@
 # to what fits, and the report says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=target/release
 K=${SCALE_K:-1000}
 export RUNS=${RUNS:-3}
 export BENCH_SECTIONS=${BENCH_SECTIONS:-sync async batch}
@@ -34,20 +33,6 @@ if [ "$fits" -lt "$K" ]; then
 	K=$fits
 fi
 source scripts/fleet.sh
-now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
-
-echo "== $K local minions (one certmaster, each funcd with its own root)"
-fleet_init "$raw/fleet" $B
-t0=$(now_ms)
-fleet_minions m "$K"
-t1=$(now_ms)
-$B/func --root "$FLEET_DIR/certmaster" "*" ping >/dev/null
-t2=$(now_ms)
-tsv=$raw/ours-K$K.tsv
-printf 'startup_all_enrolled\t%s\tms\t1\tlaunch of %s funcd until all have certificates and listen\n' $((t1 - t0)) "$K" >"$tsv"
-printf 'startup_all_answer_ping\t%s\tms\t1\tuntil a func ping of all answered\n' $((t2 - t0)) >>"$tsv"
-python3 scripts/bench_fleet.py $B/func "$FLEET_DIR/certmaster" "$K" "$FLEET_DIR" "$tsv"
-fleet_stop
-FLEET_PIDS=()
-rm -rf "$FLEET_DIR"
+source scripts/bench_ours.sh
+bench_ours "$K" "$raw/fleet" "$raw/ours-K$K.tsv"
 python3 scripts/bench_report.py "$raw" "$K" scale

@@ -62,21 +62,10 @@ pub async fn call(
     minion.audit.record(peer, &who, &method, &params);
     let caller = who.acl_key();
     if !is_async && minion.registry.is_instant(&method) {
-        let ctx = Context {
-            root: &minion.config.root,
-            copyfile_dirs: &minion.config.copyfile_dirs,
-            registry: &minion.registry,
-            jobs: Some(&minion.jobs),
-            caller: &caller,
-        };
-        let value = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            minion.registry.call(&ctx, &method, &params)
-        })) {
-            Ok(Ok(v)) => v,
-            Ok(Err(e)) => e.into_value(),
-            Err(_) => panicked(),
-        };
-        return Reply::Value(value);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run(&minion, &method, &params, &caller)
+        }));
+        return Reply::Value(settle(ran.ok()));
     }
     let worker = Arc::clone(&minion);
     let joined = tokio::task::spawn_blocking(move || {
@@ -84,26 +73,33 @@ pub async fn call(
             // Any method gets an id; an unknown one fails inside the job, as in Func.
             return worker.jobs.submit(&method, params, &caller).map(Value::String);
         }
-        let ctx = Context {
-            root: &worker.config.root,
-            copyfile_dirs: &worker.config.copyfile_dirs,
-            registry: &worker.registry,
-            jobs: Some(&worker.jobs),
-            caller: &caller,
-        };
-        worker.registry.call(&ctx, &method, &params)
+        run(&worker, &method, &params, &caller)
     })
     .await;
-    let value = match joined {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => e.into_value(),
-        Err(_) => panicked(),
-    };
-    Reply::Value(value)
+    Reply::Value(settle(joined.ok()))
 }
 
-/// A panicking module is a bug; the caller still gets an error value.
-fn panicked() -> Value {
-    tracing::error!("module panicked");
-    MethodError::new("exceptions.Exception", "internal error in module").into_value()
+/// Runs `method` with the daemon's context.
+fn run(minion: &Minion, method: &str, params: &[Value], caller: &str) -> Result<Value, MethodError> {
+    let ctx = Context {
+        root: &minion.config.root,
+        copyfile_dirs: &minion.config.copyfile_dirs,
+        registry: &minion.registry,
+        jobs: Some(&minion.jobs),
+        caller,
+    };
+    minion.registry.call(&ctx, method, params)
+}
+
+/// The value of a call; `None` when the module panicked (a bug — the
+/// caller still gets an error value).
+fn settle(outcome: Option<Result<Value, MethodError>>) -> Value {
+    match outcome {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => e.into_value(),
+        None => {
+            tracing::error!("module panicked");
+            MethodError::new("exceptions.Exception", "internal error in module").into_value()
+        }
+    }
 }

@@ -97,6 +97,16 @@ pub struct JobRecord {
     pub hosts: BTreeMap<String, HostEntry>,
 }
 
+impl JobRecord {
+    /// Hosts dispatched and not finished, with their minion job ids.
+    pub fn in_flight(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.hosts
+            .iter()
+            .filter(|(_, e)| e.state == HostState::Dispatched)
+            .filter_map(|(host, e)| Some((host.as_str(), e.minion_job.as_deref()?)))
+    }
+}
+
 /// A change to one host.
 #[derive(Debug, Clone)]
 pub enum HostUpdate {
@@ -295,14 +305,9 @@ impl Store {
     pub fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
         self.write(|txn| {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            let Some(meta) = jobs
-                .get(id)
-                .map_err(db_err)?
-                .map(|v| decode::<JobMeta>(v.value()))
-            else {
+            let Some(mut meta) = stored_meta(&jobs, id)? else {
                 return Ok(());
             };
-            let mut meta = meta?;
             meta.driver = Some((pid, start));
             jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
             Ok(())
@@ -405,14 +410,9 @@ fn apply_update(
     dispatch_done: bool,
 ) -> Result<bool, StoreError> {
     let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-    let Some(meta) = jobs
-        .get(id)
-        .map_err(db_err)?
-        .map(|v| decode::<JobMeta>(v.value()))
-    else {
+    let Some(mut meta) = stored_meta(&jobs, id)? else {
         return Ok(false);
     };
-    let mut meta = meta?;
     let mut table = txn.open_table(HOSTS).map_err(db_err)?;
     for (host, change) in changes {
         let key = (id, host.as_str());
@@ -525,6 +525,14 @@ fn purge(txn: &redb::WriteTransaction, now: f64, keep_secs: f64) -> Result<usize
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     serde_json::to_vec(value).map_err(db_err)
+}
+
+/// Job `id`'s meta as a write transaction sees it.
+fn stored_meta(jobs: &redb::Table<&str, &[u8]>, id: &str) -> Result<Option<JobMeta>, StoreError> {
+    jobs.get(id)
+        .map_err(db_err)?
+        .map(|v| decode::<JobMeta>(v.value()))
+        .transpose()
 }
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {

@@ -25,6 +25,17 @@ pub struct Target {
     pub addr: String,
 }
 
+impl Target {
+    /// Minion `name` at the address it advertised, read now (a minion may
+    /// have restarted elsewhere since a job began).
+    pub fn enrolled(root: &Root, name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            addr: address(root, name),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TargetError {
     #[error("can't find any minions matching \"{0}\"")]

@@ -24,7 +24,7 @@ use super::record::{self, BatchRecord, Control};
 use crate::jobs::poller::{Answer, Poller, Reply};
 use crate::jobs::{encode_result, poll_pause};
 use crate::store::{HostUpdate, JobMeta, Store};
-use crate::targets::{self, Target};
+use crate::targets::Target;
 
 /// Longest a single call may take inside a round.
 const CALL_LIMIT: f64 = 10.0;
@@ -108,7 +108,7 @@ pub fn drive(
         }
         for (host, job) in &rec.minion_jobs {
             if rec.state.active.contains_key(host) {
-                poller.watch(target(root, host), job.clone());
+                poller.watch(Target::enrolled(root, host), job.clone());
             }
         }
         record::log_event(root, id, "recover", &rec);
@@ -135,7 +135,7 @@ pub fn drive(
                 .iter()
                 .map(|h| {
                     (
-                        target(root, h),
+                        Target::enrolled(root, h),
                         format!("async.{}", meta.function),
                         params.clone(),
                     )
@@ -150,7 +150,7 @@ pub fn drive(
                                 minion_job: job.clone(),
                             },
                         ));
-                        poller.watch(target(root, &host), job.clone());
+                        poller.watch(Target::enrolled(root, &host), job.clone());
                         rec.minion_jobs.insert(host, job);
                     }
                     Reply::Value(v) | Reply::Fault(v) => {
@@ -251,13 +251,6 @@ fn save(
     Ok(())
 }
 
-fn target(root: &Root, host: &str) -> Target {
-    Target {
-        name: host.to_string(),
-        addr: targets::address(root, host),
-    }
-}
-
 /// Calls `method(minion job id)` on each of `hosts` that has a minion job.
 fn with_jobs(
     root: &Root,
@@ -270,7 +263,7 @@ fn with_jobs(
         .filter_map(|h| {
             let job = rec.minion_jobs.get(h)?;
             Some((
-                target(root, h),
+                Target::enrolled(root, h),
                 method.to_string(),
                 vec![Value::String(job.clone())],
             ))
@@ -303,7 +296,7 @@ fn liveness(
     }
     let asks = gone
         .iter()
-        .filter_map(|h| Some((target(root, h), rec.minion_jobs.get(h)?.clone())))
+        .filter_map(|h| Some((Target::enrolled(root, h), rec.minion_jobs.get(h)?.clone())))
         .collect();
     for (host, answer) in poller.poll(asks, None) {
         events.push(match answer {

@@ -19,7 +19,7 @@ use crate::dispatch::{self, Dispatch};
 use crate::job::Action;
 use crate::plan::WORKER_CONCURRENCY;
 use crate::store::{HostState, HostUpdate, Store};
-use crate::targets::{self, Target};
+use crate::targets::Target;
 
 /// Results written per transaction at most, and the longest a result waits.
 const FLUSH_EVERY: usize = 64;
@@ -95,10 +95,7 @@ fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
         .hosts
         .iter()
         .filter(|(_, e)| e.state == HostState::Pending)
-        .map(|(host, _)| Target {
-            name: host.clone(),
-            addr: targets::address(root, host),
-        })
+        .map(|(host, _)| Target::enrolled(root, host))
         .collect();
     let params = record
         .meta

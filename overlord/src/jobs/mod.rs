@@ -17,7 +17,7 @@ use common::paths::Root;
 use common::Value;
 
 use crate::store::{HostState, HostUpdate, JobRecord, Store, StoreError};
-use crate::targets::{self, Target};
+use crate::targets::Target;
 use poller::{Answer, Poller};
 
 /// Func's status codes.
@@ -136,17 +136,8 @@ pub fn refresh(
         }
     }
     let asks: Vec<(Target, String)> = record
-        .hosts
-        .iter()
-        .filter(|(_, e)| e.state == HostState::Dispatched)
-        .filter_map(|(host, e)| {
-            let target = Target {
-                name: host.clone(),
-                // Asked at the address it has now: a minion may have restarted elsewhere.
-                addr: targets::address(root, host),
-            };
-            Some((target, e.minion_job.clone()?))
-        })
+        .in_flight()
+        .map(|(host, job)| (Target::enrolled(root, host), job.to_string()))
         .collect();
     if asks.is_empty() {
         return Ok(status_of(record, &BTreeMap::new()));

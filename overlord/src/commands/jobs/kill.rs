@@ -14,8 +14,7 @@ use common::Value;
 use crate::commands::job_status;
 use crate::jobs::{self, poller::Reply};
 use crate::plan::{option_value, split_flag, Plan, PlanError};
-use crate::store::HostState;
-use crate::targets::{self, Target};
+use crate::targets::Target;
 
 #[derive(Debug)]
 pub struct Kill {
@@ -75,19 +74,14 @@ impl Kill {
             return Ok(1);
         };
         let calls: Vec<(Target, String, Vec<Value>)> = record
-            .hosts
-            .iter()
-            .filter(|(_, e)| e.state == HostState::Dispatched)
-            .filter_map(|(host, e)| {
-                let target = Target {
-                    name: host.clone(),
-                    addr: targets::address(&plan.root, host),
-                };
-                let params = vec![
-                    Value::String(e.minion_job.clone()?),
-                    Value::String(self.signal.clone()),
-                ];
-                Some((target, "jobs.signal_job".to_string(), params))
+            .in_flight()
+            .map(|(host, job)| {
+                let params = vec![Value::String(job.to_string()), Value::String(self.signal.clone())];
+                (
+                    Target::enrolled(&plan.root, host),
+                    "jobs.signal_job".to_string(),
+                    params,
+                )
             })
             .collect();
         let mut failed = false;
