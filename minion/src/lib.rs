@@ -10,11 +10,14 @@
 //! - [`jobs`]: async jobs: detached job processes, the spool, the redb store.
 //! - [`acl`]: Func's `minion-acl.d/*.acl` files.
 //! - [`audit`]: `var/log/func/audit.log`, one line per call.
+//! - [`beneath`]: files below a directory reached through descriptors, never
+//!   through a symlink (copyfile's writes).
 //! - [`modules`]: the module trait, the registry, and one file per module.
 //! - [`quickack`]: keeps Python keep-alive clients from 40 ms Nagle stalls.
 
 pub mod acl;
 pub mod audit;
+pub mod beneath;
 pub mod config;
 pub mod dispatch;
 pub mod enroll;
