@@ -25,18 +25,24 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| io("writing", std::io::Error::other("no parent directory")))?;
-    fs::create_dir_all(dir).map_err(|e| io("creating the directory of", e))?;
+    if mode & 0o077 == 0 {
+        // Keys live in 0700 directories (tightened if an older install made them wider).
+        common::private::private_dir(dir).map_err(|e| io("creating the directory of", e))?;
+    } else {
+        fs::create_dir_all(dir).map_err(|e| io("creating the directory of", e))?;
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let result = (|| {
+        let _ = fs::remove_file(&tmp);
         let mut f = OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(mode)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(&tmp)?;
         f.write_all(contents)?;
         f.sync_all()?;

@@ -9,6 +9,7 @@
 //!   argument accessors, the `REMOTE_ERROR` value.
 //! - [`identity`]: who a certificate names (CN, OpenSSL subject hash, overlord mark).
 //! - [`tls`]: rustls server and client configurations (ring provider only).
+//! - [`private`]: 0600 files in 0700 directories for stores, spools, logs.
 //! - [`process`]: pid + start time, how both stores name a live process.
 //! - [`rpc`]: XML-RPC over HTTP/1.1: the keep-alive client, and the request
 //!   reading (routes, size limit, body deadline) servers share.
@@ -16,6 +17,7 @@
 pub mod config;
 pub mod identity;
 pub mod paths;
+pub mod private;
 pub mod process;
 pub mod rpc;
 pub mod tls;

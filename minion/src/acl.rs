@@ -2,16 +2,47 @@
 //! `<cn>-<subject hash> = method glob, method glob`, globs on both sides
 //! (`web1-* = test.*`). The overlord's marked certificate may call everything;
 //! any other certificate may call only what an ACL line grants it.
+//!
+//! A key is split at its **last** `-` into a CN pattern and a subject-hash
+//! pattern, and each is matched on its own: `m2-*` means "host m2, any
+//! certificate", and does not match a host enrolled as `m2-evil`. CNs are
+//! host names, so their pattern matches without regard to letter case. A
+//! key without `-` is a CN pattern with any hash.
 
 use std::path::Path;
 
 use common::identity::PeerIdentity;
-use glob::Pattern;
+use glob::{MatchOptions, Pattern};
+
+/// Who is calling, as ACLs, job ownership and the audit log see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// `<cn>-<subject hash>` (Func's ACL key).
+    pub key: String,
+    /// The overlord's marked certificate: may call and see everything.
+    pub overlord: bool,
+}
+
+impl Caller {
+    pub fn new(key: impl Into<String>, overlord: bool) -> Self {
+        Self {
+            key: key.into(),
+            overlord,
+        }
+    }
+}
+
+impl From<&PeerIdentity> for Caller {
+    fn from(who: &PeerIdentity) -> Self {
+        Self::new(who.acl_key(), who.overlord)
+    }
+}
 
 /// One parsed ACL line.
 #[derive(Debug)]
 struct Rule {
-    host: Pattern,
+    cn: Pattern,
+    hash: Pattern,
     methods: Vec<Pattern>,
 }
 
@@ -23,6 +54,20 @@ pub struct Acl {
 
 /// ACL file sizes we read; a larger file is skipped with a warning.
 const MAX_ACL_FILE: u64 = 1 << 20;
+
+const ANY_CASE: MatchOptions = MatchOptions {
+    case_sensitive: false,
+    require_literal_separator: false,
+    require_literal_leading_dot: false,
+};
+
+/// `<cn>-<hash>` split at the last `-`; no `-`: all of it is the CN.
+fn split_key(key: &str) -> (&str, Option<&str>) {
+    match key.rsplit_once('-') {
+        Some((cn, hash)) => (cn, Some(hash)),
+        None => (key, None),
+    }
+}
 
 impl Acl {
     /// Loads every `*.acl` file of `dir`, in name order. A missing directory
@@ -72,43 +117,43 @@ impl Acl {
     }
 
     /// Whether `who` may call `method` (the name after any `async.` prefix).
-    pub fn allows(&self, who: &PeerIdentity, method: &str) -> bool {
+    pub fn allows(&self, who: &Caller, method: &str) -> bool {
         if who.overlord {
             return true;
         }
-        let key = who.acl_key();
+        let (cn, hash) = split_key(&who.key);
         self.rules
             .iter()
-            .filter(|r| r.host.matches(&key))
+            .filter(|r| r.cn.matches_with(cn, ANY_CASE) && hash.is_some_and(|h| r.hash.matches(h)))
             .any(|r| r.methods.iter().any(|m| m.matches(method)))
     }
 }
 
 fn parse_line(line: &str) -> Option<Rule> {
-    let (host, methods) = line.split_once('=')?;
+    let (key, methods) = line.split_once('=')?;
     if methods.contains('=') {
         return None;
     }
-    let host = Pattern::new(&host.trim().to_lowercase()).ok()?;
+    let (cn, hash) = split_key(key.trim());
     let methods = methods
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|m| !m.is_empty())
         .map(Pattern::new)
         .collect::<Result<Vec<_>, _>>()
         .ok()?;
-    (!methods.is_empty()).then_some(Rule { host, methods })
+    (!cn.is_empty() && !methods.is_empty()).then_some(Rule {
+        cn: Pattern::new(cn).ok()?,
+        hash: Pattern::new(hash.unwrap_or("*")).ok()?,
+        methods,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn who(cn: &str, overlord: bool) -> PeerIdentity {
-        PeerIdentity {
-            cn: cn.into(),
-            subject_hash: 1234,
-            overlord,
-        }
+    fn who(cn: &str, overlord: bool) -> Caller {
+        Caller::new(format!("{cn}-1234"), overlord)
     }
 
     #[test]
@@ -139,5 +184,27 @@ mod tests {
         let acl = Acl::load(dir.path());
         assert!(acl.allows(&who("m2", false), "test.ping"));
         assert!(!acl.allows(&who("m2", false), "command.run"));
+    }
+
+    #[test]
+    fn a_key_splits_at_its_last_dash_into_cn_and_hash() {
+        let mut acl = Acl::default();
+        acl.add_text(
+            Path::new("t.acl"),
+            "m2-* = test.*\nweb-1-99 = command.run\n*-5 = system.*\nbare = process.*\n",
+        );
+        assert!(acl.allows(&Caller::new("m2-1234", false), "test.ping"));
+        assert!(acl.allows(&Caller::new("M2-1", false), "test.ping"), "CNs ignore case");
+        assert!(
+            !acl.allows(&Caller::new("m2-evil-1234", false), "test.ping"),
+            "m2-* is host m2, not any name starting with m2-"
+        );
+        assert!(acl.allows(&Caller::new("web-1-99", false), "command.run"));
+        assert!(!acl.allows(&Caller::new("web-1-98", false), "command.run"));
+        assert!(!acl.allows(&Caller::new("web-199", false), "command.run"));
+        assert!(acl.allows(&Caller::new("any-host-5", false), "system.list_modules"));
+        assert!(!acl.allows(&Caller::new("any-host-6", false), "system.list_modules"));
+        assert!(acl.allows(&Caller::new("bare-77", false), "process.info"));
+        assert!(!acl.allows(&Caller::new("bare2-77", false), "process.info"));
     }
 }

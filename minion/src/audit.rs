@@ -1,15 +1,18 @@
-//! `var/log/func/audit.log`: one line per call with time, peer address,
-//! caller identity, method and a short rendering of the arguments (capped, so
-//! a large request never lands whole in the log).
+//! `var/log/func/audit.log` (0600, in a 0700 directory): one line per call
+//! with time, peer address, caller identity, method and a short rendering of
+//! the arguments (capped, so a large request never lands whole in the log).
+//! Every field is escaped (control characters, line separators and `\\`
+//! become `\n`, `\u{..}` …), so one call is always exactly one line.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Mutex;
 
-use common::identity::PeerIdentity;
 use common::Value;
+
+use crate::acl::Caller;
 
 /// Longest argument rendering written per line.
 const MAX_ARGS_CHARS: usize = 256;
@@ -25,9 +28,10 @@ impl AuditLog {
     pub fn open(path: &Path) -> Self {
         let file = path
             .parent()
-            .map(std::fs::create_dir_all)
+            .map(common::private::private_dir)
             .transpose()
-            .and_then(|_| OpenOptions::new().create(true).append(true).open(path));
+            .and_then(|_| common::private::tighten(path))
+            .and_then(|_| common::private::append(path));
         let file = match file {
             Ok(f) => Some(f),
             Err(e) => {
@@ -41,15 +45,15 @@ impl AuditLog {
     }
 
     /// Records one call.
-    pub fn record(&self, peer: SocketAddr, who: &PeerIdentity, method: &str, params: &[Value]) {
+    pub fn record(&self, peer: SocketAddr, who: &Caller, method: &str, params: &[Value]) {
         let now = time::OffsetDateTime::now_utc();
         let line = format!(
             "{} {} {} {} called with {}\n",
             now.format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
             peer.ip(),
-            who.acl_key(),
-            common::paths::shorten(method),
+            escape(&who.key),
+            escape(&common::paths::shorten(method)),
             render_args(params)
         );
         let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
@@ -83,7 +87,31 @@ pub fn render_args(params: &[Value]) -> String {
         out.truncate(cut);
         out.push_str("...");
     }
-    out.replace(['\n', '\r'], " ")
+    out
+}
+
+/// `text` with every character that could break or fake a log line
+/// escaped: control characters, Unicode line and paragraph separators,
+/// and the backslash itself.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_escaped(text, &mut out);
+    out
+}
+
+fn push_escaped(text: &str, out: &mut String) {
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
 }
 
 fn render(v: &Value, out: &mut String) {
@@ -93,7 +121,8 @@ fn render(v: &Value, out: &mut String) {
     match v {
         Value::String(s) => {
             out.push('\'');
-            out.extend(s.chars().take(MAX_ARGS_CHARS));
+            let cut: String = s.chars().take(MAX_ARGS_CHARS).collect();
+            push_escaped(&cut, out);
             out.push('\'');
         }
         Value::Integer(i) => out.push_str(&i.to_string()),
@@ -122,7 +151,9 @@ fn render(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&format!("'{}': ", k.chars().take(64).collect::<String>()));
+                out.push('\'');
+                push_escaped(&k.chars().take(64).collect::<String>(), out);
+                out.push_str("': ");
                 render(item, out);
                 if out.len() > MAX_ARGS_CHARS {
                     break;
@@ -142,8 +173,12 @@ mod tests {
     fn renders_and_caps() {
         assert_eq!(
             render_args(&[Value::Integer(1), Value::String("a\nb".into())]),
-            "(1, 'a b')"
+            "(1, 'a\\nb')"
         );
+        assert_eq!(escape("x\r\n2026 fake\u{1b}[1m\\\u{2028}"), "x\\r\\n2026 fake\\u{1b}[1m\\\\\\u{2028}");
+        let mut keyed = std::collections::BTreeMap::new();
+        keyed.insert("k\n".to_string(), Value::Nil);
+        assert_eq!(render_args(&[Value::Struct(keyed)]), "({'k\\n': None})");
         let huge = Value::String("x".repeat(100_000));
         let r = render_args(&[huge]);
         assert!(r.len() <= MAX_ARGS_CHARS + 3 && r.ends_with("..."), "{}", r.len());

@@ -7,9 +7,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use common::identity::PeerIdentity;
-use common::xmlrpc::{self, FAULT_FUNC};
+use common::xmlrpc::{self, FAULT_FUNC, FAULT_INVALID_REQUEST};
 use common::Value;
 
+use crate::acl::Caller;
 use crate::modules::{Context, MethodError};
 use crate::server::Minion;
 
@@ -43,24 +44,32 @@ pub async fn call(
     method: String,
     params: Vec<Value>,
 ) -> Reply {
+    // Names are printable ASCII: nothing else reaches an ACL glob, a log
+    // line or a job record.
+    if !is_printable_name(&method) {
+        return Reply::Fault {
+            code: FAULT_INVALID_REQUEST,
+            message: "method name must be printable ASCII without spaces".into(),
+        };
+    }
+    let caller = Caller::from(&who);
     // `async.M.m` runs M.m as a detached job; the ACL judges M.m itself.
     let (is_async, method) = match method.strip_prefix("async.") {
         Some(inner) => (true, inner.to_string()),
         None => (false, method),
     };
-    if !minion.acl.allows(&who, &method) {
-        tracing::info!(caller = %who.acl_key(), method = %common::paths::shorten(&method), "ACL denied");
+    if !minion.acl.allows(&caller, &method) {
+        tracing::info!(caller = %caller.key, method = %common::paths::shorten(&method), "ACL denied");
         return Reply::Fault {
             code: FAULT_FUNC,
             message: format!(
                 "<class 'func.minion.codes.AccessToMethodDenied'>:{} may not call {}",
-                who.acl_key(),
+                caller.key,
                 common::paths::shorten(&method)
             ),
         };
     }
-    minion.audit.record(peer, &who, &method, &params);
-    let caller = who.acl_key();
+    minion.audit.record(peer, &caller, &method, &params);
     if !is_async && minion.registry.is_instant(&method) {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run(&minion, &method, &params, &caller)
@@ -79,14 +88,20 @@ pub async fn call(
     Reply::Value(settle(joined.ok()))
 }
 
+/// Whether a method name is 1 to 256 printable ASCII characters, no spaces.
+fn is_printable_name(method: &str) -> bool {
+    (1..=256).contains(&method.len()) && method.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// Runs `method` with the daemon's context.
-fn run(minion: &Minion, method: &str, params: &[Value], caller: &str) -> Result<Value, MethodError> {
+fn run(minion: &Minion, method: &str, params: &[Value], caller: &Caller) -> Result<Value, MethodError> {
     let ctx = Context {
         root: &minion.config.root,
         copyfile_dirs: &minion.config.copyfile_dirs,
         registry: &minion.registry,
         jobs: Some(&minion.jobs),
         caller,
+        acl: &minion.acl,
     };
     minion.registry.call(&ctx, method, params)
 }

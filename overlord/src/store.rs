@@ -185,16 +185,29 @@ impl Store {
 
     /// Opens the file, waiting while another process has it open.
     fn open(&self) -> Result<Database, StoreError> {
+        let open_err = |e: std::io::Error| StoreError::Open {
+            path: self.path.display().to_string(),
+            message: e.to_string(),
+        };
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
-                path: self.path.display().to_string(),
-                message: e.to_string(),
-            })?;
+            common::private::private_dir(dir).map_err(open_err)?;
         }
+        common::private::tighten(&self.path).map_err(open_err)?;
         let begun = Instant::now();
         let mut pause = Duration::from_micros(500);
         loop {
-            match Database::builder().set_cache_size(8 << 20).create(&self.path) {
+            let file = common::private::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.path)
+                .map_err(open_err)?;
+            let backend = redb::backends::FileBackend::new(file).map_err(|e| StoreError::Open {
+                path: self.path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            match Database::builder().set_cache_size(8 << 20).create_with_backend(backend) {
                 Ok(db) => return Ok(db),
                 Err(redb::DatabaseError::DatabaseAlreadyOpen) if begun.elapsed() < OPEN_PATIENCE => {
                     // Jitter keeps many waiting processes from retrying in step.

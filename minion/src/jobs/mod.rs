@@ -11,6 +11,11 @@
 //!
 //! A job whose process is gone without a result (pid + start time checked)
 //! ends as a `REMOTE_ERROR` saying so, never RUNNING forever.
+//!
+//! A job belongs to the identity that started it (`<cn>-<subject hash>`).
+//! The overlord sees and manages every job; any other caller only its own,
+//! and another caller's job answers exactly as an unknown id would, so ids
+//! cannot even be confirmed.
 
 pub mod notify;
 pub mod proc;
@@ -25,6 +30,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::xmlrpc::{self, remote_error};
 use common::Value;
 
+use crate::acl::Caller;
 use crate::modules::MethodError;
 use spool::Spool;
 use store::{JobRecord, Store, StoreError};
@@ -191,11 +197,11 @@ impl Jobs {
     /// `jobs.wait_job`: [`Self::status`], but while the job runs it waits
     /// (at most `wait`, capped at [`MAX_WAIT`]) for it to end, so a caller
     /// learns of the end at once instead of polling for it.
-    pub fn wait(&self, id: &str, wait: Duration) -> Result<Value, StoreError> {
+    pub fn wait(&self, id: &str, wait: Duration, viewer: &Caller) -> Result<Value, StoreError> {
         let deadline = Instant::now() + wait.min(MAX_WAIT);
         loop {
             let seen = *lock(&self.endings.0);
-            let status = self.status(id)?;
+            let status = self.status(id, viewer)?;
             let now = Instant::now();
             let running = matches!(&status, Value::Array(a) if a.first() == Some(&Value::Integer(RUNNING)));
             if !running || now >= deadline {
@@ -251,9 +257,16 @@ impl Jobs {
         }
     }
 
-    /// `jobs.job_status`: `[0, -1]`, `[1, result]` or `[2, 0]`.
-    pub fn status(&self, id: &str) -> Result<Value, StoreError> {
-        Ok(match self.find(id)? {
+    /// The current record of `id` if `viewer` may see it (its owner, or
+    /// the overlord); `None` exactly as for an unknown id otherwise.
+    pub fn find_for(&self, id: &str, viewer: &Caller) -> Result<Option<JobRecord>, StoreError> {
+        Ok(self.find(id)?.filter(|r| sees(viewer, r)))
+    }
+
+    /// `jobs.job_status`: `[0, -1]`, `[1, result]` or `[2, 0]` (also for a
+    /// job `viewer` may not see).
+    pub fn status(&self, id: &str, viewer: &Caller) -> Result<Value, StoreError> {
+        Ok(match self.find_for(id, viewer)? {
             None => Value::Array(vec![Value::Integer(LOST_IN_SPACE), Value::Integer(0)]),
             Some(r) => match &r.result_xml {
                 Some(xml) if r.finished() => Value::Array(vec![Value::Integer(FINISHED), decode_result(xml)]),
@@ -262,10 +275,10 @@ impl Jobs {
         })
     }
 
-    /// Running jobs, each brought up to date first.
-    pub fn running(&self) -> Result<Vec<JobRecord>, StoreError> {
+    /// Running jobs `viewer` may see, each brought up to date first.
+    pub fn running(&self, viewer: &Caller) -> Result<Vec<JobRecord>, StoreError> {
         let mut out = Vec::new();
-        for record in self.store.running()? {
+        for record in self.store.running()?.into_iter().filter(|r| sees(viewer, r)) {
             let record = self.started_record(self.check(record)?)?;
             if !record.finished() {
                 out.push(record);
@@ -292,29 +305,29 @@ impl Jobs {
         Ok(record)
     }
 
-    /// Every record the store holds.
-    pub fn all(&self) -> Result<Vec<JobRecord>, StoreError> {
+    /// Every record the store holds that `viewer` may see.
+    pub fn all(&self, viewer: &Caller) -> Result<Vec<JobRecord>, StoreError> {
         self.sweep()?;
-        self.store.all()
+        Ok(self.store.all()?.into_iter().filter(|r| sees(viewer, r)).collect())
     }
 
     /// Sends `signal` to a running job's process group, noting who did it.
-    /// `Ok(None)` when the job is not running.
+    /// `Ok(None)` when the job is not running (or not the caller's).
     pub fn signal(
         &self,
         id: &str,
         signal: nix::sys::signal::Signal,
-        caller: &str,
+        caller: &Caller,
     ) -> Result<Option<JobRecord>, MethodError> {
         let store_err = |e: StoreError| MethodError::os(e.to_string());
-        let Some(record) = self.find(id).map_err(store_err)? else {
+        let Some(record) = self.find_for(id, caller).map_err(store_err)? else {
             return Ok(None);
         };
         let record = self.started_record(record).map_err(store_err)?;
         if record.finished() || record.pid == 0 {
             return Ok(None);
         }
-        let note = format!("{signal} sent by {caller}");
+        let note = format!("{signal} sent by {}", caller.key);
         self.store
             .update_running(id, |r| r.signalled_by = Some(note))
             .map_err(store_err)?;
@@ -341,7 +354,7 @@ impl Jobs {
         self: &Arc<Self>,
         method: &str,
         params: Vec<Value>,
-        caller: &str,
+        caller: &Caller,
     ) -> Result<String, MethodError> {
         let call_xml = xmlrpc::encode_call(method, params, xmlrpc::DEFAULT_MAX_DEPTH)
             .map_err(|e| MethodError::value(format!("cannot record the call: {e}")))?;
@@ -349,7 +362,8 @@ impl Jobs {
             id: String::new(),
             method: method.to_string(),
             call_xml,
-            caller: caller.to_string(),
+            caller: caller.key.clone(),
+            overlord: caller.overlord,
             pid: 0,
             pid_start: 0,
             started: now(),
@@ -455,6 +469,7 @@ fn placeholder(id: &str) -> JobRecord {
         method: String::new(),
         call_xml: String::new(),
         caller: String::new(),
+        overlord: false,
         pid: 0,
         pid_start: 0,
         started: 0.0,
@@ -462,6 +477,12 @@ fn placeholder(id: &str) -> JobRecord {
         result_xml: None,
         signalled_by: None,
     }
+}
+
+/// Whether `viewer` may see `record`: the overlord sees every job, anyone
+/// else only the jobs it started.
+fn sees(viewer: &Caller, record: &JobRecord) -> bool {
+    viewer.overlord || record.caller == viewer.key
 }
 
 /// How a job without a result ended, as far as the minion can tell.

@@ -95,7 +95,8 @@ fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
             return Ok(());
         }
     };
-    let value = execute(root, name, &record.call_xml);
+    let caller = crate::acl::Caller::new(record.caller.clone(), record.overlord);
+    let value = execute(root, name, &record.call_xml, &caller);
     record.pid = me;
     record.pid_start = start;
     record.result_xml = Some(encode_result(value));
@@ -106,7 +107,7 @@ fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
 }
 
 /// Runs the recorded call; every failure is a `REMOTE_ERROR` value.
-fn execute(root: &Root, name: String, call_xml: &str) -> Value {
+fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Caller) -> Value {
     let config = match MinionConfig::load(
         root.clone(),
         Overrides {
@@ -129,12 +130,14 @@ fn execute(root: &Root, name: String, call_xml: &str) -> Value {
         }
     };
     let registry = Registry::standard();
+    let acl = crate::acl::Acl::load(&config.root.acl_dir());
     let ctx = Context {
         root: &config.root,
         copyfile_dirs: &config.copyfile_dirs,
         registry: &registry,
         jobs: None,
-        caller: "",
+        caller,
+        acl: &acl,
     };
     match std::panic::catch_unwind(AssertUnwindSafe(|| {
         registry.call(&ctx, &call.method, &call.params)

@@ -10,7 +10,6 @@
 //! The daemon ingests `.done` files on notification, on every status query,
 //! on a periodic sweep and at start-up, then removes the job's files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::store::JobRecord;
@@ -34,8 +33,11 @@ pub fn is_job_id(id: &str) -> bool {
 }
 
 impl Spool {
+    /// The spool at `dir`, created 0700 (an older, wider one is tightened,
+    /// its files too: they hold requests and results).
     pub fn new(dir: PathBuf) -> std::io::Result<Self> {
-        std::fs::create_dir_all(&dir)?;
+        common::private::private_dir(&dir)?;
+        common::private::tighten_all(&dir)?;
         Ok(Self { dir })
     }
 
@@ -51,9 +53,7 @@ impl Spool {
     /// the durable copy; this file only has to outlive the next second).
     pub fn write_request(&self, record: &JobRecord) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-        let tmp = self.path(&record.id, "job.tmp");
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, self.path(&record.id, "job"))
+        common::private::write(&self.path(&record.id, "job"), &bytes, false)
     }
 
     pub fn read_request(&self, id: &str) -> std::io::Result<JobRecord> {
@@ -62,9 +62,7 @@ impl Spool {
     }
 
     pub fn write_pid(&self, id: &str, pid: u32, start: u64) -> std::io::Result<()> {
-        let tmp = self.path(id, "pid.tmp");
-        std::fs::write(&tmp, format!("{pid} {start}\n"))?;
-        std::fs::rename(&tmp, self.path(id, "pid"))
+        common::private::write(&self.path(id, "pid"), format!("{pid} {start}\n").as_bytes(), false)
     }
 
     /// The job process's pid and start time, if it recorded them.
@@ -77,13 +75,7 @@ impl Spool {
     /// Writes the final record durably.
     pub fn write_done(&self, record: &JobRecord) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-        let tmp = self.path(&record.id, "done.tmp");
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, self.path(&record.id, "done"))?;
-        std::fs::File::open(&self.dir)?.sync_all()
+        common::private::write(&self.path(&record.id, "done"), &bytes, true)
     }
 
     /// The final record of `id`, if its job wrote one. An unreadable file

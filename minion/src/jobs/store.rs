@@ -24,8 +24,11 @@ pub struct JobRecord {
     pub method: String,
     /// The encoded `<methodCall>` (method and arguments).
     pub call_xml: String,
-    /// Who asked (the caller's certificate name).
+    /// Who asked (`<cn>-<subject hash>`): the job belongs to it.
     pub caller: String,
+    /// Whether the caller was the overlord (for the ACL inside the job).
+    #[serde(default)]
+    pub overlord: bool,
     /// The job process (leader of its own process group); 0 until known.
     pub pid: u32,
     /// The job process's start time (clock ticks after boot, from
@@ -77,11 +80,20 @@ impl Store {
             message,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+            common::private::private_dir(dir).map_err(|e| open_err(e.to_string()))?;
         }
+        common::private::tighten(path).map_err(|e| open_err(e.to_string()))?;
+        let file = common::private::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| open_err(e.to_string()))?;
+        let backend = redb::backends::FileBackend::new(file).map_err(|e| open_err(e.to_string()))?;
         let db = Database::builder()
             .set_cache_size(4 << 20)
-            .create(path)
+            .create_with_backend(backend)
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => {
                     open_err("already open by another process (is another funcd using this root?)".into())
@@ -269,6 +281,7 @@ mod tests {
             method: "test.ping".into(),
             call_xml: String::new(),
             caller: "overlord".into(),
+            overlord: true,
             pid: 0,
             pid_start: 0,
             started,

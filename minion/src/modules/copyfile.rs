@@ -422,12 +422,14 @@ mod tests {
         let root = Root::new(dir.path());
         let dirs: Vec<String> = dirs.iter().map(|s| s.to_string()).collect();
         let registry = Registry::standard();
+        let (caller, acl) = (crate::acl::Caller::new("overlord-1", true), crate::acl::Acl::default());
         let ctx = Context {
             root: &root,
             copyfile_dirs: &dirs,
             registry: &registry,
             jobs: None,
-            caller: "test",
+            caller: &caller,
+            acl: &acl,
         };
         f(&ctx, dir.path())
     }

@@ -2,7 +2,9 @@
 //! `job_status`, plus what Salt users know from `saltutil.running`,
 //! `find_job` and `kill_job`: list running jobs, find one, signal its whole
 //! process group. Answers come from the daemon's store, so these methods do
-//! not work inside an async job (`async.jobs.*`).
+//! not work inside an async job (`async.jobs.*`). A caller other than the
+//! overlord sees and signals only the jobs it started; anyone else's answer
+//! exactly as unknown ids (`[2, 0]`, `{}`, "not running").
 
 use common::xmlrpc::args::Args;
 use common::xmlrpc::{self, int};
@@ -107,7 +109,7 @@ impl Module for JobsModule {
         match method {
             "job_status" => {
                 args.arity(1, 1)?;
-                jobs.status(&args.string(0, "job_id")?).map_err(store_err)
+                jobs.status(&args.string(0, "job_id")?, ctx.caller).map_err(store_err)
             }
             "wait_job" => {
                 args.arity(1, 2)?;
@@ -122,16 +124,18 @@ impl Module for JobsModule {
                 }
                 let wait =
                     std::time::Duration::from_secs_f64(seconds.min(crate::jobs::MAX_WAIT.as_secs_f64()));
-                jobs.wait(&id, wait).map_err(store_err)
+                jobs.wait(&id, wait, ctx.caller).map_err(store_err)
             }
             "running" => {
                 args.arity(0, 0)?;
-                let running = jobs.running().map_err(store_err)?;
+                let running = jobs.running(ctx.caller).map_err(store_err)?;
                 Ok(Value::Array(running.iter().map(details).collect()))
             }
             "find_job" => {
                 args.arity(1, 1)?;
-                let found = jobs.find(&args.string(0, "job_id")?).map_err(store_err)?;
+                let found = jobs
+                    .find_for(&args.string(0, "job_id")?, ctx.caller)
+                    .map_err(store_err)?;
                 let found = found
                     .map(|r| jobs.started_record(r))
                     .transpose()
@@ -143,7 +147,7 @@ impl Module for JobsModule {
             }
             "list_jobs" => {
                 args.arity(0, 0)?;
-                let mut all = jobs.all().map_err(store_err)?;
+                let mut all = jobs.all(ctx.caller).map_err(store_err)?;
                 all.sort_by(|a, b| a.started.total_cmp(&b.started));
                 Ok(Value::Array(all.iter().map(summary).collect()))
             }

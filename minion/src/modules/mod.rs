@@ -97,8 +97,18 @@ pub struct Context<'a> {
     pub registry: &'a Registry,
     /// The daemon's job table; `None` inside an async job process.
     pub jobs: Option<&'a crate::jobs::Jobs>,
-    /// Who called (certificate name), for the records `jobs.*` keep.
-    pub caller: &'a str,
+    /// Who called: jobs belong to it, aggregate methods run only what it may call.
+    pub caller: &'a crate::acl::Caller,
+    /// The minion's ACLs.
+    pub acl: &'a crate::acl::Acl,
+}
+
+impl Context<'_> {
+    /// Whether the caller may call `method` (`module.method`): aggregate
+    /// methods (`system.grep`) run only what their caller could call itself.
+    pub fn may_call(&self, method: &str) -> bool {
+        self.acl.allows(self.caller, method)
+    }
 }
 
 /// A Func module: one file under `modules/`.

@@ -1,6 +1,7 @@
 //! `system`: the minion's self-description (`listMethods`, `list_methods`,
 //! `list_modules`, `inventory`) and `grep(word)` over every module that has a
-//! `grep` method.
+//! `grep` method the caller may call itself (an ACL limit on `process.grep`
+//! is not escaped through `system.grep`).
 
 use common::xmlrpc::args::Args;
 use common::Value;
@@ -33,7 +34,7 @@ const METHODS: &[MethodInfo] = &[
     },
     MethodInfo {
         name: "grep",
-        description: "Runs grep(word) on every module that has it and merges the results.",
+        description: "Runs grep(word) on every module that has it (and the caller may call) and merges the results.",
         args: &[ArgInfo {
             name: "word",
             kind: "string",
@@ -80,6 +81,7 @@ impl Module for System {
                 for module in reg
                     .modules()
                     .filter(|m| m.name() != "system" && m.methods().iter().any(|x| x.name == "grep"))
+                    .filter(|m| ctx.may_call(&format!("{}.grep", m.name())))
                 {
                     // A module that cannot answer (no systemd, no ps) is left out, not fatal.
                     if let Ok(Value::Struct(found)) =

@@ -80,12 +80,8 @@ pub fn log_event(root: &Root, id: &str, event: &str, record: &BatchRecord) {
         "counts": record.state.counts(),
         "halted": record.state.halted,
     });
-    let _ = std::fs::create_dir_all(root.log_dir());
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(root.log_dir().join("batch-events.log"))
-    {
+    let _ = common::private::private_dir(&root.log_dir());
+    if let Ok(mut f) = common::private::append(&root.log_dir().join("batch-events.log")) {
         // One write per line: appends of small lines do not interleave.
         let _ = f.write_all(format!("{line}\n").as_bytes());
     }

@@ -34,11 +34,8 @@ pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
 /// Starts `func SUBCOMMAND --root ROOT ID` in a new session, stderr to
 /// `var/log/func/driver.log` (the async-job and batch drivers).
 pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> std::io::Result<Child> {
-    std::fs::create_dir_all(root.log_dir())?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(root.log_dir().join("driver.log"))?;
+    common::private::private_dir(&root.log_dir())?;
+    let log = common::private::append(&root.log_dir().join("driver.log"))?;
     let mut cmd = Command::new(exe);
     cmd.arg(subcommand)
         .arg("--root")
