@@ -183,7 +183,22 @@ fn csr_common_name(csr: &CertificateSigningRequestParams) -> Result<String> {
     if !common::identity::is_valid_host_name(&name) {
         return Err(CertError::BadName(common::paths::shorten(&name)));
     }
+    if is_reserved_name(&name) {
+        return Err(CertError::Reserved(name));
+    }
     Ok(name)
+}
+
+/// Names no minion may get, in any letter case (host names ignore case):
+/// `certmaster` is what minions check the CA's server by, `overlord` is the
+/// identity of the administrator's certificate in ACL keys, audit lines and
+/// job ownership, and `localhost` is never a remote host.
+pub const RESERVED_NAMES: [&str; 3] = ["certmaster", "overlord", "localhost"];
+
+/// Whether `name` is one of [`RESERVED_NAMES`] (ignoring case and a trailing dot).
+pub fn is_reserved_name(name: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name))
 }
 
 fn dn_text(v: Option<&rcgen::DnValue>) -> Option<String> {

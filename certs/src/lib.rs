@@ -34,6 +34,8 @@ pub enum CertError {
     BadRequest,
     #[error("request names {0:?}, which is not a plain host name")]
     BadName(String),
+    #[error("the name {0:?} is reserved (certmaster, overlord and localhost name the CA's own services)")]
+    Reserved(String),
     #[error("request carries no common name")]
     NoName,
     #[error("certificate cannot be parsed")]

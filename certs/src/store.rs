@@ -61,7 +61,7 @@ impl Store {
     }
     /// The published CRL.
     pub fn crl_path(&self) -> PathBuf {
-        self.root.ca_dir().join("certmaster.crl")
+        self.root.ca_crl()
     }
 
     /// Holds the store's exclusive lock until dropped.
@@ -99,7 +99,7 @@ impl Store {
     ) -> Result<Outcome> {
         let (name, key) = match csr_info(csr_pem) {
             Ok(info) => info,
-            Err(e @ (CertError::BadName(_) | CertError::NoName | CertError::BadRequest)) => {
+            Err(e @ (CertError::BadName(_) | CertError::Reserved(_) | CertError::NoName | CertError::BadRequest)) => {
                 return Ok(Outcome::Refused(e.to_string()))
             }
             Err(e) => return Err(e),

@@ -88,6 +88,10 @@ impl Root {
     pub fn ca_cert(&self) -> PathBuf {
         self.ca_dir().join("certmaster.crt")
     }
+    /// The CRL the certmaster publishes (and the overlord checks minions against).
+    pub fn ca_crl(&self) -> PathBuf {
+        self.ca_dir().join("certmaster.crl")
+    }
     pub fn overlord_key(&self) -> PathBuf {
         self.ca_dir().join("overlord.pem")
     }

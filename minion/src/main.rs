@@ -96,6 +96,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         "minion name {:?} is not a plain host name",
         common::paths::shorten(&config.name)
     );
+    anyhow::ensure!(
+        !certs::authority::is_reserved_name(&config.name),
+        "minion name {:?} is reserved (certmaster, overlord and localhost are never minion names)",
+        config.name
+    );
     let enroll_cfg =
         EnrollConfig::load(&root, cli.certmaster).context("reading etc/certmaster/minion.conf")?;
     let listener =

@@ -63,6 +63,8 @@ pub enum StartError {
     Exe(String),
     #[error("cannot save the CRL: {0}")]
     SaveCrl(String),
+    #[error("CRL refused: {0}")]
+    StaleCrl(String),
 }
 
 impl Minion {
@@ -78,6 +80,7 @@ impl Minion {
             key: root.minion_key(&config.name),
             cert: root.minion_cert(&config.name),
             ca: root.minion_ca_cert(),
+            crl: None,
         };
         for (what, path) in [
             ("private key", &creds.key),
@@ -116,13 +119,27 @@ impl Minion {
 
     /// Installs a CRL (PEM) for connections from now on, and saves it below
     /// the root for the next start. Returns whether it differs from the saved one.
+    ///
+    /// A CRL older than the one held (lower CRL number, or an earlier
+    /// `thisUpdate`) is refused: whoever answers in the certmaster's place
+    /// with an old, validly signed CRL cannot roll revocation back.
     pub fn apply_crl(&self, pem: &str) -> Result<bool, StartError> {
         let path = self.config.root.minion_crl();
-        if std::fs::read_to_string(&path).is_ok_and(|saved| saved == pem) {
+        let saved = std::fs::read_to_string(&path).ok();
+        if saved.as_deref() == Some(pem) {
             return Ok(false);
         }
         let crl = rustls::pki_types::CertificateRevocationListDer::from_pem_slice(pem.as_bytes())
             .map_err(|e| StartError::Tls(common::tls::TlsError::Config(format!("CRL: {e}"))))?;
+        if let Some(held) = saved.as_deref().and_then(crl_order) {
+            let offered = crl_order(pem).ok_or_else(|| StartError::StaleCrl("it cannot be parsed".into()))?;
+            if offered.0 < held.0 || offered.1 < held.1 {
+                return Err(StartError::StaleCrl(format!(
+                    "number {} issued {} is older than the held number {} issued {}",
+                    offered.0, offered.1, held.0, held.1
+                )));
+            }
+        }
         let config = common::tls::server_config(&self.creds, vec![crl])?;
         certs::files::write_atomic(&path, pem.as_bytes(), certs::files::PUBLIC)
             .map_err(|e| StartError::SaveCrl(e.to_string()))?;
@@ -133,6 +150,21 @@ impl Minion {
     fn acceptor(&self) -> TlsAcceptor {
         TlsAcceptor::from(Arc::clone(&self.tls.read().unwrap_or_else(|p| p.into_inner())))
     }
+}
+
+/// What orders CRLs: (CRL number, `thisUpdate` as a Unix time); a newer
+/// CRL is not lower in either. A CRL without a number counts as number 0.
+fn crl_order(pem: &str) -> Option<(u128, i64)> {
+    use x509_parser::prelude::FromDer;
+    let der = certs::authority::pem_to_der(pem)?;
+    let (_, crl) = x509_parser::revocation_list::CertificateRevocationList::from_der(&der).ok()?;
+    let number = crl
+        .crl_number()
+        .map(|n| n.to_bytes_be())
+        .filter(|b| b.len() <= 16)
+        .map(|b| b.iter().fold(0u128, |acc, x| (acc << 8) | u128::from(*x)))
+        .unwrap_or(0);
+    Some((number, crl.last_update().timestamp()))
 }
 
 /// Serves `listener` until `shutdown` completes. Connections already open

@@ -51,6 +51,7 @@ pub fn run(
             key: creds.key.clone(),
             cert: creds.cert.clone(),
             ca: creds.ca.clone(),
+            crl: creds.crl.clone(),
         };
         let mut child = Command::new(exe)
             .arg("__worker")

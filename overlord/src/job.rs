@@ -23,6 +23,9 @@ pub struct Job {
     pub key: PathBuf,
     pub cert: PathBuf,
     pub ca: PathBuf,
+    /// The CRL minions' certificates are checked against.
+    #[serde(default)]
+    pub crl: Option<PathBuf>,
 }
 
 impl Job {
@@ -31,6 +34,7 @@ impl Job {
             key: self.key.clone(),
             cert: self.cert.clone(),
             ca: self.ca.clone(),
+            crl: self.crl.clone(),
         }
     }
 }

@@ -86,6 +86,7 @@ pub fn credentials(root: &Root) -> Credentials {
         key: root.overlord_key(),
         cert: root.overlord_cert(),
         ca: root.ca_cert(),
+        crl: Some(root.ca_crl()),
     }
 }
 

@@ -60,7 +60,7 @@ class Fleet:
             ctx.load_cert_chain(cert, key)
         return ctx
 
-    def proxy(self, port, ctx=None, host="localhost"):
+    def proxy(self, port, ctx=None, host="127.0.0.1"):
         return xmlrpc.client.ServerProxy("https://%s:%d" % (host, port), context=ctx or self.context(), allow_none=True)
 
     def kill_jobs(self):

@@ -59,6 +59,7 @@ impl Pki {
             key: self.ca_root.overlord_key(),
             cert: self.ca_root.overlord_cert(),
             ca: self.ca_root.ca_cert(),
+            crl: None,
         }
     }
 
@@ -68,6 +69,7 @@ impl Pki {
             key: root.minion_key(name),
             cert: root.minion_cert(name),
             ca: root.minion_ca_cert(),
+            crl: None,
         }
     }
 
@@ -307,6 +309,7 @@ impl CertmasterProcess {
             key: self.root.overlord_key(),
             cert: self.root.overlord_cert(),
             ca: self.root.ca_cert(),
+            crl: Some(self.root.ca_crl()),
         }
     }
 

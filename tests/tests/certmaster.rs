@@ -198,6 +198,7 @@ fn a_cleaned_certificate_is_refused_after_the_next_crl_fetch() {
         key: m2.root.minion_key("m2"),
         cert: m2.root.minion_cert("m2"),
         ca: m2.root.minion_ca_cert(),
+        crl: None,
     };
     assert_eq!(
         s.call_as(&m2_creds, m1.addr, "m1", "test.ping").unwrap(),

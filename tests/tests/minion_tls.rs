@@ -56,6 +56,7 @@ fn certificate_from_another_ca_is_refused() {
         key: foreign.join("client.pem"),
         cert: foreign.join("client.cert"),
         ca: m.pki.ca_root.ca_cert(),
+        crl: None,
     };
     let result = m.rt.block_on(async {
         let mut c = MinionClient::connect(

@@ -482,7 +482,7 @@ fn placeholder(id: &str) -> JobRecord {
 /// Whether `viewer` may see `record`: the overlord sees every job, anyone
 /// else only the jobs it started.
 fn sees(viewer: &Caller, record: &JobRecord) -> bool {
-    viewer.overlord || record.caller == viewer.key
+    viewer.overlord || (record.caller == viewer.key && !record.overlord)
 }
 
 /// How a job without a result ended, as far as the minion can tell.
