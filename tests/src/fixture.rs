@@ -84,13 +84,17 @@ impl Default for Pki {
     }
 }
 
-/// A running daemon (`funcd` or `certmaster`), ended on drop.
+/// A running daemon (`funcd` or `certmaster`), ended on drop. Its stderr
+/// is read continuously (so a chatty daemon never blocks on a full pipe)
+/// and kept for [`Daemon::stderr_so_far`].
 pub struct Daemon {
     /// The address it reported on its first stdout line.
     pub addr: SocketAddr,
     /// That first line.
     pub banner: String,
     child: Child,
+    stderr: Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -113,13 +117,33 @@ impl Daemon {
             .nth(1)
             .and_then(|a| a.parse::<SocketAddr>().ok());
         match (read, addr) {
-            (Ok(_), Some(addr)) => Ok(Self {
-                addr,
-                banner: line.trim().to_string(),
-                child,
-            }),
+            (Ok(_), Some(addr)) => {
+                let stderr = Arc::new(std::sync::Mutex::new(String::new()));
+                let reader = child.stderr.take().map(|pipe| {
+                    let sink = Arc::clone(&stderr);
+                    std::thread::spawn(move || {
+                        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                            let mut text = sink.lock().unwrap_or_else(|p| p.into_inner());
+                            text.push_str(&line);
+                            text.push('\n');
+                        }
+                    })
+                });
+                Ok(Self {
+                    addr,
+                    banner: line.trim().to_string(),
+                    child,
+                    stderr,
+                    reader,
+                })
+            }
             _ => Err(format!("{bin_name} did not start: {}", Self::finish(child))),
         }
+    }
+
+    /// What the daemon wrote to stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Waits for the process to exit; returns its stderr.
@@ -149,11 +173,10 @@ impl Daemon {
             return None;
         }
         let code = self.child.wait().ok().and_then(|s| s.code());
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
         }
-        Some((code, err))
+        Some((code, self.stderr_so_far()))
     }
 
     /// Sends SIGTERM and waits (SIGKILL after 10 s).
@@ -274,8 +297,13 @@ pub struct CertmasterProcess {
 
 impl CertmasterProcess {
     pub fn start(root: &Root, autosign: bool) -> Result<Self, String> {
+        Self::start_at(root, autosign, "127.0.0.1:0")
+    }
+
+    /// As [`CertmasterProcess::start`], listening on `listen`.
+    pub fn start_at(root: &Root, autosign: bool, listen: &str) -> Result<Self, String> {
         let mut args: Vec<&std::ffi::OsStr> = vec!["--root".as_ref(), root.dir().as_os_str()];
-        args.extend(["--listen", "127.0.0.1:0", "--foreground"].map(std::ffi::OsStr::new));
+        args.extend(["--listen", listen, "--foreground"].map(std::ffi::OsStr::new));
         if autosign {
             args.push("--autosign".as_ref());
         }

@@ -62,6 +62,23 @@ impl OneMinion {
         })
     }
 
+    /// One call on a fresh connection, presenting `creds` (another
+    /// certificate of the same CA, limited by the minion's ACLs).
+    pub fn call_as(&self, creds: &common::tls::Credentials, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
+        let tls = Pki::client_tls(creds);
+        let (addr, name) = (self.minion.addr, self.minion.name.clone());
+        self.rt.block_on(async move {
+            let mut c = MinionClient::connect(addr, &name, tls, Duration::from_secs(20)).await?;
+            c.call(method, params).await
+        })
+    }
+
+    /// Credentials of a fresh certificate named `name` from the same CA.
+    pub fn other_caller(&self, name: &str) -> common::tls::Credentials {
+        let root = self.pki.minion_root(name);
+        self.pki.minion_creds(&root, name)
+    }
+
     /// Sends raw bytes over a TLS connection as the overlord and returns
     /// everything the minion sends back until it closes (or 20 s pass).
     pub fn raw(&self, request: Vec<u8>, half_close: bool) -> Vec<u8> {

@@ -19,5 +19,11 @@ mod overlord_jobs;
 mod overlord_jobs_mgmt;
 // --batch: windows, failhard, liveness, stop, recover.
 mod overlord_batch;
+// Hardening I: callers limited by an ACL (jobs, system.grep, audit, ACL keys).
+mod hardening_callers;
+// Hardening I: reserved names, CRL rollback, revoked minions and the overlord.
+mod hardening_identity;
+// Hardening I: an unprivileged local user (copyfile links, secrets at rest).
+mod hardening_local;
 // Shared helpers for these tests.
 mod helper;
