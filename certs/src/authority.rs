@@ -100,13 +100,18 @@ impl Authority {
         self.sign(name.to_string(), params, key)
     }
 
-    /// A CRL listing `revoked` (serial, revocation time), PEM.
-    pub fn crl(&self, revoked: &[(Vec<u8>, OffsetDateTime)]) -> Result<String> {
+    /// A CRL listing `revoked` (serial, revocation time), PEM. Its CRL
+    /// number is the time in ns, and always above `previous` (the number of
+    /// the CRL it replaces): minions refuse a CRL numbered lower than theirs.
+    pub fn crl(&self, revoked: &[(Vec<u8>, OffsetDateTime)], previous: Option<u128>) -> Result<String> {
         let now = OffsetDateTime::now_utc();
+        let number = u128::try_from(now.unix_timestamp_nanos())
+            .unwrap_or(0)
+            .max(previous.map_or(0, |p| p.saturating_add(1)));
         let params = rcgen::CertificateRevocationListParams {
             this_update: now - Duration::minutes(5),
             next_update: now + Duration::days(365),
-            crl_number: SerialNumber::from_slice(&now.unix_timestamp_nanos().to_be_bytes()[4..]),
+            crl_number: SerialNumber::from_slice(&number.to_be_bytes()[4..]),
             issuing_distribution_point: None,
             revoked_certs: revoked
                 .iter()
@@ -171,6 +176,20 @@ pub fn cert_public_key(cert_pem: &str) -> Result<Vec<u8>> {
     let der = rustls_pem::first_der(cert_pem).ok_or(CertError::BadCertificate)?;
     let (_, cert) = X509Certificate::from_der(&der).map_err(|_| CertError::BadCertificate)?;
     Ok(cert.public_key().subject_public_key.data.to_vec())
+}
+
+/// The CRL number of a PEM CRL (0 when it has none), and its `thisUpdate`
+/// as a Unix time; `None` if it cannot be parsed.
+pub fn crl_order(pem: &str) -> Option<(u128, i64)> {
+    let der = rustls_pem::first_der(pem)?;
+    let (_, crl) = x509_parser::revocation_list::CertificateRevocationList::from_der(&der).ok()?;
+    let number = crl
+        .crl_number()
+        .map(|n| n.to_bytes_be())
+        .filter(|b| b.len() <= 16)
+        .map(|b| b.iter().fold(0u128, |acc, x| (acc << 8) | u128::from(*x)))
+        .unwrap_or(0);
+    Some((number, crl.last_update().timestamp()))
 }
 
 /// DER bytes of the first PEM block of `pem`.

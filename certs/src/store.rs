@@ -224,7 +224,8 @@ impl Store {
                 Some((serial, at))
             })
             .collect();
-        write_atomic(&self.crl_path(), ca.crl(&entries)?.as_bytes(), PUBLIC)
+        let previous = crate::authority::crl_order(&self.crl()).map(|(number, _)| number);
+        write_atomic(&self.crl_path(), ca.crl(&entries, previous)?.as_bytes(), PUBLIC)
     }
 
     /// The published CRL, PEM ("" before the first one).
@@ -296,7 +297,11 @@ mod tests {
         ));
         assert_eq!(store.address("m1").as_deref(), Some("127.0.0.1:5"));
         let cert = store.cert("m1").unwrap();
+        store.publish_crl(&ca).unwrap();
+        let before = crate::authority::crl_order(&store.crl()).unwrap();
         let removed = store.clean(&ca, "m1").unwrap();
+        let after = crate::authority::crl_order(&store.crl()).unwrap();
+        assert!(after.0 > before.0 && after.1 >= before.1, "CRL numbers only grow: {before:?} {after:?}");
         assert_eq!(removed.len(), 1);
         assert!(store.signed().is_empty() && store.address("m1").is_none());
         let crl_der = crate::authority::pem_to_der(&store.crl()).unwrap();

@@ -131,8 +131,8 @@ impl Minion {
         }
         let crl = rustls::pki_types::CertificateRevocationListDer::from_pem_slice(pem.as_bytes())
             .map_err(|e| StartError::Tls(common::tls::TlsError::Config(format!("CRL: {e}"))))?;
-        if let Some(held) = saved.as_deref().and_then(crl_order) {
-            let offered = crl_order(pem).ok_or_else(|| StartError::StaleCrl("it cannot be parsed".into()))?;
+        if let Some(held) = saved.as_deref().and_then(certs::authority::crl_order) {
+            let offered = certs::authority::crl_order(pem).ok_or_else(|| StartError::StaleCrl("it cannot be parsed".into()))?;
             if offered.0 < held.0 || offered.1 < held.1 {
                 return Err(StartError::StaleCrl(format!(
                     "number {} issued {} is older than the held number {} issued {}",
@@ -150,21 +150,6 @@ impl Minion {
     fn acceptor(&self) -> TlsAcceptor {
         TlsAcceptor::from(Arc::clone(&self.tls.read().unwrap_or_else(|p| p.into_inner())))
     }
-}
-
-/// What orders CRLs: (CRL number, `thisUpdate` as a Unix time); a newer
-/// CRL is not lower in either. A CRL without a number counts as number 0.
-fn crl_order(pem: &str) -> Option<(u128, i64)> {
-    use x509_parser::prelude::FromDer;
-    let der = certs::authority::pem_to_der(pem)?;
-    let (_, crl) = x509_parser::revocation_list::CertificateRevocationList::from_der(&der).ok()?;
-    let number = crl
-        .crl_number()
-        .map(|n| n.to_bytes_be())
-        .filter(|b| b.len() <= 16)
-        .map(|b| b.iter().fold(0u128, |acc, x| (acc << 8) | u128::from(*x)))
-        .unwrap_or(0);
-    Some((number, crl.last_update().timestamp()))
 }
 
 /// Serves `listener` until `shutdown` completes. Connections already open
