@@ -44,6 +44,16 @@ pub struct CertmasterConfig {
     pub listen: SocketAddr,
     pub autosign: bool,
     pub header_timeout: Duration,
+    /// How long a new connection may take to send its first byte and
+    /// finish the TLS handshake (`handshake_timeout`, default 5 s).
+    pub handshake_timeout: Duration,
+    /// Connections open at once from one source address
+    /// (`max_connections_per_address`, default 16).
+    pub connections_per_address: usize,
+    /// Pending requests in all (`max_pending`, default 1000) and from one
+    /// source address (`max_pending_per_address`, default 100).
+    pub max_pending: usize,
+    pub max_pending_per_address: usize,
 }
 
 impl CertmasterConfig {
@@ -54,6 +64,9 @@ impl CertmasterConfig {
         autosign: bool,
     ) -> std::result::Result<Self, ConfigError> {
         let ini = Ini::load(&root.certmaster_conf())?;
+        let count = |key: &str, default: usize| -> std::result::Result<usize, ConfigError> {
+            Ok(ini.u64("main", key)?.map_or(default, |v| v.clamp(1, 1 << 20) as usize))
+        };
         let port = ini
             .u64("main", "listen_port")?
             .and_then(|p| u16::try_from(p).ok())
@@ -70,6 +83,14 @@ impl CertmasterConfig {
                     .unwrap_or(30.0)
                     .clamp(0.05, 3600.0),
             ),
+            handshake_timeout: Duration::from_secs_f64(
+                ini.f64("main", "handshake_timeout")?
+                    .unwrap_or(5.0)
+                    .clamp(0.05, 3600.0),
+            ),
+            connections_per_address: count("max_connections_per_address", 16)?,
+            max_pending: count("max_pending", 1000)?,
+            max_pending_per_address: count("max_pending_per_address", 100)?,
             root,
         })
     }
@@ -83,6 +104,9 @@ pub struct Certmaster {
     tls: Arc<rustls::ServerConfig>,
     /// SHA-256 fingerprint of the CA certificate, for minions to pin.
     pub ca_fingerprint: String,
+    /// Names of the pending requests each source address made (pruned of
+    /// names no longer pending when counted).
+    pending_from: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, std::collections::BTreeSet<String>>>,
 }
 
 impl Certmaster {
@@ -116,11 +140,29 @@ impl Certmaster {
         let tls = common::tls::server_config_open(chain, key).map_err(tls_error)?;
         Ok(Self {
             ca_fingerprint: common::identity::fingerprint_sha256(&ca_der),
+            pending_from: Default::default(),
             config,
             store,
             ca,
             tls: Arc::new(tls),
         })
+    }
+
+    /// Whether a new pending request for `name` from `addr` fits the caps
+    /// (`max_pending` in all, `max_pending_per_address`); records it if so.
+    fn admit_pending(&self, addr: std::net::IpAddr, name: &str) -> Option<String> {
+        let (all, per) = (self.config.max_pending, self.config.max_pending_per_address);
+        if self.store.pending().len() >= all {
+            return Some(format!("too many pending requests ({all}); try again once some are signed or cleaned"));
+        }
+        let mut from = self.pending_from.lock().unwrap_or_else(|p| p.into_inner());
+        let names = from.entry(addr).or_default();
+        names.retain(|n| self.store.is_pending(n));
+        if names.len() >= per {
+            return Some(format!("too many pending requests from {addr} ({per})"));
+        }
+        names.insert(name.to_string());
+        None
     }
 
     /// The CA, for `certmaster-ca`-like operations in process.
@@ -143,7 +185,8 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, shutdown, |tcp, peer, permit| {
+    let per_address = cm.config.connections_per_address;
+    common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, per_address, shutdown, |tcp, peer, permit| {
         let cm = Arc::clone(&cm);
         tokio::spawn(async move {
             connection(cm, tcp, peer).await;
@@ -157,9 +200,10 @@ pub async fn serve(
 async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr) {
     let _ = tcp.set_nodelay(true);
     let timeout = cm.config.header_timeout;
+    let handshake = cm.config.handshake_timeout;
     let mut first = [0u8; 1];
     if !matches!(
-        tokio::time::timeout(timeout, tcp.peek(&mut first)).await,
+        tokio::time::timeout(handshake, tcp.peek(&mut first)).await,
         Ok(Ok(1))
     ) {
         return;
@@ -173,7 +217,7 @@ async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr) {
     builder.timer(TokioTimer::new()).header_read_timeout(timeout);
     let served = if first[0] == 0x16 {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(&cm.tls));
-        match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
+        match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
             Ok(Ok(tls)) => builder.serve_connection(TokioIo::new(tls), service).await,
             _ => return,
         }
@@ -199,7 +243,7 @@ where
         Err(reply) => return reply,
     };
     let method = call.method.clone();
-    let answer = tokio::task::spawn_blocking(move || answer(&cm, &call.method, &call.params)).await;
+    let answer = tokio::task::spawn_blocking(move || answer(&cm, peer, &call.method, &call.params)).await;
     let body = match answer {
         Ok(Ok(value)) => xmlrpc::encode_response(value, limits.max_depth)
             .unwrap_or_else(|e| xmlrpc::encode_fault(FAULT_FUNC, &e.to_string())),
@@ -213,7 +257,7 @@ where
 }
 
 /// One method call; `Err` is the fault message.
-fn answer(cm: &Certmaster, method: &str, params: &[Value]) -> std::result::Result<Value, String> {
+fn answer(cm: &Certmaster, peer: SocketAddr, method: &str, params: &[Value]) -> std::result::Result<Value, String> {
     let args = Args::new(method, params);
     match method {
         "wait_for_cert" => {
@@ -226,9 +270,10 @@ fn answer(cm: &Certmaster, method: &str, params: &[Value]) -> std::result::Resul
                 },
                 _ => None,
             };
+            let mut admit = |name: &str| cm.admit_pending(peer.ip().to_canonical(), name);
             let outcome = cm
                 .store
-                .request(&cm.ca, &csr, address.as_deref(), cm.config.autosign)
+                .request_admitted(&cm.ca, &csr, address.as_deref(), cm.config.autosign, &mut admit)
                 .map_err(|e| format!("certmaster error: {e}"))?;
             match outcome {
                 Outcome::Signed(cert) => {

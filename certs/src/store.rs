@@ -37,6 +37,8 @@ pub struct Store {
 
 /// Longest advertised address recorded.
 const MAX_ADDR: usize = 300;
+/// Largest CSR accepted (DER bytes); a real one is well under 2 KiB.
+const MAX_CSR_DER: usize = 8 * 1024;
 
 impl Store {
     pub fn new(root: Root) -> Self {
@@ -97,6 +99,30 @@ impl Store {
         address: Option<&str>,
         autosign: bool,
     ) -> Result<Outcome> {
+        self.request_admitted(ca, csr_pem, address, autosign, &mut |_| None)
+    }
+
+    /// [`Store::request`], where a request that would add a new pending
+    /// CSR is first put to `admit` (under the store's lock), which may
+    /// refuse it with a reason (the certmaster's caps on pending requests).
+    ///
+    /// Only the CSR re-encoded from its DER is stored (never the text as
+    /// sent), and the advertised address is recorded only for a name that
+    /// is signed.
+    pub fn request_admitted(
+        &self,
+        ca: &Authority,
+        csr_pem: &str,
+        address: Option<&str>,
+        autosign: bool,
+        admit: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Result<Outcome> {
+        let Some(der) = crate::authority::pem_to_der(csr_pem).filter(|d| d.len() <= MAX_CSR_DER) else {
+            return Ok(Outcome::Refused(format!(
+                "not a PEM certificate request of at most {MAX_CSR_DER} bytes"
+            )));
+        };
+        let csr_pem = &pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", der));
         let (name, key) = match csr_info(csr_pem) {
             Ok(info) => info,
             Err(e @ (CertError::BadName(_) | CertError::Reserved(_) | CertError::NoName | CertError::BadRequest)) => {
@@ -127,14 +153,16 @@ impl Store {
                     "another request for {name} is pending; run certmaster-ca --clean {name} first"
                 )));
             }
-            self.record_address(&name, address)?;
             return Ok(Outcome::Pending);
         }
-        self.record_address(&name, address)?;
         if autosign {
             let signed = ca.sign_csr(csr_pem)?;
             write_atomic(&cert_path, signed.cert_pem.as_bytes(), PUBLIC)?;
+            self.record_address(&name, address)?;
             return Ok(Outcome::Signed(signed.cert_pem));
+        }
+        if let Some(why) = admit(&name) {
+            return Ok(Outcome::Refused(why));
         }
         write_atomic(&csr_path, csr_pem.as_bytes(), PUBLIC)?;
         Ok(Outcome::Pending)
@@ -155,6 +183,11 @@ impl Store {
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
+    }
+
+    /// Whether `name` has a pending request.
+    pub fn is_pending(&self, name: &str) -> bool {
+        self.csr_path(name).exists()
     }
 
     /// Names with a pending request, sorted.
@@ -288,7 +321,12 @@ mod tests {
             "same key stays pending"
         );
         assert_eq!(store.pending(), ["m1"]);
+        assert!(store.address("m1").is_none(), "no address for a name never signed");
         store.sign_pending(&ca, "m1").unwrap();
+        assert!(matches!(
+            store.request(&ca, &csr, Some("127.0.0.1:5"), false).unwrap(),
+            Outcome::Signed(_)
+        ));
         assert!(store.pending().is_empty());
         assert_eq!(store.signed(), ["m1"]);
         assert!(matches!(

@@ -32,6 +32,8 @@ pub struct MinionConfig {
     pub copyfile_dirs: Vec<String>,
     /// Seconds an async job's record is kept after it finished (Func's 3600).
     pub keep_jobs: f64,
+    /// What one caller may consume (`limits.rs`).
+    pub quotas: crate::limits::Quotas,
 }
 
 /// Values given on the command line, which win over the config file.
@@ -91,7 +93,7 @@ impl MinionConfig {
                     .map(|v| v as usize)
                     .unwrap_or(common::xmlrpc::DEFAULT_MAX_DEPTH),
             },
-            handshake_timeout: secs("handshake_timeout", 10.0)?,
+            handshake_timeout: secs("handshake_timeout", 5.0)?,
             header_timeout: secs("header_timeout", 30.0)?,
             body_timeout: secs("body_timeout", 60.0)?,
             max_connections: ini
@@ -103,6 +105,7 @@ impl MinionConfig {
                 .f64("main", "keep_jobs")?
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .unwrap_or(3600.0),
+            quotas: crate::limits::Quotas::load(&ini)?,
             root,
         })
     }

@@ -44,31 +44,15 @@ pub async fn call(
     method: String,
     params: Vec<Value>,
 ) -> Reply {
-    // Names are printable ASCII: nothing else reaches an ACL glob, a log
-    // line or a job record.
-    if !is_printable_name(&method) {
-        return Reply::Fault {
-            code: FAULT_INVALID_REQUEST,
-            message: "method name must be printable ASCII without spaces".into(),
-        };
-    }
     let caller = Caller::from(&who);
+    if let Some((code, message)) = refusal(&minion, &caller, &method) {
+        return Reply::Fault { code, message };
+    }
     // `async.M.m` runs M.m as a detached job; the ACL judges M.m itself.
     let (is_async, method) = match method.strip_prefix("async.") {
         Some(inner) => (true, inner.to_string()),
         None => (false, method),
     };
-    if !minion.acl.allows(&caller, &method) {
-        tracing::info!(caller = %caller.key, method = %common::paths::shorten(&method), "ACL denied");
-        return Reply::Fault {
-            code: FAULT_FUNC,
-            message: format!(
-                "<class 'func.minion.codes.AccessToMethodDenied'>:{} may not call {}",
-                caller.key,
-                common::paths::shorten(&method)
-            ),
-        };
-    }
     minion.audit.record(peer, &caller, &method, &params);
     if !is_async && minion.registry.is_instant(&method) {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -76,8 +60,14 @@ pub async fn call(
         }));
         return Reply::Value(settle(ran.ok()));
     }
+    // A blocking thread is taken only within the caller's limits.
+    let permit = match minion.gate.enter(&caller) {
+        Ok(p) => p,
+        Err(busy) => return Reply::Value(busy.into_value()),
+    };
     let worker = Arc::clone(&minion);
     let joined = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         if is_async {
             // Any method gets an id; an unknown one fails inside the job, as in Func.
             return worker.jobs.submit(&method, params, &caller).map(Value::String);
@@ -86,6 +76,33 @@ pub async fn call(
     })
     .await;
     Reply::Value(settle(joined.ok()))
+}
+
+/// Why `caller` may not call `method` (as sent, `async.` included), as a
+/// fault (code, message); `None` when it may. Asked once the method name
+/// has arrived, before the rest of the request is read, and again here.
+pub fn refusal(minion: &Minion, caller: &Caller, method: &str) -> Option<(i32, String)> {
+    // Names are printable ASCII: nothing else reaches an ACL glob, a log
+    // line or a job record.
+    if !is_printable_name(method) {
+        return Some((
+            FAULT_INVALID_REQUEST,
+            "method name must be printable ASCII without spaces".into(),
+        ));
+    }
+    let inner = method.strip_prefix("async.").unwrap_or(method);
+    if minion.acl.allows(caller, inner) {
+        return None;
+    }
+    tracing::info!(caller = %caller.key, method = %common::paths::shorten(inner), "ACL denied");
+    Some((
+        FAULT_FUNC,
+        format!(
+            "<class 'func.minion.codes.AccessToMethodDenied'>:{} may not call {}",
+            caller.key,
+            common::paths::shorten(inner)
+        ),
+    ))
 }
 
 /// Whether a method name is 1 to 256 printable ASCII characters, no spaces.

@@ -8,6 +8,7 @@
 //!   off the async threads, `REMOTE_ERROR` values and faults.
 //! - [`enroll`]: getting a certificate from the certmaster, and its CRL.
 //! - [`jobs`]: async jobs: detached job processes, the spool, the redb store.
+//! - [`limits`]: per-caller limits (blocking calls, request bytes, jobs).
 //! - [`acl`]: Func's `minion-acl.d/*.acl` files.
 //! - [`audit`]: `var/log/func/audit.log`, one line per call.
 //! - [`beneath`]: files below a directory reached through descriptors, never
@@ -22,6 +23,7 @@ pub mod config;
 pub mod dispatch;
 pub mod enroll;
 pub mod jobs;
+pub mod limits;
 pub mod modules;
 pub mod quickack;
 pub mod server;

@@ -129,6 +129,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // runs on blocking threads; a second worker only adds thread
     // hand-offs per call (and memory).
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(minion::limits::blocking_threads(&config.quotas))
         .enable_all()
         .build()
         .context("starting the runtime")?;

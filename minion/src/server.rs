@@ -21,7 +21,6 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_rustls::TlsAcceptor;
 
 use crate::acl::Acl;
@@ -39,6 +38,12 @@ pub struct Minion {
     pub acl: Acl,
     pub audit: AuditLog,
     pub jobs: Arc<Jobs>,
+    /// Blocking calls in progress, per caller.
+    pub gate: Arc<crate::limits::CallGate>,
+    /// Request bytes in flight: non-overlord callers share one budget, the
+    /// overlord has its own.
+    budget_others: Arc<tokio::sync::Semaphore>,
+    budget_overlord: Arc<tokio::sync::Semaphore>,
     creds: Credentials,
     /// The TLS configuration new connections use; replaced when a new CRL arrives.
     tls: RwLock<Arc<rustls::ServerConfig>>,
@@ -106,7 +111,11 @@ impl Minion {
         let tls = RwLock::new(Arc::new(common::tls::server_config(&creds, crls)?));
         let exe = std::env::current_exe().map_err(|e| StartError::Exe(e.to_string()))?;
         let jobs = Jobs::open(root, &config.name, config.keep_jobs, exe)?;
+        let q = &config.quotas;
         Ok(Self {
+            gate: crate::limits::CallGate::new(q.clone()),
+            budget_others: Arc::new(tokio::sync::Semaphore::new(q.request_bytes_others)),
+            budget_overlord: Arc::new(tokio::sync::Semaphore::new(q.request_bytes_overlord)),
             jobs: Arc::new(jobs),
             acl: Acl::load(&root.acl_dir()),
             audit: AuditLog::open(&root.audit_log()),
@@ -160,7 +169,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let max = minion.config.max_connections;
-    rpc::accept::accept_loop(listener, max, shutdown, |tcp, peer, permit| {
+    let per_address = minion.config.quotas.connections_per_address;
+    rpc::accept::accept_loop(listener, max, per_address, shutdown, |tcp, peer, permit| {
         tokio::spawn(connection(
             Arc::clone(&minion),
             minion.acceptor(),
@@ -178,7 +188,7 @@ async fn connection(
     acceptor: TlsAcceptor,
     tcp: TcpStream,
     peer: SocketAddr,
-    _permit: OwnedSemaphorePermit,
+    _slot: rpc::accept::Slot,
 ) {
     let _ = tcp.set_nodelay(true);
     let tcp = QuickAckStream::new(tcp);
@@ -223,10 +233,22 @@ async fn connection(
 }
 
 async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: Request<Incoming>) -> Reply {
-    let call = match rpc::http::read_call(req, &minion.config.limits, minion.config.body_timeout).await {
-        Ok(call) => call,
-        Err(reply) => return reply,
+    let caller = crate::acl::Caller::from(&who);
+    let budget = match who.overlord {
+        true => &minion.budget_overlord,
+        false => &minion.budget_others,
     };
+    let refuse = |name: &str| dispatch::refusal(&minion, &caller, name);
+    let admission = rpc::http::Admission {
+        budget,
+        refuse: &refuse,
+    };
+    // `_bytes` keeps the request's share of the budget until the reply.
+    let (call, _bytes) =
+        match rpc::http::read_call_admitted(req, &minion.config.limits, minion.config.body_timeout, &admission).await {
+            Ok(read) => read,
+            Err(reply) => return reply,
+        };
     let max_depth = minion.config.limits.max_depth;
     rpc::http::xml(
         dispatch::call(minion, peer, who, call.method, call.params)

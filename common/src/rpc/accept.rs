@@ -1,25 +1,54 @@
 //! The accept loop both servers share: at most `max_connections` served at
-//! once (further ones wait in the kernel backlog), a short back-off when
-//! `accept` fails (EMFILE and friends) instead of spinning, and a clean stop
-//! when `shutdown` completes. Each connection is handed to `on_connection`
-//! with the slot it holds until it ends.
+//! once (further ones wait in the kernel backlog), at most `per_address`
+//! from one source address (more are closed at once, so one address cannot
+//! hold the slots everyone else needs), a short back-off when `accept`
+//! fails (EMFILE and friends) instead of spinning, and a clean stop when
+//! `shutdown` completes. Each connection is handed to `on_connection` with
+//! the [`Slot`] it holds until it ends.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Open connections per source address.
+type PerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// A connection's place: one of `max_connections`, and one of its
+/// address's `per_address`. Given back when dropped.
+pub struct Slot {
+    _permit: OwnedSemaphorePermit,
+    addr: IpAddr,
+    counts: PerAddress,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = counts.get_mut(&self.addr) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.addr);
+            }
+        }
+    }
+}
+
 /// Accepts until `shutdown` completes.
 pub async fn accept_loop(
     listener: TcpListener,
     max_connections: usize,
+    per_address: usize,
     shutdown: impl Future<Output = ()>,
-    mut on_connection: impl FnMut(TcpStream, SocketAddr, OwnedSemaphorePermit),
+    mut on_connection: impl FnMut(TcpStream, SocketAddr, Slot),
 ) {
     let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+    let counts: PerAddress = Arc::default();
+    let mut refused_logged = std::time::Instant::now() - Duration::from_secs(60);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -37,6 +66,26 @@ pub async fn accept_loop(
                 }
             },
         };
-        on_connection(tcp, peer, permit);
+        let addr = peer.ip().to_canonical();
+        {
+            let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
+            let n = c.entry(addr).or_default();
+            if *n >= per_address.max(1) {
+                drop(c);
+                if refused_logged.elapsed() >= Duration::from_secs(10) {
+                    tracing::warn!(%addr, limit = per_address, "connections from one address over the limit; closing new ones");
+                    refused_logged = std::time::Instant::now();
+                }
+                drop(tcp);
+                continue;
+            }
+            *n += 1;
+        }
+        let slot = Slot {
+            _permit: permit,
+            addr,
+            counts: Arc::clone(&counts),
+        };
+        on_connection(tcp, peer, slot);
     }
 }

@@ -4,24 +4,22 @@
 //! a body deadline, and replies that are HTTP 200 even for faults, as Python
 //! clients expect.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::xmlrpc::{self, Call, Limits};
 
 /// What a server answers.
 pub type Reply = Response<Full<Bytes>>;
 
-/// Reads one XML-RPC call from `req`. `Err` holds the reply to send instead:
-/// an HTTP error, or a fault for a body that is not a readable call.
-pub async fn read_call<B>(req: Request<B>, limits: &Limits, body_timeout: Duration) -> Result<Call, Reply>
-where
-    B: hyper::body::Body,
-    B::Error: std::error::Error + Send + Sync + 'static,
-{
+/// Checks the route and verb of a request; `Err` is the reply to send.
+#[allow(clippy::result_large_err)] // the reply to send is the point
+fn route<B>(req: &Request<B>) -> Result<(), Reply> {
     if !matches!(req.uri().path(), "/" | "/RPC2") {
         return Err(plain(
             StatusCode::NOT_FOUND,
@@ -34,6 +32,25 @@ where
             .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
         return Err(resp);
     }
+    Ok(())
+}
+
+/// The Content-Length a request declares, if any.
+fn declared_length<B>(req: &Request<B>) -> Option<u64> {
+    req.headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// Reads one XML-RPC call from `req`. `Err` holds the reply to send instead:
+/// an HTTP error, or a fault for a body that is not a readable call.
+pub async fn read_call<B>(req: Request<B>, limits: &Limits, body_timeout: Duration) -> Result<Call, Reply>
+where
+    B: hyper::body::Body,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    route(&req)?;
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -65,6 +82,113 @@ where
         let fault = e.fault();
         xml(xmlrpc::encode_fault(fault.code(), fault.string()))
     })
+}
+
+/// How a server admits a request before it has read all of it.
+pub struct Admission<'a> {
+    /// Request bytes in flight that this caller's requests share: the body
+    /// takes its bytes from here as it arrives, and gives them back when
+    /// the returned permit is dropped (after the reply).
+    pub budget: &'a Arc<Semaphore>,
+    /// Decides from the method name alone, before the rest of the body is
+    /// read: `Some(fault message)` refuses the call (the connection is then
+    /// closed, the rest of the body never read).
+    pub refuse: &'a (dyn Fn(&str) -> Option<(i32, String)> + Sync),
+}
+
+/// How far into a body `</methodName>` must come.
+const NAME_WITHIN: usize = 64 * 1024;
+
+/// As [`read_call`], but memory is spent only under `admission`: the body's
+/// bytes come from its budget (waiting at most the body deadline), and the
+/// method name is judged as soon as `</methodName>` has arrived.
+pub async fn read_call_admitted<B>(
+    req: Request<B>,
+    limits: &Limits,
+    body_timeout: Duration,
+    admission: &Admission<'_>,
+) -> Result<(Call, OwnedSemaphorePermit), Reply>
+where
+    B: hyper::body::Body + Unpin,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    route(&req)?;
+    if declared_length(&req).is_some_and(|len| len > limits.max_body as u64) {
+        return Err(too_large(limits.max_body));
+    }
+    let deadline = tokio::time::Instant::now() + body_timeout;
+    let mut body = req.into_body();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let mut judged = false;
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(closing(plain(StatusCode::REQUEST_TIMEOUT, "request body not received in time\n"))),
+            Ok(None) => break,
+            Ok(Some(Err(_))) => return Err(closing(plain(StatusCode::BAD_REQUEST, "request body could not be read\n"))),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(mut data) = frame.into_data() else { continue };
+        let len = bytes::Buf::remaining(&data);
+        let data = bytes::Buf::copy_to_bytes(&mut data, len);
+        if buf.len() + data.len() > limits.max_body {
+            return Err(too_large(limits.max_body));
+        }
+        let want = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let permit = match tokio::time::timeout_at(deadline, Arc::clone(admission.budget).acquire_many_owned(want)).await {
+            Ok(Ok(p)) => p,
+            _ => {
+                return Err(closing(xml(xmlrpc::encode_fault(
+                    xmlrpc::FAULT_FUNC,
+                    "<class 'func.minion.Busy'>:too many request bytes in flight; try again later",
+                ))))
+            }
+        };
+        match held.as_mut() {
+            Some(h) => h.merge(permit),
+            None => held = Some(permit),
+        }
+        buf.extend_from_slice(&data);
+        if !judged {
+            match method_name(&buf) {
+                Some(name) => {
+                    judged = true;
+                    if let Some((code, message)) = (admission.refuse)(&name) {
+                        return Err(closing(xml(xmlrpc::encode_fault(code, &message))));
+                    }
+                }
+                None if buf.len() > NAME_WITHIN => {
+                    return Err(closing(xml(xmlrpc::encode_fault(
+                        xmlrpc::FAULT_PARSE,
+                        "no </methodName> in the first 64 KiB of the request",
+                    ))))
+                }
+                None => {}
+            }
+        }
+    }
+    let permit = match held {
+        Some(p) => p,
+        None => Arc::clone(admission.budget)
+            .try_acquire_many_owned(0)
+            .map_err(|_| closing(plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")))?,
+    };
+    let call = xmlrpc::decode_call(&buf, limits).map_err(|e| {
+        let fault = e.fault();
+        xml(xmlrpc::encode_fault(fault.code(), fault.string()))
+    })?;
+    Ok((call, permit))
+}
+
+/// The text between `<methodName>` and `</methodName>` once both have
+/// arrived (trimmed; entity references left as they are).
+fn method_name(buf: &[u8]) -> Option<String> {
+    const OPEN: &[u8] = b"<methodName>";
+    const CLOSE: &[u8] = b"</methodName>";
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let start = find(buf, OPEN)? + OPEN.len();
+    let end = start + find(&buf[start..], CLOSE)?;
+    Some(String::from_utf8_lossy(&buf[start..end]).trim().to_string())
 }
 
 /// An HTTP 200 `text/xml` reply.

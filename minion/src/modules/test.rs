@@ -6,6 +6,9 @@ use common::Value;
 use super::{Context, MethodError, MethodInfo, MethodResult, Module};
 use crate::modules::ArgInfo;
 
+/// Longest `test.sleep`: a test method must not hold a thread for long.
+pub const MAX_SLEEP: u64 = 300;
+
 pub struct Test;
 
 const METHODS: &[MethodInfo] = &[
@@ -98,6 +101,11 @@ impl Module for Test {
                 let t = args.i64(0, "t")?;
                 let secs = u64::try_from(t)
                     .map_err(|_| MethodError::value(format!("sleep length must not be negative, got {t}")))?;
+                if secs > MAX_SLEEP {
+                    return Err(MethodError::value(format!(
+                        "sleep length {secs} s is over the {MAX_SLEEP} s test.sleep allows"
+                    )));
+                }
                 std::thread::sleep(std::time::Duration::from_secs(secs));
                 Ok(Value::Double(now()))
             }
