@@ -110,7 +110,7 @@ impl Minion {
         };
         let tls = RwLock::new(Arc::new(common::tls::server_config(&creds, crls)?));
         let exe = std::env::current_exe().map_err(|e| StartError::Exe(e.to_string()))?;
-        let jobs = Jobs::open(root, &config.name, config.keep_jobs, exe)?;
+        let jobs = Jobs::open(root, &config.name, config.keep_jobs, exe, config.quotas.clone())?;
         let q = &config.quotas;
         Ok(Self {
             gate: crate::limits::CallGate::new(q.clone()),

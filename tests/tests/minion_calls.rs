@@ -246,7 +246,8 @@ fn audit_log_has_one_short_line_per_call() {
 
 #[test]
 fn concurrent_connections_are_all_answered_and_slow_methods_do_not_block() {
-    let m = OneMinion::start("m1");
+    // 200 connections at once from one address: over the default per-address cap.
+    let m = OneMinion::start_with("m1", "max_connections_per_address = 256", "");
     let tls = m.overlord_tls();
     let addr = m.minion.addr;
     m.rt.block_on(async {
@@ -254,7 +255,7 @@ fn concurrent_connections_are_all_answered_and_slow_methods_do_not_block() {
             .await
             .unwrap();
         // Long enough that the 200 calls cannot be waiting for it; it is abandoned below.
-        let sleeper = tokio::spawn(async move { slow.call("test.sleep", vec![Value::Integer(600)]).await });
+        let sleeper = tokio::spawn(async move { slow.call("test.sleep", vec![Value::Integer(290)]).await });
         let mut tasks = Vec::new();
         for i in 0..200 {
             let tls = tls.clone();
@@ -269,7 +270,7 @@ fn concurrent_connections_are_all_answered_and_slow_methods_do_not_block() {
         }
         assert!(
             !sleeper.is_finished(),
-            "200 calls were answered while test.sleep(600) still ran"
+            "200 calls were answered while test.sleep(290) still ran"
         );
         sleeper.abort();
     });

@@ -153,7 +153,8 @@ where
             match method_name(&buf) {
                 Some(name) => {
                     judged = true;
-                    if let Some((code, message)) = (admission.refuse)(&name) {
+                    let refused = name.and_then(|n| (admission.refuse)(&n));
+                    if let Some((code, message)) = refused {
                         return Err(closing(xml(xmlrpc::encode_fault(code, &message))));
                     }
                 }
@@ -181,14 +182,21 @@ where
 }
 
 /// The text between `<methodName>` and `</methodName>` once both have
-/// arrived (trimmed; entity references left as they are).
-fn method_name(buf: &[u8]) -> Option<String> {
+/// arrived: `Some(Some(name))` (trimmed), or `Some(None)` when it cannot be
+/// judged before the whole request is decoded (not UTF-8, entity
+/// references); those are judged after decoding, as every call is.
+fn method_name(buf: &[u8]) -> Option<Option<String>> {
     const OPEN: &[u8] = b"<methodName>";
     const CLOSE: &[u8] = b"</methodName>";
     let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
     let start = find(buf, OPEN)? + OPEN.len();
     let end = start + find(&buf[start..], CLOSE)?;
-    Some(String::from_utf8_lossy(&buf[start..end]).trim().to_string())
+    Some(
+        std::str::from_utf8(&buf[start..end])
+            .ok()
+            .filter(|n| !n.contains('&'))
+            .map(|n| n.trim().to_string()),
+    )
 }
 
 /// An HTTP 200 `text/xml` reply.

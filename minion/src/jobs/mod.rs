@@ -56,6 +56,11 @@ pub struct Jobs {
     last_id: Mutex<u64>,
     /// Counts jobs that ended, and wakes `jobs.wait_job` callers.
     endings: (Mutex<u64>, Condvar),
+    /// Running jobs and kept bytes each caller may have.
+    quotas: crate::limits::Quotas,
+    /// Held from a submission's quota check to its record, so concurrent
+    /// submissions cannot overshoot a caller's quota together.
+    admitting: Mutex<()>,
 }
 
 /// Longest one `jobs.wait_job` call waits.
@@ -117,6 +122,7 @@ impl Jobs {
         name: &str,
         keep_secs: f64,
         exe: PathBuf,
+        quotas: crate::limits::Quotas,
     ) -> Result<Self, StoreError> {
         let store = Store::open(&root.status_dir().join("minion.redb"))?;
         let spool = Spool::new(root.status_dir().join("jobs")).map_err(|e| StoreError::Open {
@@ -132,6 +138,8 @@ impl Jobs {
             name: name.to_string(),
             last_id: Mutex::new(0),
             endings: (Mutex::new(0), Condvar::new()),
+            quotas,
+            admitting: Mutex::new(()),
         };
         jobs.recover()?;
         Ok(jobs)
@@ -174,7 +182,7 @@ impl Jobs {
         }
         let record = match self.spool.read_done(id) {
             None => return Ok(false),
-            Some(Ok(record)) => record,
+            Some(Ok(record)) => self.within_quota(record),
             Some(Err(why)) => {
                 let mut record = self.store.get(id)?.unwrap_or_else(|| placeholder(id));
                 record.result_xml = Some(encode_result(remote_error("func.minion.StoreError", &why, "")));
@@ -186,6 +194,51 @@ impl Jobs {
         self.spool.remove(id);
         self.ended();
         Ok(true)
+    }
+
+    /// `record` if its result fits what its caller may keep; otherwise the
+    /// same record with the result replaced by an error saying so.
+    fn within_quota(&self, mut record: JobRecord) -> JobRecord {
+        let caller = Caller::new(record.caller.clone(), record.overlord);
+        let (_, max_bytes) = self.quotas.jobs_of(&caller);
+        let result = record.result_xml.as_ref().map_or(0, String::len) as u64;
+        let kept = self.store.usage(&caller.key, caller.overlord).bytes;
+        if kept.saturating_add(result) <= max_bytes {
+            return record;
+        }
+        let key = if caller.overlord { "max_job_bytes_overlord" } else { "max_job_bytes_per_caller" };
+        record.result_xml = Some(encode_result(remote_error(
+            crate::limits::BUSY,
+            &format!(
+                "the job's result ({result} bytes) is more than {} may keep ({kept} of {max_bytes} bytes kept; {key}); it was dropped",
+                caller.key
+            ),
+            "",
+        )));
+        record
+    }
+
+    /// Refuses a new job of `caller` that its quotas do not allow.
+    fn admit(&self, caller: &Caller, request_bytes: u64) -> Result<(), MethodError> {
+        let (max_running, max_bytes) = self.quotas.jobs_of(caller);
+        let usage = self.store.usage(&caller.key, caller.overlord);
+        let (jobs_key, bytes_key) = match caller.overlord {
+            true => ("max_jobs_overlord", "max_job_bytes_overlord"),
+            false => ("max_jobs_per_caller", "max_job_bytes_per_caller"),
+        };
+        if usage.running >= max_running {
+            return Err(crate::limits::busy(format!(
+                "{} already runs {} async jobs on this minion ({jobs_key} = {max_running})",
+                caller.key, usage.running
+            )));
+        }
+        if usage.bytes.saturating_add(request_bytes) > max_bytes {
+            return Err(crate::limits::busy(format!(
+                "{} keeps {} bytes of job requests and results here; this request ({request_bytes} bytes) would pass {bytes_key} = {max_bytes} (wait for keep_jobs to expire them)",
+                caller.key, usage.bytes
+            )));
+        }
+        Ok(())
     }
 
     /// Wakes whoever waits for a job to end.
@@ -372,10 +425,14 @@ impl Jobs {
             signalled_by: None,
         };
         let store_err = |e: StoreError| MethodError::os(e.to_string());
-        loop {
-            record.id = self.next_id();
-            if self.store.insert_new(&record).map_err(store_err)? {
-                break;
+        {
+            let _admitting = lock(&self.admitting);
+            self.admit(caller, record.call_xml.len() as u64)?;
+            loop {
+                record.id = self.next_id();
+                if self.store.insert_new(&record).map_err(store_err)? {
+                    break;
+                }
             }
         }
         // The job process reads its request from the spool as it starts.

@@ -63,9 +63,30 @@ fn db_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Db(e.to_string())
 }
 
+/// What one caller's jobs take: running jobs, and bytes kept (requests
+/// and results), counted in memory from the records (rebuilt at open).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub running: u64,
+    pub bytes: u64,
+}
+
+/// Whose usage: (caller key, whether it was the overlord).
+type Owner = (String, bool);
+
+fn owner(r: &JobRecord) -> Owner {
+    (r.caller.clone(), r.overlord)
+}
+
+/// Bytes a record keeps for its caller.
+pub fn kept_bytes(r: &JobRecord) -> u64 {
+    (r.call_xml.len() + r.result_xml.as_ref().map_or(0, String::len)) as u64
+}
+
 /// The open status store.
 pub struct Store {
     db: Database,
+    usage: std::sync::Mutex<std::collections::HashMap<Owner, Usage>>,
 }
 
 /// Completion times are kept in µs.
@@ -107,7 +128,39 @@ impl Store {
             txn.open_table(EXPIRY).map_err(db_err)?;
         }
         txn.commit().map_err(db_err)?;
-        Ok(Self { db })
+        let store = Self {
+            db,
+            usage: Default::default(),
+        };
+        for record in store.all()? {
+            store.adjust(&owner(&record), |u| {
+                u.bytes += kept_bytes(&record);
+                u.running += u64::from(!record.finished());
+            });
+        }
+        Ok(store)
+    }
+
+    /// What `caller` (key, overlord) keeps now.
+    pub fn usage(&self, caller: &str, overlord: bool) -> Usage {
+        let usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        usage.get(&(caller.to_string(), overlord)).copied().unwrap_or_default()
+    }
+
+    fn adjust(&self, who: &Owner, change: impl FnOnce(&mut Usage)) {
+        let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = usage.entry(who.clone()).or_default();
+        change(entry);
+        if *entry == Usage::default() {
+            usage.remove(who);
+        }
+    }
+
+    /// Takes the records a purge removed off their callers' usage.
+    fn forget(&self, purged: &[JobRecord]) {
+        for r in purged {
+            self.adjust(&owner(r), |u| u.bytes = u.bytes.saturating_sub(kept_bytes(r)));
+        }
     }
 
     /// Records a new running job. Returns false (and changes nothing) when
@@ -127,6 +180,10 @@ impl Store {
                 .map_err(db_err)?;
         }
         txn.commit().map_err(db_err)?;
+        self.adjust(&owner(record), |u| {
+            u.running += 1;
+            u.bytes += kept_bytes(record);
+        });
         Ok(true)
     }
 
@@ -162,7 +219,8 @@ impl Store {
     pub fn finish(&self, record: &JobRecord, now: f64, keep_secs: f64) -> Result<(), StoreError> {
         let ended = record.ended.unwrap_or(now);
         let txn = self.db.begin_write().map_err(db_err)?;
-        {
+        let mut change: Option<(Option<JobRecord>, JobRecord)> = None;
+        let purged = {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
             let current = jobs
                 .get(record.id.as_str())
@@ -172,8 +230,8 @@ impl Store {
             if !current.as_ref().is_some_and(JobRecord::finished) {
                 let mut done = record.clone();
                 done.ended = Some(ended);
-                if let Some(current) = current {
-                    done.signalled_by = done.signalled_by.or(current.signalled_by);
+                if let Some(current) = &current {
+                    done.signalled_by = done.signalled_by.or(current.signalled_by.clone());
                     if done.pid == 0 {
                         (done.pid, done.pid_start) = (current.pid, current.pid_start);
                     }
@@ -188,10 +246,22 @@ impl Store {
                     .map_err(db_err)?
                     .insert((micros(ended), done.id.as_str()), ())
                     .map_err(db_err)?;
+                change = Some((current, done));
             }
-            purge(&mut jobs, &txn, now, keep_secs)?;
+            purge(&mut jobs, &txn, now, keep_secs)?
+        };
+        txn.commit().map_err(db_err)?;
+        if let Some((before, done)) = change {
+            if let Some(before) = &before {
+                self.adjust(&owner(before), |u| {
+                    u.running = u.running.saturating_sub(1);
+                    u.bytes = u.bytes.saturating_sub(kept_bytes(before));
+                });
+            }
+            self.adjust(&owner(&done), |u| u.bytes += kept_bytes(&done));
         }
-        txn.commit().map_err(db_err)
+        self.forget(&purged);
+        Ok(())
     }
 
     /// Drops records completed more than `keep_secs` before `now`. Looks
@@ -206,12 +276,13 @@ impl Store {
             }
         }
         let txn = self.db.begin_write().map_err(db_err)?;
-        let n = {
+        let purged = {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
             purge(&mut jobs, &txn, now, keep_secs)?
         };
         txn.commit().map_err(db_err)?;
-        Ok(n)
+        self.forget(&purged);
+        Ok(purged.len())
     }
 
     /// Jobs not finished yet.
@@ -242,12 +313,13 @@ impl Store {
     }
 }
 
+/// Removes records completed before `now - keep_secs`; returns them.
 fn purge(
     jobs: &mut redb::Table<&str, &[u8]>,
     txn: &redb::WriteTransaction,
     now: f64,
     keep_secs: f64,
-) -> Result<usize, StoreError> {
+) -> Result<Vec<JobRecord>, StoreError> {
     let cutoff = micros(now - keep_secs);
     let mut expiry = txn.open_table(EXPIRY).map_err(db_err)?;
     let mut expired = Vec::new();
@@ -256,11 +328,16 @@ fn purge(
         let (at, id) = key.value();
         expired.push((at, id.to_string()));
     }
+    let mut removed = Vec::with_capacity(expired.len());
     for (at, id) in &expired {
         expiry.remove((*at, id.as_str())).map_err(db_err)?;
-        jobs.remove(id.as_str()).map_err(db_err)?;
+        if let Some(old) = jobs.remove(id.as_str()).map_err(db_err)? {
+            if let Ok(record) = decode(old.value()) {
+                removed.push(record);
+            }
+        }
     }
-    Ok(expired.len())
+    Ok(removed)
 }
 
 fn encode(record: &JobRecord) -> Result<Vec<u8>, StoreError> {
@@ -320,7 +397,14 @@ mod tests {
         // Running jobs never expire, however old; finished ones expire
         // keep_secs after completion, not after their start.
         assert_eq!(store.purge(149.0, 50.0).unwrap(), 0);
+        let kept = store.usage("overlord", true);
+        assert_eq!(kept.running, 1, "one still running");
+        assert_eq!(kept.bytes, 4, "the finished job's result");
         assert_eq!(store.purge(151.0, 50.0).unwrap(), 1);
+        assert_eq!(store.usage("overlord", true), Usage { running: 1, bytes: 0 });
+        drop(store);
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        assert_eq!(store.usage("overlord", true), Usage { running: 1, bytes: 0 }, "rebuilt at open");
         assert!(store.get("1.5-minion").unwrap().is_none());
         assert!(store.get("2.5-minion").unwrap().is_some());
         assert_eq!(store.all().unwrap().len(), 1);
