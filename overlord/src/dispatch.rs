@@ -23,6 +23,8 @@ pub struct Dispatch {
     pub timeout_secs: f64,
     /// Hosts in flight at once in each worker.
     pub concurrency: usize,
+    /// Largest response accepted from one minion (`max_response_size`).
+    pub max_response: usize,
 }
 
 /// Runs `action` on every target; `on_result` sees each host as it finishes.
@@ -52,6 +54,7 @@ pub fn run(
             cert: creds.cert.clone(),
             ca: creds.ca.clone(),
             crl: creds.crl.clone(),
+            max_response: how.max_response,
         };
         let mut child = Command::new(exe)
             .arg("__worker")

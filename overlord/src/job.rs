@@ -26,6 +26,13 @@ pub struct Job {
     /// The CRL minions' certificates are checked against.
     #[serde(default)]
     pub crl: Option<PathBuf>,
+    /// Largest response accepted from one minion.
+    #[serde(default = "default_max_response")]
+    pub max_response: usize,
+}
+
+fn default_max_response() -> usize {
+    common::rpc::client::MAX_RESPONSE
 }
 
 impl Job {

@@ -90,6 +90,15 @@ pub fn credentials(root: &Root) -> Credentials {
     }
 }
 
+/// `max_response_size` of overlord.conf: the largest answer accepted from
+/// one minion (default 64 MiB); a larger one fails that host.
+pub fn max_response(root: &Root) -> usize {
+    Ini::load(&root.overlord_conf())
+        .ok()
+        .and_then(|ini| ini.u64("main", "max_response_size").ok().flatten())
+        .map_or(common::rpc::client::MAX_RESPONSE, |v| v.max(1024) as usize)
+}
+
 /// The job store below `root`, with `keep_jobs` from overlord.conf.
 pub fn store(root: &Root) -> Store {
     let keep = Ini::load(&root.overlord_conf())
@@ -172,6 +181,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
             forks: globals.forks.unwrap_or(default_forks),
             timeout_secs: globals.timeout.or(conf_timeout).unwrap_or(DEFAULT_TIMEOUT),
             concurrency: WORKER_CONCURRENCY,
+            max_response: max_response(&globals.root),
         },
         timeout: globals.timeout,
         root: globals.root,

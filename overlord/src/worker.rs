@@ -51,7 +51,10 @@ pub fn main() -> i32 {
 
 async fn run(job: Job) {
     let tls = match common::tls::client_config(&job.credentials()) {
-        Ok(cfg) => Arc::new(cfg),
+        Ok(cfg) => Arc::new(Link {
+            tls: Arc::new(cfg),
+            max_response: job.max_response,
+        }),
         Err(e) => {
             let err = remote_error("func.overlord.CredentialsError", &e.to_string(), "");
             for t in &job.targets {
@@ -91,10 +94,17 @@ fn emit(report: &Report) {
     }
 }
 
+/// What a connection to a minion needs: the TLS configuration (CA, CRL,
+/// the overlord's certificate) and the largest response accepted.
+pub struct Link {
+    pub tls: Arc<rustls::ClientConfig>,
+    pub max_response: usize,
+}
+
 /// Resolves and connects to `target`; a failure is the host's error value.
 pub async fn connect(
     target: &Target,
-    tls: Arc<rustls::ClientConfig>,
+    tls: Arc<Link>,
     limit: Duration,
 ) -> Result<MinionClient, Value> {
     let addr: SocketAddr = match tokio::net::lookup_host(&target.addr).await.map(|mut a| a.next()) {
@@ -107,12 +117,13 @@ pub async fn connect(
             ))
         }
     };
-    MinionClient::connect(addr, &target.name, tls, limit)
+    MinionClient::connect(addr, &target.name, Arc::clone(&tls.tls), limit)
         .await
+        .map(|c| c.with_max_response(tls.max_response))
         .map_err(call_error)
 }
 
-async fn one_host(job: &Job, target: &Target, tls: Arc<rustls::ClientConfig>, limit: Duration) -> Value {
+async fn one_host(job: &Job, target: &Target, tls: Arc<Link>, limit: Duration) -> Value {
     let mut client = match connect(target, tls, limit).await {
         Ok(c) => c,
         Err(e) => return e,

@@ -19,8 +19,9 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-/// Largest response accepted from a minion (a big `command.run` output fits).
-pub const MAX_RESPONSE: usize = 256 << 20;
+/// Largest response accepted from a minion by default (a big
+/// `command.run` output fits); the overlord's `max_response_size` changes it.
+pub const MAX_RESPONSE: usize = 64 << 20;
 
 /// Why a call did not produce a value.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +36,8 @@ pub enum CallError {
     Http(String),
     #[error("minion answered HTTP {0}")]
     Status(StatusCode),
+    #[error("response larger than {0} bytes (max_response_size in overlord.conf)")]
+    TooLarge(usize),
     #[error("undecodable response: {0}")]
     Decode(#[from] DecodeError),
     #[error("cannot encode call: {0}")]
@@ -98,6 +101,13 @@ impl MinionClient {
         })
     }
 
+    /// Accepts responses of at most `bytes`; a larger one fails the call
+    /// with [`CallError::TooLarge`] (and is not read further).
+    pub fn with_max_response(mut self, bytes: usize) -> Self {
+        self.limits.max_body = bytes;
+        self
+    }
+
     /// Calls `method` with `params`; a fault becomes [`CallError::Fault`].
     pub async fn call(&mut self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
         let body = xmlrpc::encode_call(method, params, self.limits.max_depth)
@@ -121,10 +131,14 @@ impl MinionClient {
             if resp.status() != StatusCode::OK {
                 return Err(CallError::Status(resp.status()));
             }
-            let bytes = Limited::new(resp.into_body(), self.limits.max_body)
+            let max = self.limits.max_body;
+            let bytes = Limited::new(resp.into_body(), max)
                 .collect()
                 .await
-                .map_err(|e| CallError::Http(e.to_string()))?
+                .map_err(|e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
+                    Some(_) => CallError::TooLarge(max),
+                    None => CallError::Http(e.to_string()),
+                })?
                 .to_bytes();
             Ok(bytes)
         };

@@ -93,7 +93,7 @@ pub fn drive(
     let recovering = rec.driver.is_some();
     rec.driver = Some((me, common::process::start_time(me).unwrap_or(0)));
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
-    let mut poller = Poller::new(&crate::plan::credentials(root), limit)?;
+    let mut poller = Poller::new(&crate::plan::credentials(root), limit, crate::plan::max_response(root))?;
     let mut events = Vec::new();
     if recovering {
         // Hosts saved as in flight but without a minion job id were being

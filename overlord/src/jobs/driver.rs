@@ -110,6 +110,7 @@ fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
         forks: record.meta.forks.max(1),
         timeout_secs: record.meta.timeout_secs,
         concurrency: WORKER_CONCURRENCY,
+        max_response: crate::plan::max_response(root),
     };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut pending: Vec<(String, HostUpdate)> = Vec::new();

@@ -19,7 +19,7 @@ use common::Value;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::targets::Target;
-use crate::worker::{call_error, connect};
+use crate::worker::{call_error, connect, Link};
 
 /// Hosts asked at once.
 const IN_FLIGHT: usize = 64;
@@ -47,7 +47,7 @@ pub enum Answer {
 /// Polling state: a runtime and the open connections.
 pub struct Poller {
     runtime: tokio::runtime::Runtime,
-    tls: Arc<rustls::ClientConfig>,
+    tls: Arc<Link>,
     clients: HashMap<String, MinionClient>,
     limit: Duration,
     watches: HashMap<String, tokio::task::AbortHandle>,
@@ -56,7 +56,7 @@ pub struct Poller {
 }
 
 impl Poller {
-    pub fn new(creds: &Credentials, limit: Duration) -> Result<Self, String> {
+    pub fn new(creds: &Credentials, limit: Duration, max_response: usize) -> Result<Self, String> {
         let tls = common::tls::client_config(creds).map_err(|e| e.to_string())?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -65,7 +65,10 @@ impl Poller {
         let (ends_tx, ends_rx) = mpsc::unbounded_channel();
         Ok(Self {
             runtime,
-            tls: Arc::new(tls),
+            tls: Arc::new(Link {
+                tls: Arc::new(tls),
+                max_response,
+            }),
             clients: HashMap::new(),
             limit,
             watches: HashMap::new(),
@@ -228,7 +231,7 @@ async fn ask(
     target: &Target,
     method: &str,
     params: Vec<Value>,
-    tls: Arc<rustls::ClientConfig>,
+    tls: Arc<Link>,
     limit: Duration,
 ) -> (Reply, Option<MinionClient>) {
     let reused = client.is_some();
@@ -264,7 +267,7 @@ async fn watch_one(
     mut client: Option<MinionClient>,
     target: Target,
     job: String,
-    tls: Arc<rustls::ClientConfig>,
+    tls: Arc<Link>,
     limit: Duration,
     ends: mpsc::UnboundedSender<(String, Value)>,
 ) {
