@@ -25,5 +25,7 @@ mod hardening_callers;
 mod hardening_identity;
 // Hardening I: an unprivileged local user (copyfile links, secrets at rest).
 mod hardening_local;
+// Hardening II: per-caller limits, connection slots, certmaster flood, overlord response cap.
+mod limits;
 // Shared helpers for these tests.
 mod helper;
