@@ -18,29 +18,104 @@ use crate::acl::Caller;
 const MAX_ARGS_CHARS: usize = 256;
 
 /// An append-only audit log. Lines are small single `write` calls, so a
-/// plain mutex is enough; a failed write is reported once, not per call.
+/// plain mutex is enough. A line that cannot be written (a full disk) is
+/// kept (up to [`MAX_PENDING`] bytes) and written first once writing works
+/// again; the failure is reported on stderr (the journal) when it starts,
+/// and its end with how many lines were lost, if any: never silently off.
 pub struct AuditLog {
-    file: Mutex<Option<File>>,
+    path: std::path::PathBuf,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    file: Option<File>,
+    pending: std::collections::VecDeque<String>,
+    pending_bytes: usize,
+    /// Bytes of the first pending line already written (a short write on a
+    /// full disk): the rest follows, so no line is torn or written twice.
+    front_written: usize,
+    lost: u64,
+    failing: bool,
+}
+
+/// Audit lines kept in memory while the log cannot be written.
+pub const MAX_PENDING: usize = 1 << 20;
+
+fn open_log(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        common::private::private_dir(dir)?;
+    }
+    common::private::tighten(path)?;
+    common::private::append(path)
 }
 
 impl AuditLog {
-    /// Opens (creating) the log; if that fails, auditing is off and a warning says why.
+    /// Opens (creating) the log; if that fails, it is retried on every call
+    /// and a warning says why.
     pub fn open(path: &Path) -> Self {
-        let file = path
-            .parent()
-            .map(common::private::private_dir)
-            .transpose()
-            .and_then(|_| common::private::tighten(path))
-            .and_then(|_| common::private::append(path));
-        let file = match file {
+        let file = match open_log(path) {
             Ok(f) => Some(f),
             Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "audit log unavailable");
+                tracing::error!(path = %path.display(), error = %e, "audit log cannot be opened; retrying on every call");
                 None
             }
         };
         Self {
-            file: Mutex::new(file),
+            path: path.to_path_buf(),
+            state: Mutex::new(State {
+                failing: file.is_none(),
+                file,
+                ..State::default()
+            }),
+        }
+    }
+
+    /// Queues `line` and writes every queued line it can.
+    fn write(&self, line: String) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.pending_bytes += line.len();
+        st.pending.push_back(line);
+        while st.pending_bytes > MAX_PENDING && st.front_written == 0 {
+            match st.pending.pop_front() {
+                Some(old) => {
+                    st.pending_bytes -= old.len();
+                    st.lost += 1;
+                }
+                None => break,
+            }
+        }
+        if st.file.is_none() {
+            st.file = open_log(&self.path).ok();
+        }
+        while let Some(next) = st.pending.front().cloned() {
+            let from = st.front_written;
+            let written = match st.file.as_mut() {
+                Some(f) => f.write(&next.as_bytes()[from..]),
+                None => Err(std::io::Error::other("cannot open the audit log")),
+            };
+            match written {
+                Ok(0) => return,
+                Ok(n) if from + n < next.len() => st.front_written += n,
+                Ok(_) => {
+                    st.pending.pop_front();
+                    st.pending_bytes -= next.len();
+                    st.front_written = 0;
+                }
+                Err(e) => {
+                    if !st.failing {
+                        tracing::error!(path = %self.path.display(), error = %e, "audit log write failed; lines are kept in memory (up to 1 MiB) and written when it works again");
+                        st.failing = true;
+                    }
+                    st.file = None;
+                    return;
+                }
+            }
+        }
+        if st.failing {
+            tracing::warn!(path = %self.path.display(), lost = st.lost, "audit log writable again; kept lines written");
+            st.failing = false;
+            st.lost = 0;
         }
     }
 
@@ -56,13 +131,7 @@ impl AuditLog {
             escape(&common::paths::shorten(method)),
             render_args(params)
         );
-        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = guard.as_mut() {
-            if let Err(e) = f.write_all(line.as_bytes()) {
-                tracing::warn!(error = %e, "audit log write failed; auditing stops");
-                *guard = None;
-            }
-        }
+        self.write(line);
     }
 }
 

@@ -219,16 +219,29 @@ impl FuncdProcess {
 
     /// As [`FuncdProcess::start`], with extra arguments (e.g. `--certmaster`).
     pub fn start_with(root: &Root, name: &str, extra: &[&str]) -> Result<Self, String> {
-        let mut args: Vec<&std::ffi::OsStr> = vec!["--root".as_ref(), root.dir().as_os_str()];
-        args.extend(["--name", name, "--listen", "127.0.0.1:0", "--foreground"].map(std::ffi::OsStr::new));
-        args.extend(extra.iter().map(std::ffi::OsStr::new));
-        let daemon = Daemon::spawn("funcd", &args)?;
+        let daemon = Self::spawn(root, name, extra)?;
         Ok(Self {
             name: name.into(),
             addr: daemon.addr,
             root: root.clone(),
             daemon,
         })
+    }
+
+    fn spawn(root: &Root, name: &str, extra: &[&str]) -> Result<Daemon, String> {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["--root".as_ref(), root.dir().as_os_str()];
+        args.extend(["--name", name, "--listen", "127.0.0.1:0", "--foreground"].map(std::ffi::OsStr::new));
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        Daemon::spawn("funcd", &args)
+    }
+
+    /// Starts funcd again on the same root after [`FuncdProcess::stop`]
+    /// (its async jobs, which outlive it, are left running).
+    pub fn start_again(&mut self) -> Result<(), String> {
+        self.daemon.stop();
+        self.daemon = Self::spawn(&self.root, &self.name, &[])?;
+        self.addr = self.daemon.addr;
+        Ok(())
     }
 
     pub fn pid(&self) -> u32 {

@@ -27,5 +27,7 @@ mod hardening_identity;
 mod hardening_local;
 // Hardening II: per-caller limits, connection slots, certmaster flood, overlord response cap.
 mod limits;
+// Hardening II: a corrupt store and a full disk heal without a restart.
+mod faults;
 // Shared helpers for these tests.
 mod helper;

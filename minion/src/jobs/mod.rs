@@ -61,6 +61,9 @@ pub struct Jobs {
     /// Held from a submission's quota check to its record, so concurrent
     /// submissions cannot overshoot a caller's quota together.
     admitting: Mutex<()>,
+    /// Jobs whose process could not write its result (a full disk), with
+    /// why: they end with that, not as a death without a result.
+    lost: Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// Longest one `jobs.wait_job` call waits.
@@ -124,8 +127,10 @@ impl Jobs {
         exe: PathBuf,
         quotas: crate::limits::Quotas,
     ) -> Result<Self, StoreError> {
-        let store = Store::open(&root.status_dir().join("minion.redb"))?;
-        let spool = Spool::new(root.status_dir().join("jobs")).map_err(|e| StoreError::Open {
+        let (store, replaced) = Store::open_or_replace(&root.status_dir().join("minion.redb"))?;
+        let spool = Spool::new(root.status_dir().join("jobs"))
+            .and_then(|s| s.tighten().map(|_| s))
+            .map_err(|e| StoreError::Open {
             path: root.status_dir().join("jobs").display().to_string(),
             message: e.to_string(),
         })?;
@@ -140,13 +145,41 @@ impl Jobs {
             endings: (Mutex::new(0), Condvar::new()),
             quotas,
             admitting: Mutex::new(()),
+            lost: Mutex::default(),
         };
+        if replaced.is_some() {
+            jobs.readopt();
+        }
         jobs.recover()?;
         Ok(jobs)
     }
 
     pub fn spool(&self) -> &Spool {
         &self.spool
+    }
+
+    /// After a corrupt store was replaced: the jobs whose requests are
+    /// still in the spool are recorded again as running (their results, or
+    /// their deaths, are then taken in as usual).
+    fn readopt(&self) {
+        let mut adopted = 0;
+        for id in self.spool.request_ids() {
+            let Ok(mut record) = self.spool.read_request(&id) else {
+                continue;
+            };
+            if record.id != id {
+                continue;
+            }
+            if let Some((pid, start)) = self.spool.read_pid(&id) {
+                (record.pid, record.pid_start) = (pid, start);
+            }
+            record.ended = None;
+            record.result_xml = None;
+            if matches!(self.store.insert_new(&record), Ok(true)) {
+                adopted += 1;
+            }
+        }
+        tracing::warn!(jobs = adopted, "jobs taken in again from the spool after replacing the corrupt store");
     }
 
     /// Start-up: pids the daemon never recorded, then results and deaths.
@@ -241,6 +274,17 @@ impl Jobs {
         Ok(())
     }
 
+    /// A job process says it could not write its result, and why.
+    pub fn result_lost(&self, id: &str, why: &str) {
+        if !spool::is_job_id(id) {
+            return;
+        }
+        let mut lost = lock(&self.lost);
+        if lost.len() < 10_000 {
+            lost.insert(id.to_string(), why.to_string());
+        }
+    }
+
     /// Wakes whoever waits for a job to end.
     fn ended(&self) {
         *lock(&self.endings.0) += 1;
@@ -291,9 +335,14 @@ impl Jobs {
         }
         if gone {
             let mut dead = record.clone();
-            dead.result_xml = Some(encode_result(remote_error(JOB_DIED, &death_message(&record), "")));
+            let lost = lock(&self.lost).get(&id).cloned();
+            dead.result_xml = Some(encode_result(match &lost {
+                Some(why) => remote_error("func.minion.JobError", why, ""),
+                None => remote_error(JOB_DIED, &death_message(&record), ""),
+            }));
             dead.ended = Some(now());
             self.store.finish(&dead, now(), self.keep_secs)?;
+            lock(&self.lost).remove(&id);
             self.spool.remove(&id);
             self.ended();
             return Ok(self.store.get(&id)?.unwrap_or(dead));
@@ -435,9 +484,11 @@ impl Jobs {
                 }
             }
         }
-        // The job process reads its request from the spool as it starts.
+        // The job process reads its request from the spool as it starts:
+        // without it (a full disk) there is no job, and the caller is told.
         if let Err(e) = self.spool.write_request(&record) {
-            tracing::warn!(error = %e, "cannot write a job request");
+            let _ = self.launch_failed(record, &e);
+            return Err(MethodError::os(format!("cannot record the job request: {e}")));
         }
         let id = record.id.clone();
         match self.launch(&id) {

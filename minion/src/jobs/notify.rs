@@ -36,14 +36,22 @@ pub async fn listen(jobs: Arc<Jobs>, listener: UnixListener) {
         };
         let jobs = Arc::clone(&jobs);
         tokio::spawn(async move {
-            // One short line; anything longer is not from a job process.
+            // One short line (`ID`, or `ID FAILED why`); anything longer
+            // is not from a job process.
             let mut line = String::new();
-            let mut reader = tokio::io::BufReader::new(tokio::io::AsyncReadExt::take(stream, 128));
+            let mut reader = tokio::io::BufReader::new(tokio::io::AsyncReadExt::take(stream, 512));
             let read = tokio::time::timeout(Duration::from_secs(2), reader.read_line(&mut line)).await;
             if !matches!(read, Ok(Ok(_))) {
                 return;
             }
-            let id = line.trim().to_string();
+            let line = line.trim();
+            let id = match line.split_once(" FAILED ") {
+                Some((id, why)) => {
+                    jobs.result_lost(id, why);
+                    id.to_string()
+                }
+                None => line.to_string(),
+            };
             let ingested = tokio::task::spawn_blocking(move || jobs.ingest(&id)).await;
             if let Ok(Err(e)) = ingested {
                 tracing::warn!(error = %e, "cannot record a job result");
@@ -53,14 +61,24 @@ pub async fn listen(jobs: Arc<Jobs>, listener: UnixListener) {
 }
 
 /// Sweeps the spool and the running jobs every [`SWEEP_EVERY`].
+/// A failure is logged when it starts and when it ends, not every second.
 pub async fn sweep(jobs: Arc<Jobs>) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
     loop {
         tick.tick().await;
         let jobs = Arc::clone(&jobs);
-        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || jobs.sweep()).await {
-            tracing::warn!(error = %e, "job sweep failed");
+        match tokio::task::spawn_blocking(move || jobs.sweep()).await {
+            Ok(Err(e)) if !failing => {
+                tracing::warn!(error = %e, "job sweep failed; retrying every second (logged again when it works)");
+                failing = true;
+            }
+            Ok(Ok(())) if failing => {
+                tracing::info!("job sweep works again");
+                failing = false;
+            }
+            _ => {}
         }
     }
 }

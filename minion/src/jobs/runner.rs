@@ -101,7 +101,18 @@ fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
     record.pid_start = start;
     record.result_xml = Some(encode_result(value));
     record.ended = Some(now());
-    spool.write_done(&record)?;
+    if let Err(e) = spool.write_done(&record) {
+        // A full disk: the job ended, and its caller must learn that its
+        // result was lost and why, not see a phantom signal. A small
+        // record may still fit; if not, the daemon is told over the socket.
+        let why = format!("the job ran, but its result could not be recorded: {e}");
+        record.call_xml = String::new();
+        record.result_xml = Some(encode_result(remote_error("func.minion.JobError", &why, "")));
+        if spool.write_done(&record).is_err() {
+            notify_line(root, &format!("{id} FAILED {}", common::paths::shorten(&why)));
+            return Err(e);
+        }
+    }
     notify(root, id);
     Ok(())
 }
@@ -151,8 +162,14 @@ fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Calle
 /// Tells the daemon a result is waiting. Best effort: the daemon also
 /// sweeps the spool, and answers status queries from it.
 fn notify(root: &Root, id: &str) {
+    notify_line(root, id);
+}
+
+/// One line to the daemon: `ID` (a result is waiting) or `ID FAILED why`
+/// (the result could not be written).
+fn notify_line(root: &Root, line: &str) {
     if let Ok(mut sock) = UnixStream::connect(root.run_dir().join(SOCKET)) {
         let _ = sock.set_write_timeout(Some(Duration::from_secs(2)));
-        let _ = writeln!(sock, "{id}");
+        let _ = writeln!(sock, "{line}");
     }
 }

@@ -33,12 +33,16 @@ pub fn is_job_id(id: &str) -> bool {
 }
 
 impl Spool {
-    /// The spool at `dir`, created 0700 (an older, wider one is tightened,
-    /// its files too: they hold requests and results).
+    /// The spool at `dir`, created 0700 (an older, wider one is tightened).
     pub fn new(dir: PathBuf) -> std::io::Result<Self> {
         common::private::private_dir(&dir)?;
-        common::private::tighten_all(&dir)?;
         Ok(Self { dir })
+    }
+
+    /// Brings files an older install left wider down to 0600 (the daemon,
+    /// at start-up).
+    pub fn tighten(&self) -> std::io::Result<()> {
+        common::private::tighten_all(&self.dir)
     }
 
     pub fn dir(&self) -> &Path {
@@ -99,12 +103,21 @@ impl Spool {
 
     /// Ids with a `.done` file waiting.
     pub fn done_ids(&self) -> Vec<String> {
+        self.ids_with(".done")
+    }
+
+    /// Ids with a request (`.job`) file: jobs started and not yet taken in.
+    pub fn request_ids(&self) -> Vec<String> {
+        self.ids_with(".job")
+    }
+
+    fn ids_with(&self, suffix: &str) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
         entries
             .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".done").map(str::to_string))
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(suffix).map(str::to_string))
             .filter(|id| is_job_id(id))
             .collect()
     }

@@ -55,11 +55,32 @@ impl JobRecord {
 pub enum StoreError {
     #[error("job store {path}: {message}")]
     Open { path: String, message: String },
+    /// The file is damaged (bad header, bad checksums, truncated, records
+    /// that do not decode): moved aside by [`Store::open_or_replace`].
+    #[error("job store {path} is corrupt: {message}")]
+    Corrupt { path: String, message: String },
+    /// A read or write of the file failed (a full disk): the store is
+    /// reopened, so once the cause is gone it works again.
+    #[error("job store I/O error: {0}")]
+    Io(String),
     #[error("job store: {0}")]
     Db(String),
 }
 
-fn db_err(e: impl std::fmt::Display) -> StoreError {
+/// Classifies a redb error: I/O (reopen and carry on), corruption, other.
+fn db_err(e: impl Into<redb::Error>) -> StoreError {
+    match e.into() {
+        redb::Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData) => {
+            StoreError::Db(format!("corrupt: {io}"))
+        }
+        redb::Error::Io(io) => StoreError::Io(io.to_string()),
+        redb::Error::PreviousIo => StoreError::Io("a previous write failed".into()),
+        redb::Error::Corrupted(m) => StoreError::Db(format!("corrupt: {m}")),
+        other => StoreError::Db(other.to_string()),
+    }
+}
+
+fn json_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Db(e.to_string())
 }
 
@@ -85,8 +106,13 @@ pub fn kept_bytes(r: &JobRecord) -> u64 {
 
 /// The open status store.
 pub struct Store {
-    db: Database,
+    path: std::path::PathBuf,
+    /// Replaced by a fresh handle after an I/O error (redb refuses every
+    /// later transaction of a handle that saw one).
+    db: std::sync::RwLock<Database>,
     usage: std::sync::Mutex<std::collections::HashMap<Owner, Usage>>,
+    /// Whether the last reopen failed (logged once per outage).
+    failing: std::sync::atomic::AtomicBool,
 }
 
 /// Completion times are kept in µs.
@@ -95,50 +121,92 @@ fn micros(epoch: f64) -> u64 {
 }
 
 impl Store {
+    /// Opens (creating) the store at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let open_err = |message: String| StoreError::Open {
-            path: path.display().to_string(),
-            message,
-        };
-        if let Some(dir) = path.parent() {
-            common::private::private_dir(dir).map_err(|e| open_err(e.to_string()))?;
-        }
-        common::private::tighten(path).map_err(|e| open_err(e.to_string()))?;
-        let file = common::private::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| open_err(e.to_string()))?;
-        let backend = redb::backends::FileBackend::new(file).map_err(|e| open_err(e.to_string()))?;
-        let db = Database::builder()
-            .set_cache_size(4 << 20)
-            .create_with_backend(backend)
-            .map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => {
-                    open_err("already open by another process (is another funcd using this root?)".into())
-                }
-                other => open_err(other.to_string()),
-            })?;
-        let txn = db.begin_write().map_err(db_err)?;
-        {
-            txn.open_table(JOBS).map_err(db_err)?;
-            txn.open_table(RUNNING).map_err(db_err)?;
-            txn.open_table(EXPIRY).map_err(db_err)?;
-        }
-        txn.commit().map_err(db_err)?;
+        let db = open_db(path)?;
         let store = Self {
-            db,
+            path: path.to_path_buf(),
+            db: std::sync::RwLock::new(db),
             usage: Default::default(),
+            failing: Default::default(),
         };
-        for record in store.all()? {
+        let corrupt = |e: StoreError| match e {
+            StoreError::Db(message) => StoreError::Corrupt {
+                path: path.display().to_string(),
+                message,
+            },
+            other => other,
+        };
+        for record in store.all().map_err(corrupt)? {
             store.adjust(&owner(&record), |u| {
                 u.bytes += kept_bytes(&record);
                 u.running += u64::from(!record.finished());
             });
         }
         Ok(store)
+    }
+
+    /// [`Store::open`]; a corrupt file is moved aside
+    /// (`minion.redb.corrupt-<unix time>`) and a fresh store started, so
+    /// funcd keeps serving. Returns the store and where the bad file went.
+    pub fn open_or_replace(path: &Path) -> Result<(Self, Option<std::path::PathBuf>), StoreError> {
+        match Self::open(path) {
+            Err(StoreError::Corrupt { message, .. }) => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                let aside = path.with_file_name(format!(
+                    "{}.corrupt-{stamp}",
+                    path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                ));
+                std::fs::rename(path, &aside).map_err(|e| StoreError::Open {
+                    path: path.display().to_string(),
+                    message: format!("corrupt ({message}) and cannot be moved aside: {e}"),
+                })?;
+                tracing::error!(store = %path.display(), moved_to = %aside.display(), error = %message, "job store is corrupt: moved aside, starting a fresh one (results still in the spool are taken in again)");
+                Ok((Self::open(path)?, Some(aside)))
+            }
+            other => other.map(|s| (s, None)),
+        }
+    }
+
+    /// Runs `f` on the database; after an I/O error the handle is replaced
+    /// by a fresh one (the error is still this call's answer), so a store
+    /// that hit a full disk works again once there is room.
+    fn run<T>(&self, f: impl FnOnce(&Database) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let out = {
+            let db = self.db.read().unwrap_or_else(|p| p.into_inner());
+            f(&db)
+        };
+        if let Err(StoreError::Io(why)) = &out {
+            self.reopen(why);
+        }
+        out
+    }
+
+    fn reopen(&self, why: &str) {
+        use std::sync::atomic::Ordering;
+        let mut db = self.db.write().unwrap_or_else(|p| p.into_inner());
+        // The old handle holds the file's lock: close it first.
+        let placeholder = match Database::builder().create_with_backend(redb::backends::InMemoryBackend::new()) {
+            Ok(p) => p,
+            Err(_) => return,
+        };
+        drop(std::mem::replace(&mut *db, placeholder));
+        match open_db(&self.path) {
+            Ok(fresh) => {
+                *db = fresh;
+                if self.failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!(store = %self.path.display(), "job store reopened");
+                }
+            }
+            Err(e) => {
+                if !self.failing.swap(true, Ordering::Relaxed) {
+                    tracing::error!(store = %self.path.display(), error = %why, reopen = %e, "job store I/O error; retrying on every use until it works");
+                }
+            }
+        }
     }
 
     /// What `caller` (key, overlord) keeps now.
@@ -166,20 +234,26 @@ impl Store {
     /// Records a new running job. Returns false (and changes nothing) when
     /// the id is taken.
     pub fn insert_new(&self, record: &JobRecord) -> Result<bool, StoreError> {
-        let txn = self.db.begin_write().map_err(db_err)?;
-        {
-            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            if jobs.get(record.id.as_str()).map_err(db_err)?.is_some() {
-                return Ok(false);
+        let inserted = self.run(|db| {
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+                if jobs.get(record.id.as_str()).map_err(db_err)?.is_some() {
+                    return Ok(false);
+                }
+                jobs.insert(record.id.as_str(), encode(record)?.as_slice())
+                    .map_err(db_err)?;
+                txn.open_table(RUNNING)
+                    .map_err(db_err)?
+                    .insert(record.id.as_str(), ())
+                    .map_err(db_err)?;
             }
-            jobs.insert(record.id.as_str(), encode(record)?.as_slice())
-                .map_err(db_err)?;
-            txn.open_table(RUNNING)
-                .map_err(db_err)?
-                .insert(record.id.as_str(), ())
-                .map_err(db_err)?;
+            txn.commit().map_err(db_err)?;
+            Ok(true)
+        })?;
+        if !inserted {
+            return Ok(false);
         }
-        txn.commit().map_err(db_err)?;
         self.adjust(&owner(record), |u| {
             u.running += 1;
             u.bytes += kept_bytes(record);
@@ -188,15 +262,18 @@ impl Store {
     }
 
     pub fn get(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
-        let txn = self.db.begin_read().map_err(db_err)?;
+        self.run(|db| {
+        let txn = db.begin_read().map_err(db_err)?;
         let jobs = txn.open_table(JOBS).map_err(db_err)?;
         let found = jobs.get(id).map_err(db_err)?;
         found.map(|v| decode(v.value())).transpose()
+        })
     }
 
     /// Changes a running job's record with `change`; finished jobs stay as they are.
     pub fn update_running(&self, id: &str, change: impl FnOnce(&mut JobRecord)) -> Result<(), StoreError> {
-        let txn = self.db.begin_write().map_err(db_err)?;
+        self.run(|db| {
+        let txn = db.begin_write().map_err(db_err)?;
         {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
             let current = jobs
@@ -210,6 +287,7 @@ impl Store {
             }
         }
         txn.commit().map_err(db_err)
+        })
     }
 
     /// Records a final state (idempotent: a job finished once stays as it
@@ -218,7 +296,8 @@ impl Store {
     /// than `keep_secs` before `now` are purged in the same transaction.
     pub fn finish(&self, record: &JobRecord, now: f64, keep_secs: f64) -> Result<(), StoreError> {
         let ended = record.ended.unwrap_or(now);
-        let txn = self.db.begin_write().map_err(db_err)?;
+        let (change, purged) = self.run(|db| {
+        let txn = db.begin_write().map_err(db_err)?;
         let mut change: Option<(Option<JobRecord>, JobRecord)> = None;
         let purged = {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
@@ -251,6 +330,8 @@ impl Store {
             purge(&mut jobs, &txn, now, keep_secs)?
         };
         txn.commit().map_err(db_err)?;
+        Ok((change, purged))
+        })?;
         if let Some((before, done)) = change {
             if let Some(before) = &before {
                 self.adjust(&owner(before), |u| {
@@ -267,27 +348,31 @@ impl Store {
     /// Drops records completed more than `keep_secs` before `now`. Looks
     /// first (a read, no fsync), so an idle minion's sweep writes nothing.
     pub fn purge(&self, now: f64, keep_secs: f64) -> Result<usize, StoreError> {
+        let purged = self.run(|db| {
         {
-            let read = self.db.begin_read().map_err(db_err)?;
+            let read = db.begin_read().map_err(db_err)?;
             let expiry = read.open_table(EXPIRY).map_err(db_err)?;
             let oldest = expiry.first().map_err(db_err)?;
             if oldest.is_none_or(|(key, _)| key.value().0 >= micros(now - keep_secs)) {
-                return Ok(0);
+                return Ok(Vec::new());
             }
         }
-        let txn = self.db.begin_write().map_err(db_err)?;
+        let txn = db.begin_write().map_err(db_err)?;
         let purged = {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
             purge(&mut jobs, &txn, now, keep_secs)?
         };
         txn.commit().map_err(db_err)?;
+        Ok(purged)
+        })?;
         self.forget(&purged);
         Ok(purged.len())
     }
 
     /// Jobs not finished yet.
     pub fn running(&self) -> Result<Vec<JobRecord>, StoreError> {
-        let txn = self.db.begin_read().map_err(db_err)?;
+        self.run(|db| {
+        let txn = db.begin_read().map_err(db_err)?;
         let running = txn.open_table(RUNNING).map_err(db_err)?;
         let jobs = txn.open_table(JOBS).map_err(db_err)?;
         let mut out = Vec::new();
@@ -298,11 +383,13 @@ impl Store {
             }
         }
         Ok(out)
+        })
     }
 
     /// Every job the store holds.
     pub fn all(&self) -> Result<Vec<JobRecord>, StoreError> {
-        let txn = self.db.begin_read().map_err(db_err)?;
+        self.run(|db| {
+        let txn = db.begin_read().map_err(db_err)?;
         let jobs = txn.open_table(JOBS).map_err(db_err)?;
         let mut out = Vec::new();
         for entry in jobs.iter().map_err(db_err)? {
@@ -310,6 +397,7 @@ impl Store {
             out.push(decode(v.value())?);
         }
         Ok(out)
+        })
     }
 }
 
@@ -341,7 +429,59 @@ fn purge(
 }
 
 fn encode(record: &JobRecord) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(record).map_err(db_err)
+    serde_json::to_vec(record).map_err(json_err)
+}
+
+/// Opens the redb file at `path` (0600, in a 0700 directory) with its tables.
+fn open_db(path: &Path) -> Result<Database, StoreError> {
+    let open_err = |message: String| StoreError::Open {
+        path: path.display().to_string(),
+        message,
+    };
+    if let Some(dir) = path.parent() {
+        common::private::private_dir(dir).map_err(|e| open_err(e.to_string()))?;
+    }
+    common::private::tighten(path).map_err(|e| open_err(e.to_string()))?;
+    let file = common::private::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| open_err(e.to_string()))?;
+    let backend = redb::backends::FileBackend::new(file).map_err(|e| open_err(e.to_string()))?;
+    let corrupt = |message: String| StoreError::Corrupt {
+        path: path.display().to_string(),
+        message,
+    };
+    let db = Database::builder()
+        .set_cache_size(4 << 20)
+        .create_with_backend(backend)
+        .map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => {
+                open_err("already open by another process (is another funcd using this root?)".into())
+            }
+            redb::DatabaseError::Storage(redb::StorageError::Io(io))
+                if !matches!(io.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData) =>
+            {
+                open_err(io.to_string())
+            }
+            other => corrupt(other.to_string()),
+        })?;
+    let tables = (|| {
+        let txn = db.begin_write().map_err(db_err)?;
+        {
+            txn.open_table(JOBS).map_err(db_err)?;
+            txn.open_table(RUNNING).map_err(db_err)?;
+            txn.open_table(EXPIRY).map_err(db_err)?;
+        }
+        txn.commit().map_err(db_err)
+    })();
+    match tables {
+        Ok(()) => Ok(db),
+        Err(StoreError::Db(message)) => Err(corrupt(message)),
+        Err(e) => Err(e),
+    }
 }
 
 fn decode(bytes: &[u8]) -> Result<JobRecord, StoreError> {
