@@ -1,6 +1,8 @@
-//! One XML-RPC call, from decoded request to reply: ACL check (a fault, code
-//! 1), audit line, then the method on a blocking thread so slow methods never
-//! stall other callers. Method failures and unknown methods are values
+//! One XML-RPC call, from decoded request to reply: printable name and ACL
+//! check (faults -32600 and 1; also asked early by `server.rs` once the name
+//! has arrived), audit line, then the method on a blocking thread within the
+//! caller's share (`limits.rs`) so slow methods never stall other callers.
+//! Method failures, unknown methods and an exhausted share are values
 //! (`REMOTE_ERROR` lists), as in Func.
 
 use std::net::SocketAddr;
