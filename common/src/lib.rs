@@ -3,6 +3,7 @@
 //! identities, Func's INI config files and the `--root` path scheme.
 //!
 //! # Layout
+//! - [`outcome`]: whether a host's result is a failure (REMOTE_ERROR, non-zero exit status).
 //! - [`paths`]: every file location below a `--root` (DESIGN §3).
 //! - [`config`]: Func's INI files (`[main]`, `key = value`).
 //! - [`xmlrpc`]: request/response/fault codec on `dxr`, limits, lenient
@@ -16,6 +17,7 @@
 
 pub mod config;
 pub mod identity;
+pub mod outcome;
 pub mod paths;
 pub mod private;
 pub mod process;

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
+use std::time::Duration;
 
 use common::xmlrpc::remote_error;
 use common::Value;
@@ -36,6 +37,25 @@ pub fn run(
     action: &Action,
     how: &Dispatch,
     mut on_result: impl FnMut(&str, &Value),
+) -> std::io::Result<BTreeMap<String, Value>> {
+    run_ticking(exe, creds, targets, action, how, Duration::from_secs(3600), |event| {
+        if let Some((host, value)) = event {
+            on_result(host, value);
+        }
+    })
+}
+
+/// [`run`], where `on_event` also gets `None` whenever `tick` passes with no
+/// host finishing, so a caller that batches results can write them within a
+/// fixed delay however long the other hosts take.
+pub fn run_ticking(
+    exe: &Path,
+    creds: &common::tls::Credentials,
+    targets: &[Target],
+    action: &Action,
+    how: &Dispatch,
+    tick: Duration,
+    mut on_event: impl FnMut(Option<(&str, &Value)>),
 ) -> std::io::Result<BTreeMap<String, Value>> {
     let workers = how.forks.clamp(1, targets.len().max(1));
     let mut buckets: Vec<Vec<Target>> = vec![Vec::new(); workers];
@@ -83,10 +103,16 @@ pub fn run(
     }
     drop(tx);
     let mut results = BTreeMap::new();
-    for report in rx {
-        let value = report.value();
-        on_result(&report.host, &value);
-        results.insert(report.host, value);
+    loop {
+        match rx.recv_timeout(tick) {
+            Ok(report) => {
+                let value = report.value();
+                on_event(Some((&report.host, &value)));
+                results.insert(report.host, value);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => on_event(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
     }
     for (mut child, reader, bucket) in children {
         let _ = reader.join();
@@ -98,7 +124,7 @@ pub fn run(
                 &format!("worker ended ({status}) before {} answered", t.name),
                 "",
             );
-            on_result(&t.name, &lost);
+            on_event(Some((&t.name, &lost)));
             results.insert(t.name.clone(), lost);
         }
     }

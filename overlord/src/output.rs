@@ -1,6 +1,8 @@
 //! Showing results: one block per host, sorted, errors marked (human), or
 //! one JSON document `{host: result}` (`--json`). The exit status is 0 when
-//! every host succeeded and 1 when any returned a `REMOTE_ERROR`.
+//! every host succeeded and 1 when any failed: a `REMOTE_ERROR`, or what the
+//! method's own rule calls a failure (`common::outcome`: a non-zero exit
+//! status of `command.run`), marked `FAILED: …` under its block.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -8,13 +10,13 @@ use std::fmt::Write as _;
 use common::xmlrpc::is_remote_error;
 use common::Value;
 
-/// Whether every result is a success.
-pub fn all_ok(results: &BTreeMap<String, Value>) -> bool {
-    results.values().all(|v| !is_remote_error(v))
+/// Whether every result of `method` is a success.
+pub fn all_ok(method: &str, results: &BTreeMap<String, Value>) -> bool {
+    results.values().all(|v| common::outcome::ok(method, v))
 }
 
-/// Human-readable blocks.
-pub fn human(results: &BTreeMap<String, Value>) -> String {
+/// Human-readable blocks of `method`'s results.
+pub fn human(method: &str, results: &BTreeMap<String, Value>) -> String {
     let mut out = String::new();
     for (host, value) in results {
         let _ = writeln!(out, "{host}:");
@@ -22,6 +24,9 @@ pub fn human(results: &BTreeMap<String, Value>) -> String {
             let _ = writeln!(out, "    {}", error_line(value));
         } else {
             render(value, 1, &mut out);
+            if let Some(why) = common::outcome::failure(method, value) {
+                let _ = writeln!(out, "    FAILED: {why}");
+            }
         }
     }
     out
@@ -163,12 +168,19 @@ mod tests {
             "a".to_string(),
             Value::Array(vec![Value::Integer(0), Value::String("out\nmore".into())]),
         );
-        let text = human(&r);
+        let text = human("test.echo", &r);
         assert_eq!(
             text,
             "a:\n    - 0\n    -\n        out\n        more\nb:\n    ERROR (exceptions.Exception): boom\n"
         );
-        assert!(!all_ok(&r));
+        assert!(!all_ok("test.echo", &r));
+        let mut failed = BTreeMap::new();
+        failed.insert(
+            "c".to_string(),
+            Value::Array(vec![Value::Integer(3), Value::String("".into()), Value::String("".into())]),
+        );
+        assert!(!all_ok("command.run", &failed) && all_ok("test.echo", &failed));
+        assert!(human("command.run", &failed).ends_with("    FAILED: exit status 3\n"));
         let parsed: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
         assert_eq!(parsed["a"][0], 0);
         assert_eq!(base64(b"hello!?"), "aGVsbG8hPw==");

@@ -29,5 +29,7 @@ mod hardening_local;
 mod limits;
 // Hardening II: a corrupt store and a full disk heal without a restart.
 mod faults;
+// Failure means failure: exit statuses, failhard, a stalled host.
+mod overlord_failures;
 // Shared helpers for these tests.
 mod helper;

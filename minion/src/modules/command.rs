@@ -61,6 +61,13 @@ impl Module for Command {
     fn methods(&self) -> &'static [MethodInfo] {
         METHODS
     }
+    /// `run` answers `[rc, stdout, stderr]`: a non-zero rc is a failed host.
+    fn result_rule(&self, method: &str) -> common::outcome::ResultRule {
+        match method {
+            "run" => common::outcome::ResultRule::ExitStatus,
+            _ => common::outcome::ResultRule::Value,
+        }
+    }
     fn call(&self, _ctx: &Context<'_>, method: &str, args: Args<'_>) -> MethodResult {
         match method {
             "run" => {

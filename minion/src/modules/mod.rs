@@ -132,6 +132,12 @@ pub trait Module: Send + Sync {
     fn is_instant(&self, _method: &str) -> bool {
         false
     }
+    /// How `method`'s results tell failure from success (beyond a
+    /// `REMOTE_ERROR`); the overlord judges by `common::outcome::rule`,
+    /// which must say the same (a unit test checks it).
+    fn result_rule(&self, _method: &str) -> common::outcome::ResultRule {
+        common::outcome::ResultRule::Value
+    }
 }
 
 /// All modules of this minion, by name.
@@ -296,6 +302,17 @@ mod tests {
             "process.info",
         ] {
             assert!(!reg.is_instant(blocking), "{blocking}");
+        }
+    }
+
+    #[test]
+    fn the_overlord_judges_results_by_the_rules_modules_state() {
+        let reg = Registry::standard();
+        for module in reg.modules() {
+            for method in Registry::method_names(module) {
+                let name = format!("{}.{method}", module.name());
+                assert_eq!(module.result_rule(method), common::outcome::rule(&name), "{name}");
+            }
         }
     }
 

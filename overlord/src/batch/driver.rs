@@ -16,7 +16,7 @@ use std::process::Child;
 use std::time::Duration;
 
 use common::paths::Root;
-use common::xmlrpc::{is_remote_error, remote_error};
+use common::xmlrpc::remote_error;
 use common::Value;
 
 use super::machine::{BatchState, Event, HostEnd, Liveness};
@@ -208,7 +208,7 @@ pub fn drive(
             Some(Control::Stop) if rec.state.halted.is_none() => events.push(Event::Stop { kill: false }),
             _ => {}
         }
-        events.extend(liveness(&mut poller, root, &rec, &actions.ask, &mut results));
+        events.extend(liveness(&mut poller, root, &meta.function, &rec, &actions.ask, &mut results));
         // Ends arrive the moment they happen; the pause only paces looking
         // at deadlines and stop requests.
         let pause = if events.is_empty() {
@@ -224,7 +224,7 @@ pub fn drive(
             if rec.state.active.contains_key(&host) {
                 events.push(Event::Returned {
                     host: host.clone(),
-                    ok: !is_remote_error(&value),
+                    ok: common::outcome::ok(&meta.function, &value),
                 });
                 results.insert(host, value);
             }
@@ -277,6 +277,7 @@ fn with_jobs(
 fn liveness(
     poller: &mut Poller,
     root: &Root,
+    method: &str,
     rec: &BatchRecord,
     ask: &[String],
     results: &mut BTreeMap<String, Value>,
@@ -301,7 +302,7 @@ fn liveness(
     for (host, answer) in poller.poll(asks, None) {
         events.push(match answer {
             Answer::Finished(value) => {
-                let ok = !is_remote_error(&value);
+                let ok = common::outcome::ok(method, &value);
                 results.insert(host.clone(), value);
                 Event::Returned { host, ok }
             }

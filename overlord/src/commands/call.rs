@@ -9,7 +9,7 @@
 //! prints `JOB_ID: <id>` and returns at once. `--jobstatus JOB_ID` is an
 //! alias of `func job_status JOB_ID`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -144,7 +144,7 @@ impl Call {
         }
         let params = self.args.iter().map(|a| Value::String(a.clone())).collect();
         let results = super::dispatch_to_targets(plan, &super::call_action(&self.method, params)?)?;
-        Ok(super::print_results(plan, &results))
+        Ok(super::print_results(plan, &self.method, &results))
     }
 
     fn meta(&self, plan: &Plan, hosts: usize, batch: bool) -> JobMeta {
@@ -200,8 +200,8 @@ impl Call {
                 (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
                 _ => driver::end_error(end),
             };
-            let one = [(host.to_string(), shown)].into_iter().collect();
-            print!("{}", crate::output::human(&one));
+            let one: BTreeMap<String, Value> = [(host.to_string(), shown)].into_iter().collect();
+            print!("{}", crate::output::human(&self.method, &one));
         })
         .map_err(PlanError::Config)?;
         if json {
@@ -251,8 +251,8 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs:
                     if progress {
                         eprint!("\r\x1b[K");
                     }
-                    let one = [(host.clone(), value.clone())].into_iter().collect();
-                    print!("{}", crate::output::human(&one));
+                    let one: BTreeMap<String, Value> = [(host.clone(), value.clone())].into_iter().collect();
+                    print!("{}", crate::output::human(status.method(), &one));
                 }
             }
         }

@@ -58,7 +58,7 @@ impl CopyFile {
             gid: i64::from(meta.gid()),
         };
         let results = super::dispatch_to_targets(plan, &action)?;
-        Ok(super::print_results(plan, &results))
+        Ok(super::print_results(plan, "copyfile.copyfile", &results))
     }
 }
 

@@ -119,7 +119,7 @@ pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
 }
 
 pub fn exit_code(status: &Status) -> i32 {
-    i32::from(!(status.finished() && output::all_ok(&status.results)))
+    i32::from(!(status.finished() && output::all_ok(status.method(), &status.results)))
 }
 
 /// Func's status name.
@@ -172,7 +172,7 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
         status.code,
         status.results.len()
     );
-    print!("{}", output::human(&status.results));
+    print!("{}", output::human(status.method(), &status.results));
     for (host, why) in &status.waiting {
         println!("{host}:\n    ({why})");
     }

@@ -135,14 +135,14 @@ pub fn dispatch_to(
     Ok(results)
 }
 
-/// Prints results (human or JSON) and returns the exit status.
-pub fn print_results(plan: &Plan, results: &BTreeMap<String, Value>) -> i32 {
+/// Prints results of `method` (human or JSON) and returns the exit status.
+pub fn print_results(plan: &Plan, method: &str, results: &BTreeMap<String, Value>) -> i32 {
     if plan.json {
         println!("{}", crate::output::json(results));
     } else {
-        print!("{}", crate::output::human(results));
+        print!("{}", crate::output::human(method, results));
     }
-    if crate::output::all_ok(results) {
+    if crate::output::all_ok(method, results) {
         0
     } else {
         1

@@ -8,7 +8,7 @@ use crate::plan::{Plan, PlanError};
 pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     let results = super::dispatch_to_targets(plan, &super::call_action("test.ping", Vec::new())?)?;
     if plan.json {
-        return Ok(super::print_results(plan, &results));
+        return Ok(super::print_results(plan, "test.ping", &results));
     }
     let mut failed = false;
     for (host, value) in &results {

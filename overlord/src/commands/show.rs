@@ -36,6 +36,6 @@ impl Show {
                 }
             }
         }
-        Ok(super::print_results(plan, &results))
+        Ok(super::print_results(plan, "hardware.info", &results))
     }
 }

@@ -123,15 +123,21 @@ fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
         }
     };
     if !targets.is_empty() {
-        dispatch::run(
+        // Results reach the store within FLUSH_AFTER of arriving, whatever
+        // the other hosts do (a stalled host must not hide the others).
+        dispatch::run_ticking(
             &exe,
             &crate::plan::credentials(root),
             &targets,
             &Action::Call { call_xml },
             &how,
-            |host, value| {
-                pending.push((host.to_string(), dispatched(value)));
-                if pending.len() >= FLUSH_EVERY || last_flush.elapsed() >= FLUSH_AFTER {
+            FLUSH_AFTER,
+            |event| {
+                if let Some((host, value)) = event {
+                    pending.push((host.to_string(), dispatched(value)));
+                }
+                let due = pending.len() >= FLUSH_EVERY || last_flush.elapsed() >= FLUSH_AFTER;
+                if !pending.is_empty() && due {
                     flush(&mut pending);
                     last_flush = Instant::now();
                 }

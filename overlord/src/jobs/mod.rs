@@ -38,6 +38,11 @@ pub struct Status {
 }
 
 impl Status {
+    /// The job's `module.method` ("" for an unknown job).
+    pub fn method(&self) -> &str {
+        self.record.as_ref().map_or("", |r| r.meta.function.as_str())
+    }
+
     pub fn lost() -> Self {
         Self {
             code: LOST_IN_SPACE,

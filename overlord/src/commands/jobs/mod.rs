@@ -63,7 +63,7 @@ pub fn counts(record: &JobRecord) -> (usize, usize, usize) {
     for entry in record.hosts.values() {
         match (&entry.state, &entry.result_xml) {
             (HostState::Finished, Some(xml))
-                if common::xmlrpc::is_remote_error(&jobs::decode_result(xml)) =>
+                if !common::outcome::ok(&record.meta.function, &jobs::decode_result(xml)) =>
             {
                 failed += 1
             }

@@ -1,0 +1,73 @@
+//! Failure means failure: a command's non-zero exit status is a failed
+//! host (output, exit status, `--failhard`, async batches), and one
+//! stalled host does not hide the others' results.
+
+use std::time::Duration;
+
+use func_tests::fixture::{wait_until, Fleet};
+use serde_json::Value as J;
+
+fn job_id(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix("JOB_ID: "))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .unwrap_or_else(|| panic!("no JOB_ID in {text:?}"))
+}
+
+fn json(fleet: &Fleet, args: &[&str]) -> J {
+    let mut full = vec!["--json"];
+    full.extend_from_slice(args);
+    let out = fleet.func(&full);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
+#[test]
+fn a_non_zero_exit_status_is_a_failed_host() {
+    let fleet = Fleet::start(&["db1", "db2", "web1"]);
+    let out = fleet.func(&["db1;db2", "call", "command", "run", "echo on $(hostname) >/dev/null; exit 3"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stdout.matches("FAILED: exit status 3").count(), 2, "{}", out.stdout);
+    // The wire result is unchanged: Func's [rc, stdout, stderr].
+    let doc = json(&fleet, &["db1", "call", "command", "run", "exit 3"]);
+    assert_eq!(doc["db1"], serde_json::json!([3, "", ""]));
+    let ok = fleet.func(&["db1", "call", "command", "run", "true"]);
+    assert_eq!(ok.code, 0, "{ok:?}");
+    // --failhard stops at the first failing command.
+    let out = fleet.func(&["*", "call", "--batch", "1", "--failhard", "command", "run", "exit 1"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let id = job_id(&out.stderr);
+    let doc = json(&fleet, &["batch", "status", &id]);
+    assert_eq!(doc["halted"], "failhard", "{doc}");
+    let states: Vec<&str> = doc["hosts"].as_object().unwrap().values().map(|h| h["state"].as_str().unwrap_or("")).collect();
+    assert_eq!(states.iter().filter(|s| **s == "failed").count(), 1, "{doc}");
+    assert_eq!(states.iter().filter(|s| **s == "abandoned").count(), 2, "{doc}");
+    // So does an async batch.
+    let out = fleet.func(&["*", "call", "--async", "--batch", "1", "--failhard", "command", "run", "exit 1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = job_id(&format!("{}{}", out.stdout, out.stderr));
+    let mut doc = J::Null;
+    assert!(wait_until(Duration::from_secs(60), || {
+        doc = json(&fleet, &["batch", "status", &id]);
+        doc["complete"] == true
+    }));
+    assert_eq!(doc["halted"], "failhard", "{doc}");
+    let status = fleet.func(&["job_status", &id]);
+    assert_eq!(status.code, 1, "{status:?}");
+}
+
+#[test]
+fn one_stalled_host_does_not_hide_the_others() {
+    let mut fleet = Fleet::start(&["m1", "m2", "m3", "m4"]);
+    let m4 = nix::unistd::Pid::from_raw(fleet.minion("m4").pid() as i32);
+    nix::sys::signal::kill(m4, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let out = fleet.func(&["-t", "60", "*", "call", "--async", "--nopoll", "test", "sleep", "1"]);
+    let id = job_id(&out.stdout);
+    let mut doc = J::Null;
+    let seen = wait_until(Duration::from_secs(20), || {
+        doc = json(&fleet, &["job_status", &id]);
+        doc["results"].as_object().is_some_and(|r| r.len() == 3)
+    });
+    nix::sys::signal::kill(m4, nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert!(seen, "the three live hosts' results are there while m4 is stalled: {doc}");
+    assert!(doc["waiting"]["m4"].is_string(), "{doc}");
+}
