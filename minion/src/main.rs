@@ -78,7 +78,7 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.list_modules {
         for module in Registry::standard().modules() {
-            println!("{}", module.name());
+            let _ = writeln!(std::io::stdout(), "{}", module.name());
         }
         return Ok(());
     }
@@ -113,7 +113,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             false => bound.to_string(),
         });
     // One line on stdout that scripts and tests read to learn the port.
-    println!("funcd {} listening on {bound}", config.name);
+    let _ = writeln!(std::io::stdout(), "funcd {} listening on {bound}", config.name);
     std::io::stdout().flush().ok();
     if cli.daemon {
         nix::unistd::daemon(false, false).context("daemonising")?;

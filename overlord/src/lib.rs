@@ -8,7 +8,8 @@
 //!   calling its bucket of minions with bounded concurrency.
 //! - [`store`], [`jobs`]: async jobs: the redb job store, the detached
 //!   dispatch driver, status polling.
-//! - [`output`]: human and JSON output, exit status.
+//! - [`output`]: human and JSON output, exit status; [`out`]: stdout
+//!   that never panics on a closed pipe (`out!`, `outln!`).
 //! - [`commands`]: one file per `func` subcommand.
 //!
 //! The XML-RPC client itself is `common::rpc::client`.
@@ -19,6 +20,7 @@ pub mod dispatch;
 pub mod groups;
 pub mod job;
 pub mod jobs;
+pub mod out;
 pub mod output;
 pub mod plan;
 pub mod store;

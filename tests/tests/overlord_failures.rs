@@ -71,3 +71,46 @@ fn one_stalled_host_does_not_hide_the_others() {
     assert!(seen, "the three live hosts' results are there while m4 is stalled: {doc}");
     assert!(doc["waiting"]["m4"].is_string(), "{doc}");
 }
+
+/// Runs `bin ARGS` with its stdout read up to the first line and then
+/// closed (as `| head -1` does); returns (exit code, stderr).
+fn head_1(bin: &str, args: &[&str]) -> (Option<i32>, String) {
+    use std::io::{BufRead, Read};
+    let mut child = std::process::Command::new(func_tests::fixture::bin(bin))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut first = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let _ = stdout.read_line(&mut first);
+    drop(stdout);
+    let mut stderr = String::new();
+    let _ = child.stderr.take().expect("stderr").read_to_string(&mut stderr);
+    let status = child.wait().expect("ends");
+    (status.code(), stderr)
+}
+
+#[test]
+fn a_closed_stdout_never_panics_and_leaves_nothing_unexplained() {
+    let fleet = Fleet::start(&["m1", "m2", "m3"]);
+    let root = fleet.cm.root.dir().to_str().unwrap().to_string();
+    let (code, err) = head_1("func", &["--root", &root, "*", "call", "command", "run", "seq 1 1000"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // A sync batch whose reader went away runs to its end, recorded as such.
+    let (code, err) = head_1("func", &["--root", &root, "*", "call", "--batch", "1", "test", "sleep", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let id = job_id(&err);
+    let doc = json(&fleet, &["batch", "status", &id]);
+    assert_eq!(doc["complete"], true, "{doc}");
+    let states: Vec<&str> = doc["hosts"].as_object().unwrap().values().map(|h| h["state"].as_str().unwrap_or("")).collect();
+    assert_eq!(states, ["done", "done", "done"], "{doc}");
+    let (code, err) = head_1("func", &["--root", &root, "batch", "status", &id, "--follow"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = head_1("certmaster-ca", &["--root", &root, "--list-signed"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -40,6 +40,16 @@ struct Cli {
     list_cert_hash: Option<Vec<String>>,
 }
 
+
+/// `println!` that never panics: with stdout closed early
+/// (`--list-signed | head`) the rest is dropped and the work goes on.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -89,10 +99,10 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     if cli.list {
         let pending = store.pending();
         if pending.is_empty() {
-            println!("No certificates to sign");
+            say!("No certificates to sign");
         }
         for name in pending {
-            println!("{name}");
+            say!("{name}");
         }
     }
     if !cli.sign.is_empty() {
@@ -107,7 +117,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             for name in hits {
                 match store.sign_pending(&ca, name) {
                     Ok((csr, cert)) => {
-                        println!("{} signed - cert located at {}", csr.display(), cert.display())
+                        say!("{} signed - cert located at {}", csr.display(), cert.display())
                     }
                     Err(e) => {
                         eprintln!("cannot sign {name}: {e}");
@@ -134,14 +144,14 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                     .clean(&ca, name)
                     .with_context(|| format!("cleaning {name}"))?
                 {
-                    println!("Cleaning out {} for host matching {arg}", file.display());
+                    say!("Cleaning out {} for host matching {arg}", file.display());
                 }
             }
         }
     }
     if let Some(globs) = &cli.list_signed {
         for name in filtered(store.signed(), globs) {
-            println!("{name}");
+            say!("{name}");
         }
     }
     if let Some(globs) = &cli.list_cert_hash {
@@ -150,7 +160,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 .cert(&name)
                 .and_then(|pem| certs::authority::pem_to_der(&pem));
             match der.map(|d| PeerIdentity::from_der(&d)) {
-                Some(Ok(id)) => println!("{}", id.acl_key()),
+                Some(Ok(id)) => say!("{}", id.acl_key()),
                 _ => {
                     eprintln!("cannot read the certificate of {name}");
                     ok = false;

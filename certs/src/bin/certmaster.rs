@@ -64,7 +64,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", cm.config.listen))?;
     let bound = listener.local_addr()?;
     // One line on stdout that scripts and tests read to learn the port.
-    println!(
+    let _ = writeln!(
+        std::io::stdout(),
         "certmaster listening on {bound} (CA fingerprint SHA256 {}{})",
         cm.ca_fingerprint,
         if cm.config.autosign { ", autosign" } else { "" }

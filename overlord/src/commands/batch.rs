@@ -114,14 +114,14 @@ fn list(plan: &Plan) -> Result<i32, PlanError> {
                 "started": m.started, "state": state_word(r), "counts": r.state.counts()})
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
         return Ok(0);
     }
     if all.is_empty() {
-        println!("no batches");
+        crate::outln!("no batches");
     }
     for (m, r) in &all {
-        println!(
+        crate::outln!(
             "{}  {}  batch {} ({})  started {}  {}  [{}]",
             m.id,
             m.function,
@@ -140,7 +140,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
         return follow_events(plan, id);
     }
     let Some((meta, rec)) = driver::load(&plan.store(), id).map_err(config)? else {
-        println!(
+        crate::outln!(
             "no batch {} here (unknown, or expired)",
             common::paths::shorten(id)
         );
@@ -169,9 +169,9 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
         let doc = json!({"job_id": meta.id, "function": meta.function, "size": rec.state.size, "mode": rec.mode,
             "state": state_word(&rec), "halted": rec.state.halted, "complete": rec.complete,
             "driver_alive": !rec.orphaned() && !rec.complete, "driver_pid": rec.driver.map(|d| d.0), "counts": rec.state.counts(), "hosts": hosts});
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
-        println!(
+        crate::outln!(
             "{}  {}  batch {}: {}  [{}]",
             meta.id,
             meta.function,
@@ -184,7 +184,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
                 .as_str()
                 .map(|r| format!(" ({r})"))
                 .unwrap_or_default();
-            println!("    {h}: {}{reason}", v["state"].as_str().unwrap_or(""));
+            crate::outln!("    {h}: {}{reason}", v["state"].as_str().unwrap_or(""));
         }
     }
     let failed = rec
@@ -199,7 +199,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
 fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
     let store = plan.store();
     if driver::load(&store, id).map_err(config)?.is_none() {
-        println!(
+        crate::outln!(
             "no batch {} here (unknown, or expired)",
             common::paths::shorten(id)
         );
@@ -208,6 +208,10 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
     let path = plan.root.log_dir().join("batch-events.log");
     let mut offset = 0u64;
     loop {
+        // Whoever read the stream has gone (`| head`): nothing left to follow for.
+        if crate::out::closed() {
+            return Ok(0);
+        }
         if let Ok(mut f) = std::fs::File::open(&path) {
             let _ = f.seek(std::io::SeekFrom::Start(offset));
             let mut reader = std::io::BufReader::new(f);
@@ -219,7 +223,7 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
                 offset += line.len() as u64;
                 if let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) {
                     if ev["job_id"] == id {
-                        println!(
+                        crate::outln!(
                             "{}  {}  {}",
                             when::show(ev["time"].as_f64().unwrap_or(0.0)),
                             ev["event"].as_str().unwrap_or(""),
@@ -236,7 +240,7 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
         match driver::load(&store, id).map_err(config)? {
             Some((_, rec)) if rec.complete => return Ok(0),
             Some((_, rec)) if rec.orphaned() => {
-                println!("driver gone: run func batch recover {id}");
+                crate::outln!("driver gone: run func batch recover {id}");
                 return Ok(1);
             }
             None => return Ok(1),
@@ -264,18 +268,18 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
         .map_err(config)?
         .flatten()
     else {
-        println!(
+        crate::outln!(
             "no batch {} here (unknown, or expired)",
             common::paths::shorten(id)
         );
         return Ok(1);
     };
     if rec.complete {
-        println!("batch {id} has already ended: {}", state_word(&rec));
+        crate::outln!("batch {id} has already ended: {}", state_word(&rec));
         return Ok(0);
     }
     if rec.orphaned() {
-        println!("stop recorded, but the batch's driver is gone: run func batch recover {id} to apply it");
+        crate::outln!("stop recorded, but the batch's driver is gone: run func batch recover {id} to apply it");
         return Ok(1);
     }
     // Wait for the driver to apply it (and, draining, for in-flight hosts).
@@ -283,11 +287,11 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
     loop {
         match driver::load(&store, id).map_err(config)? {
             Some((_, r)) if r.complete || (!kill && r.state.halted.is_some()) => {
-                println!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
+                crate::outln!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
                 return Ok(0);
             }
             Some((_, r)) if r.orphaned() || std::time::Instant::now() > limit => {
-                println!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
+                crate::outln!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
                 return Ok(1);
             }
             None => return Ok(1),
@@ -306,7 +310,7 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
             .collect(),
     };
     if targets.is_empty() {
-        println!("no batch needs recovering");
+        crate::outln!("no batch needs recovering");
         return Ok(0);
     }
     let exe = std::env::current_exe().map_err(config)?;
@@ -314,18 +318,18 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
     for id in targets {
         match driver::load(&plan.store(), &id).map_err(config)? {
             None => {
-                println!(
+                crate::outln!(
                     "no batch {} here (unknown, or expired)",
                     common::paths::shorten(&id)
                 );
                 code = 1;
             }
             Some((_, rec)) if !rec.orphaned() => {
-                println!("batch {id}: {} (nothing to recover)", state_word(&rec))
+                crate::outln!("batch {id}: {} (nothing to recover)", state_word(&rec))
             }
             Some(_) => {
                 driver::spawn(&exe, &plan.root, &id).map_err(config)?;
-                println!("batch {id}: resumed by a new driver");
+                crate::outln!("batch {id}: resumed by a new driver");
             }
         }
     }

@@ -187,7 +187,7 @@ impl Call {
             let exe = std::env::current_exe().map_err(|e| PlanError::Config(e.to_string()))?;
             driver::spawn(&exe, &plan.root, &id)
                 .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
-            println!("JOB_ID: {id}");
+            crate::outln!("JOB_ID: {id}");
             return Ok(0);
         }
         eprintln!("JOB_ID: {id} (batch of {size} over {} hosts)", targets.len());
@@ -201,7 +201,7 @@ impl Call {
                 _ => driver::end_error(end),
             };
             let one: BTreeMap<String, Value> = [(host.to_string(), shown)].into_iter().collect();
-            print!("{}", crate::output::human(&self.method, &one));
+            crate::out!("{}", crate::output::human(&self.method, &one));
         })
         .map_err(PlanError::Config)?;
         if json {
@@ -222,7 +222,7 @@ impl Call {
         let (id, mut driver) =
             jobs::submit(&plan.store(), &plan.root, meta, &targets).map_err(PlanError::Config)?;
         if self.nopoll {
-            println!("JOB_ID: {id}");
+            crate::outln!("JOB_ID: {id}");
             return Ok(0);
         }
         eprintln!("JOB_ID: {id}");
@@ -252,7 +252,7 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs:
                         eprint!("\r\x1b[K");
                     }
                     let one: BTreeMap<String, Value> = [(host.clone(), value.clone())].into_iter().collect();
-                    print!("{}", crate::output::human(status.method(), &one));
+                    crate::out!("{}", crate::output::human(status.method(), &one));
                 }
             }
         }
@@ -267,7 +267,7 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs:
     // Neither finished nor unknown: the -t deadline passed.
     if !status.finished() && status.code != jobs::LOST_IN_SPACE && !plan.json {
         for (host, why) in &status.waiting {
-            println!("{host}:\n    (no result within -t: {why})");
+            crate::outln!("{host}:\n    (no result within -t: {why})");
         }
     }
     Ok(status)

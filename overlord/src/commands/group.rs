@@ -75,9 +75,9 @@ impl Group {
         let mut changed = false;
         let mut status = 0;
         match self {
-            Group::ListAll => groups.names().for_each(|g| println!("{g}")),
+            Group::ListAll => groups.names().for_each(|g| crate::outln!("{g}")),
             Group::ListGroup(g) => match groups.hosts(g) {
-                Some(hosts) => hosts.iter().for_each(|h| println!("{h}")),
+                Some(hosts) => hosts.iter().for_each(|h| crate::outln!("{h}")),
                 None => {
                     eprintln!("no group {g}");
                     status = 1;
@@ -85,16 +85,16 @@ impl Group {
             },
             Group::ListHosts(spec) => {
                 for t in crate::targets::resolve(&plan.root, spec, None)? {
-                    println!("{}", t.name);
+                    crate::outln!("{}", t.name);
                 }
             }
             Group::Add(names) => {
                 for g in names {
                     if groups.add_group(g) {
                         changed = true;
-                        println!("group {g} added");
+                        crate::outln!("group {g} added");
                     } else {
-                        println!("group {g} exists");
+                        crate::outln!("group {g} exists");
                     }
                 }
             }
@@ -102,7 +102,7 @@ impl Group {
                 for g in names {
                     if groups.remove_group(g) {
                         changed = true;
-                        println!("group {g} removed");
+                        crate::outln!("group {g} removed");
                     } else {
                         eprintln!("no group {g}");
                         status = 1;
@@ -112,14 +112,14 @@ impl Group {
             Group::AddHosts(pairs) => {
                 for (g, h) in pairs {
                     changed |= groups.add_hosts(g, std::slice::from_ref(h)) > 0;
-                    println!("{h} in group {g}");
+                    crate::outln!("{h} in group {g}");
                 }
             }
             Group::RemoveHosts(pairs) => {
                 for (g, h) in pairs {
                     if groups.remove_hosts(g, std::slice::from_ref(h)) > 0 {
                         changed = true;
-                        println!("{h} removed from group {g}");
+                        crate::outln!("{h} removed from group {g}");
                     } else {
                         eprintln!("{h} is not in group {g}");
                         status = 1;

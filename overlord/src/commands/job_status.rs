@@ -154,11 +154,11 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
             "results": results,
             "waiting": status.waiting,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return;
     }
     if status.code == jobs::LOST_IN_SPACE {
-        println!(
+        crate::outln!(
             "JOB_STATUS: {} (2): no job {} here (unknown, or expired)",
             code_name(2),
             common::paths::shorten(id)
@@ -166,14 +166,14 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
         return;
     }
     let total = status.results.len() + status.waiting.len();
-    println!(
+    crate::outln!(
         "JOB_STATUS: {} ({}): {} of {total} hosts finished",
         code_name(status.code),
         status.code,
         status.results.len()
     );
-    print!("{}", output::human(status.method(), &status.results));
+    crate::out!("{}", output::human(status.method(), &status.results));
     for (host, why) in &status.waiting {
-        println!("{host}:\n    ({why})");
+        crate::outln!("{host}:\n    ({why})");
     }
 }

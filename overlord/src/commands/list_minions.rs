@@ -10,10 +10,10 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
             .into_iter()
             .map(|t| (t.name, serde_json::Value::String(t.addr)))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         for t in targets {
-            println!("{}", t.name);
+            crate::outln!("{}", t.name);
         }
     }
     Ok(0)

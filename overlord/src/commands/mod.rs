@@ -138,9 +138,9 @@ pub fn dispatch_to(
 /// Prints results of `method` (human or JSON) and returns the exit status.
 pub fn print_results(plan: &Plan, method: &str, results: &BTreeMap<String, Value>) -> i32 {
     if plan.json {
-        println!("{}", crate::output::json(results));
+        crate::outln!("{}", crate::output::json(results));
     } else {
-        print!("{}", crate::output::human(method, results));
+        crate::out!("{}", crate::output::human(method, results));
     }
     if crate::output::all_ok(method, results) {
         0

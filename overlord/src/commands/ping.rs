@@ -13,7 +13,7 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     let mut failed = false;
     for (host, value) in &results {
         if *value == Value::Integer(1) {
-            println!("[ ok ... ] {host}");
+            crate::outln!("[ ok ... ] {host}");
         } else {
             failed = true;
             let why = if common::xmlrpc::is_remote_error(value) {
@@ -21,7 +21,7 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
             } else {
                 "unexpected answer".into()
             };
-            println!("[ FAILED ] {host}  ({why})");
+            crate::outln!("[ FAILED ] {host}  ({why})");
         }
     }
     Ok(i32::from(failed))

@@ -120,11 +120,11 @@ impl Active {
         }
         if plan.json {
             let doc = json!({"jobs": jobs_doc, "other": others_doc, "unreachable": failed});
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         } else if text.is_empty() {
-            println!("no jobs running on {} hosts", answers.len());
+            crate::outln!("no jobs running on {} hosts", answers.len());
         } else {
-            print!("{text}");
+            crate::out!("{text}");
         }
         Ok(i32::from(!failed.is_empty()))
     }

@@ -97,7 +97,7 @@ impl List {
             })
             .collect();
         if plan.json {
-            println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+            crate::outln!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
             return Ok(0);
         }
         let mut table = vec![[
@@ -132,7 +132,7 @@ impl List {
                 .zip(&widths)
                 .map(|(cell, w)| format!("{cell:<w$}"))
                 .collect();
-            println!("{}", line.join("  ").trim_end());
+            crate::outln!("{}", line.join("  ").trim_end());
         }
         Ok(0)
     }

@@ -37,13 +37,13 @@ impl Lookup {
             return Ok(1);
         }
         if plan.json {
-            println!(
+            crate::outln!(
                 "{}",
                 serde_json::to_string_pretty(&status.waiting).unwrap_or_default()
             );
         } else {
             for (host, why) in &status.waiting {
-                println!("{host}: {why}");
+                crate::outln!("{host}: {why}");
             }
         }
         Ok(0)
