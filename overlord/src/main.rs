@@ -22,6 +22,8 @@ fn main() -> ExitCode {
         Err(e) => return fail(&e),
     };
     match overlord::commands::run(&plan) {
+        // A named minion that does not exist is a failure, whatever the others did.
+        Ok(0) if !plan.missing().is_empty() => ExitCode::from(1),
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => fail(&e),
     }

@@ -58,15 +58,55 @@ pub struct Plan {
     pub exclude: Option<String>,
     pub json: bool,
     pub dispatch: Dispatch,
+    /// Literal names that matched no minion, noted by [`Plan::targets`].
+    pub missing: std::cell::RefCell<Vec<String>>,
     /// `-t` as given (a deadline for `--wait` and async polling).
     pub timeout: Option<f64>,
     pub command: crate::commands::Command,
 }
 
 impl Plan {
-    /// Resolves the SPEC now (used by the commands that call minions).
+    /// Resolves the SPEC now (used by the commands that call minions). A
+    /// literal name that matches no minion is reported on stderr and
+    /// remembered, so the exit status is 1 although the others still run.
     pub fn targets(&self) -> Result<Vec<Target>, PlanError> {
-        Ok(targets::resolve(&self.root, &self.spec, self.exclude.as_deref())?)
+        let certs = self.root.signed_certs_dir();
+        if let Err(e) = std::fs::read_dir(&certs) {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "does not exist".to_string(),
+                _ => e.to_string(),
+            };
+            return Err(PlanError::Config(format!(
+                "no minions found below the root {}: {} {why}. The overlord works below the certmaster's root: pass --root DIR (or set FUNC_ROOT) to it",
+                self.root.dir().display(),
+                certs.display()
+            )));
+        }
+        let (found, missing) = targets::resolve_reporting(&self.root, &self.spec, self.exclude.as_deref())?;
+        for name in &missing {
+            eprintln!(
+                "func: no minion named {name:?}{} (`func '*' list_minions` lists them); the others still run",
+                targets::comma_hint(name)
+            );
+        }
+        self.missing.borrow_mut().extend(missing);
+        Ok(found)
+    }
+
+    /// Fails once, clearly, when the overlord's key, certificate, CA or CRL
+    /// cannot be used (instead of the same error for every host).
+    pub fn check_credentials(&self) -> Result<(), PlanError> {
+        common::tls::client_config(&self.credentials()).map(|_| ()).map_err(|e| {
+            PlanError::Config(format!(
+                "{e}. These are the overlord's credentials below the root {}: run func as a user who can read them (usually root), or pass --root DIR (or FUNC_ROOT) for the certmaster's root",
+                self.root.dir().display()
+            ))
+        })
+    }
+
+    /// Literal names of the SPEC that matched no minion (after `targets`).
+    pub fn missing(&self) -> Vec<String> {
+        self.missing.borrow().clone()
     }
 
     /// The overlord's credentials below the root.
@@ -184,6 +224,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
             max_response: max_response(&globals.root),
         },
         timeout: globals.timeout,
+        missing: Default::default(),
         root: globals.root,
         spec,
         exclude: globals.exclude,

@@ -38,7 +38,7 @@ impl Target {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TargetError {
-    #[error("can't find any minions matching \"{0}\"")]
+    #[error("can't find any minions matching \"{0}\"{hint}", hint = comma_hint(.0))]
     NoMatch(String),
     #[error("bad pattern {pattern:?}: {detail}")]
     BadPattern { pattern: String, detail: String },
@@ -59,6 +59,30 @@ pub fn all_minions(root: &Root) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// "; use ';' …" when `spec` separates names with commas (Func uses `;`).
+pub fn comma_hint(spec: &str) -> String {
+    match spec.contains(',') {
+        true => format!(" (hint: ';' separates names: '{}')", spec.replace(',', ";")),
+        false => String::new(),
+    }
+}
+
+/// Whether a SPEC part is a literal name (no glob characters, no group).
+fn is_literal(part: &str) -> bool {
+    !part.starts_with('@') && !part.contains(['*', '?', '['])
+}
+
+/// The literal names of `spec` (no glob characters) that select no minion
+/// of `known`: typos that would otherwise be dropped silently.
+pub fn missing_literals(spec: &str, known: &[String]) -> Vec<String> {
+    spec.split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && is_literal(p))
+        .filter(|p| !known.iter().any(|k| k == p))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Names a SPEC selects from `known`.
@@ -95,6 +119,17 @@ fn pattern(text: &str) -> Result<glob::Pattern, TargetError> {
         pattern: text.to_string(),
         detail: e.to_string(),
     })
+}
+
+/// Resolves SPEC minus EXCLUDE into targets (sorted) and the literal names
+/// that matched no minion; no match at all is an error.
+pub fn resolve_reporting(
+    root: &Root,
+    spec: &str,
+    exclude: Option<&str>,
+) -> Result<(Vec<Target>, Vec<String>), TargetError> {
+    let missing = missing_literals(spec, &all_minions(root));
+    Ok((resolve(root, spec, exclude)?, missing))
 }
 
 /// Resolves SPEC minus EXCLUDE into targets (sorted); no match is an error.

@@ -114,3 +114,49 @@ fn a_closed_stdout_never_panics_and_leaves_nothing_unexplained() {
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn targeting_mistakes_and_a_wrong_root_are_said_once_and_clearly() {
+    let fleet = Fleet::start(&["m1", "m2"]);
+    let out = fleet.func(&["m1;nosuch", "ping"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("no minion named \"nosuch\""), "{}", out.stderr);
+    assert!(out.stdout.contains("m1"), "the others still run: {}", out.stdout);
+    let out = fleet.func(&["m1,m2", "ping"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("';' separates names: 'm1;m2'"), "{}", out.stderr);
+    assert_eq!(fleet.func(&["m*", "ping"]).code, 0, "globs that match are fine");
+    // A root with no certmaster below it.
+    let out = std::process::Command::new(func_tests::fixture::bin("func"))
+        .args(["--root", "/nonexistent-func-root", "*", "ping"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("does not exist") && err.contains("--root"), "{err}");
+    let out = std::process::Command::new(func_tests::fixture::bin("certmaster-ca"))
+        .args(["--root", "/nonexistent-func-root", "--list"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no certmaster below") && err.contains("--root"), "{err}");
+    // A user who cannot read the overlord's key hears it once, not per host.
+    for d in fleet.cm.root.dir().ancestors().filter(|d| d.starts_with(std::env::temp_dir()) && *d != std::env::temp_dir()) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(d).unwrap().permissions().mode();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o755)).unwrap();
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(func_tests::fixture::bin("func"))
+        .arg("--root")
+        .arg(fleet.cm.root.dir())
+        .args(["*", "ping"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("Permission denied").count(), 1, "{err}");
+    assert!(err.contains("overlord"), "{err}");
+}

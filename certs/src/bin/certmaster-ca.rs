@@ -88,6 +88,12 @@ fn filtered(names: Vec<String>, globs: &[String]) -> Vec<String> {
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
     let root = Root::new(&cli.root);
+    anyhow::ensure!(
+        root.ca_cert().exists(),
+        "no certmaster below the root {}: {} does not exist. Pass the certmaster's --root DIR (or set FUNC_ROOT), or start the certmaster once to create its CA",
+        root.dir().display(),
+        root.ca_cert().display()
+    );
     let store = Store::new(root.clone());
     let load_ca = || -> anyhow::Result<certs::Authority> {
         let cert =

@@ -170,6 +170,7 @@ impl Call {
     fn run_batch(&self, plan: &Plan, spec: &str) -> Result<i32, PlanError> {
         use crate::batch::{driver, machine};
         let targets = plan.targets()?;
+        plan.check_credentials()?;
         let size = machine::size(spec, targets.len()).map_err(PlanError::Usage)?;
         let names = targets.iter().map(|t| t.name.clone()).collect();
         let state = machine::BatchState::new(
@@ -218,6 +219,7 @@ impl Call {
 
     fn run_async(&self, plan: &Plan) -> Result<i32, PlanError> {
         let targets = plan.targets()?;
+        plan.check_credentials()?;
         let meta = self.meta(plan, targets.len(), false);
         let (id, mut driver) =
             jobs::submit(&plan.store(), &plan.root, meta, &targets).map_err(PlanError::Config)?;

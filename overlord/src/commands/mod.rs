@@ -110,6 +110,7 @@ pub fn dispatch_to(
     targets: &[crate::targets::Target],
     action: &Action,
 ) -> Result<BTreeMap<String, Value>, PlanError> {
+    plan.check_credentials()?;
     let exe = std::env::current_exe()
         .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
     let total = targets.len();
