@@ -10,6 +10,8 @@
 //!   dispatch driver, status polling.
 //! - [`output`]: human and JSON output, exit status; [`out`]: stdout
 //!   that never panics on a closed pipe (`out!`, `outln!`).
+//! - [`interrupt`]: Ctrl-C on a sync batch or a polling call: a flag the
+//!   work loop notices, then the commands to follow, stop or resume.
 //! - [`commands`]: one file per `func` subcommand.
 //!
 //! The XML-RPC client itself is `common::rpc::client`.
@@ -18,6 +20,7 @@ pub mod batch;
 pub mod commands;
 pub mod dispatch;
 pub mod groups;
+pub mod interrupt;
 pub mod job;
 pub mod jobs;
 pub mod out;

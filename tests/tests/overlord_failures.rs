@@ -160,3 +160,63 @@ fn targeting_mistakes_and_a_wrong_root_are_said_once_and_clearly() {
     assert_eq!(err.matches("Permission denied").count(), 1, "{err}");
     assert!(err.contains("overlord"), "{err}");
 }
+
+/// Starts `func ARGS` (root of `fleet`), waits for its `JOB_ID` line on
+/// stderr and for `ready(id)`, presses Ctrl-C; returns (id, code, stderr).
+fn interrupt(fleet: &Fleet, args: &[&str], ready: impl Fn(&str) -> bool) -> (String, Option<i32>, String) {
+    use std::io::{BufRead, Read};
+    let mut child = std::process::Command::new(func_tests::fixture::bin("func"))
+        .arg("--root")
+        .arg(fleet.cm.root.dir())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("func runs");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    stderr.read_line(&mut first).expect("JOB_ID line");
+    let id = job_id(&first);
+    assert!(wait_until(Duration::from_secs(20), || ready(&id)), "work under way");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    let code = child.wait().expect("func ends").code();
+    (id, code, rest)
+}
+
+#[test]
+fn ctrl_c_says_how_to_follow_stop_or_resume() {
+    let fleet = Fleet::start(&["m1", "m2", "m3"]);
+    // A sync batch: interrupted, shown as such, resumed by recover.
+    let (id, code, err) = interrupt(&fleet, &["-t", "60", "*", "call", "--batch", "1", "test", "sleep", "2"], |id| {
+        json(&fleet, &["batch", "status", id])["hosts"]["m1"]["minion_job"].is_string()
+    });
+    assert_eq!(code, Some(130), "{err}");
+    let quoted = format!("'{id}'");
+    for command in ["func batch status", "func batch stop", "func batch recover"] {
+        assert!(err.contains(&format!("{command} {quoted}")), "{command}: {err}");
+    }
+    let doc = json(&fleet, &["batch", "status", &id]);
+    assert_eq!(doc["interrupted"], true, "{doc}");
+    assert!(doc["state"].as_str().unwrap_or("").starts_with("interrupted"), "{doc}");
+    let out = fleet.func(&["batch", "recover", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut doc = J::Null;
+    assert!(wait_until(Duration::from_secs(60), || {
+        doc = json(&fleet, &["batch", "status", &id]);
+        doc["complete"] == true
+    }));
+    for h in ["m1", "m2", "m3"] {
+        assert_eq!(doc["hosts"][h]["state"], "done", "{doc}");
+    }
+    // A polling async call: the job keeps running and can be followed.
+    let (id, code, err) = interrupt(&fleet, &["-t", "60", "*", "call", "--async", "test", "sleep", "2"], |id| {
+        json(&fleet, &["job_status", id])["waiting"].as_object().is_some_and(|w| w.values().any(|v| v == "running"))
+    });
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains(&format!("func job_status '{id}' --wait")), "{err}");
+    let done = json(&fleet, &["-t", "60", "job_status", &id, "--wait"]);
+    assert_eq!(done["status"], 1, "{done}");
+    assert_eq!(done["results"].as_object().map(|r| r.len()), Some(3), "{done}");
+}

@@ -60,6 +60,7 @@ pub fn create(
         created: now,
         updated: now,
         complete: false,
+        interrupted: false,
     };
     store
         .save_batch(&id, &record.encode(), &[], false, record::merge_control)
@@ -92,6 +93,7 @@ pub fn drive(
     let me = std::process::id();
     let recovering = rec.driver.is_some();
     rec.driver = Some((me, common::process::start_time(me).unwrap_or(0)));
+    rec.interrupted = false;
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
     let mut poller = Poller::new(&crate::plan::credentials(root), limit, crate::plan::max_response(root))?;
     let mut events = Vec::new();
@@ -119,6 +121,15 @@ pub fn drive(
     let mut reported: BTreeSet<String> = rec.state.ended.keys().cloned().collect();
     let mut round = 0;
     loop {
+        // Ctrl-C on the `func` driving a sync batch: stop driving, and say
+        // so in the record (not a mystery "driver gone"); in-flight hosts
+        // keep running and `func batch recover` picks them up.
+        if rec.mode == "sync" && crate::interrupt::requested() {
+            rec.interrupted = true;
+            save(store, id, &mut rec, &[], false)?;
+            record::log_event(root, id, "interrupted", &rec);
+            return Ok(rec);
+        }
         let now = crate::store::now();
         let before = rec.state.clone();
         let actions = rec.state.step(now, std::mem::take(&mut events));

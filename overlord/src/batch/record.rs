@@ -32,6 +32,10 @@ pub struct BatchRecord {
     pub updated: f64,
     /// The batch has ended (every host has a final state).
     pub complete: bool,
+    /// Its sync driver stopped on Ctrl-C (hosts in flight kept running);
+    /// `func batch recover` resumes it.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl BatchRecord {

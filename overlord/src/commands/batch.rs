@@ -88,6 +88,7 @@ fn state_word(rec: &BatchRecord) -> String {
     match (rec.complete, &rec.state.halted, rec.orphaned()) {
         (true, Some(why), _) => format!("halted ({why})"),
         (true, None, _) => "complete".into(),
+        (false, _, true) if rec.interrupted => "interrupted (Ctrl-C): func batch recover resumes it".into(),
         (false, _, true) => "driver gone: run func batch recover".into(),
         (false, Some(why), false) => format!("draining ({why})"),
         (false, None, false) => "running".into(),
@@ -168,6 +169,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
     if plan.json {
         let doc = json!({"job_id": meta.id, "function": meta.function, "size": rec.state.size, "mode": rec.mode,
             "state": state_word(&rec), "halted": rec.state.halted, "complete": rec.complete,
+            "interrupted": rec.interrupted,
             "driver_alive": !rec.orphaned() && !rec.complete, "driver_pid": rec.driver.map(|d| d.0), "counts": rec.state.counts(), "hosts": hosts});
         crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
@@ -229,7 +231,7 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
                             ev["event"].as_str().unwrap_or(""),
                             ev["counts"]
                         );
-                        if matches!(ev["event"].as_str(), Some("complete" | "halted")) {
+                        if matches!(ev["event"].as_str(), Some("complete" | "halted" | "interrupted")) {
                             return Ok(0);
                         }
                     }

@@ -193,6 +193,7 @@ impl Call {
         }
         eprintln!("JOB_ID: {id} (batch of {size} over {} hosts)", targets.len());
         let json = plan.json;
+        crate::interrupt::catch();
         let rec = driver::drive(&store, &plan.root, &id, |host, end, value| {
             if json {
                 return;
@@ -205,6 +206,13 @@ impl Call {
             crate::out!("{}", crate::output::human(&self.method, &one));
         })
         .map_err(PlanError::Config)?;
+        if rec.interrupted {
+            let q = crate::interrupt::shell_quote(&id);
+            eprintln!(
+                "\ninterrupted: batch {q} stopped dispatching; hosts already running keep running.\n  follow:  func batch status {q} --follow\n  stop:    func batch stop {q} [--kill]\n  resume:  func batch recover {q}"
+            );
+            return Ok(crate::interrupt::EXIT);
+        }
         if json {
             let status = job_status::check(plan, &id, false)?;
             job_status::print(plan, &id, &status);
@@ -228,10 +236,20 @@ impl Call {
             return Ok(0);
         }
         eprintln!("JOB_ID: {id}");
+        crate::interrupt::catch();
         let status = poll_and_print(plan, &id, || {
             let _ = driver.try_wait();
         })?;
         let _ = driver.try_wait();
+        if crate::interrupt::requested() && !status.finished() {
+            let q = crate::interrupt::shell_quote(&id);
+            eprintln!(
+                "\ninterrupted: job {q} keeps running on its hosts ({} of {} finished).\n  follow:  func job_status {q} --wait\n  stop:    func jobs kill {q}",
+                status.results.len(),
+                status.results.len() + status.waiting.len()
+            );
+            return Ok(crate::interrupt::EXIT);
+        }
         if plan.json {
             job_status::print(plan, &id, &status);
         }

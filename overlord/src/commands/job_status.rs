@@ -93,7 +93,8 @@ pub fn watch(
             .map_err(|e| PlanError::Config(e.to_string()))?;
         each(&status);
         let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
-        if status.finished() || status.code == jobs::LOST_IN_SPACE || out_of_time {
+        let stop = out_of_time || crate::interrupt::requested();
+        if status.finished() || status.code == jobs::LOST_IN_SPACE || stop {
             return Ok(status);
         }
         // Nothing was waited on (not dispatched yet, or unreachable): pause,
