@@ -2,6 +2,7 @@
 //! module methods for the overlord (DESIGN §4–§5).
 //!
 //! # Layout
+//! - [`cli`]: `funcd`'s command line.
 //! - [`config`]: `etc/func/minion.conf` plus command-line overrides.
 //! - [`server`]: accept loop, TLS handshake and HTTP/1.1 handling with limits.
 //! - [`dispatch`]: one call: ACL check, audit line, module lookup, blocking work
@@ -19,6 +20,7 @@
 pub mod acl;
 pub mod audit;
 pub mod beneath;
+pub mod cli;
 pub mod config;
 pub mod dispatch;
 pub mod enroll;

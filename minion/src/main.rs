@@ -2,8 +2,6 @@
 //! (before any runtime exists: tokio must not be forked), then serves.
 
 use std::io::Write;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -12,44 +10,9 @@ use common::paths::Root;
 use minion::config::{MinionConfig, Overrides};
 use minion::enroll::{self, EnrollConfig};
 use minion::modules::Registry;
+use minion::cli::Cli;
 use minion::Minion;
 
-/// The Func minion daemon.
-#[derive(Parser, Debug)]
-#[command(
-    name = "funcd",
-    version,
-    about = "Func minion: serves module methods over XML-RPC on HTTPS with mutual TLS"
-)]
-struct Cli {
-    /// Read and write only below this directory.
-    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
-    root: PathBuf,
-    /// Minion name (certificate CN); default: minion_name from minion.conf, else the host name.
-    #[arg(long)]
-    name: Option<String>,
-    /// Address to listen on (port 0 picks a free port); default from minion.conf, else 0.0.0.0:51234.
-    #[arg(long)]
-    listen: Option<SocketAddr>,
-    /// Certmaster to enroll with (default from etc/certmaster/minion.conf, else certmaster:51235).
-    #[arg(long, value_name = "HOST:PORT")]
-    certmaster: Option<String>,
-    /// Address the overlord should call this minion at (default: the bound address, or NAME:PORT).
-    #[arg(long, value_name = "HOST:PORT")]
-    advertise: Option<String>,
-    /// Stay in the foreground (the default).
-    #[arg(long, conflicts_with = "daemon")]
-    foreground: bool,
-    /// Detach from the terminal and write var/run/funcd.pid below the root.
-    #[arg(long)]
-    daemon: bool,
-    /// Print the loaded modules and exit.
-    #[arg(long)]
-    list_modules: bool,
-    /// Internal: run one async job (the daemon starts this; see minion::jobs).
-    #[arg(long, hide = true, value_name = "JOB_ID")]
-    run_job: Option<String>,
-}
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -60,9 +23,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(minion::jobs::runner::run_job(root, name, id) as u8);
     }
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(common_log_filter(cli.log_level.as_deref()))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -174,4 +135,12 @@ async fn shutdown_signal() {
         _ => std::future::pending::<()>().await,
     }
     tracing::info!("shutting down");
+}
+
+/// `--log-level` if given, else `RUST_LOG`, else info.
+fn common_log_filter(level: Option<&str>) -> tracing_subscriber::EnvFilter {
+    match level {
+        Some(level) => tracing_subscriber::EnvFilter::new(level),
+        None => tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+    }
 }

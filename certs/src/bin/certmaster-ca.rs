@@ -3,42 +3,15 @@
 //! Messages follow Func's; exit 0 on success, 1 when an argument matched
 //! nothing or an operation failed, 2 on a usage error.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use certs::store::Store;
-use clap::{ArgGroup, Parser};
+use certs::cli::CertmasterCaCli as Cli;
+use clap::Parser;
 use common::identity::PeerIdentity;
 use common::paths::Root;
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "certmaster-ca",
-    version,
-    about = "Manage Func certificate requests and certificates"
-)]
-#[command(group(ArgGroup::new("action").required(true).args(["list", "sign", "clean", "list_signed", "list_cert_hash"])))]
-struct Cli {
-    /// Read and write only below this directory.
-    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
-    root: PathBuf,
-    /// List pending requests.
-    #[arg(short, long)]
-    list: bool,
-    /// Sign pending requests matching NAME or GLOB.
-    #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
-    sign: Vec<String>,
-    /// Remove pending requests and signed certificates matching NAME or GLOB, and revoke the certificates.
-    #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
-    clean: Vec<String>,
-    /// List signed certificates (optionally matching GLOBs).
-    #[arg(long, num_args = 0.., value_name = "GLOB")]
-    list_signed: Option<Vec<String>>,
-    /// Print `<cn>-<subject hash>` ACL keys of signed certificates.
-    #[arg(long, num_args = 0.., value_name = "GLOB")]
-    list_cert_hash: Option<Vec<String>>,
-}
 
 
 /// `println!` that never panics: with stdout closed early

@@ -2,46 +2,22 @@
 //! start, binds, optionally daemonises (before any runtime), then serves.
 
 use std::io::Write;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 use certs::daemon::{Certmaster, CertmasterConfig};
+use certs::cli::CertmasterCli as Cli;
 use clap::Parser;
 use common::paths::Root;
 
-/// The Func certificate authority daemon.
-#[derive(Parser, Debug)]
-#[command(
-    name = "certmaster",
-    version,
-    about = "Func certmaster: signs minion certificates (XML-RPC on port 51235)"
-)]
-struct Cli {
-    /// Read and write only below this directory.
-    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
-    root: PathBuf,
-    /// Address to listen on (port 0 picks a free port); default 0.0.0.0:51235.
-    #[arg(long)]
-    listen: Option<SocketAddr>,
-    /// Sign every valid request at once.
-    #[arg(long)]
-    autosign: bool,
-    /// Stay in the foreground (the default).
-    #[arg(long, conflicts_with = "daemon")]
-    foreground: bool,
-    /// Detach and write var/run/certmaster.pid below the root.
-    #[arg(long)]
-    daemon: bool,
-}
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(match cli.log_level.as_deref() {
+            Some(level) => tracing_subscriber::EnvFilter::new(level),
+            None => tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        })
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();

@@ -1,0 +1,65 @@
+//! The command lines of `certmaster` and `certmaster-ca` (clap), in the
+//! library so that man pages and shell completions are generated from the
+//! same definitions.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Parser};
+
+/// The Func certificate authority daemon.
+#[derive(Parser, Debug)]
+#[command(
+    name = "certmaster",
+    version,
+    about = "Func certmaster: signs minion certificates (XML-RPC on port 51235)"
+)]
+pub struct CertmasterCli {
+    /// Read and write only below this directory.
+    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
+    pub root: PathBuf,
+    /// Address to listen on (port 0 picks a free port); default 0.0.0.0:51235.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Sign every valid request at once.
+    #[arg(long)]
+    pub autosign: bool,
+    /// Stay in the foreground (the default).
+    #[arg(long, conflicts_with = "daemon")]
+    pub foreground: bool,
+    /// Detach and write var/run/certmaster.pid below the root.
+    #[arg(long)]
+    pub daemon: bool,
+    /// Log level: error, warn, info, debug or trace (default: RUST_LOG, else info).
+    #[arg(long, value_name = "LEVEL", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    pub log_level: Option<String>,
+}
+
+/// The certmaster's administration tool.
+#[derive(Parser, Debug)]
+#[command(
+    name = "certmaster-ca",
+    version,
+    about = "Manage Func certificate requests and certificates"
+)]
+#[command(group(ArgGroup::new("action").required(true).args(["list", "sign", "clean", "list_signed", "list_cert_hash"])))]
+pub struct CertmasterCaCli {
+    /// Read and write only below this directory.
+    #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
+    pub root: PathBuf,
+    /// List pending requests.
+    #[arg(short, long)]
+    pub list: bool,
+    /// Sign pending requests matching NAME or GLOB.
+    #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
+    pub sign: Vec<String>,
+    /// Remove pending requests and signed certificates matching NAME or GLOB, and revoke the certificates.
+    #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
+    pub clean: Vec<String>,
+    /// List signed certificates (optionally matching GLOBs).
+    #[arg(long, num_args = 0.., value_name = "GLOB")]
+    pub list_signed: Option<Vec<String>>,
+    /// Print `<cn>-<subject hash>` ACL keys of signed certificates.
+    #[arg(long, num_args = 0.., value_name = "GLOB")]
+    pub list_cert_hash: Option<Vec<String>>,
+}
