@@ -1,6 +1,7 @@
 //! The Func overlord: the library behind `func`.
 //!
 //! # Layout
+//! - [`cli`]: the clap definitions of `func` (also for man pages and completions).
 //! - [`plan`]: the command line parsed into a validated plan (hosts resolved,
 //!   options checked) before anything is sent.
 //! - [`targets`], [`groups`]: which minions a SPEC names, and where they are.
@@ -17,6 +18,7 @@
 //! The XML-RPC client itself is `common::rpc::client`.
 
 pub mod batch;
+pub mod cli;
 pub mod commands;
 pub mod dispatch;
 pub mod groups;

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
 fn fail(e: &overlord::plan::PlanError) -> ExitCode {
     match e {
         overlord::plan::PlanError::Usage(msg) => eprintln!("{msg}"),
+        overlord::plan::PlanError::Help(text) => overlord::out!("{text}"),
         other => eprintln!("ERROR: {other}"),
     }
     ExitCode::from(e.exit_code() as u8)

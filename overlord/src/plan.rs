@@ -3,9 +3,10 @@
 //! the command with its own validated options. Nothing is sent before the
 //! plan is complete, and every usage problem is reported with exit status 2.
 //!
-//! Global options come before SPEC (`--root`, `-t`, `-e`, `--json`,
-//! `--forks`); `call`'s own options may stand before or after MODULE METHOD,
-//! and everything after `--` is a method argument.
+//! The words are parsed by clap (`cli.rs`): global options (`--root`, `-t`,
+//! `-e`, `--json`, `--forks`, `-v`, `-q`) anywhere before `--`; `call`'s own
+//! options before or after MODULE METHOD; everything after `--` is a
+//! method argument.
 
 use common::config::Ini;
 use common::paths::Root;
@@ -25,6 +26,9 @@ pub const WORKER_CONCURRENCY: usize = 64;
 pub enum PlanError {
     #[error("{0}")]
     Usage(String),
+    /// Help or version text asked for (stdout, exit 0).
+    #[error("{0}")]
+    Help(String),
     #[error("{0}")]
     Targets(#[from] targets::TargetError),
     #[error("{0}")]
@@ -35,6 +39,7 @@ impl PlanError {
     pub fn exit_code(&self) -> i32 {
         match self {
             PlanError::Usage(_) => 2,
+            PlanError::Help(_) => 0,
             _ => 1,
         }
     }
@@ -48,6 +53,9 @@ pub struct Globals {
     pub exclude: Option<String>,
     pub json: bool,
     pub forks: Option<usize>,
+    /// `-v` (repeatable) and `-q`.
+    pub verbose: u8,
+    pub quiet: bool,
 }
 
 /// Everything `func` will do.
@@ -57,6 +65,10 @@ pub struct Plan {
     pub spec: String,
     pub exclude: Option<String>,
     pub json: bool,
+    /// `-v` count: say more on stderr.
+    pub verbose: u8,
+    /// `-q`: no progress or informational lines on stderr.
+    pub quiet: bool,
     pub dispatch: Dispatch,
     /// Literal names that matched no minion, noted by [`Plan::targets`].
     pub missing: std::cell::RefCell<Vec<String>>,
@@ -149,66 +161,70 @@ pub fn store(root: &Root) -> Store {
     Store::new(root.status_dir().join("overlord.redb"), keep)
 }
 
-/// Commands that take no SPEC: `job_status ID`; `jobs` and `batch` when
-/// followed by one of their subcommands (otherwise they are minion names).
-fn top_level(args: &[String]) -> Option<&'static str> {
-    match (args.first()?.as_str(), args.get(1).map(String::as_str)) {
-        ("job_status", _) => Some("job_status"),
-        ("jobs", Some(sub)) if crate::commands::jobs::SUBCOMMANDS.contains(&sub) => Some("jobs"),
-        ("batch", Some(sub)) if crate::commands::batch::SUBCOMMANDS.contains(&sub) => Some("batch"),
-        _ => None,
+/// What clap made of the command line.
+enum Parsed {
+    Spec(crate::cli::SpecCommand),
+    Top(crate::cli::TopCommand),
+}
+
+/// A clap error as ours: `--help`/`--version` print on stdout and exit 0,
+/// anything else is a usage error (exit 2) with clap's message and hints.
+fn clap_error(e: clap::Error) -> PlanError {
+    let text = e.render().to_string();
+    match e.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => PlanError::Help(text),
+        _ => PlanError::Usage(text.trim_end().to_string()),
     }
 }
 
 /// Parses `args` (without the program name).
 pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanError> {
-    let mut globals = Globals {
-        root: Root::new(env_root.unwrap_or_else(|| "/".into())),
-        timeout: None,
-        exclude: None,
-        json: false,
-        forks: None,
-    };
-    let mut i = 0;
-    while i < args.len() && args[i].starts_with('-') && args[i] != "-" {
-        let (flag, inline) = split_flag(&args[i]);
-        let mut value = || -> Result<String, PlanError> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
-        };
-        match flag.as_str() {
-            "--root" => globals.root = Root::new(value()?),
-            "-t" | "--timeout" => globals.timeout = Some(positive(&flag, &value()?)?),
-            "-e" | "--exclude" => globals.exclude = Some(value()?),
-            "--json" | "-j" => globals.json = true,
-            "--forks" => globals.forks = Some(count(&flag, &value()?)?),
-            "-h" | "--help" => return Err(PlanError::Usage(USAGE.into())),
-            other => return Err(PlanError::Usage(format!("unknown option {other}\n{USAGE}"))),
+    // `func help COMMAND` for a SPEC command (clap's own `help` knows the others).
+    if let [help, name] = args {
+        if help == "help" && crate::cli::spec_commands().contains(name) {
+            return Err(clap_error(
+                <crate::cli::SpecCli as clap::Parser>::try_parse_from(["func SPEC", name.as_str(), "--help"])
+                    .expect_err("--help always ends parsing"),
+            ));
         }
-        i += 1;
     }
-    let (spec, command) = match top_level(&args[i..]) {
-        Some(name) => (
-            String::new(),
-            crate::commands::Command::parse(name, &args[i + 1..], &mut globals)?,
-        ),
-        None => {
-            let spec = args
-                .get(i)
-                .cloned()
-                .ok_or_else(|| PlanError::Usage(USAGE.into()))?;
-            let name = args
-                .get(i + 1)
-                .cloned()
-                .ok_or_else(|| PlanError::Usage(format!("missing command after {spec:?}\n{USAGE}")))?;
-            let command = crate::commands::Command::parse(&name, &args[i + 2..], &mut globals)?;
-            (spec, command)
+    let cli = <crate::cli::FuncCli as clap::Parser>::try_parse_from(
+        std::iter::once("func".to_string()).chain(args.iter().cloned()),
+    )
+    .map_err(clap_error)?;
+    let mut global = cli.global;
+    let (spec, parsed) = match cli.command {
+        crate::cli::TopCommand::Spec(words) => {
+            let (spec, rest) = words
+                .split_first()
+                .ok_or_else(|| PlanError::Usage("missing SPEC".into()))?;
+            let sub = <crate::cli::SpecCli as clap::Parser>::try_parse_from(
+                std::iter::once(format!("func {spec}")).chain(rest.iter().cloned()),
+            )
+            .map_err(clap_error)?;
+            global = global.merge(sub.global);
+            (spec.clone(), Parsed::Spec(sub.command))
         }
+        top => (String::new(), Parsed::Top(top)),
+    };
+    let mut globals = Globals {
+        root: Root::new(
+            global
+                .root
+                .map(|r| r.to_string_lossy().into_owned())
+                .or(env_root)
+                .unwrap_or_else(|| "/".into()),
+        ),
+        timeout: global.timeout,
+        exclude: global.exclude,
+        json: global.json,
+        forks: global.forks.map(usize::from),
+        verbose: global.verbose,
+        quiet: global.quiet,
+    };
+    let command = match parsed {
+        Parsed::Spec(c) => crate::commands::Command::from_spec(c, &mut globals)?,
+        Parsed::Top(c) => crate::commands::Command::from_top(c)?,
     };
     let conf = Ini::load(&globals.root.overlord_conf()).map_err(|e| PlanError::Config(e.to_string()))?;
     let conf_timeout = conf
@@ -229,6 +245,8 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
         spec,
         exclude: globals.exclude,
         json: globals.json,
+        verbose: globals.verbose,
+        quiet: globals.quiet,
         command,
     })
 }
@@ -271,14 +289,6 @@ pub fn count(flag: &str, v: &str) -> Result<usize, PlanError> {
         .filter(|n| (1..=1024).contains(n))
         .ok_or_else(|| PlanError::Usage(format!("{flag} takes a whole number from 1 to 1024, not {v:?}")))
 }
-
-pub const USAGE: &str =
-    "usage: func [--root DIR] [-t SECS] [-e EXCLUDE] [--json] [--forks N] SPEC COMMAND [OPTIONS] [ARGS...]
-       func [--root DIR] [-t SECS] [--json] job_status JOB_ID [--wait]
-       func [--root DIR] [--json] jobs list [FILTERS] | lookup JOB_ID [--missing] | active [SPEC] | kill JOB_ID
-       func [--root DIR] [--json] batch list | status JOB_ID [--follow] | stop JOB_ID [--kill] | recover [JOB_ID]
-commands: call [--async [--nopoll]] [--batch N|P% [--batch-wait S] [--failhard]] [--jobstatus] MODULE METHOD [ARGS...] | ping | list_minions |
-          copyfile -f LOCAL --remotepath PATH | grep WORD | show hardware [KEYS...] | group OPTIONS";
 
 #[cfg(test)]
 mod tests {

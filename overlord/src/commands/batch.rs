@@ -9,12 +9,9 @@ use serde_json::json;
 
 use crate::batch::driver;
 use crate::batch::record::{BatchRecord, Control};
-use crate::plan::{Globals, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 use crate::store::JobMeta;
 use crate::when;
-
-/// The subcommands that follow `batch` (a word there is otherwise a SPEC).
-pub const SUBCOMMANDS: [&str; 4] = ["list", "status", "stop", "recover"];
 
 #[derive(Debug)]
 pub enum Batch {
@@ -24,39 +21,19 @@ pub enum Batch {
     Recover { id: Option<String> },
 }
 
-const USAGE: &str =
-    "usage: func batch list | status JOB_ID [--follow] | stop JOB_ID [--kill] | recover [JOB_ID]";
+impl From<crate::cli::BatchCommand> for Batch {
+    fn from(c: crate::cli::BatchCommand) -> Self {
+        use crate::cli::BatchCommand as C;
+        match c {
+            C::List => Batch::List,
+            C::Status { id, follow } => Batch::Status { id, follow },
+            C::Stop { id, kill } => Batch::Stop { id, kill },
+            C::Recover { id } => Batch::Recover { id },
+        }
+    }
+}
 
 impl Batch {
-    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        let words = super::words(rest, globals);
-        let flag = |f: &str| words.iter().any(|w| w == f);
-        let plain: Vec<&String> = words.iter().skip(1).filter(|w| !w.starts_with('-')).collect();
-        let known = |allowed: &[&str]| {
-            words
-                .iter()
-                .skip(1)
-                .filter(|w| w.starts_with('-'))
-                .all(|w| allowed.contains(&w.as_str()))
-        };
-        let usage = || PlanError::Usage(USAGE.into());
-        Ok(match (words.first().map(String::as_str), plain.as_slice()) {
-            (Some("list"), []) if known(&[]) => Batch::List,
-            (Some("status"), [id]) if known(&["--follow"]) => Batch::Status {
-                id: id.to_string(),
-                follow: flag("--follow"),
-            },
-            (Some("stop"), [id]) if known(&["--kill"]) => Batch::Stop {
-                id: id.to_string(),
-                kill: flag("--kill"),
-            },
-            (Some("recover"), []) if known(&[]) => Batch::Recover { id: None },
-            (Some("recover"), [id]) if known(&[]) => Batch::Recover {
-                id: Some(id.to_string()),
-            },
-            _ => return Err(usage()),
-        })
-    }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         match self {

@@ -35,11 +35,37 @@ pub struct Call {
     pub failhard: bool,
 }
 
+/// The options `call` knows (its own and the global ones), for suggestions.
+const CALL_OPTIONS: &[&str] = &[
+    "--async", "--nopoll", "--jobstatus", "--batch", "--batch-wait", "--failhard", "--json", "--forks",
+    "--timeout", "--exclude", "--verbose", "--quiet",
+];
+
+/// Checks the form of `--batch N|P%` now; the size needs the targets.
+fn check_batch(v: &str) -> Result<(), PlanError> {
+    crate::batch::machine::size(v, 1).map(|_| ()).map_err(PlanError::Usage)
+}
+
+fn seconds(v: &str) -> Result<f64, PlanError> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .ok_or_else(|| PlanError::Usage(format!("--batch-wait takes seconds, not {v:?}")))
+}
+
 impl Call {
-    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
+    /// `call` from what clap parsed: the options before MODULE METHOD,
+    /// then the words, in which known options (call's and the global ones)
+    /// still count until `--`; other dash words are arguments once MODULE
+    /// METHOD are there (so `process info -auxh` works), a usage error
+    /// before (with a suggestion).
+    pub fn from_args(a: crate::cli::CallArgs, globals: &mut Globals) -> Result<Self, PlanError> {
+        let rest = a.words;
         let mut positional = Vec::new();
-        let (mut asynchronous, mut nopoll, mut jobstatus) = (false, false, false);
-        let (mut batch, mut batch_wait, mut failhard) = (None, None, false);
+        let (mut asynchronous, mut nopoll, mut jobstatus) = (a.asynchronous, a.nopoll, a.jobstatus);
+        let mut batch = a.batch.map(|v| check_batch(&v).map(|_| v)).transpose()?;
+        let mut batch_wait = a.batch_wait.map(|v| seconds(&v)).transpose()?;
+        let mut failhard = a.failhard;
         let mut i = 0;
         while i < rest.len() {
             let arg = &rest[i];
@@ -48,40 +74,29 @@ impl Call {
                 break;
             }
             let (flag, inline) = split_flag(arg);
-            // Before MODULE METHOD every dash word is an option; after them,
-            // only known options are, so `process info -auxh` still works.
             let before_method = positional.len() < 2;
+            let value = |i: &mut usize| crate::plan::option_value(&rest, i, &flag, inline.clone());
             match flag.as_str() {
                 "--json" | "-j" => globals.json = true,
-                "-v" | "--verbose" => {}
+                "-v" | "--verbose" => globals.verbose += 1,
+                "-q" | "--quiet" => globals.quiet = true,
                 "--async" | "-a" => asynchronous = true,
                 "--nopoll" | "-n" => nopoll = true,
                 "--jobstatus" | "-s" => jobstatus = true,
-                "--forks" | "-f" => {
-                    let v = crate::plan::option_value(rest, &mut i, &flag, inline)?;
-                    globals.forks = Some(count("--forks", &v)?);
-                }
+                "--failhard" => failhard = true,
+                "--forks" => globals.forks = Some(count("--forks", &value(&mut i)?)?),
+                "-t" | "--timeout" => globals.timeout = Some(crate::plan::positive(&flag, &value(&mut i)?)?),
+                "-e" | "--exclude" => globals.exclude = Some(value(&mut i)?),
                 "--batch" | "-b" => {
-                    let v = crate::plan::option_value(rest, &mut i, &flag, inline)?;
-                    // The format is checked now; the size needs the targets.
-                    crate::batch::machine::size(&v, 1).map_err(PlanError::Usage)?;
+                    let v = value(&mut i)?;
+                    check_batch(&v)?;
                     batch = Some(v);
                 }
-                "--batch-wait" => {
-                    let v = crate::plan::option_value(rest, &mut i, &flag, inline)?;
-                    batch_wait = Some(
-                        v.parse::<f64>()
-                            .ok()
-                            .filter(|w| w.is_finite() && *w >= 0.0)
-                            .ok_or_else(|| {
-                                PlanError::Usage(format!("--batch-wait takes seconds, not {v:?}"))
-                            })?,
-                    );
-                }
-                "--failhard" => failhard = true,
+                "--batch-wait" => batch_wait = Some(seconds(&value(&mut i)?)?),
                 f if f.starts_with('-') && f.len() > 1 && before_method => {
                     return Err(PlanError::Usage(format!(
-                        "call: unknown option {f} (use -- before method arguments that start with '-')"
+                        "call: unknown option {f}{} (use -- before method arguments that start with '-')",
+                        crate::cli::did_you_mean(f, CALL_OPTIONS)
                     )));
                 }
                 _ => positional.push(arg.clone()),

@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crate::job::Action;
-use crate::plan::{option_value, split_flag, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 
 #[derive(Debug)]
 pub struct CopyFile {
@@ -16,27 +16,6 @@ pub struct CopyFile {
 }
 
 impl CopyFile {
-    pub fn parse(rest: &[String]) -> Result<Self, PlanError> {
-        let (mut local, mut remote) = (None, None);
-        let mut i = 0;
-        while i < rest.len() {
-            let (flag, inline) = split_flag(&rest[i]);
-            let mut value = || option_value(rest, &mut i, &flag, inline.clone());
-            match flag.as_str() {
-                "-f" | "--file" => local = Some(PathBuf::from(value()?)),
-                "--remotepath" => remote = Some(value()?),
-                "--force" | "-v" | "--verbose" => {}
-                other => return Err(PlanError::Usage(format!("copyfile: unknown argument {other:?}"))),
-            }
-            i += 1;
-        }
-        match (local, remote) {
-            (Some(local), Some(remote)) => Ok(Self { local, remote }),
-            _ => Err(PlanError::Usage(
-                "copyfile needs -f LOCAL and --remotepath PATH".into(),
-            )),
-        }
-    }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let meta = std::fs::metadata(&self.local)

@@ -3,7 +3,7 @@
 
 use common::Value;
 
-use crate::plan::{Globals, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 
 #[derive(Debug)]
 pub struct Grep {
@@ -11,11 +11,10 @@ pub struct Grep {
 }
 
 impl Grep {
-    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        let words = super::words(rest, globals);
-        match words.as_slice() {
-            [word] if !word.trim().is_empty() => Ok(Self { word: word.clone() }),
-            _ => Err(PlanError::Usage("grep needs exactly one WORD".into())),
+    pub fn new(word: String) -> Result<Self, PlanError> {
+        match word.trim().is_empty() {
+            true => Err(PlanError::Usage("grep needs a WORD that is not empty".into())),
+            false => Ok(Self { word }),
         }
     }
 

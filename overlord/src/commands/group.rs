@@ -5,7 +5,7 @@
 //! (members with signed certificates). SPEC is required but not used, as in Func.
 
 use crate::groups::Groups;
-use crate::plan::{option_value, split_flag, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 
 #[derive(Debug)]
 pub enum Group {
@@ -39,33 +39,26 @@ fn names(arg: &str) -> Vec<String> {
 }
 
 impl Group {
-    pub fn parse(rest: &[String]) -> Result<Self, PlanError> {
-        let mut parsed = None;
-        let mut i = 0;
-        while i < rest.len() {
-            let (flag, inline) = split_flag(&rest[i]);
-            let mut value = || option_value(rest, &mut i, &flag, inline.clone());
-            let this = match flag.as_str() {
-                "--ag" | "--add_group" => Group::Add(names(&value()?)),
-                "--rg" | "--remove_group" => Group::Remove(names(&value()?)),
-                "--la" | "--list_all" => Group::ListAll,
-                "--lg" | "--list_group" => Group::ListGroup(value()?.trim_start_matches('@').to_string()),
-                "--ah" | "--add_host" => Group::AddHosts(host_pairs(&value()?)?),
-                "--rh" | "--remove_host" => Group::RemoveHosts(host_pairs(&value()?)?),
-                "--lh" | "--list_hosts" => Group::ListHosts(value()?),
-                "-v" | "--verbose" => {
-                    i += 1;
-                    continue;
-                }
-                other => return Err(PlanError::Usage(format!("group: unknown option {other:?}"))),
-            };
-            if parsed.replace(this).is_some() {
-                return Err(PlanError::Usage("group takes one action at a time".into()));
-            }
-            i += 1;
-        }
-        parsed.ok_or_else(|| {
-            PlanError::Usage("group needs an action: --ag, --rg, --la, --lg, --ah, --rh or --lh".into())
+    /// The one action of `func SPEC group` (clap made sure there is one).
+    pub fn from_args(a: crate::cli::GroupArgs) -> Result<Self, PlanError> {
+        Ok(if let Some(v) = a.add_group {
+            Group::Add(names(&v))
+        } else if let Some(v) = a.remove_group {
+            Group::Remove(names(&v))
+        } else if a.list_all {
+            Group::ListAll
+        } else if let Some(v) = a.list_group {
+            Group::ListGroup(v.trim_start_matches('@').to_string())
+        } else if let Some(v) = a.add_host {
+            Group::AddHosts(host_pairs(&v)?)
+        } else if let Some(v) = a.remove_host {
+            Group::RemoveHosts(host_pairs(&v)?)
+        } else if let Some(v) = a.list_hosts {
+            Group::ListHosts(v)
+        } else {
+            return Err(PlanError::Usage(
+                "group needs an action: --ag, --rg, --la, --lg, --ah, --rh or --lh".into(),
+            ));
         })
     }
 

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::jobs::{self, poller::Poller, Status};
 use crate::output;
-use crate::plan::{Globals, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 
 #[derive(Debug)]
 pub struct JobStatus {
@@ -22,36 +22,6 @@ pub struct JobStatus {
 }
 
 impl JobStatus {
-    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        let mut wait = false;
-        let mut ids = Vec::new();
-        let words = super::words(rest, globals);
-        let mut i = 0;
-        while i < words.len() {
-            let word = words[i].clone();
-            let (flag, inline) = crate::plan::split_flag(&word);
-            i += 1;
-            match flag.as_str() {
-                "--wait" | "-w" => wait = true,
-                "-t" | "--timeout" => {
-                    i -= 1;
-                    let v = crate::plan::option_value(&words, &mut i, &flag, inline)?;
-                    i += 1;
-                    globals.timeout = Some(crate::plan::positive(&flag, &v)?);
-                }
-                f if f.starts_with('-') && f.len() > 1 => {
-                    return Err(PlanError::Usage(format!("job_status: unknown option {f}")))
-                }
-                _ => ids.push(word),
-            }
-        }
-        match ids.as_slice() {
-            [id] if !id.is_empty() => Ok(Self { id: id.clone(), wait }),
-            _ => Err(PlanError::Usage(
-                "usage: func job_status JOB_ID [--wait] [--json]".into(),
-            )),
-        }
-    }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let status = check(plan, &self.id, self.wait)?;

@@ -1,6 +1,6 @@
-//! `func` subcommands, one file each. [`Command::parse`] validates a
-//! subcommand's own options; [`run`] carries out a plan and returns the exit
-//! status.
+//! `func` subcommands, one file each. [`Command::from_spec`] and
+//! [`Command::from_top`] turn what clap parsed (`cli.rs`) into a validated
+//! command; [`run`] carries out a plan and returns the exit status.
 
 pub mod batch;
 pub mod call;
@@ -20,6 +20,7 @@ use common::Value;
 
 use crate::dispatch;
 use crate::job::Action;
+use crate::cli::{SpecCommand, TopCommand};
 use crate::plan::{Globals, Plan, PlanError};
 
 /// A parsed subcommand.
@@ -38,47 +39,30 @@ pub enum Command {
 }
 
 impl Command {
-    pub fn parse(name: &str, rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        Ok(match name {
-            "call" => Command::Call(call::Call::parse(rest, globals)?),
-            "ping" => no_args(name, rest, globals).map(|_| Command::Ping)?,
-            "list_minions" => no_args(name, rest, globals).map(|_| Command::ListMinions)?,
-            "copyfile" => Command::CopyFile(copyfile::CopyFile::parse(rest)?),
-            "grep" => Command::Grep(grep::Grep::parse(rest, globals)?),
-            "show" => Command::Show(show::Show::parse(rest, globals)?),
-            "group" => Command::Group(group::Group::parse(rest)?),
-            "job_status" => Command::JobStatus(job_status::JobStatus::parse(rest, globals)?),
-            "jobs" => Command::Jobs(jobs::Jobs::parse(rest, globals)?),
-            "batch" => Command::Batch(batch::Batch::parse(rest, globals)?),
-            other => {
-                return Err(PlanError::Usage(format!(
-                    "Unknown command '{other}'.\n{}",
-                    crate::plan::USAGE
-                )))
-            }
+    /// A command that follows a SPEC.
+    pub fn from_spec(c: SpecCommand, globals: &mut Globals) -> Result<Self, PlanError> {
+        Ok(match c {
+            SpecCommand::Call(args) => Command::Call(call::Call::from_args(args, globals)?),
+            SpecCommand::Ping => Command::Ping,
+            SpecCommand::ListMinions => Command::ListMinions,
+            SpecCommand::Copyfile(args) => Command::CopyFile(copyfile::CopyFile {
+                local: args.file,
+                remote: args.remotepath,
+            }),
+            SpecCommand::Grep { word } => Command::Grep(grep::Grep::new(word)?),
+            SpecCommand::Show { keys, .. } => Command::Show(show::Show { keys }),
+            SpecCommand::Group(args) => Command::Group(group::Group::from_args(args)?),
         })
     }
-}
 
-/// The words of `rest`, after taking out `--json` (sets the global) and
-/// Func's `-v/--verbose` (no effect).
-fn words(rest: &[String], globals: &mut Globals) -> Vec<String> {
-    let mut words = Vec::new();
-    for arg in rest {
-        match arg.as_str() {
-            "--json" | "-j" => globals.json = true,
-            "-v" | "--verbose" => {}
-            _ => words.push(arg.clone()),
-        }
-    }
-    words
-}
-
-/// A subcommand that takes no argument besides `--json` and `-v`.
-fn no_args(name: &str, rest: &[String], globals: &mut Globals) -> Result<(), PlanError> {
-    match words(rest, globals).first() {
-        None => Ok(()),
-        Some(other) => Err(PlanError::Usage(format!("{name} takes no argument {other:?}"))),
+    /// A command that takes no SPEC.
+    pub fn from_top(c: TopCommand) -> Result<Self, PlanError> {
+        Ok(match c {
+            TopCommand::JobStatus(a) => Command::JobStatus(job_status::JobStatus { id: a.id, wait: a.wait }),
+            TopCommand::Jobs { command } => Command::Jobs(jobs::Jobs::from_cli(command)?),
+            TopCommand::Batch { command } => Command::Batch(batch::Batch::from(command)),
+            TopCommand::Spec(_) => return Err(PlanError::Usage("missing command after SPEC".into())),
+        })
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use common::Value;
 
-use crate::plan::{Globals, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 
 #[derive(Debug)]
 pub struct Show {
@@ -13,13 +13,6 @@ pub struct Show {
 }
 
 impl Show {
-    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        let words = super::words(rest, globals);
-        match words.split_first() {
-            Some((what, keys)) if what == "hardware" => Ok(Self { keys: keys.to_vec() }),
-            _ => Err(PlanError::Usage("show supports: show hardware [KEYS...]".into())),
-        }
-    }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let action = super::call_action("hardware.info", vec![Value::Boolean(false)])?;

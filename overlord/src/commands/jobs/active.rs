@@ -25,13 +25,6 @@ struct Running {
 }
 
 impl Active {
-    pub fn parse(args: &[String]) -> Result<Self, PlanError> {
-        match args {
-            [] => Ok(Self { spec: "*".into() }),
-            [spec] if !spec.starts_with('-') => Ok(Self { spec: spec.clone() }),
-            _ => Err(PlanError::Usage("usage: func jobs active [SPEC]".into())),
-        }
-    }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let targets = crate::targets::resolve(&plan.root, &self.spec, plan.exclude.as_deref())?;

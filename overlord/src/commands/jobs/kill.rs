@@ -13,7 +13,7 @@ use common::Value;
 
 use crate::commands::job_status;
 use crate::jobs::{self, poller::Reply};
-use crate::plan::{option_value, split_flag, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 use crate::targets::Target;
 
 #[derive(Debug)]
@@ -23,28 +23,11 @@ pub struct Kill {
 }
 
 impl Kill {
-    pub fn parse(args: &[String]) -> Result<Self, PlanError> {
-        let mut signal = "KILL".to_string();
-        let mut ids = Vec::new();
-        let mut i = 0;
-        while i < args.len() {
-            let (flag, inline) = split_flag(&args[i]);
-            match flag.as_str() {
-                "--signal" | "-s" => signal = option_value(args, &mut i, &flag, inline)?,
-                f if f.starts_with('-') && f.len() > 1 => {
-                    return Err(PlanError::Usage(format!("jobs kill: unknown option {f}")))
-                }
-                _ => ids.push(args[i].clone()),
-            }
-            i += 1;
-        }
+    pub fn new(id: String, signal: String) -> Result<Self, PlanError> {
         if common::process::parse_signal(&signal).is_none() {
             return Err(PlanError::Usage(format!("jobs kill: unknown signal {signal:?}")));
         }
-        Ok(Self {
-            id: super::one_id(&ids, "kill JOB_ID [--signal NAME]")?,
-            signal,
-        })
+        Ok(Self { id, signal })
     }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {

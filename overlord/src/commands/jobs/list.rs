@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use crate::plan::{option_value, split_flag, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 use crate::when;
 
 #[derive(Debug, Default)]
@@ -19,44 +19,25 @@ pub struct List {
 }
 
 impl List {
-    pub fn parse(args: &[String]) -> Result<Self, PlanError> {
-        let mut list = Self::default();
+    pub fn from_args(a: crate::cli::JobsListArgs) -> Result<Self, PlanError> {
         let now = crate::store::now();
-        let mut i = 0;
-        while i < args.len() {
-            let (flag, inline) = split_flag(&args[i]);
-            let pattern = |v: String| {
-                glob::Pattern::new(&v)
-                    .map_err(|e| PlanError::Usage(format!("{flag}: bad pattern {v:?}: {e}")))
-            };
-            let time = |v: String| {
-                when::parse(&v, now).ok_or_else(|| {
-                    PlanError::Usage(format!(
-                        "{flag}: {v:?} is not a time (epoch seconds, 10m/2h/7d ago, or YYYY-MM-DD[THH:MM[:SS]] UTC)"
-                    ))
-                })
-            };
-            match flag.as_str() {
-                "--function" => list.function = Some(pattern(option_value(args, &mut i, &flag, inline)?)?),
-                "--target" => list.target = Some(pattern(option_value(args, &mut i, &flag, inline)?)?),
-                "--since" => list.since = Some(time(option_value(args, &mut i, &flag, inline)?)?),
-                "--until" => list.until = Some(time(option_value(args, &mut i, &flag, inline)?)?),
-                "--limit" => {
-                    let v = option_value(args, &mut i, &flag, inline)?;
-                    list.limit = Some(v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                        PlanError::Usage(format!("--limit takes a positive number, not {v:?}"))
-                    })?);
-                }
-                other => {
-                    return Err(PlanError::Usage(format!(
-                        "jobs list: unknown argument {other:?}\n{}",
-                        super::USAGE
-                    )))
-                }
-            }
-            i += 1;
-        }
-        Ok(list)
+        let pattern = |flag: &str, v: String| {
+            glob::Pattern::new(&v).map_err(|e| PlanError::Usage(format!("{flag}: bad pattern {v:?}: {e}")))
+        };
+        let time = |flag: &str, v: String| {
+            when::parse(&v, now).ok_or_else(|| {
+                PlanError::Usage(format!(
+                    "{flag}: {v:?} is not a time (epoch seconds, 10m/2h/7d ago, or YYYY-MM-DD[THH:MM[:SS]] UTC)"
+                ))
+            })
+        };
+        Ok(Self {
+            function: a.function.map(|v| pattern("--function", v)).transpose()?,
+            target: a.target.map(|v| pattern("--target", v)).transpose()?,
+            since: a.since.map(|v| time("--since", v)).transpose()?,
+            until: a.until.map(|v| time("--until", v)).transpose()?,
+            limit: a.limit.map(|n| n as usize),
+        })
     }
 
     fn keeps(&self, meta: &crate::store::JobMeta) -> bool {

@@ -14,17 +14,6 @@ pub struct Lookup {
 }
 
 impl Lookup {
-    pub fn parse(args: &[String]) -> Result<Self, PlanError> {
-        let missing = args.iter().any(|a| a == "--missing");
-        let ids: Vec<String> = args.iter().filter(|a| *a != "--missing").cloned().collect();
-        if let Some(bad) = ids.iter().find(|a| a.starts_with('-') && a.len() > 1) {
-            return Err(PlanError::Usage(format!("jobs lookup: unknown option {bad}")));
-        }
-        Ok(Self {
-            id: super::one_id(&ids, "lookup JOB_ID [--missing]")?,
-            missing,
-        })
-    }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let status = super::refreshed(plan, &self.id)?;

@@ -8,11 +8,8 @@ pub mod list;
 pub mod lookup;
 
 use crate::jobs::{self, Status};
-use crate::plan::{Globals, Plan, PlanError};
+use crate::plan::{Plan, PlanError};
 use crate::store::{HostState, JobRecord};
-
-/// The subcommands that follow `jobs` (a word there is otherwise a SPEC).
-pub const SUBCOMMANDS: [&str; 4] = ["list", "lookup", "active", "kill"];
 
 #[derive(Debug)]
 pub enum Jobs {
@@ -23,21 +20,13 @@ pub enum Jobs {
 }
 
 impl Jobs {
-    pub fn parse(rest: &[String], globals: &mut Globals) -> Result<Self, PlanError> {
-        let words = super::words(rest, globals);
-        let (sub, args) = words
-            .split_first()
-            .ok_or_else(|| PlanError::Usage(USAGE.into()))?;
-        Ok(match sub.as_str() {
-            "list" => Jobs::List(list::List::parse(args)?),
-            "lookup" => Jobs::Lookup(lookup::Lookup::parse(args)?),
-            "active" => Jobs::Active(active::Active::parse(args)?),
-            "kill" => Jobs::Kill(kill::Kill::parse(args)?),
-            other => {
-                return Err(PlanError::Usage(format!(
-                    "jobs: unknown subcommand {other:?}\n{USAGE}"
-                )))
-            }
+    pub fn from_cli(c: crate::cli::JobsCommand) -> Result<Self, PlanError> {
+        use crate::cli::JobsCommand as C;
+        Ok(match c {
+            C::List(args) => Jobs::List(list::List::from_args(args)?),
+            C::Lookup { id, missing } => Jobs::Lookup(lookup::Lookup { id, missing }),
+            C::Active { spec } => Jobs::Active(active::Active { spec }),
+            C::Kill { id, signal } => Jobs::Kill(kill::Kill::new(id, signal)?),
         })
     }
 
@@ -50,12 +39,6 @@ impl Jobs {
         }
     }
 }
-
-pub const USAGE: &str =
-    "usage: func jobs list [--function GLOB] [--target GLOB] [--since TIME] [--until TIME] [--limit N]
-       func jobs lookup JOB_ID [--missing]
-       func jobs active [SPEC]
-       func jobs kill JOB_ID [--signal NAME]";
 
 /// Host counts of a job as the store has it: (done, failed, pending).
 pub fn counts(record: &JobRecord) -> (usize, usize, usize) {
@@ -79,10 +62,3 @@ pub fn refreshed(plan: &Plan, id: &str) -> Result<Status, PlanError> {
     super::job_status::check(plan, id, false)
 }
 
-/// One JOB_ID argument, or a usage error naming `what`.
-pub fn one_id(ids: &[String], what: &str) -> Result<String, PlanError> {
-    match ids {
-        [id] if !id.is_empty() => Ok(id.clone()),
-        _ => Err(PlanError::Usage(format!("usage: func jobs {what}"))),
-    }
-}

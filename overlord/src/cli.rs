@@ -1,0 +1,369 @@
+//! `func`'s command line as clap definitions. Func's syntax is irregular —
+//! `func SPEC COMMAND ...` where SPEC is any glob — so it is parsed in two
+//! steps: [`FuncCli`] knows the commands that take no SPEC (`job_status`,
+//! `jobs`, `batch`, `help`) and takes anything else as `SPEC ...` (clap's
+//! external subcommand); [`SpecCli`] then parses what follows the SPEC
+//! (`call`, `ping`, `list_minions`, `copyfile`, `grep`, `show`, `group`).
+//! Global options ([`GlobalArgs`]) are accepted wherever they stand before
+//! `--`: `func web1 -t 5 ping` and `func web1 call test ping -t 5` both set
+//! the timeout. `call`'s words after MODULE METHOD are its arguments, except
+//! known options (see `commands::call`), as Func had it.
+//!
+//! The same definitions make the man pages and shell completions
+//! ([`docs_command`]).
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand};
+
+/// Options of every `func` command.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GlobalArgs {
+    /// Read and write only below DIR (on the overlord: the certmaster's root); env FUNC_ROOT, default /.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Per-host timeout in seconds; also the deadline of --wait and of polling.
+    #[arg(short = 't', long = "timeout", global = true, value_name = "SECS", value_parser = positive_secs)]
+    pub timeout: Option<f64>,
+    /// Leave out the minions this SPEC names.
+    #[arg(short = 'e', long = "exclude", global = true, value_name = "SPEC")]
+    pub exclude: Option<String>,
+    /// Print one JSON document on stdout.
+    #[arg(short = 'j', long, global = true)]
+    pub json: bool,
+    /// Worker processes calling minions (default: the number of cores).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub forks: Option<u16>,
+    /// Say more on stderr: the hosts called and how (repeatable).
+    #[arg(short = 'v', long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
+    /// Say less on stderr: no progress or informational lines (errors still).
+    #[arg(short = 'q', long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+impl GlobalArgs {
+    /// Options given after the SPEC win over those given before it.
+    pub fn merge(mut self, later: GlobalArgs) -> Self {
+        self.root = later.root.or(self.root);
+        self.timeout = later.timeout.or(self.timeout);
+        self.exclude = later.exclude.or(self.exclude);
+        self.json |= later.json;
+        self.forks = later.forks.or(self.forks);
+        self.verbose += later.verbose;
+        self.quiet |= later.quiet;
+        self
+    }
+}
+
+fn positive_secs(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .ok_or_else(|| format!("takes a positive number of seconds, not {v:?}"))
+}
+
+const SPEC_HELP: &str = "\
+SPEC commands (func SPEC COMMAND ...; SPEC is a glob over minion names, ';' separates several, @group and @group:glob select from etc/func/groups):
+  call          Call MODULE METHOD [ARGS...] on every minion (--async, --batch, ...)
+  ping          Check that the minions answer
+  list_minions  List the minions SPEC names
+  copyfile      Copy a local file to the minions (-f LOCAL --remotepath PATH)
+  grep          Search the minions' modules for a word
+  show          Show hardware facts
+  group         Manage groups in etc/func/groups
+
+Examples:
+  func '*' ping
+  func 'web*;db1' call command run 'uptime'
+  func '*' call --async --batch 25% test sleep 5
+  func job_status JOB_ID --wait
+
+'func SPEC COMMAND --help' (or 'func help COMMAND') describes one command.";
+
+/// The Func overlord.
+#[derive(Parser, Debug)]
+#[command(
+    name = "func",
+    version,
+    about = "Func overlord: run a method on many minions at once, now or as a background job",
+    after_help = SPEC_HELP,
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
+pub struct FuncCli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: TopCommand,
+}
+
+/// Commands that take no SPEC.
+#[derive(Subcommand, Debug)]
+pub enum TopCommand {
+    /// Status of an async job: asks the hosts not finished yet, records results
+    #[command(name = "job_status")]
+    JobStatus(JobStatusArgs),
+    /// The overlord's async jobs: list, lookup, active, kill
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
+    },
+    /// Batches: list, status, stop, recover
+    Batch {
+        #[command(subcommand)]
+        command: BatchCommand,
+    },
+    /// SPEC COMMAND [OPTIONS] [ARGS...] (see below)
+    #[command(external_subcommand)]
+    Spec(Vec<String>),
+}
+
+#[derive(Args, Debug)]
+pub struct JobStatusArgs {
+    /// The job id `func ... --async` printed
+    #[arg(value_name = "JOB_ID")]
+    pub id: String,
+    /// Poll until every host has finished (deadline: -t)
+    #[arg(short = 'w', long)]
+    pub wait: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum JobsCommand {
+    /// Jobs in the overlord's store, newest first
+    List(JobsListArgs),
+    /// One job's hosts and results (asking the unfinished hosts)
+    Lookup {
+        #[arg(value_name = "JOB_ID")]
+        id: String,
+        /// Only the hosts that have not answered
+        #[arg(long)]
+        missing: bool,
+    },
+    /// What the minions run right now
+    Active {
+        /// Minions to ask (default: all)
+        #[arg(value_name = "SPEC", default_value = "*")]
+        spec: String,
+    },
+    /// Kill a job on every host still running it
+    Kill {
+        #[arg(value_name = "JOB_ID")]
+        id: String,
+        /// Signal to send (name or number)
+        #[arg(short = 's', long, value_name = "NAME", default_value = "KILL")]
+        signal: String,
+    },
+}
+
+#[derive(Args, Debug, Default)]
+pub struct JobsListArgs {
+    /// Only jobs whose module.method matches GLOB
+    #[arg(long, value_name = "GLOB")]
+    pub function: Option<String>,
+    /// Only jobs whose SPEC matches GLOB
+    #[arg(long, value_name = "GLOB")]
+    pub target: Option<String>,
+    /// Started at or after TIME (epoch seconds, 10m/2h/7d ago, or YYYY-MM-DD[THH:MM[:SS]] UTC)
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Started at or before TIME
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// At most N jobs
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BatchCommand {
+    /// Every batch the store keeps
+    List,
+    /// One batch: its hosts and state
+    Status {
+        #[arg(value_name = "JOB_ID")]
+        id: String,
+        /// Stream its lifecycle events until it ends
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Stop dispatching (hosts in flight finish)
+    Stop {
+        #[arg(value_name = "JOB_ID")]
+        id: String,
+        /// Also kill the jobs in flight
+        #[arg(long)]
+        kill: bool,
+    },
+    /// Resume batches whose driver is gone (or this one), without running any host twice
+    Recover {
+        #[arg(value_name = "JOB_ID")]
+        id: Option<String>,
+    },
+}
+
+/// What follows `func SPEC`.
+#[derive(Parser, Debug)]
+#[command(name = "func SPEC", subcommand_required = true, arg_required_else_help = true)]
+pub struct SpecCli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: SpecCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SpecCommand {
+    /// Call MODULE METHOD [ARGS...] on every minion SPEC names
+    Call(CallArgs),
+    /// Check that the minions answer
+    Ping,
+    /// List the minions SPEC names
+    #[command(name = "list_minions")]
+    ListMinions,
+    /// Copy a local file to the minions
+    Copyfile(CopyfileArgs),
+    /// Search the minions' modules (system.grep) for WORD
+    Grep {
+        #[arg(value_name = "WORD")]
+        word: String,
+    },
+    /// Show facts about the minions
+    Show {
+        /// What to show
+        #[arg(value_parser = ["hardware"])]
+        what: String,
+        /// Only these keys
+        #[arg(value_name = "KEYS")]
+        keys: Vec<String>,
+    },
+    /// Manage groups in etc/func/groups (SPEC is not used)
+    Group(GroupArgs),
+}
+
+/// `call`: options may stand before or after MODULE METHOD; `--` ends them.
+#[derive(Args, Debug, Default)]
+pub struct CallArgs {
+    /// Run as a background job: print results as hosts finish (or only the id with --nopoll)
+    #[arg(short = 'a', long = "async")]
+    pub asynchronous: bool,
+    /// With --async: print the job id and return at once
+    #[arg(short = 'n', long)]
+    pub nopoll: bool,
+    /// Func's alias of `func job_status JOB_ID`: the one word is a job id
+    #[arg(short = 's', long)]
+    pub jobstatus: bool,
+    /// At most N hosts (or P% of them) in flight at once
+    #[arg(short = 'b', long, value_name = "N|P%")]
+    pub batch: Option<String>,
+    /// With --batch: seconds between a host's end and the next dispatch
+    #[arg(long, value_name = "SECS")]
+    pub batch_wait: Option<String>,
+    /// With --batch: no new dispatches after the first failed host
+    #[arg(long)]
+    pub failhard: bool,
+    /// MODULE METHOD [ARGS...] (arguments go over the wire as strings); after
+    /// MODULE METHOD only known options are options, `--` ends them
+    #[arg(value_name = "MODULE METHOD [ARGS]", num_args = 0.., allow_hyphen_values = true)]
+    pub words: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CopyfileArgs {
+    /// The local file
+    #[arg(short = 'f', long = "file", value_name = "LOCAL")]
+    pub file: PathBuf,
+    /// Where to put it on the minions (an absolute path)
+    #[arg(long, value_name = "PATH")]
+    pub remotepath: String,
+    /// Accepted for Func's CLI (copyfile always writes)
+    #[arg(long, hide = true)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("action").required(true).args(["add_group", "remove_group", "list_all", "list_group", "add_host", "remove_host", "list_hosts"])))]
+pub struct GroupArgs {
+    /// Add groups (G[;G...])
+    #[arg(long = "add_group", visible_alias = "ag", value_name = "GROUPS")]
+    pub add_group: Option<String>,
+    /// Remove groups
+    #[arg(long = "remove_group", visible_alias = "rg", value_name = "GROUPS")]
+    pub remove_group: Option<String>,
+    /// List every group
+    #[arg(long = "list_all", visible_alias = "la")]
+    pub list_all: bool,
+    /// List one group's members
+    #[arg(long = "list_group", visible_alias = "lg", value_name = "GROUP")]
+    pub list_group: Option<String>,
+    /// Add hosts (@G:HOST[;...])
+    #[arg(long = "add_host", visible_alias = "ah", value_name = "@G:HOST")]
+    pub add_host: Option<String>,
+    /// Remove hosts (@G:HOST[;...])
+    #[arg(long = "remove_host", visible_alias = "rh", value_name = "@G:HOST")]
+    pub remove_host: Option<String>,
+    /// List a group's members that have signed certificates (@G[:GLOB])
+    #[arg(long = "list_hosts", visible_alias = "lh", value_name = "@G[:GLOB]")]
+    pub list_hosts: Option<String>,
+}
+
+/// " (did you mean --x?)" when `word` is close to one of `known`.
+pub fn did_you_mean(word: &str, known: &[&str]) -> String {
+    known
+        .iter()
+        .map(|k| (distance(word, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min()
+        .map(|(_, k)| format!(" (did you mean {k}?)"))
+        .unwrap_or_default()
+}
+
+/// Levenshtein distance.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The names of the SPEC commands.
+pub fn spec_commands() -> Vec<String> {
+    <SpecCli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// `func` as one clap command for man pages and completions: the commands
+/// without a SPEC, and the SPEC commands as if they stood first.
+pub fn docs_command() -> clap::Command {
+    let mut func = <FuncCli as clap::CommandFactory>::command();
+    for sub in <SpecCli as clap::CommandFactory>::command().get_subcommands() {
+        func = func.subcommand(sub.clone().before_help("Used as: func SPEC COMMAND ..."));
+    }
+    func
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_are_consistent() {
+        <FuncCli as clap::CommandFactory>::command().debug_assert();
+        <SpecCli as clap::CommandFactory>::command().debug_assert();
+        docs_command().debug_assert();
+        assert!(spec_commands().contains(&"list_minions".to_string()));
+        assert_eq!(did_you_mean("--asynk", &["--async", "--nopoll"]), " (did you mean --async?)");
+        assert_eq!(did_you_mean("--zzz", &["--async"]), "");
+    }
+}
