@@ -5,19 +5,22 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: all deps build release demo test bench bench-salt bench-scale clean
+.PHONY: all deps build release demo test docs bench bench-salt bench-scale clean
 
 all: build
 
 # Tools the tests and modules use besides cargo and python3: the openssl CLI
-# (cross-checks of certificate hashes) and ps (process.info). Installed from
-# Debian's packages only when missing.
+# (cross-checks of certificate hashes), ps (process.info), groff (the man
+# page test) and setpriv (tests acting as an unprivileged user). Installed
+# from Debian's packages only when missing.
 deps:
 	@missing=""; \
 	command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }; \
 	command -v $(PYTHON) >/dev/null || missing="$$missing python3"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v ps >/dev/null || missing="$$missing procps"; \
+	command -v groff >/dev/null || missing="$$missing groff-base"; \
+	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -37,6 +40,11 @@ demo: build
 test: build
 	$(CARGO) test --workspace
 	$(PYTHON) tests/python/run.py
+
+# Man pages and shell completions (bash, zsh, fish) of the four binaries,
+# generated from their clap definitions, below target/docs.
+docs: build
+	target/debug/func-gendocs target/docs
 
 # Benchmarks print tables and write them to bench/results/ (see README).
 # BENCH_SIZES="10 50 200" and RUNS=5 by default; PEER=salt adds Salt.

@@ -105,6 +105,38 @@ impl Plan {
         Ok(found)
     }
 
+    /// An informational line on stderr (left out with `-q`).
+    pub fn say(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    /// A line of detail on stderr (only with `-v`): which hosts, and how.
+    pub fn detail(&self, targets: &[Target]) {
+        if self.verbose == 0 {
+            return;
+        }
+        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        eprintln!(
+            "func: calling {} host(s) with {} worker(s), timeout {} s: {}",
+            names.len(),
+            self.dispatch.forks.min(names.len().max(1)),
+            self.dispatch.timeout_secs,
+            names.join(" ")
+        );
+        if self.verbose > 1 {
+            for t in targets {
+                eprintln!("func:   {} at {}", t.name, t.addr);
+            }
+        }
+    }
+
+    /// Whether progress lines may be drawn on stderr (a terminal, no `-q`).
+    pub fn progress(&self) -> bool {
+        !self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())
+    }
+
     /// Fails once, clearly, when the overlord's key, certificate, CA or CRL
     /// cannot be used (instead of the same error for every host).
     pub fn check_credentials(&self) -> Result<(), PlanError> {

@@ -31,5 +31,7 @@ mod limits;
 mod faults;
 // Failure means failure: exit statuses, failhard, a stalled host.
 mod overlord_failures;
+// func's command line: help, versions, suggestions, options anywhere, man pages, completions.
+mod cli;
 // Shared helpers for these tests.
 mod helper;

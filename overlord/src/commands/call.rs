@@ -10,7 +10,6 @@
 //! alias of `func job_status JOB_ID`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use common::config::Ini;
@@ -206,7 +205,8 @@ impl Call {
             crate::outln!("JOB_ID: {id}");
             return Ok(0);
         }
-        eprintln!("JOB_ID: {id} (batch of {size} over {} hosts)", targets.len());
+        plan.detail(&targets);
+        plan.say(&format!("JOB_ID: {id} (batch of {size} over {} hosts)", targets.len()));
         let json = plan.json;
         crate::interrupt::catch();
         let rec = driver::drive(&store, &plan.root, &id, |host, end, value| {
@@ -233,7 +233,7 @@ impl Call {
             job_status::print(plan, &id, &status);
         }
         if let Some(why) = &rec.state.halted {
-            eprintln!("batch halted: {why}");
+            plan.say(&format!("batch halted: {why}"));
         }
         Ok(i32::from(
             rec.state.ended.values().any(machine::HostEnd::is_failure),
@@ -250,7 +250,7 @@ impl Call {
             crate::outln!("JOB_ID: {id}");
             return Ok(0);
         }
-        eprintln!("JOB_ID: {id}");
+        plan.say(&format!("JOB_ID: {id}"));
         crate::interrupt::catch();
         let status = poll_and_print(plan, &id, || {
             let _ = driver.try_wait();
@@ -276,7 +276,7 @@ impl Call {
 /// host's result as it arrives, with a progress line on a terminal.
 fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs::Status, PlanError> {
     let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
-    let progress = std::io::stderr().is_terminal() && !plan.json;
+    let progress = plan.progress() && !plan.json;
     let mut shown = BTreeSet::new();
     let status = job_status::watch(plan, id, deadline, |status| {
         tick();

@@ -14,7 +14,6 @@ pub mod ping;
 pub mod show;
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 
 use common::Value;
 
@@ -98,7 +97,8 @@ pub fn dispatch_to(
     let exe = std::env::current_exe()
         .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
     let total = targets.len();
-    let progress = std::io::stderr().is_terminal() && total >= 10;
+    plan.detail(targets);
+    let progress = plan.progress() && total >= 10;
     let mut done = 0usize;
     let results = dispatch::run(
         &exe,
