@@ -132,3 +132,19 @@ pub fn remote_error(v: &Value) -> Option<(String, String)> {
         _ => None,
     }
 }
+
+/// The job id of a `JOB_ID: <id>[ ...]` line in `text`.
+pub fn job_id(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix("JOB_ID: "))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .unwrap_or_else(|| panic!("no JOB_ID in {text:?}"))
+}
+
+/// `func --json ARGS` against `fleet`, parsed.
+pub fn func_json(fleet: &func_tests::fixture::Fleet, args: &[&str]) -> serde_json::Value {
+    let mut full = vec!["--json"];
+    full.extend_from_slice(args);
+    let out = fleet.func(&full);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}

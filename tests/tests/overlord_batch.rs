@@ -8,19 +8,7 @@ use std::time::Duration;
 use func_tests::fixture::{bin, wait_until, Fleet};
 use serde_json::Value as J;
 
-fn job_id(text: &str) -> String {
-    text.lines()
-        .find_map(|l| l.strip_prefix("JOB_ID: "))
-        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
-        .unwrap_or_else(|| panic!("no JOB_ID in {text:?}"))
-}
-
-fn json(fleet: &Fleet, args: &[&str]) -> J {
-    let mut full = vec!["--json"];
-    full.extend_from_slice(args);
-    let out = fleet.func(&full);
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
-}
+use crate::helper::{func_json as json, job_id};
 
 fn batch_status(fleet: &Fleet, id: &str) -> J {
     json(fleet, &["batch", "status", id])
