@@ -13,6 +13,8 @@
 //!   that never panics on a closed pipe (`out!`, `outln!`).
 //! - [`interrupt`]: Ctrl-C on a sync batch or a polling call: a flag the
 //!   work loop notices, then the commands to follow, stop or resume.
+//! - [`report`]: results for people as they come: blocks, progress naming
+//!   the hosts awaited, a summary (ok/failed/unreachable/timed out), colour.
 //! - [`commands`]: one file per `func` subcommand.
 //!
 //! The XML-RPC client itself is `common::rpc::client`.
@@ -28,6 +30,7 @@ pub mod jobs;
 pub mod out;
 pub mod output;
 pub mod plan;
+pub mod report;
 pub mod store;
 pub mod targets;
 pub mod when;

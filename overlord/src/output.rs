@@ -18,7 +18,8 @@ pub fn all_ok(method: &str, results: &BTreeMap<String, Value>) -> bool {
 /// Human-readable blocks of `method`'s results.
 pub fn human(method: &str, results: &BTreeMap<String, Value>) -> String {
     let mut out = String::new();
-    for (host, value) in results {
+    for host in crate::report::natural(results.keys()) {
+        let value = &results[host];
         let _ = writeln!(out, "{host}:");
         if is_remote_error(value) {
             let _ = writeln!(out, "    {}", error_line(value));

@@ -9,7 +9,6 @@
 //! prints `JOB_ID: <id>` and returns at once. `--jobstatus JOB_ID` is an
 //! alias of `func job_status JOB_ID`.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use common::config::Ini;
@@ -157,8 +156,8 @@ impl Call {
             return self.run_async(plan);
         }
         let params = self.args.iter().map(|a| Value::String(a.clone())).collect();
-        let results = super::dispatch_to_targets(plan, &super::call_action(&self.method, params)?)?;
-        Ok(super::print_results(plan, &self.method, &results))
+        let action = super::call_action(&self.method, params)?;
+        super::call_and_show(plan, &self.method, &action, crate::report::block, &|v| v)
     }
 
     fn meta(&self, plan: &Plan, hosts: usize, batch: bool) -> JobMeta {
@@ -209,18 +208,17 @@ impl Call {
         plan.say(&format!("JOB_ID: {id} (batch of {size} over {} hosts)", targets.len()));
         let json = plan.json;
         crate::interrupt::catch();
+        let names = targets.iter().map(|t| t.name.clone());
+        let mut report = crate::report::Report::new(plan, &self.method, names, crate::report::block);
         let rec = driver::drive(&store, &plan.root, &id, |host, end, value| {
-            if json {
-                return;
-            }
             let shown = match (end, value) {
                 (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
                 _ => driver::end_error(end),
             };
-            let one: BTreeMap<String, Value> = [(host.to_string(), shown)].into_iter().collect();
-            crate::out!("{}", crate::output::human(&self.method, &one));
+            report.host(host, &shown);
         })
         .map_err(PlanError::Config)?;
+        report.finish();
         if rec.interrupted {
             let q = crate::interrupt::shell_quote(&id);
             eprintln!(
@@ -252,7 +250,7 @@ impl Call {
         }
         plan.say(&format!("JOB_ID: {id}"));
         crate::interrupt::catch();
-        let status = poll_and_print(plan, &id, || {
+        let (status, _) = poll_and_print(plan, &id, || {
             let _ = driver.try_wait();
         })?;
         let _ = driver.try_wait();
@@ -274,38 +272,27 @@ impl Call {
 
 /// Polls job `id` until it finishes (or the `-t` deadline), printing each
 /// host's result as it arrives, with a progress line on a terminal.
-fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<jobs::Status, PlanError> {
+fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs::Status, bool), PlanError> {
     let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
-    let progress = plan.progress() && !plan.json;
-    let mut shown = BTreeSet::new();
+    let mut report: Option<crate::report::Report> = None;
     let status = job_status::watch(plan, id, deadline, |status| {
         tick();
-        if !plan.json {
-            for (host, value) in &status.results {
-                if shown.insert(host.clone()) {
-                    if progress {
-                        eprint!("\r\x1b[K");
-                    }
-                    let one: BTreeMap<String, Value> = [(host.clone(), value.clone())].into_iter().collect();
-                    crate::out!("{}", crate::output::human(status.method(), &one));
-                }
-            }
-        }
-        if progress {
-            let total = status.results.len() + status.waiting.len();
-            eprint!("\r{}/{total} hosts finished", status.results.len());
+        let report = report.get_or_insert_with(|| {
+            let hosts = status.results.keys().chain(status.waiting.keys()).cloned();
+            crate::report::Report::new(plan, status.method(), hosts, crate::report::block)
+        });
+        for (host, value) in &status.results {
+            report.host(host, value);
         }
     })?;
-    if progress {
-        eprintln!();
-    }
     // Neither finished nor unknown: the -t deadline passed.
-    if !status.finished() && status.code != jobs::LOST_IN_SPACE && !plan.json {
+    if !status.finished() && status.code != jobs::LOST_IN_SPACE && !plan.json && !crate::interrupt::requested() {
         for (host, why) in &status.waiting {
             crate::outln!("{host}:\n    (no result within -t: {why})");
         }
     }
-    Ok(status)
+    let all_ok = report.as_mut().is_none_or(|r| r.finish());
+    Ok((status, all_ok))
 }
 
 /// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.

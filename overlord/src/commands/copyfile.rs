@@ -36,8 +36,7 @@ impl CopyFile {
             uid: i64::from(meta.uid()),
             gid: i64::from(meta.gid()),
         };
-        let results = super::dispatch_to_targets(plan, &action)?;
-        Ok(super::print_results(plan, "copyfile.copyfile", &results))
+        super::call_and_show(plan, "copyfile.copyfile", &action, crate::report::block, &|v| v)
     }
 }
 

@@ -20,7 +20,6 @@ impl Grep {
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let action = super::call_action("system.grep", vec![Value::String(self.word.clone())])?;
-        let results = super::dispatch_to_targets(plan, &action)?;
-        Ok(super::print_results(plan, "system.grep", &results))
+        super::call_and_show(plan, "system.grep", &action, crate::report::block, &|v| v)
     }
 }

@@ -81,57 +81,45 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     }
 }
 
-/// Dispatches `action` to the plan's targets, with progress on stderr when
-/// it is a terminal and there are many hosts.
-pub fn dispatch_to_targets(plan: &Plan, action: &Action) -> Result<BTreeMap<String, Value>, PlanError> {
-    dispatch_to(plan, &plan.targets()?, action)
+/// Calls `action` on the plan's targets and shows each host the moment
+/// it ends (`report.rs`: blocks rendered by `render`, a progress line naming
+/// the hosts awaited, a summary on stderr); `--json` prints one document at
+/// the end. `transform` may reshape a result before it is shown. Returns
+/// the exit status.
+pub fn call_and_show(
+    plan: &Plan,
+    method: &str,
+    action: &Action,
+    render: crate::report::Render,
+    transform: &dyn Fn(Value) -> Value,
+) -> Result<i32, PlanError> {
+    let targets = plan.targets()?;
+    let mut report = crate::report::Report::new(plan, method, targets.iter().map(|t| t.name.clone()), render);
+    let mut shown = BTreeMap::new();
+    dispatch_to(plan, &targets, action, |host, value| {
+        let value = transform(value.clone());
+        report.host(host, &value);
+        shown.insert(host.to_string(), value);
+    })?;
+    if plan.json {
+        crate::outln!("{}", crate::output::json(&shown));
+    }
+    Ok(i32::from(!report.finish()))
 }
 
-/// Dispatches `action` to `targets` (see [`dispatch_to_targets`]).
+/// Dispatches `action` to `targets`; `on_each` sees every host as it ends.
 pub fn dispatch_to(
     plan: &Plan,
     targets: &[crate::targets::Target],
     action: &Action,
+    on_each: impl FnMut(&str, &Value),
 ) -> Result<BTreeMap<String, Value>, PlanError> {
     plan.check_credentials()?;
     let exe = std::env::current_exe()
         .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
-    let total = targets.len();
     plan.detail(targets);
-    let progress = plan.progress() && total >= 10;
-    let mut done = 0usize;
-    let results = dispatch::run(
-        &exe,
-        &plan.credentials(),
-        targets,
-        action,
-        &plan.dispatch,
-        |_, _| {
-            done += 1;
-            if progress {
-                eprint!("\r{done}/{total} hosts done");
-            }
-        },
-    )
-    .map_err(|e| PlanError::Config(format!("cannot start workers: {e}")))?;
-    if progress {
-        eprintln!();
-    }
-    Ok(results)
-}
-
-/// Prints results of `method` (human or JSON) and returns the exit status.
-pub fn print_results(plan: &Plan, method: &str, results: &BTreeMap<String, Value>) -> i32 {
-    if plan.json {
-        crate::outln!("{}", crate::output::json(results));
-    } else {
-        crate::out!("{}", crate::output::human(method, results));
-    }
-    if crate::output::all_ok(method, results) {
-        0
-    } else {
-        1
-    }
+    dispatch::run(&exe, &plan.credentials(), targets, action, &plan.dispatch, on_each)
+        .map_err(|e| PlanError::Config(format!("cannot start workers: {e}")))
 }
 
 /// A call action for `method` with `params`.

@@ -16,19 +16,14 @@ impl Show {
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let action = super::call_action("hardware.info", vec![Value::Boolean(false)])?;
-        let mut results = super::dispatch_to_targets(plan, &action)?;
-        if !self.keys.is_empty() {
-            for value in results.values_mut() {
-                if let Value::Struct(all) = value {
-                    let picked: BTreeMap<String, Value> = all
-                        .iter()
-                        .filter(|(k, _)| self.keys.contains(k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    *value = Value::Struct(picked);
-                }
-            }
-        }
-        Ok(super::print_results(plan, "hardware.info", &results))
+        let pick = |value: Value| match value {
+            Value::Struct(all) if !self.keys.is_empty() => Value::Struct(
+                all.into_iter()
+                    .filter(|(k, _)| self.keys.contains(k))
+                    .collect::<BTreeMap<String, Value>>(),
+            ),
+            other => other,
+        };
+        super::call_and_show(plan, "hardware.info", &action, crate::report::block, &pick)
     }
 }

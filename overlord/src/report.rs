@@ -1,0 +1,246 @@
+//! Results for people as they come: each host's block is printed the
+//! moment it ends, a progress line on a terminal names the hosts still
+//! awaited, and a summary on stderr counts ok / failed / unreachable /
+//! timed out and names the hosts that did not succeed (Salt's `--summary`,
+//! Ansible's recap). Colour only on a terminal and never with `NO_COLOR`.
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+
+use common::Value;
+
+use crate::plan::Plan;
+
+/// How one host ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Ok,
+    Failed,
+    Unreachable,
+    TimedOut,
+}
+
+/// How `value`, a result of `method`, counts.
+pub fn class(method: &str, value: &Value) -> Class {
+    if common::outcome::ok(method, value) {
+        return Class::Ok;
+    }
+    let kind = match value {
+        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(1) {
+            Some(Value::String(k)) => k.as_str(),
+            _ => "",
+        },
+        _ => "",
+    };
+    match kind {
+        "socket.timeout" | "func.overlord.BatchTimeout" => Class::TimedOut,
+        "socket.error" | "socket.gaierror" | "ssl.SSLError" | "func.overlord.WorkerDied"
+        | "func.overlord.BatchUnreachable" => Class::Unreachable,
+        _ => Class::Failed,
+    }
+}
+
+/// Whether colour may be written to a stream that is (or not) a terminal.
+pub fn colour(terminal: bool) -> bool {
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// `text` in red (failures) when `on`.
+pub fn red(text: &str, on: bool) -> String {
+    match on {
+        true => format!("\x1b[31m{text}\x1b[0m"),
+        false => text.to_string(),
+    }
+}
+
+fn green(text: &str, on: bool) -> String {
+    match on {
+        true => format!("\x1b[32m{text}\x1b[0m"),
+        false => text.to_string(),
+    }
+}
+
+/// Natural order of host names: `web2` before `web10`.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return a.cmp(b),
+            (None, _) => return std::cmp::Ordering::Less,
+            (_, None) => return std::cmp::Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let n = x.iter().take_while(|c| c.is_ascii_digit()).count();
+                let m = y.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (p, q) = (trim_zeros(&x[..n]), trim_zeros(&y[..m]));
+                let order = p.len().cmp(&q.len()).then(p.cmp(q));
+                if order != std::cmp::Ordering::Equal {
+                    return order;
+                }
+                (x, y) = (&x[n..], &y[m..]);
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(d);
+                }
+                (x, y) = (&x[1..], &y[1..]);
+            }
+        }
+    }
+}
+
+fn trim_zeros(digits: &[u8]) -> &[u8] {
+    let zeros = digits.iter().take_while(|d| **d == b'0').count();
+    &digits[zeros.min(digits.len().saturating_sub(1))..]
+}
+
+/// Host names in natural order.
+pub fn natural<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<&'a String> {
+    let mut v: Vec<&String> = names.into_iter().collect();
+    v.sort_by(|a, b| natural_cmp(a, b));
+    v
+}
+
+/// One host's lines, as a command shows it.
+pub type Render = fn(method: &str, host: &str, value: &Value, colour: bool) -> String;
+
+/// The default block: `host:` then the value, errors and failures marked.
+pub fn block(method: &str, host: &str, value: &Value, colour: bool) -> String {
+    let one = [(host.to_string(), value.clone())].into_iter().collect();
+    let text = crate::output::human(method, &one);
+    match colour && class(method, value) != Class::Ok {
+        true => text
+            .lines()
+            .map(|l| match l.trim_start().starts_with("ERROR") || l.trim_start().starts_with("FAILED") {
+                true => red(l, true),
+                false => l.to_string(),
+            })
+            .map(|l| l + "\n")
+            .collect(),
+        false => text,
+    }
+}
+
+/// The results of one command, shown as they come.
+pub struct Report<'a> {
+    plan: &'a Plan,
+    method: String,
+    render: Render,
+    waiting: BTreeSet<String>,
+    ended: Vec<(String, Class)>,
+    progress: bool,
+    colour_out: bool,
+    colour_err: bool,
+}
+
+impl<'a> Report<'a> {
+    /// A report on `hosts` (those awaited) for `method`.
+    pub fn new(plan: &'a Plan, method: &str, hosts: impl IntoIterator<Item = String>, render: Render) -> Self {
+        Self {
+            plan,
+            method: method.to_string(),
+            render,
+            waiting: hosts.into_iter().collect(),
+            ended: Vec::new(),
+            progress: plan.progress() && !plan.json,
+            colour_out: colour(std::io::stdout().is_terminal()),
+            colour_err: colour(std::io::stderr().is_terminal()),
+        }
+    }
+
+    /// One host ended: its block now (unless `--json`), progress updated.
+    pub fn host(&mut self, host: &str, value: &Value) {
+        if !self.waiting.remove(host) && self.ended.iter().any(|(h, _)| h == host) {
+            return;
+        }
+        self.ended.push((host.to_string(), class(&self.method, value)));
+        if !self.plan.json {
+            self.clear_progress();
+            crate::out!("{}", (self.render)(&self.method, host, value, self.colour_out));
+        }
+        self.draw_progress();
+    }
+
+    fn clear_progress(&self) {
+        if self.progress {
+            eprint!("\r\x1b[K");
+        }
+    }
+
+    fn draw_progress(&self) {
+        if !self.progress || self.waiting.is_empty() {
+            return;
+        }
+        let names = natural(&self.waiting);
+        let shown: Vec<&str> = names.iter().take(5).map(|s| s.as_str()).collect();
+        let more = match names.len() > 5 {
+            true => format!(" and {} more", names.len() - 5),
+            false => String::new(),
+        };
+        eprint!(
+            "\r\x1b[K{} host{} left: {}{more}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            shown.join(", ")
+        );
+    }
+
+    /// Hosts not ended yet.
+    pub fn waiting(&self) -> impl Iterator<Item = &String> {
+        self.waiting.iter()
+    }
+
+    /// Clears the progress line and prints the summary on stderr (not
+    /// with `-q`). Returns whether every host succeeded.
+    pub fn finish(&mut self) -> bool {
+        self.clear_progress();
+        let count = |c: Class| self.ended.iter().filter(|(_, k)| *k == c).count();
+        let all_ok = self.ended.iter().all(|(_, k)| *k == Class::Ok) && self.waiting.is_empty();
+        if self.plan.quiet || self.ended.is_empty() {
+            return all_ok;
+        }
+        let c = self.colour_err;
+        let mut parts = vec![green(&format!("{} ok", count(Class::Ok)), c && count(Class::Ok) > 0)];
+        for (class, word) in [
+            (Class::Failed, "failed"),
+            (Class::Unreachable, "unreachable"),
+            (Class::TimedOut, "timed out"),
+        ] {
+            let n = count(class);
+            if n > 0 {
+                let mut names: Vec<&String> = self.ended.iter().filter(|(_, k)| *k == class).map(|(h, _)| h).collect();
+                names.sort_by(|a, b| natural_cmp(a, b));
+                let list: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+                parts.push(red(&format!("{n} {word} ({})", list.join(", ")), c));
+            }
+        }
+        if !self.waiting.is_empty() {
+            parts.push(format!("{} not finished", self.waiting.len()));
+        }
+        let missing = self.plan.missing();
+        if !missing.is_empty() {
+            parts.push(red(&format!("{} unknown ({})", missing.len(), missing.join(", ")), c));
+        }
+        let total = self.ended.len() + self.waiting.len();
+        eprintln!("{total} host{}: {}", if total == 1 { "" } else { "s" }, parts.join(", "));
+        all_ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_and_classes() {
+        let mut names = vec!["web10", "db2", "web2", "db10", "db1", "web02"];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(names, ["db1", "db2", "db10", "web02", "web2", "web10"]);
+        let err = |k: &str| common::xmlrpc::remote_error(k, "x", "");
+        assert_eq!(class("test.ping", &Value::Integer(1)), Class::Ok);
+        assert_eq!(class("test.ping", &err("socket.timeout")), Class::TimedOut);
+        assert_eq!(class("test.ping", &err("socket.error")), Class::Unreachable);
+        assert_eq!(class("test.ping", &err("exceptions.Exception")), Class::Failed);
+        let rc = Value::Array(vec![Value::Integer(2), Value::String(String::new()), Value::String(String::new())]);
+        assert_eq!(class("command.run", &rc), Class::Failed);
+    }
+}
