@@ -135,7 +135,7 @@ pub struct Report<'a> {
 impl<'a> Report<'a> {
     /// A report on `hosts` (those awaited) for `method`.
     pub fn new(plan: &'a Plan, method: &str, hosts: impl IntoIterator<Item = String>, render: Render) -> Self {
-        Self {
+        let report = Self {
             plan,
             method: method.to_string(),
             render,
@@ -144,7 +144,9 @@ impl<'a> Report<'a> {
             progress: plan.progress() && !plan.json,
             colour_out: colour(std::io::stdout().is_terminal()),
             colour_err: colour(std::io::stderr().is_terminal()),
-        }
+        };
+        report.draw_progress();
+        report
     }
 
     /// One host ended: its block now (unless `--json`), progress updated.

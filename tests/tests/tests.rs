@@ -33,5 +33,7 @@ mod faults;
 mod overlord_failures;
 // func's command line: help, versions, suggestions, options anywhere, man pages, completions.
 mod cli;
+// Output for people: streaming, summary, progress, colour, natural order.
+mod output;
 // Shared helpers for these tests.
 mod helper;
