@@ -13,6 +13,7 @@ child subreaper, so those orphans are reaped here and wait4 reports them).
 BENCH_SECTIONS (default all): sync, async, batch — the scale run skips some.
 """
 
+import shlex
 import ctypes
 import json
 import math
@@ -74,7 +75,7 @@ def ms(seconds):
 def job_id(out):
     if "JOB_ID: " not in out:
         return None
-    return out.split("JOB_ID: ", 1)[1].split()[0]
+    return shlex.split(out.split("JOB_ID: ", 1)[1].splitlines()[0])[0]
 
 
 def wait_finished(jid):

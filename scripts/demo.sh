@@ -34,8 +34,10 @@ run target/debug/func "web1" show hardware numCpus systemMemory os
 run target/debug/func --json "*" call test ping
 # The main job: an async call returns a job id at once; job_status collects.
 printf '$ func "*" call --async --nopoll test sleep 2\n'
-job=$(target/debug/func "*" call --async --nopoll test sleep 2 | sed -n 's/^JOB_ID: //p')
-echo "JOB_ID: $job"
+out=$(target/debug/func "*" call --async --nopoll test sleep 2)
+echo "$out"
+# The id is printed shell-quoted (it holds '*'); let the shell unquote it.
+eval "job=${out#JOB_ID: }"
 echo
 run target/debug/func job_status "$job"
 run target/debug/func -t 30 job_status "$job" --wait

@@ -254,10 +254,11 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
         verbose: global.verbose,
         quiet: global.quiet,
     };
-    let command = match parsed {
+    let mut command = match parsed {
         Parsed::Spec(c) => crate::commands::Command::from_spec(c, &mut globals)?,
         Parsed::Top(c) => crate::commands::Command::from_top(c)?,
     };
+    command.resolve_last(&store(&globals.root))?;
     let conf = Ini::load(&globals.root.overlord_conf()).map_err(|e| PlanError::Config(e.to_string()))?;
     let conf_timeout = conf
         .f64("main", "socket_timeout")

@@ -68,7 +68,7 @@ fn pinned_forms_and_options_wherever_they_stand() {
     assert!(add(&["web1", "call", "process", "info", "-auxh"]).contains("web1:"), "dash words after METHOD are arguments");
     // Func's `func "*" call test sleep 1 --async` and `--jobstatus`.
     let out = fleet.func(&["*", "call", "test", "sleep", "1", "--async", "--nopoll"]);
-    let id = out.stdout.trim().strip_prefix("JOB_ID: ").expect("JOB_ID").to_string();
+    let id = crate::helper::job_id(&out.stdout);
     let status = fleet.func(&["-t", "30", "job_status", &id, "--wait"]);
     assert_eq!(status.code, 0, "{status:?}");
     let alias = fleet.func(&["*", "call", "--jobstatus", &id]);

@@ -133,12 +133,21 @@ pub fn remote_error(v: &Value) -> Option<(String, String)> {
     }
 }
 
-/// The job id of a `JOB_ID: <id>[ ...]` line in `text`.
+/// The job id of a `JOB_ID: <id>[ ...]` line in `text` (printed
+/// shell-quoted when it holds `*`, `;` or `@`).
 pub fn job_id(text: &str) -> String {
     text.lines()
         .find_map(|l| l.strip_prefix("JOB_ID: "))
-        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .map(|l| unquote(l.split_whitespace().next().unwrap_or("")))
         .unwrap_or_else(|| panic!("no JOB_ID in {text:?}"))
+}
+
+/// A word as the shell reads it (func quotes ids with single quotes).
+pub fn unquote(word: &str) -> String {
+    word.strip_prefix('\'')
+        .and_then(|w| w.strip_suffix('\''))
+        .map(|w| w.replace("'\\''", "'"))
+        .unwrap_or_else(|| word.to_string())
 }
 
 /// `func --json ARGS` against `fleet`, parsed.

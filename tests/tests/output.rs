@@ -64,3 +64,23 @@ fn listings_use_natural_order() {
     let hosts: Vec<&str> = done.stdout.lines().filter(|l| l.ends_with(':')).collect();
     assert_eq!(hosts, ["m1:", "m2:", "m10:"], "{}", done.stdout);
 }
+
+#[test]
+fn job_ids_are_printed_quoted_and_last_names_the_newest() {
+    let fleet = Fleet::start(&["m1", "m2"]);
+    let out = fleet.func(&["*", "call", "--async", "--nopoll", "test", "ping"]);
+    let line = out.stdout.trim();
+    assert!(line.starts_with("JOB_ID: '*-test-ping-") && line.ends_with('\''), "{line}");
+    let id = job_id(&out.stdout);
+    let done = crate::helper::func_json(&fleet, &["-t", "30", "job_status", "last", "--wait"]);
+    assert_eq!(done["job_id"], id.as_str(), "{done}");
+    assert_eq!(done["status"], 1, "{done}");
+    let looked = fleet.func(&["jobs", "lookup", "last"]);
+    assert_eq!(looked.code, 0, "{looked:?}");
+    let doc = crate::helper::func_json(&fleet, &["m1", "call", "--async", "--nopoll", "test", "ping"]);
+    assert!(doc["job_id"].as_str().is_some_and(|j| j.starts_with("m1-test-ping-")), "{doc}");
+    let batch = fleet.func(&["*", "call", "--batch", "1", "test", "ping"]);
+    let batch_id = job_id(&batch.stderr);
+    let status = crate::helper::func_json(&fleet, &["batch", "status", "last"]);
+    assert_eq!(status["job_id"], batch_id.as_str(), "the newest batch: {status}");
+}

@@ -6,14 +6,8 @@ use std::process::Command;
 use func_tests::fixture::{bin, write_file, Fleet};
 use serde_json::Value as J;
 
-/// The id from a `JOB_ID: <id>` line.
-fn job_id(stdout: &str) -> String {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("JOB_ID: "))
-        .unwrap_or_else(|| panic!("no JOB_ID in {stdout:?}"))
-        .to_string()
-}
+use crate::helper::job_id;
+
 
 fn status_json(fleet: &Fleet, args: &[&str]) -> (i32, J) {
     let mut full = vec!["--json"];

@@ -5,12 +5,8 @@ use std::time::Duration;
 use func_tests::fixture::{wait_until, Fleet};
 use serde_json::Value as J;
 
-fn job_id(text: &str) -> String {
-    text.lines()
-        .find_map(|l| l.strip_prefix("JOB_ID: "))
-        .unwrap_or_else(|| panic!("no JOB_ID in {text:?}"))
-        .to_string()
-}
+use crate::helper::job_id;
+
 
 fn json(fleet: &Fleet, args: &[&str]) -> J {
     let mut full = vec!["--json"];

@@ -201,11 +201,15 @@ impl Call {
             let exe = std::env::current_exe().map_err(|e| PlanError::Config(e.to_string()))?;
             driver::spawn(&exe, &plan.root, &id)
                 .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
-            crate::outln!("JOB_ID: {id}");
+            show_job_id(plan, &id);
             return Ok(0);
         }
         plan.detail(&targets);
-        plan.say(&format!("JOB_ID: {id} (batch of {size} over {} hosts)", targets.len()));
+        plan.say(&format!(
+            "JOB_ID: {} (batch of {size} over {} hosts)",
+            crate::interrupt::shell_quote(&id),
+            targets.len()
+        ));
         let json = plan.json;
         crate::interrupt::catch();
         let names = targets.iter().map(|t| t.name.clone());
@@ -245,10 +249,10 @@ impl Call {
         let (id, mut driver) =
             jobs::submit(&plan.store(), &plan.root, meta, &targets).map_err(PlanError::Config)?;
         if self.nopoll {
-            crate::outln!("JOB_ID: {id}");
+            show_job_id(plan, &id);
             return Ok(0);
         }
-        plan.say(&format!("JOB_ID: {id}"));
+        plan.say(&format!("JOB_ID: {}", crate::interrupt::shell_quote(&id)));
         crate::interrupt::catch();
         let (status, _) = poll_and_print(plan, &id, || {
             let _ = driver.try_wait();
@@ -293,6 +297,15 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
     }
     let all_ok = report.as_mut().is_none_or(|r| r.finish());
     Ok((status, all_ok))
+}
+
+/// The id of a job that runs on: `JOB_ID: <id, shell-quoted>` to copy, or
+/// `{"job_id": ID}` with `--json`.
+fn show_job_id(plan: &Plan, id: &str) {
+    match plan.json {
+        true => crate::outln!("{}", serde_json::json!({ "job_id": id })),
+        false => crate::outln!("JOB_ID: {}", crate::interrupt::shell_quote(id)),
+    }
 }
 
 /// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.

@@ -54,6 +54,24 @@ impl Command {
         })
     }
 
+    /// Replaces a job id `last` by the newest job (or batch) of this user.
+    pub fn resolve_last(&mut self, store: &crate::store::Store) -> Result<(), PlanError> {
+        use crate::commands::batch::Batch;
+        use crate::commands::jobs::Jobs;
+        let (id, batch): (&mut String, bool) = match self {
+            Command::JobStatus(c) => (&mut c.id, false),
+            Command::Call(c) if c.jobstatus => (&mut c.method, false),
+            Command::Jobs(Jobs::Lookup(c)) => (&mut c.id, false),
+            Command::Jobs(Jobs::Kill(c)) => (&mut c.id, false),
+            Command::Batch(Batch::Status { id, .. } | Batch::Stop { id, .. } | Batch::Recover { id: Some(id) }) => {
+                (id, true)
+            }
+            _ => return Ok(()),
+        };
+        *id = crate::jobs::resolve_id(store, id, batch).map_err(PlanError::Config)?;
+        Ok(())
+    }
+
     /// A command that takes no SPEC.
     pub fn from_top(c: TopCommand) -> Result<Self, PlanError> {
         Ok(match c {

@@ -230,6 +230,28 @@ pub fn poll_pause(round: u32) -> Duration {
 }
 
 /// The user running `func`, for the job record.
+/// `id`, or for `last` the newest job (a batch, with `batch`) that the
+/// current user started.
+pub fn resolve_id(store: &crate::store::Store, id: &str, batch: bool) -> Result<String, String> {
+    if id != "last" {
+        return Ok(id.to_string());
+    }
+    let me = current_user();
+    store
+        .list()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|m| m.user == me && (m.batch || !batch))
+        .max_by(|a, b| a.started.total_cmp(&b.started))
+        .map(|m| m.id)
+        .ok_or_else(|| {
+            format!(
+                "no {} started by {me} is kept here, so 'last' names nothing",
+                if batch { "batch" } else { "job" }
+            )
+        })
+}
+
 pub fn current_user() -> String {
     nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
