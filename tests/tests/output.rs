@@ -84,3 +84,25 @@ fn job_ids_are_printed_quoted_and_last_names_the_newest() {
     let status = crate::helper::func_json(&fleet, &["batch", "status", "last"]);
     assert_eq!(status["job_id"], batch_id.as_str(), "the newest batch: {status}");
 }
+
+#[test]
+fn job_commands_say_what_is_true() {
+    let fleet = Fleet::start(&["m1", "m2"]);
+    let out = fleet.func(&["*", "call", "--async", "--nopoll", "test", "sleep", "1"]);
+    let id = job_id(&out.stdout);
+    // Not polled: listed as last recorded, and said to be so.
+    let rows = crate::helper::func_json(&fleet, &["jobs", "list"]);
+    assert_eq!(rows[0]["id"], id.as_str());
+    assert_eq!((rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()), (Some("running"), Some(false)), "{rows}");
+    let table = fleet.func(&["jobs", "list"]).stdout;
+    assert!(table.contains("running?") && table.contains("func job_status ID"), "{table}");
+    let done = fleet.func(&["-t", "30", "job_status", &id, "--wait"]);
+    assert_eq!(done.code, 0, "{done:?}");
+    let rows = crate::helper::func_json(&fleet, &["jobs", "list"]);
+    assert_eq!((rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()), (Some("finished"), Some(true)));
+    let kill = fleet.func(&["jobs", "kill", &id]);
+    assert_eq!(kill.code, 0, "{kill:?}");
+    assert!(kill.stdout.contains("already finished: nothing to kill"), "{}", kill.stdout);
+    let missing = fleet.func(&["jobs", "lookup", &id, "--missing"]);
+    assert!(missing.stdout.contains("nothing missing: all 2 hosts have answered"), "{}", missing.stdout);
+}

@@ -56,6 +56,14 @@ impl Kill {
             job_status::print(plan, &self.id, &status);
             return Ok(1);
         };
+        if status.finished() {
+            let q = crate::interrupt::shell_quote(&self.id);
+            match plan.json {
+                true => crate::outln!("{}", serde_json::json!({"job_id": self.id, "killed": {}, "already_finished": true})),
+                false => crate::outln!("job {q} already finished: nothing to kill (func job_status {q} shows its results)"),
+            }
+            return Ok(0);
+        }
         let calls: Vec<(Target, String, Vec<Value>)> = record
             .in_flight()
             .map(|(host, job)| {

@@ -73,6 +73,9 @@ impl List {
                     "started": m.started,
                     "ended": m.ended,
                     "status": if m.ended.is_some() { "finished" } else { "running" },
+                    // A finished job's record is final; an unfinished one is
+                    // as last recorded: its hosts were not asked now.
+                    "refreshed": m.ended.is_some(),
                     "hosts": {"total": r.hosts.len(), "done": done, "failed": failed, "pending": pending},
                 })
             })
@@ -91,7 +94,7 @@ impl List {
             "STATUS".into(),
             "DONE/FAILED/PENDING".into(),
         ]];
-        for (row, r) in rows.iter().zip(&records) {
+        for r in &records {
             let (done, failed, pending) = super::counts(r);
             table.push([
                 r.meta.id.clone(),
@@ -100,7 +103,10 @@ impl List {
                 r.meta.user.clone(),
                 when::show(r.meta.started),
                 r.meta.ended.map(when::show).unwrap_or_else(|| "-".into()),
-                row["status"].as_str().unwrap_or("").to_string(),
+                match r.meta.ended {
+                    Some(_) => "finished".to_string(),
+                    None => "running?".to_string(),
+                },
                 format!("{done}/{failed}/{pending}"),
             ]);
         }
@@ -114,6 +120,11 @@ impl List {
                 .map(|(cell, w)| format!("{cell:<w$}"))
                 .collect();
             crate::outln!("{}", line.join("  ").trim_end());
+        }
+        if records.iter().any(|r| r.meta.ended.is_none()) {
+            crate::outln!(
+                "running? = as last recorded, its hosts not asked now: func job_status ID (or jobs lookup ID) refreshes it"
+            );
         }
         Ok(0)
     }

@@ -30,6 +30,8 @@ impl Lookup {
                 "{}",
                 serde_json::to_string_pretty(&status.waiting).unwrap_or_default()
             );
+        } else if status.waiting.is_empty() {
+            crate::outln!("nothing missing: all {} hosts have answered", status.results.len());
         } else {
             for (host, why) in &status.waiting {
                 crate::outln!("{host}: {why}");
