@@ -28,9 +28,12 @@ pub struct GlobalArgs {
     /// Leave out the minions this SPEC names.
     #[arg(short = 'e', long = "exclude", global = true, value_name = "SPEC")]
     pub exclude: Option<String>,
-    /// Print one JSON document on stdout.
+    /// Print one JSON document on stdout (short for --out json).
     #[arg(short = 'j', long, global = true)]
     pub json: bool,
+    /// Output format of host results: json, yaml, or txt (one `host: value` line per host)
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = ["json", "yaml", "txt"])]
+    pub out: Option<String>,
     /// Worker processes calling minions (default: the number of cores).
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub forks: Option<u16>,
@@ -49,6 +52,7 @@ impl GlobalArgs {
         self.timeout = later.timeout.or(self.timeout);
         self.exclude = later.exclude.or(self.exclude);
         self.json |= later.json;
+        self.out = later.out.or(self.out);
         self.forks = later.forks.or(self.forks);
         self.verbose += later.verbose;
         self.quiet |= later.quiet;
@@ -114,6 +118,8 @@ pub enum TopCommand {
         #[command(subcommand)]
         command: BatchCommand,
     },
+    /// For programs: one JSON request on stdin, one JSON answer on stdout
+    Transmit,
     /// SPEC COMMAND [OPTIONS] [ARGS...] (see below)
     #[command(external_subcommand)]
     Spec(Vec<String>),
@@ -263,6 +269,10 @@ pub struct CallArgs {
     /// With --batch: no new dispatches after the first failed host
     #[arg(long)]
     pub failhard: bool,
+    /// The method's arguments as one JSON array, sent typed (numbers,
+    /// booleans, null, lists, structs) instead of as strings: '["echo $FOO", {"FOO": "x"}]'
+    #[arg(long, value_name = "JSON")]
+    pub json_args: Option<String>,
     /// MODULE METHOD [ARGS...] (arguments go over the wire as strings); after
     /// MODULE METHOD only known options are options, `--` ends them
     #[arg(value_name = "MODULE METHOD [ARGS]", num_args = 0.., allow_hyphen_values = true)]

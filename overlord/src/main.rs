@@ -19,21 +19,38 @@ fn main() -> ExitCode {
     }
     let plan = match overlord::plan::parse(&args, std::env::var(common::paths::ROOT_ENV).ok()) {
         Ok(plan) => plan,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e, wants_json(&args)),
     };
     match overlord::commands::run(&plan) {
         // A named minion that does not exist is a failure, whatever the others did.
         Ok(0) if !plan.missing().is_empty() => ExitCode::from(1),
         Ok(code) => ExitCode::from(code as u8),
-        Err(e) => fail(&e),
+        Err(e) => fail(&e, plan.json),
     }
 }
 
-fn fail(e: &overlord::plan::PlanError) -> ExitCode {
+/// Whether `--json`/`-j` stands among the words (before `--`), for errors
+/// found before the command line could be parsed.
+fn wants_json(args: &[String]) -> bool {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json" || a == "-j" || a == "transmit")
+}
+
+/// Reports `e` on stderr; with `--json` also as `{"error", "exit_status"}`
+/// on stdout, so a program always gets a document.
+fn fail(e: &overlord::plan::PlanError, json: bool) -> ExitCode {
+    let code = e.exit_code();
     match e {
+        overlord::plan::PlanError::Help(text) => {
+            overlord::out!("{text}");
+            return ExitCode::from(code as u8);
+        }
         overlord::plan::PlanError::Usage(msg) => eprintln!("{msg}"),
-        overlord::plan::PlanError::Help(text) => overlord::out!("{text}"),
         other => eprintln!("ERROR: {other}"),
     }
-    ExitCode::from(e.exit_code() as u8)
+    if json {
+        overlord::outln!("{}", serde_json::json!({"error": e.to_string(), "exit_status": code}));
+    }
+    ExitCode::from(code as u8)
 }

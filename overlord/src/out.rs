@@ -38,3 +38,45 @@ macro_rules! outln {
     () => { $crate::out::write("\n") };
     ($($arg:tt)*) => { $crate::out::write(&format!("{}\n", format_args!($($arg)*))) };
 }
+
+/// What a command reports in lines: printed as they come, or with
+/// `--json` collected into one document `{"ok": bool, "messages": [...]}`
+/// (plus fields the command adds) printed by [`Lines::finish`].
+pub struct Lines {
+    json: bool,
+    messages: Vec<String>,
+    fields: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Lines {
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            messages: Vec::new(),
+            fields: serde_json::Map::new(),
+        }
+    }
+
+    /// One line of the report.
+    pub fn line(&mut self, text: String) {
+        match self.json {
+            true => self.messages.push(text),
+            false => write(&format!("{text}\n")),
+        }
+    }
+
+    /// A field of the JSON document (ignored without `--json`).
+    pub fn field(&mut self, key: &str, value: serde_json::Value) {
+        self.fields.insert(key.to_string(), value);
+    }
+
+    /// Prints the JSON document (with `--json`); returns `code`.
+    pub fn finish(mut self, code: i32) -> i32 {
+        if self.json {
+            self.fields.insert("ok".into(), serde_json::Value::Bool(code == 0));
+            self.fields.insert("messages".into(), serde_json::json!(self.messages));
+            write(&format!("{}\n", serde_json::Value::Object(self.fields)));
+        }
+        code
+    }
+}

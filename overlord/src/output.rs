@@ -108,6 +108,102 @@ fn render(value: &Value, depth: usize, out: &mut String) {
     }
 }
 
+/// How results are printed for programs (`--out`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Json,
+    Yaml,
+    /// One `host: value` line per host (for grep and awk).
+    Txt,
+}
+
+/// `{host: result}` in `format`.
+pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
+    match format {
+        Format::Json => json(results),
+        Format::Yaml => yaml(&serde_json::Value::Object(
+            results.iter().map(|(h, v)| (h.clone(), to_json(v))).collect(),
+        )),
+        Format::Txt => {
+            let mut out = String::new();
+            for host in crate::report::natural(results.keys()) {
+                let _ = writeln!(out, "{host}: {}", txt(&to_json(&results[host])));
+            }
+            out.trim_end().to_string()
+        }
+    }
+}
+
+/// A document in `format` (`txt` prints it as compact JSON on one line).
+pub fn doc_as(format: Format, doc: &serde_json::Value) -> String {
+    match format {
+        Format::Json => serde_json::to_string_pretty(doc).unwrap_or_default(),
+        Format::Yaml => yaml(doc),
+        Format::Txt => doc.to_string(),
+    }
+}
+
+/// One line: strings as they are (line breaks as `\n`), the rest as compact JSON.
+fn txt(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.trim_end_matches('\n').replace('\n', "\\n"),
+        other => other.to_string(),
+    }
+}
+
+/// YAML for a JSON value: block maps and lists, scalars as JSON (which YAML reads).
+pub fn yaml(v: &serde_json::Value) -> String {
+    let mut out = String::new();
+    yaml_into(v, 0, &mut out);
+    out.trim_end().to_string()
+}
+
+fn yaml_into(v: &serde_json::Value, depth: usize, out: &mut String) {
+    use serde_json::Value as J;
+    let pad = "  ".repeat(depth);
+    match v {
+        J::Object(m) if !m.is_empty() => {
+            for (k, item) in m {
+                let key = J::String(k.clone()).to_string();
+                match item {
+                    J::Object(x) if !x.is_empty() => {
+                        let _ = writeln!(out, "{pad}{key}:");
+                        yaml_into(item, depth + 1, out);
+                    }
+                    J::Array(x) if !x.is_empty() => {
+                        let _ = writeln!(out, "{pad}{key}:");
+                        yaml_into(item, depth + 1, out);
+                    }
+                    scalar => {
+                        let _ = writeln!(out, "{pad}{key}: {scalar}");
+                    }
+                }
+            }
+        }
+        J::Array(items) if !items.is_empty() => {
+            for item in items {
+                match item {
+                    J::Object(x) if !x.is_empty() => {
+                        let _ = writeln!(out, "{pad}-");
+                        yaml_into(item, depth + 1, out);
+                    }
+                    J::Array(x) if !x.is_empty() => {
+                        let _ = writeln!(out, "{pad}-");
+                        yaml_into(item, depth + 1, out);
+                    }
+                    scalar => {
+                        let _ = writeln!(out, "{pad}- {scalar}");
+                    }
+                }
+            }
+        }
+        scalar => {
+            let _ = writeln!(out, "{pad}{scalar}");
+        }
+    }
+}
+
 /// One JSON document for all hosts.
 pub fn json(results: &BTreeMap<String, Value>) -> String {
     let doc: serde_json::Map<String, serde_json::Value> =
@@ -132,6 +228,24 @@ pub fn to_json(value: &Value) -> serde_json::Value {
         Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
         Value::Struct(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
         _ => J::Null,
+    }
+}
+
+/// A JSON value as an XML-RPC value (typed arguments): whole numbers as
+/// `<int>` or, beyond 32 bits, `<i8>`; other numbers `<double>`; `null`
+/// as `<nil/>`; objects as structs.
+pub fn from_json(value: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match value {
+        J::Null => Value::Nil,
+        J::Bool(b) => Value::Boolean(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => common::xmlrpc::int(i),
+            None => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => Value::String(s.clone()),
+        J::Array(items) => Value::Array(items.iter().map(from_json).collect()),
+        J::Object(m) => Value::Struct(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
     }
 }
 

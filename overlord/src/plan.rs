@@ -8,6 +8,8 @@
 //! options before or after MODULE METHOD; everything after `--` is a
 //! method argument.
 
+use std::io::Read as _;
+
 use common::config::Ini;
 use common::paths::Root;
 use common::tls::Credentials;
@@ -52,6 +54,8 @@ pub struct Globals {
     pub timeout: Option<f64>,
     pub exclude: Option<String>,
     pub json: bool,
+    /// `--out`: how host results are printed when not for people.
+    pub out: crate::output::Format,
     pub forks: Option<usize>,
     /// `-v` (repeatable) and `-q`.
     pub verbose: u8,
@@ -65,6 +69,8 @@ pub struct Plan {
     pub spec: String,
     pub exclude: Option<String>,
     pub json: bool,
+    /// With `json` set: the format (`--out json|yaml|txt`).
+    pub out: crate::output::Format,
     /// `-v` count: say more on stderr.
     pub verbose: u8,
     /// `-q`: no progress or informational lines on stderr.
@@ -237,6 +243,18 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
             global = global.merge(sub.global);
             (spec.clone(), Parsed::Spec(sub.command))
         }
+        crate::cli::TopCommand::Transmit => {
+            let mut request = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut request)
+                .map_err(|e| PlanError::Usage(format!("func transmit: cannot read the request: {e}")))?;
+            let words = crate::commands::transmit::request_words(&request)?;
+            let mut all: Vec<String> = Vec::new();
+            if let Some(root) = &global.root {
+                all.extend(["--root".to_string(), root.to_string_lossy().into_owned()]);
+            }
+            all.extend(words);
+            return parse(&all, env_root);
+        }
         top => (String::new(), Parsed::Top(top)),
     };
     let mut globals = Globals {
@@ -249,7 +267,12 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
         ),
         timeout: global.timeout,
         exclude: global.exclude,
-        json: global.json,
+        json: global.json || global.out.as_deref() == Some("json"),
+        out: match global.out.as_deref() {
+            Some("yaml") => crate::output::Format::Yaml,
+            Some("txt") => crate::output::Format::Txt,
+            _ => crate::output::Format::Json,
+        },
         forks: global.forks.map(usize::from),
         verbose: global.verbose,
         quiet: global.quiet,
@@ -277,7 +300,8 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
         root: globals.root,
         spec,
         exclude: globals.exclude,
-        json: globals.json,
+        json: globals.json || globals.out != crate::output::Format::Json,
+        out: globals.out,
         verbose: globals.verbose,
         quiet: globals.quiet,
         command,

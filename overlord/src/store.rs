@@ -58,6 +58,20 @@ pub struct JobMeta {
     /// resumes it, so a dead driver does not end its hosts).
     #[serde(default)]
     pub batch: bool,
+    /// Typed arguments (`--json-args`, as JSON text); when set they are
+    /// sent instead of `args` (which then only shows them).
+    #[serde(default)]
+    pub typed_args: Option<String>,
+}
+
+impl JobMeta {
+    /// The call's parameters: the typed ones, else the words as strings.
+    pub fn params(&self) -> Vec<common::Value> {
+        match self.typed_args.as_deref().and_then(|t| serde_json::from_str(t).ok()) {
+            Some(serde_json::Value::Array(items)) => items.iter().map(crate::output::from_json).collect(),
+            _ => self.args.iter().map(|a| common::Value::String(a.clone())).collect(),
+        }
+    }
 }
 
 /// Where one host stands.
@@ -571,6 +585,7 @@ mod tests {
             forks: 1,
             driver: None,
             batch: false,
+            typed_args: None,
         }
     }
 

@@ -140,7 +140,7 @@ pub fn drive(
         }
         if !actions.dispatch.is_empty() {
             save(store, id, &mut rec, &[], false)?;
-            let params: Vec<Value> = meta.args.iter().map(|a| Value::String(a.clone())).collect();
+            let params: Vec<Value> = meta.params();
             let calls = actions
                 .dispatch
                 .iter()

@@ -249,7 +249,9 @@ impl BatchState {
 
     /// Counts per state name, for progress lines.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
-        let mut c: BTreeMap<&'static str, usize> = BTreeMap::new();
+        // Every key in every state, zero or not: one shape for programs.
+        let mut c: BTreeMap<&'static str, usize> =
+            ["done", "failed", "timeout", "unreachable", "killed", "abandoned"].map(|k| (k, 0)).into_iter().collect();
         c.insert("pending", self.pending.len());
         c.insert("active", self.active.len());
         for end in self.ended.values() {

@@ -201,7 +201,12 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
                 }
                 offset += line.len() as u64;
                 if let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) {
-                    if ev["job_id"] == id {
+                    if ev["job_id"] == id && plan.json {
+                        crate::outln!("{}", ev);
+                        if matches!(ev["event"].as_str(), Some("complete" | "halted" | "interrupted")) {
+                            return Ok(0);
+                        }
+                    } else if ev["job_id"] == id {
                         crate::outln!(
                             "{}  {}  {}",
                             when::show(ev["time"].as_f64().unwrap_or(0.0)),
@@ -241,39 +246,44 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
             Some(rec.encode())
         })
         .map_err(config)?;
+    let mut out = crate::out::Lines::new(plan.json);
+    out.field("job_id", json!(id));
     let Some((_, rec)) = found
         .then(|| driver::load(&store, id))
         .transpose()
         .map_err(config)?
         .flatten()
     else {
-        crate::outln!(
-            "no batch {} here (unknown, or expired)",
-            common::paths::shorten(id)
-        );
-        return Ok(1);
+        out.line(format!("no batch {} here (unknown, or expired)", common::paths::shorten(id)));
+        return Ok(out.finish(1));
     };
     if rec.complete {
-        crate::outln!("batch {id} has already ended: {}", state_word(&rec));
-        return Ok(0);
+        out.line(format!("batch {id} has already ended: {}", state_word(&rec)));
+        out.field("state", json!(state_word(&rec)));
+        return Ok(out.finish(0));
     }
     if rec.orphaned() {
-        crate::outln!("stop recorded, but the batch's driver is gone: run func batch recover {id} to apply it");
-        return Ok(1);
+        out.line(format!("stop recorded, but the batch's driver is gone: run func batch recover {id} to apply it"));
+        out.field("state", json!(state_word(&rec)));
+        return Ok(out.finish(1));
     }
     // Wait for the driver to apply it (and, draining, for in-flight hosts).
     let limit = std::time::Instant::now() + Duration::from_secs_f64(plan.timeout.unwrap_or(60.0));
     loop {
         match driver::load(&store, id).map_err(config)? {
             Some((_, r)) if r.complete || (!kill && r.state.halted.is_some()) => {
-                crate::outln!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
-                return Ok(0);
+                out.line(format!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r)));
+                out.field("state", json!(state_word(&r)));
+                out.field("counts", json!(r.state.counts()));
+                return Ok(out.finish(0));
             }
             Some((_, r)) if r.orphaned() || std::time::Instant::now() > limit => {
-                crate::outln!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r));
-                return Ok(1);
+                out.line(format!("batch {id}: {}  [{}]", state_word(&r), counts_text(&r)));
+                out.field("state", json!(state_word(&r)));
+                out.field("counts", json!(r.state.counts()));
+                return Ok(out.finish(1));
             }
-            None => return Ok(1),
+            None => return Ok(out.finish(1)),
             _ => std::thread::sleep(Duration::from_millis(50)),
         }
     }
@@ -288,29 +298,32 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
             .map(|(m, _)| m.id)
             .collect(),
     };
+    let mut out = crate::out::Lines::new(plan.json);
     if targets.is_empty() {
-        crate::outln!("no batch needs recovering");
-        return Ok(0);
+        out.line("no batch needs recovering".into());
+        return Ok(out.finish(0));
     }
+    let mut outcome = serde_json::Map::new();
     let exe = std::env::current_exe().map_err(config)?;
     let mut code = 0;
     for id in targets {
         match driver::load(&plan.store(), &id).map_err(config)? {
             None => {
-                crate::outln!(
-                    "no batch {} here (unknown, or expired)",
-                    common::paths::shorten(&id)
-                );
+                out.line(format!("no batch {} here (unknown, or expired)", common::paths::shorten(&id)));
+                outcome.insert(id, json!("unknown"));
                 code = 1;
             }
             Some((_, rec)) if !rec.orphaned() => {
-                crate::outln!("batch {id}: {} (nothing to recover)", state_word(&rec))
+                out.line(format!("batch {id}: {} (nothing to recover)", state_word(&rec)));
+                outcome.insert(id, json!("nothing to recover"));
             }
             Some(_) => {
                 driver::spawn(&exe, &plan.root, &id).map_err(config)?;
-                crate::outln!("batch {id}: resumed by a new driver");
+                out.line(format!("batch {id}: resumed by a new driver"));
+                outcome.insert(id, json!("resumed"));
             }
         }
     }
-    Ok(code)
+    out.field("batches", serde_json::Value::Object(outcome));
+    Ok(out.finish(code))
 }

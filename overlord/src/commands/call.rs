@@ -12,7 +12,6 @@
 use std::time::{Duration, Instant};
 
 use common::config::Ini;
-use common::Value;
 
 use super::job_status;
 use crate::jobs;
@@ -31,13 +30,30 @@ pub struct Call {
     pub batch: Option<String>,
     pub batch_wait: f64,
     pub failhard: bool,
+    /// `--json-args`: the arguments as JSON text (a validated array).
+    pub typed_args: Option<String>,
 }
 
 /// The options `call` knows (its own and the global ones), for suggestions.
 const CALL_OPTIONS: &[&str] = &[
-    "--async", "--nopoll", "--jobstatus", "--batch", "--batch-wait", "--failhard", "--json", "--forks",
+    "--async", "--nopoll", "--jobstatus", "--batch", "--batch-wait", "--failhard", "--json", "--json-args", "--forks",
     "--timeout", "--exclude", "--verbose", "--quiet",
 ];
+
+/// Checks `--json-args` (a JSON array, and no other arguments besides
+/// MODULE METHOD); returns it as compact JSON text.
+fn typed(text: &str, words: usize) -> Result<String, PlanError> {
+    if words > 2 {
+        return Err(PlanError::Usage(
+            "--json-args gives all the arguments: put none after MODULE METHOD".into(),
+        ));
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v @ serde_json::Value::Array(_)) => Ok(v.to_string()),
+        Ok(_) => Err(PlanError::Usage("--json-args takes a JSON array: '[\"arg\", 2, {\"k\": true}]'".into())),
+        Err(e) => Err(PlanError::Usage(format!("--json-args is not JSON: {e}"))),
+    }
+}
 
 /// Checks the form of `--batch N|P%` now; the size needs the targets.
 fn check_batch(v: &str) -> Result<(), PlanError> {
@@ -64,6 +80,7 @@ impl Call {
         let mut batch = a.batch.map(|v| check_batch(&v).map(|_| v)).transpose()?;
         let mut batch_wait = a.batch_wait.map(|v| seconds(&v)).transpose()?;
         let mut failhard = a.failhard;
+        let mut typed_args = a.json_args;
         let mut i = 0;
         while i < rest.len() {
             let arg = &rest[i];
@@ -91,6 +108,7 @@ impl Call {
                     batch = Some(v);
                 }
                 "--batch-wait" => batch_wait = Some(seconds(&value(&mut i)?)?),
+                "--json-args" => typed_args = Some(value(&mut i)?),
                 f if f.starts_with('-') && f.len() > 1 && before_method => {
                     return Err(PlanError::Usage(format!(
                         "call: unknown option {f}{} (use -- before method arguments that start with '-')",
@@ -117,6 +135,7 @@ impl Call {
                     batch: None,
                     batch_wait: 0.0,
                     failhard: false,
+                    typed_args: None,
                 }),
                 _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
             };
@@ -140,6 +159,7 @@ impl Call {
             batch,
             batch_wait: batch_wait.unwrap_or(0.0),
             failhard,
+            typed_args: typed_args.map(|t| typed(&t, positional.len())).transpose()?,
         })
     }
 
@@ -155,8 +175,7 @@ impl Call {
         if self.asynchronous || forced_async(&plan.root, &self.method) {
             return self.run_async(plan);
         }
-        let params = self.args.iter().map(|a| Value::String(a.clone())).collect();
-        let action = super::call_action(&self.method, params)?;
+        let action = super::call_action(&self.method, self.meta(plan, 0, false).params())?;
         super::call_and_show(plan, &self.method, &action, crate::report::block, &|v| v)
     }
 
@@ -165,7 +184,11 @@ impl Call {
             id: String::new(),
             spec: plan.spec.clone(),
             function: self.method.clone(),
-            args: self.args.clone(),
+            args: match &self.typed_args {
+                Some(t) => vec![t.clone()],
+                None => self.args.clone(),
+            },
+            typed_args: self.typed_args.clone(),
             user: jobs::current_user(),
             started: crate::store::now(),
             ended: None,

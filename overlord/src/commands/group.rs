@@ -67,27 +67,40 @@ impl Group {
         let mut groups = Groups::load(&path);
         let mut changed = false;
         let mut status = 0;
+        let mut out = crate::out::Lines::new(plan.json);
         match self {
-            Group::ListAll => groups.names().for_each(|g| crate::outln!("{g}")),
+            Group::ListAll => {
+                let names: Vec<String> = groups.names().map(str::to_string).collect();
+                out.field("groups", serde_json::json!(names));
+                names.into_iter().for_each(|g| out.line(g));
+            }
             Group::ListGroup(g) => match groups.hosts(g) {
-                Some(hosts) => hosts.iter().for_each(|h| crate::outln!("{h}")),
+                Some(hosts) => {
+                    out.field("group", serde_json::json!(g));
+                    out.field("hosts", serde_json::json!(hosts));
+                    hosts.iter().for_each(|h| out.line(h.clone()));
+                }
                 None => {
                     eprintln!("no group {g}");
+                    out.field("error", serde_json::json!(format!("no group {g}")));
                     status = 1;
                 }
             },
             Group::ListHosts(spec) => {
-                for t in crate::targets::resolve(&plan.root, spec, None)? {
-                    crate::outln!("{}", t.name);
-                }
+                let names: Vec<String> = crate::targets::resolve(&plan.root, spec, None)?
+                    .into_iter()
+                    .map(|t| t.name)
+                    .collect();
+                out.field("hosts", serde_json::json!(names));
+                names.into_iter().for_each(|h| out.line(h));
             }
             Group::Add(names) => {
                 for g in names {
                     if groups.add_group(g) {
                         changed = true;
-                        crate::outln!("group {g} added");
+                        out.line(format!("group {g} added"));
                     } else {
-                        crate::outln!("group {g} exists");
+                        out.line(format!("group {g} exists"));
                     }
                 }
             }
@@ -95,7 +108,7 @@ impl Group {
                 for g in names {
                     if groups.remove_group(g) {
                         changed = true;
-                        crate::outln!("group {g} removed");
+                        out.line(format!("group {g} removed"));
                     } else {
                         eprintln!("no group {g}");
                         status = 1;
@@ -105,14 +118,14 @@ impl Group {
             Group::AddHosts(pairs) => {
                 for (g, h) in pairs {
                     changed |= groups.add_hosts(g, std::slice::from_ref(h)) > 0;
-                    crate::outln!("{h} in group {g}");
+                    out.line(format!("{h} in group {g}"));
                 }
             }
             Group::RemoveHosts(pairs) => {
                 for (g, h) in pairs {
                     if groups.remove_hosts(g, std::slice::from_ref(h)) > 0 {
                         changed = true;
-                        crate::outln!("{h} removed from group {g}");
+                        out.line(format!("{h} removed from group {g}"));
                     } else {
                         eprintln!("{h} is not in group {g}");
                         status = 1;
@@ -120,11 +133,12 @@ impl Group {
                 }
             }
         }
+        out.field("changed", serde_json::json!(changed));
         if changed {
             save(&path, &groups.render())
                 .map_err(|e| PlanError::Config(format!("writing {}: {e}", path.display())))?;
         }
-        Ok(status)
+        Ok(out.finish(status))
     }
 }
 

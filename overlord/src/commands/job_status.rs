@@ -104,27 +104,34 @@ pub fn code_name(code: i32) -> &'static str {
     }
 }
 
-/// Prints the status: `{"status", "results", "waiting"}` with `--json`,
-/// else a status line and one block per finished host.
+/// Prints the status with `--json` as one shape in every state:
+/// `{"job_id", "status" (Func's code), "state" (its name), "function",
+/// "results": {host: result} (finished hosts; {} when none or unknown),
+/// "waiting": {host: why}}`; else a status line and one block per host.
 pub fn print(plan: &Plan, id: &str, status: &Status) {
     if plan.json {
-        let results = match status.code {
-            jobs::LOST_IN_SPACE => json!(0),
-            jobs::RUNNING => json!(-1),
-            _ => serde_json::Value::Object(
-                status
-                    .results
-                    .iter()
-                    .map(|(h, v)| (h.clone(), output::to_json(v)))
-                    .collect(),
-            ),
-        };
+        let results: serde_json::Map<String, serde_json::Value> = status
+            .results
+            .iter()
+            .map(|(h, v)| (h.clone(), output::to_json(v)))
+            .collect();
         let doc = json!({
             "job_id": id,
             "status": status.code,
+            "state": code_name(status.code),
+            "function": status.method(),
             "results": results,
             "waiting": status.waiting,
         });
+        if plan.out == crate::output::Format::Txt {
+            let results: std::collections::BTreeMap<String, common::Value> = status.results.clone();
+            crate::outln!("{}", crate::output::results_as(plan.out, &results));
+            return;
+        }
+        if plan.out == crate::output::Format::Yaml {
+            crate::outln!("{}", crate::output::doc_as(plan.out, &doc));
+            return;
+        }
         crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return;
     }

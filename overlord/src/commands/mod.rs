@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod list_minions;
 pub mod ping;
 pub mod show;
+pub mod transmit;
 
 use std::collections::BTreeMap;
 
@@ -78,7 +79,9 @@ impl Command {
             TopCommand::JobStatus(a) => Command::JobStatus(job_status::JobStatus { id: a.id, wait: a.wait }),
             TopCommand::Jobs { command } => Command::Jobs(jobs::Jobs::from_cli(command)?),
             TopCommand::Batch { command } => Command::Batch(batch::Batch::from(command)),
-            TopCommand::Spec(_) => return Err(PlanError::Usage("missing command after SPEC".into())),
+            TopCommand::Spec(_) | TopCommand::Transmit => {
+                return Err(PlanError::Usage("missing command after SPEC".into()))
+            }
         })
     }
 }
@@ -120,7 +123,7 @@ pub fn call_and_show(
         shown.insert(host.to_string(), value);
     })?;
     if plan.json {
-        crate::outln!("{}", crate::output::json(&shown));
+        crate::outln!("{}", crate::output::results_as(plan.out, &shown));
     }
     Ok(i32::from(!report.finish()))
 }

@@ -94,12 +94,7 @@ fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
         .filter(|(_, e)| e.state == HostState::Pending)
         .map(|(host, _)| Target::enrolled(root, host))
         .collect();
-    let params = record
-        .meta
-        .args
-        .iter()
-        .map(|a| Value::String(a.clone()))
-        .collect();
+    let params = record.meta.params();
     let call_xml = common::xmlrpc::encode_call(
         &format!("async.{}", record.meta.function),
         params,

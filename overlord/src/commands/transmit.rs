@@ -1,0 +1,103 @@
+//! `func transmit`: Func's `func-transmit` for programs. One JSON request
+//! on stdin, one JSON answer on stdout, the CLI's exit status. A request is
+//! turned into the command line it stands for (always with `--json`), so a
+//! program gets exactly what `--json` documents:
+//!
+//! - a call: `{"clients": SPEC, "module": M, "method": m, "parameters": [...],
+//!   "async": bool, "nforks": N, "timeout": S, "exclude": SPEC, "batch": "N|P%",
+//!   "batch_wait": S, "failhard": bool}` → `{host: result}`, or with
+//!   `"async": true` `{"job_id": ID}` (the parameters are sent typed, as
+//!   with `--json-args`);
+//! - `{"job_status": ID, "wait": bool, "timeout": S}`;
+//! - any other command as its words: `{"command": ["jobs", "list", "--limit", "5"]}`.
+
+use serde_json::Value as J;
+
+use crate::plan::PlanError;
+
+/// The command-line words a request stands for.
+pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
+    let bad = |why: String| PlanError::Usage(format!("func transmit: {why}"));
+    let req: J = serde_json::from_str(text).map_err(|e| bad(format!("the request is not JSON: {e}")))?;
+    let obj = req.as_object().ok_or_else(|| bad("the request must be a JSON object".into()))?;
+    let text_of = |key: &str| -> Result<Option<String>, PlanError> {
+        match obj.get(key) {
+            None | Some(J::Null) => Ok(None),
+            Some(J::String(s)) => Ok(Some(s.clone())),
+            Some(J::Number(n)) => Ok(Some(n.to_string())),
+            Some(other) => Err(bad(format!("{key:?} must be a string or a number, not {other}"))),
+        }
+    };
+    let flag = |key: &str| obj.get(key).and_then(J::as_bool).unwrap_or(false);
+    let mut words = vec!["--json".to_string()];
+    if let Some(t) = text_of("timeout")? {
+        words.extend(["--timeout".into(), t]);
+    }
+    if let Some(command) = obj.get("command") {
+        let list = command
+            .as_array()
+            .filter(|l| l.iter().all(J::is_string) && !l.is_empty())
+            .ok_or_else(|| bad("\"command\" must be a list of words".into()))?;
+        if list[0] == "transmit" {
+            return Err(bad("a request cannot be another transmit".into()));
+        }
+        words.extend(list.iter().filter_map(|w| w.as_str().map(str::to_string)));
+        return Ok(words);
+    }
+    if let Some(id) = text_of("job_status")? {
+        words.extend(["job_status".into(), id]);
+        if flag("wait") {
+            words.push("--wait".into());
+        }
+        return Ok(words);
+    }
+    let need = |key: &str| text_of(key)?.ok_or_else(|| bad(format!("a call needs {key:?}")));
+    let (clients, module, method) = (need("clients")?, need("module")?, need("method")?);
+    if let Some(n) = text_of("nforks")? {
+        words.extend(["--forks".into(), n]);
+    }
+    if let Some(e) = text_of("exclude")? {
+        words.extend(["--exclude".into(), e]);
+    }
+    words.extend([clients, "call".into()]);
+    if flag("async") {
+        words.extend(["--async".into(), "--nopoll".into()]);
+    }
+    if let Some(b) = text_of("batch")? {
+        words.extend(["--batch".into(), b]);
+        if let Some(w) = text_of("batch_wait")? {
+            words.extend(["--batch-wait".into(), w]);
+        }
+        if flag("failhard") {
+            words.push("--failhard".into());
+        }
+    }
+    let params = match obj.get("parameters") {
+        None | Some(J::Null) => J::Array(Vec::new()),
+        Some(p @ J::Array(_)) => p.clone(),
+        Some(_) => return Err(bad("\"parameters\" must be a list".into())),
+    };
+    words.extend(["--json-args".into(), params.to_string(), "--".into(), module, method]);
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_become_command_lines() {
+        let w = request_words(r#"{"clients": "web*", "module": "test", "method": "add", "parameters": [1, 2], "nforks": 4, "timeout": 5}"#).unwrap();
+        assert_eq!(
+            w,
+            ["--json", "--timeout", "5", "--forks", "4", "web*", "call", "--json-args", "[1,2]", "--", "test", "add"]
+        );
+        let w = request_words(r#"{"clients": "*", "module": "test", "method": "sleep", "parameters": [1], "async": true}"#).unwrap();
+        assert!(w.contains(&"--nopoll".to_string()));
+        let w = request_words(r#"{"job_status": "x-1.5", "wait": true}"#).unwrap();
+        assert_eq!(w, ["--json", "job_status", "x-1.5", "--wait"]);
+        assert!(request_words("[1]").is_err());
+        assert!(request_words(r#"{"clients": "*"}"#).is_err());
+        assert!(request_words(r#"{"command": ["transmit"]}"#).is_err());
+    }
+}
