@@ -35,5 +35,7 @@ mod overlord_failures;
 mod cli;
 // Output for people: streaming, summary, progress, colour, natural order.
 mod output;
+// --json shapes in every state, --out formats, typed arguments.
+mod json_shapes;
 // Shared helpers for these tests.
 mod helper;

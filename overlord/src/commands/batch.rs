@@ -118,10 +118,15 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
         return follow_events(plan, id);
     }
     let Some((meta, rec)) = driver::load(&plan.store(), id).map_err(config)? else {
-        crate::outln!(
-            "no batch {} here (unknown, or expired)",
-            common::paths::shorten(id)
-        );
+        if plan.json {
+            let none = crate::batch::machine::BatchState::new(Vec::new(), 1, 0.0, false, 1.0);
+            let doc = json!({"job_id": id, "function": null, "size": null, "mode": null,
+                "state": "unknown", "halted": null, "complete": false, "interrupted": false,
+                "driver_alive": false, "driver_pid": null, "counts": none.counts(), "hosts": {}});
+            crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        } else {
+            crate::outln!("no batch {} here (unknown, or expired)", common::paths::shorten(id));
+        }
         return Ok(1);
     };
     let mut hosts = serde_json::Map::new();
@@ -299,6 +304,7 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
             .collect(),
     };
     let mut out = crate::out::Lines::new(plan.json);
+    out.field("batches", json!({}));
     if targets.is_empty() {
         out.line("no batch needs recovering".into());
         return Ok(out.finish(0));

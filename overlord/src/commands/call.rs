@@ -36,7 +36,7 @@ pub struct Call {
 
 /// The options `call` knows (its own and the global ones), for suggestions.
 const CALL_OPTIONS: &[&str] = &[
-    "--async", "--nopoll", "--jobstatus", "--batch", "--batch-wait", "--failhard", "--json", "--json-args", "--forks",
+    "--async", "--nopoll", "--jobstatus", "--batch", "--batch-wait", "--failhard", "--json", "--json-args", "--out", "--forks",
     "--timeout", "--exclude", "--verbose", "--quiet",
 ];
 
@@ -109,6 +109,12 @@ impl Call {
                 }
                 "--batch-wait" => batch_wait = Some(seconds(&value(&mut i)?)?),
                 "--json-args" => typed_args = Some(value(&mut i)?),
+                "--out" => match value(&mut i)?.as_str() {
+                    "json" => globals.json = true,
+                    "yaml" => globals.out = crate::output::Format::Yaml,
+                    "txt" => globals.out = crate::output::Format::Txt,
+                    other => return Err(PlanError::Usage(format!("--out takes json, yaml or txt, not {other:?}"))),
+                },
                 f if f.starts_with('-') && f.len() > 1 && before_method => {
                     return Err(PlanError::Usage(format!(
                         "call: unknown option {f}{} (use -- before method arguments that start with '-')",

@@ -59,7 +59,8 @@ impl Kill {
         if status.finished() {
             let q = crate::interrupt::shell_quote(&self.id);
             match plan.json {
-                true => crate::outln!("{}", serde_json::json!({"job_id": self.id, "killed": {}, "already_finished": true})),
+                // The same document as every `jobs kill --json`: the job's status.
+                true => job_status::print(plan, &self.id, &status),
                 false => crate::outln!("job {q} already finished: nothing to kill (func job_status {q} shows its results)"),
             }
             return Ok(0);
