@@ -161,41 +161,27 @@ pub fn yaml(v: &serde_json::Value) -> String {
 
 fn yaml_into(v: &serde_json::Value, depth: usize, out: &mut String) {
     use serde_json::Value as J;
+    // A non-empty map or list goes on the lines below its key or dash.
+    let nested = |v: &J| matches!(v, J::Object(x) if !x.is_empty()) || matches!(v, J::Array(x) if !x.is_empty());
     let pad = "  ".repeat(depth);
+    let entry = |lead: String, item: &J, out: &mut String| match nested(item) {
+        true => {
+            let _ = writeln!(out, "{pad}{lead}");
+            yaml_into(item, depth + 1, out);
+        }
+        false => {
+            let _ = writeln!(out, "{pad}{lead} {item}");
+        }
+    };
     match v {
         J::Object(m) if !m.is_empty() => {
             for (k, item) in m {
-                let key = J::String(k.clone()).to_string();
-                match item {
-                    J::Object(x) if !x.is_empty() => {
-                        let _ = writeln!(out, "{pad}{key}:");
-                        yaml_into(item, depth + 1, out);
-                    }
-                    J::Array(x) if !x.is_empty() => {
-                        let _ = writeln!(out, "{pad}{key}:");
-                        yaml_into(item, depth + 1, out);
-                    }
-                    scalar => {
-                        let _ = writeln!(out, "{pad}{key}: {scalar}");
-                    }
-                }
+                entry(format!("{}:", J::String(k.clone())), item, out);
             }
         }
         J::Array(items) if !items.is_empty() => {
             for item in items {
-                match item {
-                    J::Object(x) if !x.is_empty() => {
-                        let _ = writeln!(out, "{pad}-");
-                        yaml_into(item, depth + 1, out);
-                    }
-                    J::Array(x) if !x.is_empty() => {
-                        let _ = writeln!(out, "{pad}-");
-                        yaml_into(item, depth + 1, out);
-                    }
-                    scalar => {
-                        let _ = writeln!(out, "{pad}- {scalar}");
-                    }
-                }
+                entry("-".into(), item, out);
             }
         }
         scalar => {

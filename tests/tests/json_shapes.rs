@@ -75,6 +75,17 @@ fn errors_batches_groups_and_formats_are_documents() {
     let keys = |d: &J| d["counts"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&known), keys(&unknown));
     assert_eq!(keys(&known).len(), 8, "{known}");
+    // The listings.
+    let minions = json(&fleet, &["*", "list_minions"]);
+    assert!(minions["m1"].as_str().is_some_and(|a| a.starts_with("127.0.0.1:")), "{minions}");
+    let batches = json(&fleet, &["batch", "list"]);
+    assert!(batches[0]["counts"].as_object().is_some_and(|c| c.len() == 8), "{batches}");
+    let active = json(&fleet, &["jobs", "active"]);
+    assert!(active["jobs"].is_object() && active["other"].is_array() && active["unreachable"].is_object(), "{active}");
+    let jobs = json(&fleet, &["jobs", "list"]);
+    for key in ["id", "function", "args", "target", "user", "started", "ended", "status", "refreshed", "hosts"] {
+        assert!(jobs[0].get(key).is_some(), "{key}: {jobs}");
+    }
     // Follow as JSON lines.
     let follow = fleet.func(&["--json", "batch", "status", &id, "--follow"]);
     assert!(follow.stdout.lines().count() >= 2, "{follow:?}");
