@@ -44,14 +44,16 @@ macro_rules! outln {
 /// (plus fields the command adds) printed by [`Lines::finish`].
 pub struct Lines {
     json: bool,
+    format: crate::output::Format,
     messages: Vec<String>,
     fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Lines {
-    pub fn new(json: bool) -> Self {
+    pub fn new(json: bool, format: crate::output::Format) -> Self {
         Self {
             json,
+            format,
             messages: Vec::new(),
             fields: serde_json::Map::new(),
         }
@@ -75,7 +77,7 @@ impl Lines {
         if self.json {
             self.fields.insert("ok".into(), serde_json::Value::Bool(code == 0));
             self.fields.insert("messages".into(), serde_json::json!(self.messages));
-            write(&format!("{}\n", serde_json::Value::Object(self.fields)));
+            crate::output::print_doc(self.format, &serde_json::Value::Object(self.fields));
         }
         code
     }

@@ -144,6 +144,12 @@ pub fn doc_as(format: Format, doc: &serde_json::Value) -> String {
     }
 }
 
+/// Prints a command's document in the `--out` format (JSON by default).
+pub fn print_doc(format: Format, doc: &impl serde::Serialize) {
+    let value = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
+    crate::outln!("{}", doc_as(format, &value));
+}
+
 /// One line: strings as they are (line breaks as `\n`), the rest as compact JSON.
 fn txt(v: &serde_json::Value) -> String {
     match v {

@@ -92,7 +92,7 @@ fn list(plan: &Plan) -> Result<i32, PlanError> {
                 "started": m.started, "state": state_word(r), "counts": r.state.counts()})
             })
             .collect();
-        crate::outln!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+        crate::output::print_doc(plan.out, &rows);
         return Ok(0);
     }
     if all.is_empty() {
@@ -123,7 +123,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
             let doc = json!({"job_id": id, "function": null, "size": null, "mode": null,
                 "state": "unknown", "halted": null, "complete": false, "interrupted": false,
                 "driver_alive": false, "driver_pid": null, "counts": none.counts(), "hosts": {}});
-            crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            crate::output::print_doc(plan.out, &doc);
         } else {
             crate::outln!("no batch {} here (unknown, or expired)", common::paths::shorten(id));
         }
@@ -153,7 +153,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
             "state": state_word(&rec), "halted": rec.state.halted, "complete": rec.complete,
             "interrupted": rec.interrupted,
             "driver_alive": !rec.orphaned() && !rec.complete, "driver_pid": rec.driver.map(|d| d.0), "counts": rec.state.counts(), "hosts": hosts});
-        crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        crate::output::print_doc(plan.out, &doc);
     } else {
         crate::outln!(
             "{}  {}  batch {}: {}  [{}]",
@@ -251,7 +251,7 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
             Some(rec.encode())
         })
         .map_err(config)?;
-    let mut out = crate::out::Lines::new(plan.json);
+    let mut out = crate::out::Lines::new(plan.json, plan.out);
     out.field("job_id", json!(id));
     let Some((_, rec)) = found
         .then(|| driver::load(&store, id))
@@ -303,7 +303,7 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
             .map(|(m, _)| m.id)
             .collect(),
     };
-    let mut out = crate::out::Lines::new(plan.json);
+    let mut out = crate::out::Lines::new(plan.json, plan.out);
     out.field("batches", json!({}));
     if targets.is_empty() {
         out.line("no batch needs recovering".into());

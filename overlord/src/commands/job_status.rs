@@ -123,16 +123,11 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
             "results": results,
             "waiting": status.waiting,
         });
-        if plan.out == crate::output::Format::Txt {
-            let results: std::collections::BTreeMap<String, common::Value> = status.results.clone();
-            crate::outln!("{}", crate::output::results_as(plan.out, &results));
-            return;
+        // `--out txt`: the finished hosts' results as `host: value` lines.
+        match plan.out {
+            crate::output::Format::Txt => crate::outln!("{}", crate::output::results_as(plan.out, &status.results)),
+            _ => crate::output::print_doc(plan.out, &doc),
         }
-        if plan.out == crate::output::Format::Yaml {
-            crate::outln!("{}", crate::output::doc_as(plan.out, &doc));
-            return;
-        }
-        crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return;
     }
     if status.code == jobs::LOST_IN_SPACE {

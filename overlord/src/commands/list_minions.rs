@@ -10,7 +10,7 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
             .into_iter()
             .map(|t| (t.name, serde_json::Value::String(t.addr)))
             .collect();
-        crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        crate::output::print_doc(plan.out, &doc);
     } else {
         for t in targets {
             crate::outln!("{}", t.name);

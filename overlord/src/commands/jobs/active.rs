@@ -113,7 +113,7 @@ impl Active {
         }
         if plan.json {
             let doc = json!({"jobs": jobs_doc, "other": others_doc, "unreachable": failed});
-            crate::outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            crate::output::print_doc(plan.out, &doc);
         } else if text.is_empty() {
             crate::outln!("no jobs running on {} hosts", answers.len());
         } else {

@@ -81,7 +81,7 @@ impl List {
             })
             .collect();
         if plan.json {
-            crate::outln!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+            crate::output::print_doc(plan.out, &rows);
             return Ok(0);
         }
         let mut table = vec![[

@@ -26,10 +26,7 @@ impl Lookup {
             return Ok(1);
         }
         if plan.json {
-            crate::outln!(
-                "{}",
-                serde_json::to_string_pretty(&status.waiting).unwrap_or_default()
-            );
+            crate::output::print_doc(plan.out, &status.waiting);
         } else if status.waiting.is_empty() {
             crate::outln!("nothing missing: all {} hosts have answered", status.results.len());
         } else {
