@@ -75,7 +75,11 @@ impl Store {
             source,
         };
         fs::create_dir_all(path.parent().unwrap_or(self.root.dir())).map_err(io)?;
-        let file = fs::OpenOptions::new()
+        // 0600 (an older 0644 one is tightened): flock works on any open
+        // descriptor, so a user who could read it could hold the lock and
+        // stop enrollment and revocation.
+        common::private::tighten(&path).map_err(io)?;
+        let file = common::private::options()
             .create(true)
             .truncate(false)
             .write(true)

@@ -172,10 +172,15 @@ fn push_escaped(text: &str, out: &mut String) {
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') => {
+            // Controls, line separators, and bidi overrides that would let a
+            // terminal show the line in another order.
+            c if c.is_control()
+                || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
                 out.push_str(&format!("\\u{{{:x}}}", c as u32))
             }
             c => out.push(c),
@@ -248,6 +253,12 @@ mod tests {
         let mut keyed = std::collections::BTreeMap::new();
         keyed.insert("k\n".to_string(), Value::Nil);
         assert_eq!(render_args(&[Value::Struct(keyed)]), "({'k\\n': None})");
+        assert_eq!(
+            render_args(&[Value::String("a', 'b".into())]),
+            "('a\\', \\'b')",
+            "a quote inside a string cannot fake a second argument"
+        );
+        assert_eq!(escape("x\u{202e}y"), "x\\u{202e}y");
         let huge = Value::String("x".repeat(100_000));
         let r = render_args(&[huge]);
         assert!(r.len() <= MAX_ARGS_CHARS + 3 && r.ends_with("..."), "{}", r.len());

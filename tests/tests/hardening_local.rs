@@ -172,7 +172,10 @@ fn the_overlord_store_logs_and_keys_are_private() {
     assert_eq!(out.code, 0, "{out:?}");
     let root = &fleet.cm.root;
     assert!(root.status_dir().join("overlord.redb").exists());
-    let keys = vec![root.ca_key(), root.overlord_key(), root.ca_dir().join("certmaster-server.pem")];
+    // The certmaster's store lock too: whoever can open it can hold it.
+    let lock = root.join("var/lib/certmaster/certmaster/.lock");
+    assert!(lock.exists());
+    let keys = vec![root.ca_key(), root.overlord_key(), root.ca_dir().join("certmaster-server.pem"), lock];
     assert_private(root, &keys);
     assert_eq!(mode(&root.ca_dir()), 0o700);
 }

@@ -87,7 +87,7 @@ fn async_jobs_and_kept_bytes_are_capped_per_caller() {
     let big = s(&"x".repeat(30_000));
     let first = submit("test.echo", vec![big.clone()]);
     assert!(wait_until(Duration::from_secs(20), || finished(&first)));
-    let second = submit("test.echo", vec![big.clone()]);
+    let second = submit("test.echo", vec![big]);
     assert!(matches!(second, Value::String(_)), "{second:?}");
     assert!(wait_until(Duration::from_secs(20), || finished(&second)));
     let Value::Array(status) = m.call_as(&m2, "jobs.job_status", vec![second]).unwrap() else {
@@ -95,9 +95,37 @@ fn async_jobs_and_kept_bytes_are_capped_per_caller() {
     };
     let (kind, message) = remote_error(&status[1]).expect("the result over the quota is dropped");
     assert!(kind == "func.minion.Busy" && message.contains("max_job_bytes_per_caller"), "{message}");
-    let third = submit("test.echo", vec![big]);
+    // The dropped result took its request with it: 60 kB are kept now.
+    let third = submit("test.echo", vec![s(&"x".repeat(45_000))]);
     let (_, message) = remote_error(&third).expect("no room for another request");
     assert!(message.contains("max_job_bytes_per_caller"), "{message}");
+    // Results arriving together cannot overshoot the quota either.
+    let fresh = OneMinion::start_with("m1", "max_job_bytes_per_caller = 100000", "m2-* = test.*, jobs.*\n");
+    let m2 = fresh.other_caller("m2");
+    let ids: Vec<Value> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let m2 = m2.clone();
+                let fresh = &fresh;
+                scope.spawn(move || fresh.call_as(&m2, "async.test.echo", vec![s(&"y".repeat(12_000))]).unwrap())
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    for id in ids.iter().filter(|v| matches!(v, Value::String(_))) {
+        assert!(wait_until(Duration::from_secs(20), || {
+            matches!(fresh.call_as(&m2, "jobs.job_status", vec![id.clone()]), Ok(Value::Array(a)) if a[0] == Value::Integer(1))
+        }));
+    }
+    let probe = fresh.call_as(&m2, "async.test.echo", vec![s(&"z".repeat(150_000))]).unwrap();
+    let (_, message) = remote_error(&probe).expect("over the quota");
+    let kept: u64 = message
+        .split("keeps ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!(kept <= 100_000, "kept {kept} bytes with a quota of 100000");
 }
 
 /// A TLS connection as `creds` that writes `head`, then holds the

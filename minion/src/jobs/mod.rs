@@ -213,6 +213,9 @@ impl Jobs {
         if !spool::is_job_id(id) {
             return Ok(false);
         }
+        // Quota checks and the records they admit happen one at a time, so
+        // concurrent intakes (and submissions) cannot overshoot together.
+        let _admitting = lock(&self.admitting);
         let record = match self.spool.read_done(id) {
             None => return Ok(false),
             Some(Ok(record)) => self.within_quota(record),
@@ -240,10 +243,13 @@ impl Jobs {
             return record;
         }
         let key = if caller.overlord { "max_job_bytes_overlord" } else { "max_job_bytes_per_caller" };
+        // The kept request goes too, so the short error in its place keeps
+        // the caller within the quota.
+        record.call_xml = String::new();
         record.result_xml = Some(encode_result(remote_error(
             crate::limits::BUSY,
             &format!(
-                "the job's result ({result} bytes) is more than {} may keep ({kept} of {max_bytes} bytes kept; {key}); it was dropped",
+                "the job's result ({result} bytes) is more than {} may keep ({kept} of {max_bytes} bytes kept; {key}); it was dropped, with the job's request",
                 caller.key
             ),
             "",
