@@ -189,7 +189,7 @@ pub async fn serve(
     common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, per_address, shutdown, |tcp, peer, permit| {
         let cm = Arc::clone(&cm);
         tokio::spawn(async move {
-            connection(cm, tcp, peer).await;
+            connection(cm, tcp, peer, &permit).await;
             drop(permit);
         });
     })
@@ -197,15 +197,16 @@ pub async fn serve(
     Ok(())
 }
 
-async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr) {
+async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr, slot: &common::rpc::accept::Slot) {
     let _ = tcp.set_nodelay(true);
     let timeout = cm.config.header_timeout;
     let handshake = cm.config.handshake_timeout;
     let mut first = [0u8; 1];
-    if !matches!(
-        tokio::time::timeout(handshake, tcp.peek(&mut first)).await,
-        Ok(Ok(1))
-    ) {
+    let peeked = tokio::select! {
+        p = tokio::time::timeout(handshake, tcp.peek(&mut first)) => matches!(p, Ok(Ok(1))),
+        _ = slot.evicted() => false,
+    };
+    if !peeked {
         return;
     }
     let service_cm = Arc::clone(&cm);
@@ -217,11 +218,19 @@ async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr) {
     builder.timer(TokioTimer::new()).header_read_timeout(timeout);
     let served = if first[0] == 0x16 {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(&cm.tls));
-        match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
-            Ok(Ok(tls)) => builder.serve_connection(TokioIo::new(tls), service).await,
+        let accepted = tokio::select! {
+            a = tokio::time::timeout(handshake, acceptor.accept(tcp)) => a,
+            _ = slot.evicted() => return,
+        };
+        match accepted {
+            Ok(Ok(tls)) => {
+                slot.established();
+                builder.serve_connection(TokioIo::new(tls), service).await
+            }
             _ => return,
         }
     } else {
+        slot.established();
         builder.serve_connection(TokioIo::new(tcp), service).await
     };
     if let Err(e) = served {

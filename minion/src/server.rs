@@ -188,21 +188,29 @@ async fn connection(
     acceptor: TlsAcceptor,
     tcp: TcpStream,
     peer: SocketAddr,
-    _slot: rpc::accept::Slot,
+    slot: rpc::accept::Slot,
 ) {
     let _ = tcp.set_nodelay(true);
     let tcp = QuickAckStream::new(tcp);
-    let tls = match tokio::time::timeout(minion.config.handshake_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => {
-            tracing::info!(%peer, error = %e, "TLS handshake refused");
-            return;
-        }
-        Err(_) => {
-            tracing::info!(%peer, "TLS handshake timed out");
+    let handshake = tokio::time::timeout(minion.config.handshake_timeout, acceptor.accept(tcp));
+    let tls = tokio::select! {
+        done = handshake => match done {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
+                tracing::info!(%peer, error = %e, "TLS handshake refused");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(%peer, "TLS handshake timed out");
+                return;
+            }
+        },
+        _ = slot.evicted() => {
+            tracing::debug!(%peer, "closed before its handshake: its slot was needed");
             return;
         }
     };
+    slot.established();
     let who = match tls
         .get_ref()
         .1

@@ -227,6 +227,28 @@ fn idle_connections_from_one_address_cannot_take_every_slot() {
 }
 
 #[test]
+fn idle_connections_from_many_addresses_give_way_to_a_real_client() {
+    // Under the per-address cap from each address, enough in all to take
+    // every slot, and a handshake deadline long enough to starve a client
+    // that had to wait for it.
+    let m = OneMinion::start_with("m1", "max_connections = 60\nhandshake_timeout = 30", "");
+    let addr = m.minion.addr;
+    let mut idle = Vec::new();
+    for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"] {
+        for _ in 0..25 {
+            idle.push(connect_from(&m.rt, source, addr).expect("connect"));
+        }
+    }
+    let tls = m.overlord_tls();
+    let answer = m.rt.block_on(async move {
+        let mut c = MinionClient::connect(addr, "m1", tls, Duration::from_secs(5)).await?;
+        c.call("test.ping", vec![]).await
+    });
+    assert_eq!(answer.unwrap(), Value::Integer(1), "the oldest idle connection gave its slot");
+    drop(idle);
+}
+
+#[test]
 fn the_certmaster_bounds_slow_sockets_pending_requests_and_what_it_stores() {
     let dir = tempfile::Builder::new().prefix("func-flood-").tempdir().unwrap();
     let root = Root::new(dir.path().join("certmaster"));

@@ -1,22 +1,31 @@
 //! The accept loop both servers share: at most `max_connections` served at
-//! once (further ones wait in the kernel backlog), at most `per_address`
-//! from one source address (more are closed at once, so one address cannot
-//! hold the slots everyone else needs), a short back-off when `accept`
-//! fails (EMFILE and friends) instead of spinning, and a clean stop when
-//! `shutdown` completes. Each connection is handed to `on_connection` with
-//! the [`Slot`] it holds until it ends.
+//! once, at most `per_address` from one source address (more are closed at
+//! once, so one address cannot hold the slots everyone else needs), a short
+//! back-off when `accept` fails (EMFILE and friends) instead of spinning,
+//! and a clean stop when `shutdown` completes. Each connection is handed to
+//! `on_connection` with the [`Slot`] it holds until it ends.
+//!
+//! When every slot is taken, the oldest connection that has not finished
+//! its handshake yet is told to go ([`Slot::evicted`]): idle sockets opened
+//! from many addresses cannot keep a real client (the overlord) waiting in
+//! the backlog until their handshake deadline; established connections are
+//! never evicted.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Open connections per source address.
 type PerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// Connections still before their handshake, oldest first, each with the
+/// signal that tells it to go.
+type Early = Arc<Mutex<BTreeMap<u64, Arc<Notify>>>>;
 
 /// A connection's place: one of `max_connections`, and one of its
 /// address's `per_address`. Given back when dropped.
@@ -24,10 +33,27 @@ pub struct Slot {
     _permit: OwnedSemaphorePermit,
     addr: IpAddr,
     counts: PerAddress,
+    seq: u64,
+    early: Early,
+    evict: Arc<Notify>,
+}
+
+impl Slot {
+    /// Completes when the accept loop needs this slot for a newer
+    /// connection while this one has not finished its handshake.
+    pub async fn evicted(&self) {
+        self.evict.notified().await
+    }
+
+    /// The handshake is done: from now on the slot is never taken back.
+    pub fn established(&self) {
+        self.early.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.seq);
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        self.established();
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = counts.get_mut(&self.addr) {
             *n -= 1;
@@ -48,9 +74,18 @@ pub async fn accept_loop(
 ) {
     let slots = Arc::new(Semaphore::new(max_connections.max(1)));
     let counts: PerAddress = Arc::default();
+    let early: Early = Arc::default();
+    let mut seq = 0u64;
     let mut refused_logged = std::time::Instant::now() - Duration::from_secs(60);
     tokio::pin!(shutdown);
     loop {
+        if slots.available_permits() == 0 {
+            // Full: the oldest connection still before its handshake goes.
+            let oldest = early.lock().unwrap_or_else(|p| p.into_inner()).pop_first();
+            if let Some((_, evict)) = oldest {
+                evict.notify_one();
+            }
+        }
         let permit = tokio::select! {
             _ = &mut shutdown => break,
             p = Arc::clone(&slots).acquire_owned() => match p { Ok(p) => p, Err(_) => break },
@@ -81,10 +116,19 @@ pub async fn accept_loop(
             }
             *n += 1;
         }
+        seq += 1;
+        let evict = Arc::new(Notify::new());
+        early
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(seq, Arc::clone(&evict));
         let slot = Slot {
             _permit: permit,
             addr,
             counts: Arc::clone(&counts),
+            seq,
+            early: Arc::clone(&early),
+            evict,
         };
         on_connection(tcp, peer, slot);
     }
