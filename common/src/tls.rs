@@ -110,7 +110,8 @@ pub fn server_config(
         .with_client_cert_verifier(verifier)
         .with_single_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
         .map_err(|e| TlsError::Config(e.to_string()))?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // Never refuse a handshake over ALPN: we serve HTTP/1.0 and 1.1 alike.
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];
     Ok(cfg)
 }
 
@@ -126,7 +127,7 @@ pub fn server_config_open(
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Config(e.to_string()))?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];
     Ok(cfg)
 }
 

@@ -7,6 +7,7 @@
 //! characters XML 1.0 cannot carry, and Func's `REMOTE_ERROR` value.
 
 pub mod args;
+pub mod lenient;
 
 use dxr::{Fault, FaultResponse, MethodCall, MethodResponse, Value};
 
@@ -91,7 +92,7 @@ pub struct Call {
 /// Decodes a `<methodCall>` body.
 pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
     let text = checked_text(body, limits)?;
-    let call = MethodCall::from_xml(text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
+    let call = MethodCall::from_xml(&text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
     let method = call.name.trim().to_string();
     if method.is_empty() {
         return Err(DecodeError::EmptyMethod);
@@ -105,10 +106,10 @@ pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
 /// Decodes a `<methodResponse>` body into the value or the fault it carries.
 pub fn decode_response(body: &[u8], limits: &Limits) -> Result<Result<Value, Fault>, DecodeError> {
     let text = checked_text(body, limits)?;
-    if let Ok(resp) = MethodResponse::from_xml(text) {
+    if let Ok(resp) = MethodResponse::from_xml(&text) {
         return Ok(Ok(resp.value));
     }
-    match FaultResponse::from_xml(text) {
+    match FaultResponse::from_xml(&text) {
         Ok(f) => Ok(Err(f.fault)),
         Err(_) => Err(DecodeError::Malformed {
             what: "methodResponse",
@@ -177,17 +178,15 @@ pub fn int(n: i64) -> Value {
     }
 }
 
-fn checked_text<'a>(body: &'a [u8], limits: &Limits) -> Result<&'a str, DecodeError> {
+fn checked_text<'a>(body: &'a [u8], limits: &Limits) -> Result<std::borrow::Cow<'a, str>, DecodeError> {
     if body.len() > limits.max_body {
         return Err(DecodeError::TooLarge {
             size: body.len(),
             limit: limits.max_body,
         });
     }
-    let text = std::str::from_utf8(body).map_err(|e| DecodeError::NotUtf8 {
-        offset: e.valid_up_to(),
-    })?;
-    if nesting_exceeds(text, limits.max_depth) {
+    let text = lenient::normalise(body)?;
+    if nesting_exceeds(&text, limits.max_depth) {
         return Err(DecodeError::TooDeep {
             limit: limits.max_depth,
         });

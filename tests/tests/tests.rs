@@ -37,5 +37,7 @@ mod cli;
 mod output;
 // --json shapes in every state, --out formats, typed arguments.
 mod json_shapes;
+// Other XML-RPC clients' input: encodings, wide ints, dateTime forms, ALPN.
+mod compat;
 // Shared helpers for these tests.
 mod helper;

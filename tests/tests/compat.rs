@@ -1,0 +1,69 @@
+//! Input other XML-RPC clients send that Python's SimpleXMLRPCServer
+//! accepts: a declared non-UTF-8 encoding (Frontier::RPC writes Latin-1),
+//! `<int>`/`<i4>` beyond 32 bits (node-xmlrpc, Frontier, Ruby), the
+//! dateTime forms RPC::XML and others write, and ALPN offering http/1.0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::rpc::client::MinionClient;
+use common::Value;
+
+use crate::helper::{post, OneMinion};
+
+/// The body of the HTTP response to `body`, posted as the overlord.
+fn answer(m: &OneMinion, body: &[u8]) -> String {
+    let raw = m.raw(post(body), false);
+    let text = String::from_utf8(raw).expect("answers in UTF-8");
+    text.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
+}
+
+fn echo(value_xml: &str) -> Vec<u8> {
+    format!("<?xml version=\"1.0\"?><methodCall><methodName>test.echo</methodName><params><param><value>{value_xml}</value></param></params></methodCall>").into_bytes()
+}
+
+#[test]
+fn lenient_input_that_python_accepts() {
+    let m = OneMinion::start("m1");
+    // Latin-1, as declared.
+    let mut latin1 = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><methodCall><methodName>test.echo</methodName><params><param><value><string>caf".to_vec();
+    latin1.push(0xe9);
+    latin1.extend_from_slice(b"</string></value></param></params></methodCall>");
+    let got = answer(&m, &latin1);
+    assert!(got.contains("<string>caf\u{e9}</string>"), "{got}");
+    // Integers beyond 32 bits sent as <int> or <i4>.
+    for tag in ["int", "i4"] {
+        let got = answer(&m, &echo(&format!("<{tag}>4294967296</{tag}>")));
+        assert!(got.contains("<i8>4294967296</i8>"), "{tag}: {got}");
+    }
+    let got = answer(&m, &echo("<int>-7</int>"));
+    assert!(got.contains("<i4>-7</i4>") || got.contains("<int>-7</int>"), "{got}");
+    // dateTime forms.
+    for form in [
+        "20240105T11:59:00",
+        "20240105T11:59:00Z",
+        "2024-01-05T11:59:00",
+        "2024-01-05T11:59:00+01:00",
+        "2024-01-05T11:59:00.123",
+    ] {
+        let got = answer(&m, &echo(&format!("<dateTime.iso8601>{form}</dateTime.iso8601>")));
+        assert!(got.contains("<dateTime.iso8601>20240105T11:59:00</dateTime.iso8601>"), "{form}: {got}");
+    }
+    // Not a date at all is still a fault.
+    let got = answer(&m, &echo("<dateTime.iso8601>yesterday</dateTime.iso8601>"));
+    assert!(got.contains("faultCode"), "{got}");
+}
+
+#[test]
+fn alpn_offering_only_http_1_0_is_served() {
+    let m = OneMinion::start("m1");
+    let mut cfg = common::tls::client_config(&m.pki.overlord()).unwrap();
+    cfg.alpn_protocols = vec![b"http/1.0".to_vec()];
+    let tls = Arc::new(cfg);
+    let addr = m.minion.addr;
+    let got = m.rt.block_on(async move {
+        let mut c = MinionClient::connect(addr, "m1", tls, Duration::from_secs(10)).await?;
+        c.call("test.ping", vec![]).await
+    });
+    assert_eq!(got.unwrap(), Value::Integer(1));
+}
