@@ -11,8 +11,10 @@ all: build
 
 # Tools the tests and modules use besides cargo and python3: the openssl CLI
 # (cross-checks of certificate hashes), ps (process.info), groff (the man
-# page test) and setpriv (tests acting as an unprivileged user). Installed
-# from Debian's packages only when missing.
+# page test), setpriv (tests acting as an unprivileged user), and Perl's
+# RPC::XML and Frontier::RPC clients with LWP's https (the compatibility
+# suite: XML-RPC clients other than Python's). Installed from Debian's
+# packages only when missing.
 deps:
 	@missing=""; \
 	command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }; \
@@ -21,6 +23,9 @@ deps:
 	command -v ps >/dev/null || missing="$$missing procps"; \
 	command -v groff >/dev/null || missing="$$missing groff-base"; \
 	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
+	perl -MRPC::XML::Client -e1 2>/dev/null || missing="$$missing librpc-xml-perl"; \
+	perl -MFrontier::Client -e1 2>/dev/null || missing="$$missing libfrontier-rpc-perl"; \
+	perl -MLWP::Protocol::https -e1 2>/dev/null || missing="$$missing liblwp-protocol-https-perl"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

@@ -67,3 +67,39 @@ fn alpn_offering_only_http_1_0_is_served() {
     });
     assert_eq!(got.unwrap(), Value::Integer(1));
 }
+
+#[test]
+fn perl_clients_rpc_xml_and_frontier_speak_to_minion_and_certmaster() {
+    let modules = std::process::Command::new("perl")
+        .args(["-MRPC::XML::Client", "-MFrontier::Client", "-MLWP::Protocol::https", "-e", "1"])
+        .output()
+        .expect("perl runs");
+    assert!(
+        modules.status.success(),
+        "the Perl XML-RPC clients are missing (make deps installs librpc-xml-perl, libfrontier-rpc-perl, liblwp-protocol-https-perl): {}",
+        String::from_utf8_lossy(&modules.stderr)
+    );
+    // The minion is named by its address, so the clients' host-name check passes.
+    let fleet = func_tests::fixture::Fleet::start(&["127.0.0.1", "m2"]);
+    let minion = &fleet.minions[0];
+    let other = &fleet.minions[1];
+    let overlord = fleet.cm.overlord();
+    let csr = fleet.dir.path().join("perl.csr");
+    let key = certs::request::new_key().unwrap();
+    std::fs::write(&csr, certs::request::csr("perlclient", &key).unwrap()).unwrap();
+    let out = std::process::Command::new("perl")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/perl/compat.pl"))
+        .arg(format!("https://127.0.0.1:{}/RPC2", minion.addr.port()))
+        .arg(&overlord.ca)
+        .arg(&overlord.cert)
+        .arg(&overlord.key)
+        .arg(other.root.minion_cert("m2"))
+        .arg(other.root.minion_key("m2"))
+        .arg(format!("http://{}/RPC2", fleet.cm.addr()))
+        .arg(&csr)
+        .output()
+        .expect("perl runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("perl: ") && text.contains(", 0 failed"), "{text}");
+}
