@@ -105,10 +105,38 @@ class WireTest(unittest.TestCase):
         else:
             self.assertTrue(is_error(status))
             self.assertIn("systemd", status[2])
-        info = self.s.hardware.info()
-        self.assertGreaterEqual(info["numCpus"], 1)
-        self.assertIn("disks", info)
         self.assertIsInstance(self.s.system.grep("cpu"), dict)
+
+    def test_funcs_result_shapes(self):
+        """hardware.info and process.mem as Func's own modules answered
+        (func/minion/modules/hardware.py with smolt, process.py with ps_mem)."""
+        info = self.s.hardware.info()
+        func_keys = ["os", "defaultRunlevel", "bogomips", "cpuVendor", "cpuModel", "numCpus", "cpuSpeed",
+                     "systemMemory", "systemSwap", "kernelVersion", "language", "platform", "systemVendor",
+                     "systemModel", "formfactor", "selinux_enabled", "selinux_enforce", "devices"]
+        self.assertEqual(sorted(info), sorted(func_keys))
+        for key in func_keys[:-1]:
+            self.assertIsInstance(info[key], str, key)
+        self.assertGreaterEqual(int(info["numCpus"]), 1)
+        self.assertIn(info["selinux_enabled"], ["True", "False"])
+        for device in info["devices"]:
+            self.assertEqual(sorted(device), sorted(["VendorID", "DeviceID", "SubsysVendorID", "Bus", "Driver", "Type", "Description"]))
+            self.assertTrue(all(isinstance(v, str) for v in device.values()))
+        self.assertNotIn("devices", self.s.hardware.info(False))
+        self.assertNotIn("bogomips", self.s.hardware.inventory())
+        details = self.s.hardware.details()
+        self.assertIsInstance(details["numCpus"], int)
+        self.assertIn("disks", details)
+        rows = self.s.process.mem()
+        self.assertGreaterEqual(len(rows), 2)
+        for row in rows[:-1]:
+            self.assertEqual(len(row), 4)
+            for cell in row[:3]:
+                self.assertRegex(cell, r"^\d+\.\d (Ki|Mi|Gi|Ti)B$")
+        self.assertEqual(rows[-1][:3], ["", "", ""])
+        self.assertRegex(rows[-1][3], r"^\d+\.\d (Ki|Mi|Gi|Ti)B$")
+        typed = self.s.process.mem_kib()
+        self.assertTrue(all(isinstance(r[0], int) for r in typed))
 
     def test_keep_alive_reuses_one_connection(self):
         s = self.fleet.proxy(self.port)

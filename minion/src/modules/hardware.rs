@@ -1,6 +1,12 @@
 //! `hardware`: a hardware profile read straight from `/proc` and `/sys` (Func
-//! used smolt; no external tool is needed here): CPU, memory, disks, OS, and
-//! optionally PCI devices.
+//! used smolt; no external tool is needed here).
+//!
+//! `info` and `inventory` answer in Func's shape, which scripts written for
+//! Func parse: smolt's keys, every value a string (`numCpus` "2",
+//! `systemMemory` in MB as "1985"), what cannot be known "Unknown", devices
+//! as `VendorID`, `DeviceID`, `SubsysVendorID`, `Bus`, `Driver`, `Type`,
+//! `Description`. The typed profile (numbers, disks, PCI slots and classes)
+//! is `details`.
 
 use std::fs;
 
@@ -12,21 +18,28 @@ use super::{record, strings, ArgInfo, Context, MethodInfo, MethodResult, Module}
 
 pub struct Hardware;
 
+const WITH_DEVICES: ArgInfo = ArgInfo {
+    name: "with_devices",
+    kind: "boolean",
+    optional: true,
+    description: "include PCI devices (default true)",
+};
+
 const METHODS: &[MethodInfo] = &[
     MethodInfo {
         name: "info",
-        description: "CPU, memory, disks, OS (and PCI devices unless with_devices is false).",
-        args: &[ArgInfo {
-            name: "with_devices",
-            kind: "boolean",
-            optional: true,
-            description: "include PCI devices (default true)",
-        }],
+        description: "Func's hardware profile: smolt's keys, string values (and devices unless with_devices is false).",
+        args: &[WITH_DEVICES],
     },
     MethodInfo {
         name: "inventory",
-        description: "Same as info().",
+        description: "info() with devices, without bogomips (it changes on laptops).",
         args: &[],
+    },
+    MethodInfo {
+        name: "details",
+        description: "The typed profile: CPU, memory in MiB, disks, OS (and PCI devices unless with_devices is false).",
+        args: &[WITH_DEVICES],
     },
     MethodInfo {
         name: "grep",
@@ -54,13 +67,26 @@ impl Module for Hardware {
         match method {
             "info" => {
                 args.arity(0, 1)?;
+                Ok(func_info(args.opt_bool(0, "with_devices")?.unwrap_or(true)))
+            }
+            "inventory" => args
+                .arity(0, 0)
+                .map(|_| match func_info(true) {
+                    Value::Struct(mut m) => {
+                        m.remove("bogomips");
+                        Value::Struct(m)
+                    }
+                    other => other,
+                })
+                .map_err(Into::into),
+            "details" => {
+                args.arity(0, 1)?;
                 Ok(info(args.opt_bool(0, "with_devices")?.unwrap_or(true)))
             }
-            "inventory" => args.arity(0, 0).map(|_| info(true)).map_err(Into::into),
             "grep" => {
                 args.arity(1, 1)?;
                 let word = args.string(0, "word")?.trim().to_lowercase();
-                let Value::Struct(all) = info(false) else {
+                let Value::Struct(all) = func_info(false) else {
                     return Ok(record::<&str>([]));
                 };
                 let hits: Vec<String> = all
@@ -154,6 +180,134 @@ fn info(with_devices: bool) -> Value {
     record(fields)
 }
 
+/// A value or Func's "Unknown".
+fn known(text: String) -> Value {
+    Value::String(if text.trim().is_empty() { "Unknown".into() } else { text })
+}
+
+/// The default runlevel as smolt gave it: "5" graphical, "3" multi-user.
+fn default_runlevel() -> String {
+    let target = fs::read_link("/etc/systemd/system/default.target")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match () {
+        _ if target.contains("graphical") => "5".into(),
+        _ if target.contains("multi-user") => "3".into(),
+        _ if target.contains("rescue") => "1".into(),
+        _ => fs::read_to_string("/etc/inittab")
+            .ok()
+            .and_then(|t| t.lines().find(|l| l.contains(":initdefault:")).and_then(|l| l.split(':').nth(1)).map(str::to_string))
+            .unwrap_or_default(),
+    }
+}
+
+/// smolt's form factor from the DMI chassis type.
+fn formfactor() -> String {
+    match read("/sys/class/dmi/id/chassis_type").parse::<u32>().unwrap_or(0) {
+        3 | 4 | 5 | 6 | 7 | 15 | 16 => "Desktop",
+        8..=10 | 14 => "Laptop",
+        11 => "Handheld",
+        17 | 23 | 28 => "Server",
+        _ => "Unknown",
+    }
+    .into()
+}
+
+/// Func's `hardware.info`: smolt's keys, every value a string.
+fn func_info(with_devices: bool) -> Value {
+    let Value::Struct(typed) = info(false) else {
+        return record::<&str>([]);
+    };
+    let text = |k: &str| match typed.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Integer(i)) => i.to_string(),
+        Some(Value::Long(l)) => l.to_string(),
+        _ => String::new(),
+    };
+    let enforce = read("/sys/fs/selinux/enforce");
+    let mut fields = vec![
+        ("os", known(text("os"))),
+        ("defaultRunlevel", known(default_runlevel())),
+        ("bogomips", known(text("bogomips"))),
+        ("cpuVendor", known(text("cpuVendor"))),
+        ("cpuModel", known(text("cpuModel"))),
+        ("numCpus", known(text("numCpus"))),
+        ("cpuSpeed", known(text("cpuSpeed"))),
+        ("systemMemory", known(text("systemMemory"))),
+        ("systemSwap", known(text("systemSwap"))),
+        ("kernelVersion", known(text("kernelVersion"))),
+        ("language", known(std::env::var("LANG").unwrap_or_default())),
+        ("platform", known(text("platform"))),
+        ("systemVendor", known(read("/sys/class/dmi/id/sys_vendor"))),
+        ("systemModel", known(read("/sys/class/dmi/id/product_name"))),
+        ("formfactor", Value::String(formfactor())),
+        (
+            "selinux_enabled",
+            Value::String(if enforce.is_empty() { "False" } else { "True" }.into()),
+        ),
+        (
+            "selinux_enforce",
+            Value::String(
+                match enforce.as_str() {
+                    "1" => "Enforcing",
+                    "0" => "Permissive",
+                    _ => "Not enforcing",
+                }
+                .into(),
+            ),
+        ),
+    ];
+    if with_devices {
+        fields.push(("devices", func_devices()));
+    }
+    record(fields)
+}
+
+/// Devices as smolt described them to Func.
+fn func_devices() -> Value {
+    let mut slots: Vec<String> = fs::read_dir("/sys/bus/pci/devices")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    slots.sort();
+    Value::Array(
+        slots
+            .into_iter()
+            .map(|slot| {
+                let dir = format!("/sys/bus/pci/devices/{slot}");
+                let hex = |a: &str| read(&format!("{dir}/{a}")).trim_start_matches("0x").to_string();
+                let driver = fs::read_link(format!("{dir}/driver"))
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "Unknown".into());
+                record([
+                    ("VendorID", known(hex("vendor"))),
+                    ("DeviceID", known(hex("device"))),
+                    ("SubsysVendorID", known(hex("subsystem_vendor"))),
+                    ("Bus", Value::String("pci".into())),
+                    ("Driver", Value::String(driver)),
+                    ("Type", Value::String(pci_type(&hex("class")).into())),
+                    ("Description", known(String::new())),
+                ])
+            })
+            .collect(),
+    )
+}
+
+/// smolt's device type from the PCI class code.
+fn pci_type(class: &str) -> &'static str {
+    match class.get(..2).unwrap_or("") {
+        "01" => "STORAGE",
+        "02" => "NETWORK",
+        "03" => "VIDEO",
+        "04" => "AUDIO",
+        "06" => "BRIDGE",
+        "0c" => "SERIAL",
+        _ => "OTHER",
+    }
+}
+
 fn disks() -> Value {
     let mut names: Vec<String> = fs::read_dir("/sys/block")
         .into_iter()
@@ -213,6 +367,27 @@ fn pci_devices() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_has_funcs_keys_all_strings() {
+        let Value::Struct(m) = func_info(true) else {
+            panic!("not a struct")
+        };
+        for key in [
+            "os", "defaultRunlevel", "bogomips", "cpuVendor", "cpuModel", "numCpus", "cpuSpeed", "systemMemory",
+            "systemSwap", "kernelVersion", "language", "platform", "systemVendor", "systemModel", "formfactor",
+            "selinux_enabled", "selinux_enforce",
+        ] {
+            assert!(matches!(m.get(key), Some(Value::String(s)) if !s.is_empty()), "{key}: {:?}", m.get(key));
+        }
+        let Value::Array(devices) = &m["devices"] else { panic!("devices") };
+        for d in devices {
+            let Value::Struct(d) = d else { panic!("device") };
+            for key in ["VendorID", "DeviceID", "SubsysVendorID", "Bus", "Driver", "Type", "Description"] {
+                assert!(matches!(d.get(key), Some(Value::String(_))), "{key}");
+            }
+        }
+    }
 
     #[test]
     fn info_has_the_basic_keys() {

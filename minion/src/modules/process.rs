@@ -35,7 +35,12 @@ const METHODS: &[MethodInfo] = &[
     },
     MethodInfo {
         name: "mem",
-        description: "[private KiB, shared KiB, total KiB, command] per process, largest first.",
+        description: "Func's per-program memory (ps_mem): [private, shared, RAM used, program] as \"39.4 MiB\", smallest first, then the total.",
+        args: &[],
+    },
+    MethodInfo {
+        name: "mem_kib",
+        description: "[private KiB, shared KiB, total KiB, command] per process as numbers, largest first.",
         args: &[],
     },
     MethodInfo {
@@ -103,7 +108,8 @@ impl Module for Process {
                 let flags = args.opt_string(0, "flags")?.unwrap_or_else(|| "-auxh".into());
                 Ok(Value::Array(ps(&flags)?.into_iter().map(strings).collect()))
             }
-            "mem" => args.arity(0, 0).map(|_| mem()).map_err(Into::into),
+            "mem" => args.arity(0, 0).map(|_| func_mem()).map_err(Into::into),
+            "mem_kib" => args.arity(0, 0).map(|_| mem()).map_err(Into::into),
             "kill" => {
                 args.arity(1, 2)?;
                 let pid = args.i64(0, "pid")?;
@@ -239,6 +245,76 @@ fn pids_named(name: &str) -> Vec<i64> {
 
 /// Memory per process from `smaps_rollup` (readable for our own processes,
 /// or all of them as root); unreadable processes are skipped.
+/// Memory as `du -h` and Func's ps_mem print it: KiB → "%.1f KiB/MiB/GiB".
+fn human(kib: f64) -> String {
+    let mut num = kib;
+    let mut powers = ["Ki", "Mi", "Gi", "Ti"].into_iter();
+    let mut power = powers.next().unwrap_or("Ki");
+    while num >= 1000.0 {
+        match powers.next() {
+            Some(next) => {
+                num /= 1024.0;
+                power = next;
+            }
+            None => break,
+        }
+    }
+    format!("{num:.1} {power}B")
+}
+
+/// Func's `process.mem` (ps_mem): per program (the executable's name when
+/// the command name is its prefix), private plus its share of shared
+/// memory from PSS, `name (N)` for N processes, smallest first, then a
+/// last row `["", "", "", total]`. funcd itself is left out, as Func did.
+fn func_mem() -> Value {
+    use std::collections::BTreeMap;
+    let me = std::process::id();
+    let mut programs: BTreeMap<String, (i64, i64, u32)> = BTreeMap::new();
+    for pid in proc_pids().filter(|p| *p as u32 != me) {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
+            continue;
+        };
+        let field = |key: &str| -> i64 {
+            text.lines()
+                .filter(|l| l.starts_with(key))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
+                .sum()
+        };
+        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+            continue;
+        };
+        let comm = comm.trim_end().to_string();
+        // Kernel threads have no executable: left out, as ps_mem does.
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            continue;
+        };
+        let exe = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = if exe.starts_with(&comm) { exe } else { comm };
+        let private = field("Private_Clean:") + field("Private_Dirty:");
+        let shared = (field("Pss:") - private).max(0);
+        let entry = programs.entry(name).or_default();
+        entry.0 += private;
+        entry.1 += shared;
+        entry.2 += 1;
+    }
+    let mut rows: Vec<(String, i64, i64, u32)> = programs
+        .into_iter()
+        .map(|(name, (private, shared, n))| (name, private, shared, n))
+        .filter(|(_, p, s, _)| p + s > 0)
+        .collect();
+    rows.sort_by_key(|(_, p, s, _)| p + s);
+    let total: i64 = rows.iter().map(|(_, p, s, _)| p + s).sum();
+    let mut out: Vec<Value> = rows
+        .into_iter()
+        .map(|(name, private, shared, n)| {
+            let program = if n > 1 { format!("{name} ({n})") } else { name };
+            strings([human(private as f64), human(shared as f64), human((private + shared) as f64), program])
+        })
+        .collect();
+    out.push(strings([String::new(), String::new(), String::new(), human(total as f64)]));
+    Value::Array(out)
+}
+
 fn mem() -> Value {
     let mut rows: Vec<(i64, i64, String)> = proc_pids()
         .filter_map(|pid| {
@@ -291,6 +367,24 @@ mod tests {
             vec!["root", "1", "0.0", "/sbin/init  splash"]
         );
         assert!(ps("-aux; rm -rf /").is_err());
+    }
+
+    #[test]
+    fn mem_has_funcs_shape() {
+        assert_eq!(human(40345.6), "39.4 MiB");
+        assert_eq!(human(999.0), "999.0 KiB");
+        assert_eq!(human(2.0 * 1024.0 * 1024.0), "2.0 GiB");
+        let Value::Array(rows) = func_mem() else { panic!("list") };
+        assert!(rows.len() >= 2, "at least one program and the total");
+        for row in &rows {
+            let Value::Array(cells) = row else { panic!("row") };
+            assert_eq!(cells.len(), 4);
+            assert!(cells.iter().all(|c| matches!(c, Value::String(_))));
+        }
+        let Value::Array(first) = &rows[0] else { panic!() };
+        assert!(matches!(&first[2], Value::String(s) if s.ends_with("iB")), "{first:?}");
+        let Value::Array(last) = rows.last().unwrap() else { panic!() };
+        assert_eq!(last[0], Value::String(String::new()));
     }
 
     #[test]
