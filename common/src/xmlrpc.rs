@@ -87,11 +87,14 @@ pub enum EncodeError {
 pub struct Call {
     pub method: String,
     pub params: Vec<Value>,
+    /// dateTime texts read in another form than dxr's: `(canonical, as
+    /// sent)`, for [`lenient::restore_datetimes`] on the answer.
+    pub datetime_texts: Vec<(String, String)>,
 }
 
 /// Decodes a `<methodCall>` body.
 pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
-    let text = checked_text(body, limits)?;
+    let (text, datetime_texts) = checked_text_keeping(body, limits)?;
     let call = MethodCall::from_xml(&text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
     let method = call.name.trim().to_string();
     if method.is_empty() {
@@ -100,6 +103,7 @@ pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
     Ok(Call {
         method,
         params: call.params,
+        datetime_texts,
     })
 }
 
@@ -179,19 +183,25 @@ pub fn int(n: i64) -> Value {
 }
 
 fn checked_text<'a>(body: &'a [u8], limits: &Limits) -> Result<std::borrow::Cow<'a, str>, DecodeError> {
+    checked_text_keeping(body, limits).map(|(text, _)| text)
+}
+
+type Kept<'a> = (std::borrow::Cow<'a, str>, Vec<(String, String)>);
+
+fn checked_text_keeping<'a>(body: &'a [u8], limits: &Limits) -> Result<Kept<'a>, DecodeError> {
     if body.len() > limits.max_body {
         return Err(DecodeError::TooLarge {
             size: body.len(),
             limit: limits.max_body,
         });
     }
-    let text = lenient::normalise(body)?;
+    let (text, kept) = lenient::normalise_keeping(body)?;
     if nesting_exceeds(&text, limits.max_depth) {
         return Err(DecodeError::TooDeep {
             limit: limits.max_depth,
         });
     }
-    Ok(text)
+    Ok((text, kept))
 }
 
 /// Whether the element nesting of `xml` exceeds `limit`. A linear scan that

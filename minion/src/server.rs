@@ -258,9 +258,9 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
             Err(reply) => return reply,
         };
     let max_depth = minion.config.limits.max_depth;
-    rpc::http::xml(
-        dispatch::call(minion, peer, who, call.method, call.params)
-            .await
-            .encode(max_depth),
-    )
+    let answer = dispatch::call(minion, peer, who, call.method, call.params)
+        .await
+        .encode(max_depth);
+    // dateTime values go back in the form their sender wrote them.
+    rpc::http::xml(common::xmlrpc::lenient::restore_datetimes(answer, &call.datetime_texts))
 }

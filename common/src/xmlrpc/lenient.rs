@@ -9,8 +9,9 @@
 //!   64-bit integers (`<i8>`);
 //! - `dateTime.iso8601` as `20240105T11:59:00Z`, `2024-01-05T11:59:00`, with
 //!   an offset (`+01:00`) or a fraction (`.123`): read as the date and time
-//!   written (offset and fraction are not kept: the value model holds whole
-//!   seconds without a zone).
+//!   written (the value model holds whole seconds without a zone), and the
+//!   text as sent is put back into the answer ([`restore_datetimes`]), as
+//!   Python keeps it: an echo returns it unchanged.
 //!
 //! A body that needs none of this is passed through untouched (no copy).
 
@@ -20,9 +21,43 @@ use super::DecodeError;
 
 /// `body` as UTF-8 text the strict decoder reads.
 pub fn normalise(body: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
+    normalise_keeping(body).map(|(text, _)| text)
+}
+
+/// [`normalise`], also returning each dateTime text that was rewritten
+/// with its canonical form: `(canonical, as sent)`, in document order.
+pub fn normalise_keeping(body: &[u8]) -> Result<(Cow<'_, str>, Vec<(String, String)>), DecodeError> {
     let text = decode_text(body)?;
     let text = widen_ints(text);
-    Ok(canonical_datetimes(text))
+    let mut rewritten = Vec::new();
+    let text = canonical_datetimes(text, &mut rewritten);
+    Ok((text, rewritten))
+}
+
+/// Puts dateTime texts back as their sender wrote them (Python keeps the
+/// text, so an echo must return it unchanged): each `(canonical, as sent)`
+/// replaces the first remaining `canonical` value in `xml`.
+pub fn restore_datetimes(xml: String, rewritten: &[(String, String)]) -> String {
+    if rewritten.is_empty() {
+        return xml;
+    }
+    let mut out = xml;
+    let mut from = 0;
+    for (canonical, sent) in rewritten {
+        let needle = format!("<dateTime.iso8601>{canonical}</dateTime.iso8601>");
+        let Some(at) = out[from..].find(&needle).map(|p| p + from) else {
+            continue;
+        };
+        let replacement = format!("<dateTime.iso8601>{}</dateTime.iso8601>", escape_text(sent));
+        out.replace_range(at..at + needle.len(), &replacement);
+        from = at + replacement.len();
+    }
+    out
+}
+
+/// XML text escaping for a value we put back.
+fn escape_text(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 /// The encoding an XML declaration at the start of `body` names, if any.
@@ -137,8 +172,9 @@ fn canonical(v: &str) -> Option<String> {
     zone_ok.then(|| format!("{date}T{}:{}:{}", &clock[..2], &clock[2..4], &clock[4..]))
 }
 
-/// Rewrites every `dateTime.iso8601` value that is not in the canonical form.
-fn canonical_datetimes(text: Cow<'_, str>) -> Cow<'_, str> {
+/// Rewrites every `dateTime.iso8601` value that is not in the canonical
+/// form, noting `(canonical, as sent)` for each in `rewritten`.
+fn canonical_datetimes<'a>(text: Cow<'a, str>, rewritten: &mut Vec<(String, String)>) -> Cow<'a, str> {
     const OPEN: &str = "<dateTime.iso8601>";
     const CLOSE: &str = "</dateTime.iso8601>";
     if !text.contains(OPEN) {
@@ -158,6 +194,7 @@ fn canonical_datetimes(text: Cow<'_, str>) -> Cow<'_, str> {
         match canonical(value) {
             Some(c) if c != value => {
                 out.push_str(&c);
+                rewritten.push((c, value.to_string()));
                 changed = true;
             }
             _ => out.push_str(value),
@@ -200,5 +237,10 @@ mod tests {
             assert_eq!(canonical(form).as_deref(), Some(want), "{form}");
         }
         assert_eq!(canonical("yesterday"), None);
+        let body = b"<v><dateTime.iso8601>2024-01-05T11:59:00+01:00</dateTime.iso8601><dateTime.iso8601>20240105T11:59:00Z</dateTime.iso8601></v>";
+        let (text, kept) = normalise_keeping(body).unwrap();
+        assert_eq!(kept.len(), 2, "{text}");
+        let back = restore_datetimes(text.into_owned(), &kept);
+        assert_eq!(back.as_bytes(), body, "an echo gets the texts back unchanged");
     }
 }
