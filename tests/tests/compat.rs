@@ -103,3 +103,26 @@ fn perl_clients_rpc_xml_and_frontier_speak_to_minion_and_certmaster() {
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("perl: ") && text.contains(", 0 failed"), "{text}");
 }
+
+#[test]
+fn curl_with_http_1_0_and_a_hand_written_request() {
+    let m = OneMinion::start("m1");
+    let creds = m.pki.overlord();
+    let body = "<?xml version=\"1.0\"?><methodCall><methodName>test.add</methodName><params><param><value><int>2</int></value></param><param><value><i4>3</i4></value></param></params></methodCall>";
+    let out = std::process::Command::new("curl")
+        .args(["--silent", "--show-error", "--http1.0", "--max-time", "20"])
+        .arg("--cacert")
+        .arg(&creds.ca)
+        .arg("--cert")
+        .arg(&creds.cert)
+        .arg("--key")
+        .arg(&creds.key)
+        .args(["--resolve", &format!("m1:{}:127.0.0.1", m.minion.addr.port())])
+        .args(["-H", "Content-Type: text/xml", "--data-binary", body])
+        .arg(format!("https://m1:{}/RPC2", m.minion.addr.port()))
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("<i4>5</i4>") || text.contains("<int>5</int>"), "{text}");
+}
