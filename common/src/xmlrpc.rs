@@ -186,9 +186,7 @@ fn checked_text<'a>(body: &'a [u8], limits: &Limits) -> Result<std::borrow::Cow<
     checked_text_keeping(body, limits).map(|(text, _)| text)
 }
 
-type Kept<'a> = (std::borrow::Cow<'a, str>, Vec<(String, String)>);
-
-fn checked_text_keeping<'a>(body: &'a [u8], limits: &Limits) -> Result<Kept<'a>, DecodeError> {
+fn checked_text_keeping<'a>(body: &'a [u8], limits: &Limits) -> Result<lenient::Normalised<'a>, DecodeError> {
     if body.len() > limits.max_body {
         return Err(DecodeError::TooLarge {
             size: body.len(),

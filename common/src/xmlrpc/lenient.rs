@@ -24,9 +24,12 @@ pub fn normalise(body: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
     normalise_keeping(body).map(|(text, _)| text)
 }
 
+/// Text to decode, and each dateTime text rewritten: `(canonical, as sent)`.
+pub type Normalised<'a> = (Cow<'a, str>, Vec<(String, String)>);
+
 /// [`normalise`], also returning each dateTime text that was rewritten
 /// with its canonical form: `(canonical, as sent)`, in document order.
-pub fn normalise_keeping(body: &[u8]) -> Result<(Cow<'_, str>, Vec<(String, String)>), DecodeError> {
+pub fn normalise_keeping(body: &[u8]) -> Result<Normalised<'_>, DecodeError> {
     let text = decode_text(body)?;
     let text = widen_ints(text);
     let mut rewritten = Vec::new();
