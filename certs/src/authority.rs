@@ -171,6 +171,13 @@ pub fn csr_info(csr_pem: &str) -> Result<(String, Vec<u8>)> {
     Ok((csr_common_name(&csr)?, csr.public_key.der_bytes().to_vec()))
 }
 
+/// The fingerprint an administrator compares before signing: SHA-256 of the
+/// request's public key, as OpenSSL prints digests (`AB:CD:...`). funcd logs
+/// it for its own key; `certmaster-ca --list` shows it for each request.
+pub fn key_fingerprint(public_key: &[u8]) -> String {
+    common::identity::fingerprint_sha256(public_key)
+}
+
 /// The raw public key of a PEM certificate (comparable with [`csr_info`]'s).
 pub fn cert_public_key(cert_pem: &str) -> Result<Vec<u8>> {
     let der = rustls_pem::first_der(cert_pem).ok_or(CertError::BadCertificate)?;

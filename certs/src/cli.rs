@@ -47,12 +47,15 @@ pub struct CertmasterCaCli {
     /// Read and write only below this directory.
     #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
     pub root: PathBuf,
-    /// List pending requests.
+    /// List pending requests with the fingerprint of each (compare it with the one funcd logged).
     #[arg(short, long)]
     pub list: bool,
     /// Sign pending requests matching NAME or GLOB.
     #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
     pub sign: Vec<String>,
+    /// With --sign: sign only if the request's fingerprint is FP (the one funcd logged).
+    #[arg(long, value_name = "FP", requires = "sign")]
+    pub fingerprint: Option<String>,
     /// Remove pending requests and signed certificates matching NAME or GLOB, and revoke the certificates.
     #[arg(short, long, num_args = 1.., value_name = "NAME|GLOB")]
     pub clean: Vec<String>,

@@ -38,6 +38,12 @@ pub enum CertError {
     BadName(String),
     #[error("the name {0:?} is reserved (certmaster, overlord and localhost name the CA's own services)")]
     Reserved(String),
+    #[error("the request for {name} has the fingerprint {actual}, not {expected}: not signed")]
+    FingerprintMismatch {
+        name: String,
+        expected: String,
+        actual: String,
+    },
     #[error("request carries no common name")]
     NoName,
     #[error("certificate cannot be parsed")]

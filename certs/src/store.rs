@@ -209,11 +209,35 @@ impl Store {
         fs::read_to_string(self.cert_path(name)).ok()
     }
 
+    /// The fingerprint of the pending request of `name` (its public key).
+    pub fn pending_fingerprint(&self, name: &str) -> Option<String> {
+        let csr = fs::read_to_string(self.csr_path(name)).ok()?;
+        csr_info(&csr).ok().map(|(_, key)| crate::authority::key_fingerprint(&key))
+    }
+
     /// Signs the pending request of `name`; returns the CSR and cert paths.
     pub fn sign_pending(&self, ca: &Authority, name: &str) -> Result<(PathBuf, PathBuf)> {
+        self.sign_pending_checked(ca, name, None)
+    }
+
+    /// [`Store::sign_pending`], but only if the request's fingerprint is
+    /// `expected` (compared loosely: case, `:`, a `SHA256` prefix), checked
+    /// on the very request that is signed.
+    pub fn sign_pending_checked(&self, ca: &Authority, name: &str, expected: Option<&str>) -> Result<(PathBuf, PathBuf)> {
         let _guard = self.lock()?;
         let csr_path = self.csr_path(name);
-        let signed = ca.sign_csr(&read_text(&csr_path)?)?;
+        let csr = read_text(&csr_path)?;
+        if let Some(expected) = expected {
+            let actual = csr_info(&csr).map(|(_, key)| crate::authority::key_fingerprint(&key))?;
+            if !common::identity::fingerprints_match(&actual, expected) {
+                return Err(CertError::FingerprintMismatch {
+                    name: name.to_string(),
+                    expected: expected.to_string(),
+                    actual,
+                });
+            }
+        }
+        let signed = ca.sign_csr(&csr)?;
         let cert_path = self.cert_path(&signed.name);
         write_atomic(&cert_path, signed.cert_pem.as_bytes(), PUBLIC)?;
         fs::remove_file(&csr_path).map_err(|source| CertError::Io {

@@ -101,7 +101,12 @@ pub async fn enroll(root: &Root, name: &str, advertise: &str, cfg: &EnrollConfig
     }
     let key = certs::layout::ensure_minion_key(root, name)?;
     let csr = certs::request::csr(name, &key)?;
+    let fingerprint = certs::authority::key_fingerprint(&rcgen_public_key(&key));
+    if !have_cert {
+        tracing::info!(%fingerprint, "certificate request for {name}: compare this fingerprint with `certmaster-ca --list`, then `certmaster-ca --sign {name} --fingerprint {fingerprint}`");
+    }
     let mut delay = Duration::from_millis(200);
+    let mut said_pending: Option<std::time::Instant> = None;
     loop {
         match ask(root, cfg, &csr, advertise).await {
             Ok(Some((cert, ca))) => {
@@ -114,9 +119,12 @@ pub async fn enroll(root: &Root, name: &str, advertise: &str, cfg: &EnrollConfig
                 tracing::info!(certmaster = %cfg.certmaster, "certificate installed");
                 return Ok(());
             }
-            Ok(None) => {
-                tracing::info!(certmaster = %cfg.certmaster, retry_in = ?delay, "request pending: waiting for `certmaster-ca --sign {name}`")
+            // Said once, then every ten minutes: not at every retry.
+            Ok(None) if said_pending.is_none_or(|t| t.elapsed() >= Duration::from_secs(600)) => {
+                said_pending = Some(std::time::Instant::now());
+                tracing::info!(certmaster = %cfg.certmaster, %fingerprint, "waiting to be signed: `certmaster-ca --sign {name} --fingerprint {fingerprint}` on the certmaster")
             }
+            Ok(None) => {}
             Err(e @ (EnrollError::Refused(_) | EnrollError::WrongCa { .. } | EnrollError::BadAnswer(_))) => {
                 return Err(e)
             }
@@ -304,7 +312,11 @@ impl CaVerifier {
         let first = presented
             .last()
             .ok_or_else(|| rustls::Error::General("certmaster sent no CA certificate".into()))?;
-        tracing::warn!(fingerprint = %fingerprint_sha256(first.as_ref()), "first contact with the certmaster is not pinned: trusting this CA (set ca_fingerprint in etc/certmaster/minion.conf to pin it)");
+        // Once per process: the first contact is retried until signed.
+        static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(fingerprint = %fingerprint_sha256(first.as_ref()), "first contact with the certmaster is not pinned: trusting this CA (set ca_fingerprint in etc/certmaster/minion.conf to pin it)");
+        }
         Ok(first.to_vec())
     }
 }

@@ -105,7 +105,7 @@ fn without_autosign_a_minion_waits_until_signed() {
     let s = Setup::new(false);
     let mut m = s.minion("m1", None);
     assert!(
-        wait_until(PATIENCE, || s.cm.ca(&["--list"]).1 == "m1\n"),
+        wait_until(PATIENCE, || s.cm.ca(&["--list"]).1.starts_with("m1  ")),
         "request shows in --list"
     );
     assert!(m.alive(), "funcd keeps waiting");
@@ -243,4 +243,37 @@ fn certmaster_ca_usage_and_missing_ca() {
         std::os::unix::fs::PermissionsExt::mode(&key.permissions()) & 0o777,
         0o600
     );
+}
+
+#[test]
+fn enrollment_is_verified_by_fingerprint() {
+    let s = Setup::new(false);
+    let m = s.minion("m1", None);
+    let mut listed = String::new();
+    assert!(wait_until(PATIENCE, || {
+        listed = s.cm.ca(&["--list"]).1;
+        listed.starts_with("m1  ")
+    }));
+    let fp = listed.trim().split_whitespace().nth(1).unwrap().to_string();
+    assert_eq!(fp.len(), 95, "SHA-256 as AB:CD:...: {listed}");
+    // The minion said the same fingerprint in its log.
+    assert!(
+        wait_until(PATIENCE, || m.daemon.stderr_so_far().contains(&fp)),
+        "{}",
+        m.daemon.stderr_so_far()
+    );
+    let wrong = "00:".repeat(31) + "00";
+    let (code, _, err) = s.cm.ca(&["--sign", "m1", "--fingerprint", &wrong]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not signed"), "{err}");
+    assert!(!s.cm.root.signed_certs_dir().join("m1.cert").exists());
+    // Pasted in another form (lower case, no colons) it still matches.
+    let loose = fp.replace(':', "").to_lowercase();
+    let (code, out, err) = s.cm.ca(&["--sign", "m1", "--fingerprint", &loose]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("signed"), "{out}");
+    assert!(s.serves(&m));
+    let log = m.daemon.stderr_so_far();
+    assert!(log.matches("waiting to be signed").count() <= 1, "said once, not at every retry: {log}");
+    assert!(log.matches("first contact with the certmaster is not pinned").count() <= 1, "{log}");
 }

@@ -81,7 +81,8 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             say!("No certificates to sign");
         }
         for name in pending {
-            say!("{name}");
+            let fp = store.pending_fingerprint(&name).unwrap_or_else(|| "(unreadable request)".into());
+            say!("{name}  {fp}");
         }
     }
     if !cli.sign.is_empty() {
@@ -93,8 +94,13 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 eprintln!("No match for {arg} to sign");
                 ok = false;
             }
+            if cli.fingerprint.is_some() && hits.len() > 1 {
+                eprintln!("--fingerprint names one request; {arg} matches {}", hits.len());
+                ok = false;
+                continue;
+            }
             for name in hits {
-                match store.sign_pending(&ca, name) {
+                match store.sign_pending_checked(&ca, name, cli.fingerprint.as_deref()) {
                     Ok((csr, cert)) => {
                         say!("{} signed - cert located at {}", csr.display(), cert.display())
                     }
