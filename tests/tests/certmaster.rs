@@ -254,7 +254,7 @@ fn enrollment_is_verified_by_fingerprint() {
         listed = s.cm.ca(&["--list"]).1;
         listed.starts_with("m1  ")
     }));
-    let fp = listed.trim().split_whitespace().nth(1).unwrap().to_string();
+    let fp = listed.split_whitespace().nth(1).unwrap().to_string();
     assert_eq!(fp.len(), 95, "SHA-256 as AB:CD:...: {listed}");
     // The minion said the same fingerprint in its log.
     assert!(
