@@ -5,7 +5,7 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: all deps build release demo test docs bench bench-salt bench-scale clean
+.PHONY: all deps build release demo test docs install bench bench-salt bench-scale clean
 
 all: build
 
@@ -51,6 +51,12 @@ test: build
 # generated from their clap definitions, below target/docs.
 docs: build
 	target/debug/func-gendocs target/docs
+
+# Binaries, man pages, completions, systemd units and commented sample
+# configuration (scripts/install.sh): PREFIX (default /usr/local), DESTDIR.
+PREFIX ?= /usr/local
+install: release
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) PROFILE=release bash scripts/install.sh
 
 # Benchmarks print tables and write them to bench/results/ (see README).
 # BENCH_SIZES="10 50 200" and RUNS=5 by default; PEER=salt adds Salt.

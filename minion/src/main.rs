@@ -100,6 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         enroll::enroll(&root, &config.name, &advertise, &enroll_cfg)
             .await
             .context("enrolling with the certmaster")?;
+        let config_name = config.name.clone();
         let minion = Arc::new(Minion::new(config).context("preparing the minion")?);
         match minion::jobs::notify::bind(&root.run_dir()) {
             Ok(sock) => {
@@ -108,6 +109,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Err(e) => tracing::warn!(error = %e, "no job notification socket; results arrive by the sweep"),
         }
         tokio::spawn(minion::jobs::notify::sweep(Arc::clone(&minion.jobs)));
+        // Enrolled and about to serve: what systemd's Type=notify waits for.
+        tracing::info!(name = %config_name, "enrolled; serving");
+        let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
         if enroll_cfg.configured {
             tokio::spawn(enroll::refresh_crl(Arc::clone(&minion), enroll_cfg));
         }

@@ -101,7 +101,13 @@ impl Daemon {
     /// Starts `bin` with `args` and reads the bound address from its first
     /// stdout line (`... listening on ADDR ...`).
     pub fn spawn(bin_name: &str, args: &[&std::ffi::OsStr]) -> Result<Self, String> {
-        let mut child = Command::new(bin(bin_name))
+        Self::spawn_exe(&bin(bin_name), args)
+    }
+
+    /// As [`Daemon::spawn`], for an executable anywhere (an installed one).
+    pub fn spawn_exe(exe: &Path, args: &[&std::ffi::OsStr]) -> Result<Self, String> {
+        let bin_name = exe.display().to_string();
+        let mut child = Command::new(exe)
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())

@@ -39,5 +39,7 @@ mod output;
 mod json_shapes;
 // Other XML-RPC clients' input: encodings, wide ints, dateTime forms, ALPN.
 mod compat;
+// make install: the layout, units, sample configuration, an installed fleet.
+mod install;
 // Shared helpers for these tests.
 mod helper;

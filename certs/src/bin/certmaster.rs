@@ -59,6 +59,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
+        // The CA is loaded and the port bound: what Type=notify waits for.
+        let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
         certs::daemon::serve(Arc::new(cm), listener, shutdown())
             .await
             .context("serving")

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `make install`: the built binaries, man pages, shell completions, systemd
+# units and commented sample configuration, below $DESTDIR$PREFIX (and
+# $DESTDIR/etc for the configuration, which is never overwritten).
+#   PREFIX (default /usr/local), DESTDIR (default empty), PROFILE (release|debug).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX=${PREFIX:-/usr/local}
+DESTDIR=${DESTDIR:-}
+PROFILE=${PROFILE:-release}
+B=target/$PROFILE
+for bin in func funcd certmaster certmaster-ca func-gendocs; do
+	[ -x "$B/$bin" ] || { echo "install: $B/$bin is not built (make ${PROFILE/debug/build})" >&2; exit 1; }
+done
+root="$DESTDIR$PREFIX"
+install -d "$root/bin" "$root/sbin"
+install -m 0755 "$B/func" "$B/certmaster-ca" "$root/bin/"
+install -m 0755 "$B/funcd" "$B/certmaster" "$root/sbin/"
+docs=$(mktemp -d)
+trap 'rm -rf "$docs"' EXIT
+"$B/func-gendocs" "$docs" >/dev/null
+install -d "$root/share/man/man1" "$root/share/man/man8"
+install -m 0644 "$docs"/man/*.1 "$root/share/man/man1/"
+install -m 0644 "$docs"/man/*.8 "$root/share/man/man8/"
+install -d "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" "$root/share/fish/vendor_completions.d"
+for f in "$docs"/completions/bash/*.bash; do
+	install -m 0644 "$f" "$root/share/bash-completion/completions/$(basename "$f" .bash)"
+done
+install -m 0644 "$docs"/completions/zsh/_* "$root/share/zsh/site-functions/"
+install -m 0644 "$docs"/completions/fish/*.fish "$root/share/fish/vendor_completions.d/"
+install -d "$root/lib/systemd/system"
+for unit in dist/systemd/*.service.in; do
+	sed "s|@PREFIX@|$PREFIX|g" "$unit" >"$root/lib/systemd/system/$(basename "$unit" .in)"
+	chmod 0644 "$root/lib/systemd/system/$(basename "$unit" .in)"
+done
+# Configuration: commented samples, each key with its default; an existing
+# file is the administrator's and is left alone.
+conf() {
+	local from=$1 to=$DESTDIR$2 mode=${3:-0644}
+	install -d "$(dirname "$to")"
+	[ -e "$to" ] || install -m "$mode" "dist/config/$from" "$to"
+}
+conf minion.conf /etc/func/minion.conf
+conf overlord.conf /etc/func/overlord.conf
+conf async_methods.conf /etc/func/async_methods.conf
+conf groups /etc/func/groups
+conf example.acl /etc/func/minion-acl.d/example.acl.sample
+conf certmaster.conf /etc/certmaster/certmaster.conf
+conf certmaster-minion.conf /etc/certmaster/minion.conf
+echo "installed below ${DESTDIR:-/} (PREFIX=$PREFIX)"

@@ -1,0 +1,111 @@
+//! `make install`'s layout (scripts/install.sh with the debug build):
+//! binaries, man pages, completions, systemd units that `systemd-analyze
+//! verify` accepts, commented sample configuration that the daemons read,
+//! and a certmaster, a minion and func run from the installed files.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::paths::Root;
+use func_tests::fixture::{wait_until, Daemon};
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+#[test]
+fn install_lays_out_everything_and_the_installed_fleet_works() {
+    let dir = tempfile::Builder::new().prefix("func-install-").tempdir().unwrap();
+    let dest = dir.path().join("dest");
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/install.sh"))
+        .env("PREFIX", "/usr")
+        .env("DESTDIR", &dest)
+        .env("PROFILE", "debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for file in [
+        "usr/bin/func",
+        "usr/bin/certmaster-ca",
+        "usr/sbin/funcd",
+        "usr/sbin/certmaster",
+        "usr/share/man/man1/func.1",
+        "usr/share/man/man1/func-call.1",
+        "usr/share/man/man8/funcd.8",
+        "usr/share/bash-completion/completions/func",
+        "usr/share/zsh/site-functions/_funcd",
+        "usr/share/fish/vendor_completions.d/certmaster-ca.fish",
+        "usr/lib/systemd/system/funcd.service",
+        "usr/lib/systemd/system/certmaster.service",
+        "etc/func/minion.conf",
+        "etc/func/overlord.conf",
+        "etc/func/async_methods.conf",
+        "etc/func/groups",
+        "etc/func/minion-acl.d/example.acl.sample",
+        "etc/certmaster/certmaster.conf",
+        "etc/certmaster/minion.conf",
+    ] {
+        assert!(dest.join(file).is_file(), "{file}");
+    }
+    // The units: Type=notify, and systemd accepts them (ExecStart pointed at
+    // the installed binary, since nothing is installed in /usr here).
+    for (unit, bin) in [("funcd.service", "sbin/funcd"), ("certmaster.service", "sbin/certmaster")] {
+        let text = std::fs::read_to_string(dest.join("usr/lib/systemd/system").join(unit)).unwrap();
+        assert!(text.contains("Type=notify") && text.contains(&format!("ExecStart=/usr/{bin}")), "{text}");
+        let copy = dir.path().join(unit);
+        std::fs::write(&copy, text.replace(&format!("/usr/{bin}"), &dest.join("usr").join(bin).display().to_string())).unwrap();
+        let verify = Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&copy).output();
+        match verify {
+            Ok(v) => assert!(v.status.success(), "{unit}: {}", String::from_utf8_lossy(&v.stderr)),
+            Err(e) => eprintln!("skipped: systemd-analyze cannot run here ({e}); {unit} not verified"),
+        }
+    }
+    // Existing configuration is the administrator's: a second install keeps it.
+    std::fs::write(dest.join("etc/func/minion.conf"), "[main]\nkeep_jobs = 5\n").unwrap();
+    let again = Command::new("bash")
+        .arg(repo().join("scripts/install.sh"))
+        .env("PREFIX", "/usr")
+        .env("DESTDIR", &dest)
+        .env("PROFILE", "debug")
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(std::fs::read_to_string(dest.join("etc/func/minion.conf")).unwrap(), "[main]\nkeep_jobs = 5\n");
+    // A fleet from the installed binaries, reading the sample configuration.
+    let bin = |p: &str| dest.join("usr").join(p);
+    let cm_root = Root::new(dir.path().join("cm"));
+    let m_root = Root::new(dir.path().join("m1"));
+    for (sample, root, rel) in [
+        ("etc/certmaster/certmaster.conf", &cm_root, "etc/certmaster/certmaster.conf"),
+        ("etc/func/overlord.conf", &cm_root, "etc/func/overlord.conf"),
+        ("etc/certmaster/minion.conf", &m_root, "etc/certmaster/minion.conf"),
+    ] {
+        std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(dest.join(sample), root.join(rel)).unwrap();
+    }
+    std::fs::create_dir_all(m_root.minion_conf().parent().unwrap()).unwrap();
+    let sample = std::fs::read_to_string(repo().join("dist/config/minion.conf")).unwrap();
+    std::fs::write(m_root.minion_conf(), sample).unwrap();
+    let spawn = |exe: &Path, args: &[&str]| {
+        let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        all.push("--foreground".as_ref());
+        Daemon::spawn_exe(exe, &all).expect("starts")
+    };
+    let cm = spawn(&bin("sbin/certmaster"), &["--root", cm_root.dir().to_str().unwrap(), "--listen", "127.0.0.1:0", "--autosign"]);
+    let cm_addr = cm.addr.to_string();
+    let _m1 = spawn(
+        &bin("sbin/funcd"),
+        &["--root", m_root.dir().to_str().unwrap(), "--name", "m1", "--listen", "127.0.0.1:0", "--certmaster", &cm_addr],
+    );
+    assert!(wait_until(Duration::from_secs(30), || m_root.minion_cert("m1").exists()));
+    let ping = Command::new(bin("bin/func"))
+        .arg("--root")
+        .arg(cm_root.dir())
+        .args(["m1", "ping"])
+        .output()
+        .unwrap();
+    assert!(ping.status.success(), "{:?}", ping);
+    assert!(String::from_utf8_lossy(&ping.stdout).contains("[ ok ... ] m1"));
+}
