@@ -105,6 +105,32 @@ pub fn tighten(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Detaches from the terminal (`daemon(3)`) keeping the logs: stdin and
+/// stdout go to /dev/null, stderr — where the daemons log — is appended to
+/// `log` (0600, in a 0700 directory). Rotate it with logrotate's
+/// `copytruncate` (the daemon keeps the file open, writing with O_APPEND).
+pub fn daemonise_logging_to(log: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    if let Some(dir) = log.parent() {
+        private_dir(dir)?;
+    }
+    let file = append(log)?;
+    let null = OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    nix::unistd::daemon(false, true).map_err(io::Error::from)?;
+    // SAFETY: dup2 onto this process's standard descriptors; both sources are open.
+    unsafe {
+        libc_dup2(null.as_raw_fd(), 0);
+        libc_dup2(null.as_raw_fd(), 1);
+        libc_dup2(file.as_raw_fd(), 2);
+    }
+    Ok(())
+}
+
+unsafe fn libc_dup2(from: i32, to: i32) {
+    // SAFETY: the caller passes open descriptors.
+    unsafe { nix::libc::dup2(from, to) };
+}
+
 /// Every regular file directly in `dir`, tightened (older spools and logs).
 pub fn tighten_all(dir: &Path) -> io::Result<()> {
     let Ok(entries) = fs::read_dir(dir) else {

@@ -25,7 +25,7 @@ fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(common_log_filter(cli.log_level.as_deref()))
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !cli.daemon)
         .init();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -77,7 +77,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let _ = writeln!(std::io::stdout(), "funcd {} listening on {bound}", config.name);
     std::io::stdout().flush().ok();
     if cli.daemon {
-        nix::unistd::daemon(false, false).context("daemonising")?;
+        let log = root.log_dir().join("funcd.log");
+        common::private::daemonise_logging_to(&log).with_context(|| format!("daemonising (log {})", log.display()))?;
         let pid_file = root.run_dir().join("funcd.pid");
         std::fs::create_dir_all(root.run_dir()).context("creating var/run")?;
         std::fs::write(&pid_file, format!("{}\n", std::process::id()))

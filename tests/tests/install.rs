@@ -109,3 +109,32 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
     assert!(ping.status.success(), "{:?}", ping);
     assert!(String::from_utf8_lossy(&ping.stdout).contains("[ ok ... ] m1"));
 }
+
+#[test]
+fn a_daemonised_funcd_keeps_logging_to_a_private_file() {
+    let pki = func_tests::fixture::Pki::new();
+    let root = pki.minion_root("m1");
+    let out = Command::new(func_tests::fixture::bin("funcd"))
+        .arg("--root")
+        .arg(root.dir())
+        .args(["--name", "m1", "--listen", "127.0.0.1:0", "--daemon"])
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let pid_file = root.run_dir().join("funcd.pid");
+    assert!(wait_until(Duration::from_secs(20), || pid_file.exists()));
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let log = root.log_dir().join("funcd.log");
+    let served = wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("enrolled; serving"))
+    });
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+    assert!(served, "{:?}", std::fs::read_to_string(&log));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains('\x1b'), "no colour codes in a file");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(wait_until(Duration::from_secs(20), || !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))));
+}

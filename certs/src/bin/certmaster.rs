@@ -19,7 +19,7 @@ fn main() -> std::process::ExitCode {
             None => tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         })
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !cli.daemon)
         .init();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -48,7 +48,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     );
     std::io::stdout().flush().ok();
     if cli.daemon {
-        nix::unistd::daemon(false, false).context("daemonising")?;
+        let log = root.log_dir().join("certmaster.log");
+        common::private::daemonise_logging_to(&log).with_context(|| format!("daemonising (log {})", log.display()))?;
         std::fs::create_dir_all(root.run_dir())?;
         std::fs::write(
             root.run_dir().join("certmaster.pid"),
