@@ -5,7 +5,7 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: all deps build release demo test docs install bench bench-salt bench-scale clean
+.PHONY: all deps build release demo test docs install package bench bench-salt bench-scale clean
 
 all: build
 
@@ -57,6 +57,11 @@ docs: build
 PREFIX ?= /usr/local
 install: release
 	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) PROFILE=release bash scripts/install.sh
+
+# Two Debian packages, funcd (minion) and func (overlord + certmaster), in
+# target/debian/ (scripts/package.sh).
+package: release
+	PROFILE=release bash scripts/package.sh
 
 # Benchmarks print tables and write them to bench/results/ (see README).
 # BENCH_SIZES="10 50 200" and RUNS=5 by default; PEER=salt adds Salt.

@@ -138,3 +138,72 @@ fn a_daemonised_funcd_keeps_logging_to_a_private_file() {
     assert!(wait_until(Duration::from_secs(20), || !std::path::Path::new(&format!("/proc/{pid}")).exists()
         || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))));
 }
+
+/// `make package` (scripts/package.sh on the debug build): two .debs whose
+/// contents and conffiles are right, that dpkg installs into an empty root
+/// and removes again, leaving the administrator's configuration.
+#[test]
+fn package_builds_debs_that_dpkg_installs_and_removes() {
+    if Command::new("dpkg-deb").arg("--version").output().is_err() {
+        panic!("dpkg-deb is missing: `make deps` installs it");
+    }
+    let dir = tempfile::Builder::new().prefix("func-package-").tempdir().unwrap();
+    let out_dir = dir.path().join("debs");
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/package.sh"))
+        .env("OUT", &out_dir)
+        .env("PROFILE", "debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let debs: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(debs.len(), 2, "{debs:?}");
+    let (minion, overlord) = (&debs[0], &debs[1]);
+    assert!(minion.contains("/funcd_") && overlord.contains("/func_"), "{debs:?}");
+
+    let listing = |deb: &str| {
+        let out = Command::new("dpkg-deb").args(["-c", deb]).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let minion_files = listing(minion);
+    for f in ["./usr/sbin/funcd", "./usr/share/man/man8/funcd.8.gz", "./usr/lib/systemd/system/funcd.service", "./etc/func/minion.conf"] {
+        assert!(minion_files.contains(f), "{f} missing from {minion_files}");
+    }
+    assert!(!minion_files.contains("./usr/bin/func "), "the minion package carries no overlord");
+    let overlord_files = listing(overlord);
+    for f in ["./usr/bin/func", "./usr/sbin/certmaster", "./usr/bin/certmaster-ca", "./usr/share/man/man1/func-call.1.gz", "./etc/func/overlord.conf"] {
+        assert!(overlord_files.contains(f), "{f} missing from {overlord_files}");
+    }
+    let field = |deb: &str, name: &str| {
+        let out = Command::new("dpkg-deb").args(["-f", deb, name]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    assert_eq!(field(minion, "Package"), "funcd");
+    assert_eq!(field(overlord, "Package"), "func");
+    let conffiles = Command::new("dpkg-deb").args(["-I", minion, "conffiles"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&conffiles.stdout).contains("/etc/func/minion.conf"));
+
+    // Install both into an empty root, check the binary runs, remove.
+    let root = dir.path().join("root");
+    for d in ["var/lib/dpkg/info", "var/lib/dpkg/updates"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
+    let dpkg = |args: &[&str]| {
+        let out = Command::new("dpkg")
+            .arg(format!("--root={}", root.display()))
+            .args(["--force-script-chrootless", "--force-depends", "--force-not-root", "--log=/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "dpkg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    dpkg(&["-i", minion, overlord]);
+    let version = Command::new(root.join("usr/sbin/funcd")).arg("--version").output().unwrap();
+    assert!(version.status.success() && String::from_utf8_lossy(&version.stdout).contains("funcd"));
+    dpkg(&["-r", "funcd", "func"]);
+    assert!(!root.join("usr/sbin/funcd").exists() && !root.join("usr/bin/func").exists());
+    // Removal (not purge) keeps the configuration, as for every Debian package.
+    assert!(root.join("etc/func/minion.conf").is_file());
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `make package`: two Debian packages below target/debian/, built with
+# dpkg-deb from the `make install` layout (PREFIX=/usr):
+#   funcd  — the minion: funcd, its unit, man page, completions, and its
+#            configuration (/etc/func/minion.conf, /etc/certmaster/minion.conf,
+#            the ACL example) as conffiles;
+#   func   — the overlord side: func, certmaster, certmaster-ca, the
+#            certmaster unit, man pages, completions, and their configuration.
+# PROFILE=debug packages the debug build (the tests do, to stay quick).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROFILE=${PROFILE:-release}
+OUT=${OUT:-target/debian}
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+arch=$(dpkg --print-architecture)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+PREFIX=/usr DESTDIR="$stage/all" PROFILE=$PROFILE bash scripts/install.sh >/dev/null
+mkdir -p "$OUT"
+
+# package NAME DESCRIPTION FILE... (paths below the staged root)
+package() {
+	local name=$1 summary=$2
+	shift 2
+	local root="$stage/$name"
+	mkdir -p "$root/DEBIAN"
+	for f in "$@"; do
+		install -D -m "$(stat -c %a "$stage/all/$f")" "$stage/all/$f" "$root/$f"
+	done
+	# Stripped binaries and compressed man pages, as Debian policy wants.
+	find "$root/usr/bin" "$root/usr/sbin" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
+	find "$root/usr/share/man" -type f -exec gzip -9n {} +
+	install -d "$root/usr/share/doc/$name"
+	cat >"$root/usr/share/doc/$name/copyright" <<COPYRIGHT
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: func-rs
+Source: the func-rs repository
+
+Files: *
+Copyright: the func-rs authors
+License: GPL-2+
+ On Debian systems the full text of the GNU General Public License version 2
+ can be found in /usr/share/common-licenses/GPL-2.
+COPYRIGHT
+	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the func-rs repository.\n\n -- func-rs <func-rs@localhost>  %s\n' \
+		"$name" "$version" "$(date -R -u -d @0)" | gzip -9n >"$root/usr/share/doc/$name/changelog.gz"
+	find "$root/etc" -type f 2>/dev/null | sed "s|^$root||" >"$root/DEBIAN/conffiles"
+	[ -s "$root/DEBIAN/conffiles" ] || rm -f "$root/DEBIAN/conffiles"
+	local size
+	size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+	cat >"$root/DEBIAN/control" <<CONTROL
+Package: $name
+Version: $version
+Architecture: $arch
+Maintainer: func-rs <func-rs@localhost>
+Installed-Size: $size
+Section: admin
+Priority: optional
+Depends: libc6
+Homepage: https://localhost/func-rs
+Description: $summary
+ Func in Rust: run a method on many machines at once, now or as a
+ background job, over XML-RPC on HTTPS with mutual TLS.
+CONTROL
+	dpkg-deb --root-owner-group --build "$root" "$OUT/${name}_${version}_${arch}.deb" >/dev/null
+	echo "$OUT/${name}_${version}_${arch}.deb"
+}
+
+package funcd "Func minion daemon (funcd)" \
+	usr/sbin/funcd usr/share/man/man8/funcd.8 usr/lib/systemd/system/funcd.service \
+	usr/share/bash-completion/completions/funcd usr/share/zsh/site-functions/_funcd \
+	usr/share/fish/vendor_completions.d/funcd.fish \
+	etc/func/minion.conf etc/certmaster/minion.conf etc/func/minion-acl.d/example.acl.sample
+
+overlord_files=(usr/bin/func usr/bin/certmaster-ca usr/sbin/certmaster usr/lib/systemd/system/certmaster.service
+	usr/share/man/man8/certmaster.8 usr/share/man/man8/certmaster-ca.8
+	etc/func/overlord.conf etc/func/async_methods.conf etc/func/groups etc/certmaster/certmaster.conf)
+for f in "$stage"/all/usr/share/man/man1/*.1; do overlord_files+=("usr/share/man/man1/$(basename "$f")"); done
+for n in func certmaster certmaster-ca; do
+	overlord_files+=("usr/share/bash-completion/completions/$n" "usr/share/zsh/site-functions/_$n" "usr/share/fish/vendor_completions.d/$n.fish")
+done
+package func "Func overlord (func), certmaster and certmaster-ca" "${overlord_files[@]}"
