@@ -37,12 +37,12 @@ Upstream-Name: func-rs
 Source: the func-rs repository
 
 Files: *
-Copyright: the func-rs authors
+Copyright: 2026 the func-rs authors
 License: GPL-2+
  On Debian systems the full text of the GNU General Public License version 2
  can be found in /usr/share/common-licenses/GPL-2.
 COPYRIGHT
-	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the func-rs repository.\n\n -- func-rs <func-rs@localhost>  %s\n' \
+	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the func-rs repository.\n\n -- func-rs <func-rs@example.org>  %s\n' \
 		"$name" "$version" "$(date -R -u -d @0)" | gzip -9n >"$root/usr/share/doc/$name/changelog.gz"
 	find "$root/etc" -type f 2>/dev/null | sed "s|^$root||" >"$root/DEBIAN/conffiles"
 	[ -s "$root/DEBIAN/conffiles" ] || rm -f "$root/DEBIAN/conffiles"
@@ -52,7 +52,7 @@ COPYRIGHT
 Package: $name
 Version: $version
 Architecture: $arch
-Maintainer: func-rs <func-rs@localhost>
+Maintainer: func-rs <func-rs@example.org>
 Installed-Size: $size
 Section: admin
 Priority: optional
@@ -66,7 +66,7 @@ CONTROL
 	echo "$OUT/${name}_${version}_${arch}.deb"
 }
 
-package funcd "Func minion daemon (funcd)" \
+package funcd "minion daemon (funcd) of Func in Rust" \
 	usr/sbin/funcd usr/share/man/man8/funcd.8 usr/lib/systemd/system/funcd.service \
 	usr/share/bash-completion/completions/funcd usr/share/zsh/site-functions/_funcd \
 	usr/share/fish/vendor_completions.d/funcd.fish \
@@ -79,4 +79,4 @@ for f in "$stage"/all/usr/share/man/man1/*.1; do overlord_files+=("usr/share/man
 for n in func certmaster certmaster-ca; do
 	overlord_files+=("usr/share/bash-completion/completions/$n" "usr/share/zsh/site-functions/_$n" "usr/share/fish/vendor_completions.d/$n.fish")
 done
-package func "Func overlord (func), certmaster and certmaster-ca" "${overlord_files[@]}"
+package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

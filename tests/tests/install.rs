@@ -184,6 +184,11 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     let conffiles = Command::new("dpkg-deb").args(["-I", minion, "conffiles"]).output().unwrap();
     assert!(String::from_utf8_lossy(&conffiles.stdout).contains("/etc/func/minion.conf"));
 
+    // lintian (installed by `make deps`): no errors.
+    let lintian = Command::new("lintian").args(&debs).output().expect("lintian is missing: `make deps` installs it");
+    let report = String::from_utf8_lossy(&lintian.stdout);
+    assert!(!report.lines().any(|l| l.starts_with("E:")), "lintian errors:\n{report}");
+
     // Install both into an empty root, check the binary runs, remove.
     let root = dir.path().join("root");
     for d in ["var/lib/dpkg/info", "var/lib/dpkg/updates"] {
