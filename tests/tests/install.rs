@@ -14,18 +14,23 @@ fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-#[test]
-fn install_lays_out_everything_and_the_installed_fleet_works() {
-    let dir = tempfile::Builder::new().prefix("func-install-").tempdir().unwrap();
-    let dest = dir.path().join("dest");
+/// `scripts/install.sh` with PREFIX=/usr, the debug build, into `dest`.
+fn install_debug_build(dest: &Path) {
     let out = Command::new("bash")
         .arg(repo().join("scripts/install.sh"))
         .env("PREFIX", "/usr")
-        .env("DESTDIR", &dest)
+        .env("DESTDIR", dest)
         .env("PROFILE", "debug")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn install_lays_out_everything_and_the_installed_fleet_works() {
+    let dir = tempfile::Builder::new().prefix("func-install-").tempdir().unwrap();
+    let dest = dir.path().join("dest");
+    install_debug_build(&dest);
     for file in [
         "usr/bin/func",
         "usr/bin/certmaster-ca",
@@ -64,14 +69,7 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
     }
     // Existing configuration is the administrator's: a second install keeps it.
     std::fs::write(dest.join("etc/func/minion.conf"), "[main]\nkeep_jobs = 5\n").unwrap();
-    let again = Command::new("bash")
-        .arg(repo().join("scripts/install.sh"))
-        .env("PREFIX", "/usr")
-        .env("DESTDIR", &dest)
-        .env("PROFILE", "debug")
-        .output()
-        .unwrap();
-    assert!(again.status.success());
+    install_debug_build(&dest);
     assert_eq!(std::fs::read_to_string(dest.join("etc/func/minion.conf")).unwrap(), "[main]\nkeep_jobs = 5\n");
     // A fleet from the installed binaries, reading the sample configuration.
     let bin = |p: &str| dest.join("usr").join(p);
