@@ -460,3 +460,15 @@ pub struct FuncOutput {
     pub stdout: String,
     pub stderr: String,
 }
+
+/// `scripts/install.sh` with PREFIX=/usr, the debug build, into `dest`.
+pub fn install_debug_build(dest: &Path) {
+    let out = std::process::Command::new("bash")
+        .arg(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/install.sh")))
+        .env("PREFIX", "/usr")
+        .env("DESTDIR", dest)
+        .env("PROFILE", "debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -8,22 +8,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::paths::Root;
-use func_tests::fixture::{wait_until, Daemon};
+use func_tests::fixture::{install_debug_build, wait_until, Daemon};
 
 fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
-
-/// `scripts/install.sh` with PREFIX=/usr, the debug build, into `dest`.
-fn install_debug_build(dest: &Path) {
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/install.sh"))
-        .env("PREFIX", "/usr")
-        .env("DESTDIR", dest)
-        .env("PROFILE", "debug")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

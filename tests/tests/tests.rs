@@ -41,5 +41,6 @@ mod json_shapes;
 mod compat;
 // make install: the layout, units, sample configuration, an installed fleet.
 mod install;
+mod multihost;
 // Shared helpers for these tests.
 mod helper;
