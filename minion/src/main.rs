@@ -73,8 +73,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             true => format!("{}:{}", config.name, bound.port()),
             false => bound.to_string(),
         });
-    // One line on stdout that scripts and tests read to learn the port.
-    let _ = writeln!(std::io::stdout(), "funcd {} listening on {bound}", config.name);
+    // One line on stdout that scripts and tests read to learn the port:
+    // "listening on" only when it serves now (already enrolled); otherwise
+    // "bound on", and "listening on" follows once enrolled.
+    let enrolled_at_start = root.minion_cert(&config.name).exists();
+    let _ = match enrolled_at_start {
+        true => writeln!(std::io::stdout(), "funcd {} listening on {bound}", config.name),
+        false => writeln!(std::io::stdout(), "funcd {} bound on {bound} (serving once enrolled)", config.name),
+    };
     std::io::stdout().flush().ok();
     if cli.daemon {
         let log = root.log_dir().join("funcd.log");
@@ -112,6 +118,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         tokio::spawn(minion::jobs::notify::sweep(Arc::clone(&minion.jobs)));
         // Enrolled and about to serve: what systemd's Type=notify waits for.
         tracing::info!(name = %config_name, "enrolled; serving");
+        if !enrolled_at_start {
+            let _ = writeln!(std::io::stdout(), "funcd {config_name} listening on {bound}");
+            std::io::stdout().flush().ok();
+        }
         let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
         if enroll_cfg.configured {
             tokio::spawn(enroll::refresh_crl(Arc::clone(&minion), enroll_cfg));

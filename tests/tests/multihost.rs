@@ -114,6 +114,8 @@ fn minions_in_their_own_network_namespaces() {
         String::from_utf8(out.stdout).unwrap()
     };
     for (name, minion) in hosts.iter().zip(&minions) {
+        // Not enrolled yet: bound, but not "listening on" (it does not serve).
+        assert!(minion.banner.contains(" bound on ") && !minion.banner.contains("listening"), "{}", minion.banner);
         let mut logged = None;
         assert!(wait_until(Duration::from_secs(30), || {
             logged = minion.stderr_so_far().split("fingerprint=").nth(1).map(|s| s.split_whitespace().next().unwrap().to_owned());
