@@ -25,6 +25,7 @@ deps:
 	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
 	command -v curl >/dev/null || missing="$$missing curl"; \
 	command -v lintian >/dev/null || missing="$$missing lintian"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	perl -MRPC::XML::Client -e1 2>/dev/null || missing="$$missing librpc-xml-perl"; \
 	perl -MFrontier::Client -e1 2>/dev/null || missing="$$missing libfrontier-rpc-perl"; \
 	perl -MLWP::Protocol::https -e1 2>/dev/null || missing="$$missing liblwp-protocol-https-perl"; \
