@@ -173,28 +173,24 @@ fn minions_in_their_own_network_namespaces() {
     }));
     let m2_ns = format!("func-m2-{tag}");
     ip(&["-n", &m2_ns, "link", "set", &format!("fvb{tag}2"), "down"]);
-    let mut cut = serde_json::Value::Null;
-    assert!(
-        wait_until(Duration::from_secs(60), || {
+    // Polls `job_status last` until `done` holds; the last document seen.
+    let status_until = |done: &dyn Fn(Option<i32>, &serde_json::Value) -> bool| {
+        let mut last = serde_json::Value::Null;
+        let reached = wait_until(Duration::from_secs(60), || {
             let (code, doc) = status("last");
-            cut = doc.clone();
-            code == Some(1) && doc["results"].get("m1").is_some()
-        }),
-        "{cut}"
-    );
+            let ok = done(code, &doc);
+            last = doc;
+            ok
+        });
+        assert!(reached, "{last}");
+        last
+    };
+    let cut = status_until(&|code, doc| code == Some(1) && doc["results"].get("m1").is_some());
     assert!(cut["results"].get("m2").is_none() || cut["results"]["m2"][0] == "REMOTE_ERROR", "{cut}");
     assert_ne!(cut["state"], "finished", "{cut}");
     eprintln!("m2 cut off: {cut}");
     ip(&["-n", &m2_ns, "link", "set", &format!("fvb{tag}2"), "up"]);
-    let mut healed = serde_json::Value::Null;
-    assert!(
-        wait_until(Duration::from_secs(60), || {
-            let (code, doc) = status("last");
-            healed = doc.clone();
-            code == Some(0) && doc["state"] == "finished"
-        }),
-        "{healed}"
-    );
+    let healed = status_until(&|code, doc| code == Some(0) && doc["state"] == "finished");
     assert!(healed["results"].get("m2").is_some() && healed["results"]["m2"][0] != "REMOTE_ERROR", "{healed}");
 
     eprintln!("m2 back: {healed}");

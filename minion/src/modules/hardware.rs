@@ -263,16 +263,21 @@ fn func_info(with_devices: bool) -> Value {
     record(fields)
 }
 
-/// Devices as smolt described them to Func.
-fn func_devices() -> Value {
+/// The PCI slots in /sys, sorted (`0000:00:1f.2`, ...).
+fn pci_slots() -> Vec<String> {
     let mut slots: Vec<String> = fs::read_dir("/sys/bus/pci/devices")
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .collect();
     slots.sort();
+    slots
+}
+
+/// Devices as smolt described them to Func.
+fn func_devices() -> Value {
     Value::Array(
-        slots
+        pci_slots()
             .into_iter()
             .map(|slot| {
                 let dir = format!("/sys/bus/pci/devices/{slot}");
@@ -341,14 +346,8 @@ fn disks() -> Value {
 }
 
 fn pci_devices() -> Value {
-    let mut slots: Vec<String> = fs::read_dir("/sys/bus/pci/devices")
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    slots.sort();
     Value::Array(
-        slots
+        pci_slots()
             .into_iter()
             .map(|slot| {
                 let attr = |a: &str| Value::String(read(&format!("/sys/bus/pci/devices/{slot}/{a}")));
