@@ -65,7 +65,9 @@ impl CertmasterConfig {
     ) -> std::result::Result<Self, ConfigError> {
         let ini = Ini::load(&root.certmaster_conf())?;
         let count = |key: &str, default: usize| -> std::result::Result<usize, ConfigError> {
-            Ok(ini.u64("main", key)?.map_or(default, |v| v.clamp(1, 1 << 20) as usize))
+            Ok(ini
+                .u64("main", key)?
+                .map_or(default, |v| v.clamp(1, 1 << 20) as usize))
         };
         let port = ini
             .u64("main", "listen_port")?
@@ -106,7 +108,8 @@ pub struct Certmaster {
     pub ca_fingerprint: String,
     /// Names of the pending requests each source address made (pruned of
     /// names no longer pending when counted).
-    pending_from: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, std::collections::BTreeSet<String>>>,
+    pending_from:
+        std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, std::collections::BTreeSet<String>>>,
 }
 
 impl Certmaster {
@@ -153,7 +156,9 @@ impl Certmaster {
     fn admit_pending(&self, addr: std::net::IpAddr, name: &str) -> Option<String> {
         let (all, per) = (self.config.max_pending, self.config.max_pending_per_address);
         if self.store.pending().len() >= all {
-            return Some(format!("too many pending requests ({all}); try again once some are signed or cleaned"));
+            return Some(format!(
+                "too many pending requests ({all}); try again once some are signed or cleaned"
+            ));
         }
         let mut from = self.pending_from.lock().unwrap_or_else(|p| p.into_inner());
         let names = from.entry(addr).or_default();
@@ -186,13 +191,19 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let per_address = cm.config.connections_per_address;
-    common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, per_address, shutdown, |tcp, peer, permit| {
-        let cm = Arc::clone(&cm);
-        tokio::spawn(async move {
-            connection(cm, tcp, peer, &permit).await;
-            drop(permit);
-        });
-    })
+    common::rpc::accept::accept_loop(
+        listener,
+        MAX_CONNECTIONS,
+        per_address,
+        shutdown,
+        |tcp, peer, permit| {
+            let cm = Arc::clone(&cm);
+            tokio::spawn(async move {
+                connection(cm, tcp, peer, &permit).await;
+                drop(permit);
+            });
+        },
+    )
     .await;
     Ok(())
 }
@@ -266,7 +277,12 @@ where
 }
 
 /// One method call; `Err` is the fault message.
-fn answer(cm: &Certmaster, peer: SocketAddr, method: &str, params: &[Value]) -> std::result::Result<Value, String> {
+fn answer(
+    cm: &Certmaster,
+    peer: SocketAddr,
+    method: &str,
+    params: &[Value],
+) -> std::result::Result<Value, String> {
     let args = Args::new(method, params);
     match method {
         "wait_for_cert" => {

@@ -129,9 +129,12 @@ impl Store {
         let csr_pem = &pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", der));
         let (name, key) = match csr_info(csr_pem) {
             Ok(info) => info,
-            Err(e @ (CertError::BadName(_) | CertError::Reserved(_) | CertError::NoName | CertError::BadRequest)) => {
-                return Ok(Outcome::Refused(e.to_string()))
-            }
+            Err(
+                e @ (CertError::BadName(_)
+                | CertError::Reserved(_)
+                | CertError::NoName
+                | CertError::BadRequest),
+            ) => return Ok(Outcome::Refused(e.to_string())),
             Err(e) => return Err(e),
         };
         let _guard = self.lock()?;
@@ -212,7 +215,9 @@ impl Store {
     /// The fingerprint of the pending request of `name` (its public key).
     pub fn pending_fingerprint(&self, name: &str) -> Option<String> {
         let csr = fs::read_to_string(self.csr_path(name)).ok()?;
-        csr_info(&csr).ok().map(|(_, key)| crate::authority::key_fingerprint(&key))
+        csr_info(&csr)
+            .ok()
+            .map(|(_, key)| crate::authority::key_fingerprint(&key))
     }
 
     /// Signs the pending request of `name`; returns the CSR and cert paths.
@@ -223,7 +228,12 @@ impl Store {
     /// [`Store::sign_pending`], but only if the request's fingerprint is
     /// `expected` (compared loosely: case, `:`, a `SHA256` prefix), checked
     /// on the very request that is signed.
-    pub fn sign_pending_checked(&self, ca: &Authority, name: &str, expected: Option<&str>) -> Result<(PathBuf, PathBuf)> {
+    pub fn sign_pending_checked(
+        &self,
+        ca: &Authority,
+        name: &str,
+        expected: Option<&str>,
+    ) -> Result<(PathBuf, PathBuf)> {
         let _guard = self.lock()?;
         let csr_path = self.csr_path(name);
         let csr = read_text(&csr_path)?;
@@ -349,7 +359,10 @@ mod tests {
             "same key stays pending"
         );
         assert_eq!(store.pending(), ["m1"]);
-        assert!(store.address("m1").is_none(), "no address for a name never signed");
+        assert!(
+            store.address("m1").is_none(),
+            "no address for a name never signed"
+        );
         store.sign_pending(&ca, "m1").unwrap();
         assert!(matches!(
             store.request(&ca, &csr, Some("127.0.0.1:5"), false).unwrap(),
@@ -367,7 +380,10 @@ mod tests {
         let before = crate::authority::crl_order(&store.crl()).unwrap();
         let removed = store.clean(&ca, "m1").unwrap();
         let after = crate::authority::crl_order(&store.crl()).unwrap();
-        assert!(after.0 > before.0 && after.1 >= before.1, "CRL numbers only grow: {before:?} {after:?}");
+        assert!(
+            after.0 > before.0 && after.1 >= before.1,
+            "CRL numbers only grow: {before:?} {after:?}"
+        );
         assert_eq!(removed.len(), 1);
         assert!(store.signed().is_empty() && store.address("m1").is_none());
         let crl_der = crate::authority::pem_to_der(&store.crl()).unwrap();

@@ -54,7 +54,13 @@ mod tests {
 
     #[test]
     fn exit_status_fails_command_run_only() {
-        let run = |rc| Value::Array(vec![Value::Integer(rc), Value::String("".into()), Value::String("".into())]);
+        let run = |rc| {
+            Value::Array(vec![
+                Value::Integer(rc),
+                Value::String("".into()),
+                Value::String("".into()),
+            ])
+        };
         assert!(ok("command.run", &run(0)));
         assert_eq!(failure("command.run", &run(3)).as_deref(), Some("exit status 3"));
         assert!(ok("test.echo", &run(3)), "other methods' lists are values");

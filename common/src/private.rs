@@ -170,6 +170,10 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", dir.join("link")).unwrap();
         assert!(append(&dir.join("link")).is_err(), "never opened through a link");
         tighten(&dir.join("link")).unwrap();
-        assert_eq!(mode(Path::new("/etc/passwd")), 0o644, "the link's target untouched");
+        assert_eq!(
+            mode(Path::new("/etc/passwd")),
+            0o644,
+            "the link's target untouched"
+        );
     }
 }

@@ -139,11 +139,12 @@ pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
         Some(path) if path.exists() => vec![load_crl(path)?],
         _ => Vec::new(),
     };
-    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&creds.ca)?, provider.clone())
-        .with_crls(crls)
-        .allow_unknown_revocation_status()
-        .build()
-        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&creds.ca)?, provider.clone())
+            .with_crls(crls)
+            .allow_unknown_revocation_status()
+            .build()
+            .map_err(|e| TlsError::Config(e.to_string()))?;
     let mut cfg = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?

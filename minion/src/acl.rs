@@ -194,7 +194,10 @@ mod tests {
             "m2-* = test.*\nweb-1-99 = command.run\n*-5 = system.*\nbare = process.*\n",
         );
         assert!(acl.allows(&Caller::new("m2-1234", false), "test.ping"));
-        assert!(acl.allows(&Caller::new("M2-1", false), "test.ping"), "CNs ignore case");
+        assert!(
+            acl.allows(&Caller::new("M2-1", false), "test.ping"),
+            "CNs ignore case"
+        );
         assert!(
             !acl.allows(&Caller::new("m2-evil-1234", false), "test.ping"),
             "m2-* is host m2, not any name starting with m2-"

@@ -249,7 +249,10 @@ mod tests {
             render_args(&[Value::Integer(1), Value::String("a\nb".into())]),
             "(1, 'a\\nb')"
         );
-        assert_eq!(escape("x\r\n2026 fake\u{1b}[1m\\\u{2028}"), "x\\r\\n2026 fake\\u{1b}[1m\\\\\\u{2028}");
+        assert_eq!(
+            escape("x\r\n2026 fake\u{1b}[1m\\\u{2028}"),
+            "x\\r\\n2026 fake\\u{1b}[1m\\\\\\u{2028}"
+        );
         let mut keyed = std::collections::BTreeMap::new();
         keyed.insert("k\n".to_string(), Value::Nil);
         assert_eq!(render_args(&[Value::Struct(keyed)]), "({'k\\n': None})");

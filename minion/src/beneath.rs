@@ -254,12 +254,24 @@ mod tests {
             assert!(matches!(e, BeneathError::Symlink), "{e:?}");
             // The per-component walk (what kernels without openat2 use) agrees.
             let a = root.open_dir(Path::new("a"), false).unwrap();
-            assert!(matches!(a.child_dir(OsStr::new("link"), create), Err(BeneathError::Symlink)));
+            assert!(matches!(
+                a.child_dir(OsStr::new("link"), create),
+                Err(BeneathError::Symlink)
+            ));
         }
-        assert!(matches!(root.open_dir(Path::new("../x"), true), Err(BeneathError::Escapes)));
+        assert!(matches!(
+            root.open_dir(Path::new("../x"), true),
+            Err(BeneathError::Escapes)
+        ));
         symlink("/etc/hostname", d.path_for_test("ln")).unwrap();
-        assert!(matches!(d.open_existing(OsStr::new("ln"), false), Err(BeneathError::Symlink)));
-        assert!(d.create_new(OsStr::new("ln"), 0o600).unwrap().is_none(), "a planted link is never opened");
+        assert!(matches!(
+            d.open_existing(OsStr::new("ln"), false),
+            Err(BeneathError::Symlink)
+        ));
+        assert!(
+            d.create_new(OsStr::new("ln"), 0o600).unwrap().is_none(),
+            "a planted link is never opened"
+        );
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
         let mut text = String::new();
         d.open_existing(OsStr::new("f"), false)
@@ -271,9 +283,12 @@ mod tests {
 
     impl Dir {
         fn path_for_test(&self, name: &str) -> std::path::PathBuf {
-            std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&self.fd)))
-                .unwrap()
-                .join(name)
+            std::fs::read_link(format!(
+                "/proc/self/fd/{}",
+                std::os::fd::AsRawFd::as_raw_fd(&self.fd)
+            ))
+            .unwrap()
+            .join(name)
         }
     }
 }

@@ -84,7 +84,9 @@ impl Quotas {
     pub fn load(ini: &Ini) -> Result<Self, ConfigError> {
         let d = Self::default();
         let count = |key: &str, default: usize| -> Result<usize, ConfigError> {
-            Ok(ini.u64("main", key)?.map_or(default, |v| v.clamp(1, 1 << 20) as usize))
+            Ok(ini
+                .u64("main", key)?
+                .map_or(default, |v| v.clamp(1, 1 << 20) as usize))
         };
         let bytes = |key: &str, default: u64| -> Result<u64, ConfigError> {
             Ok(ini.u64("main", key)?.map_or(default, |v| v.max(1)))
@@ -94,7 +96,8 @@ impl Quotas {
             calls_others: count("max_calls_others", d.calls_others)?,
             calls_overlord: count("max_calls_overlord", d.calls_overlord)?,
             request_bytes_others: bytes("max_request_bytes_others", d.request_bytes_others as u64)? as usize,
-            request_bytes_overlord: bytes("max_request_bytes_overlord", d.request_bytes_overlord as u64)? as usize,
+            request_bytes_overlord: bytes("max_request_bytes_overlord", d.request_bytes_overlord as u64)?
+                as usize,
             connections_per_address: count("max_connections_per_address", d.connections_per_address)?,
             jobs_per_caller: bytes("max_jobs_per_caller", d.jobs_per_caller)?,
             jobs_overlord: bytes("max_jobs_overlord", d.jobs_overlord)?,
@@ -225,7 +228,10 @@ mod tests {
         let a1 = gate.enter(&a).unwrap();
         let _a2 = gate.enter(&a).unwrap();
         let e = gate.enter(&a).unwrap_err();
-        assert!(e.kind == BUSY && e.message.contains("max_calls_per_caller"), "{e:?}");
+        assert!(
+            e.kind == BUSY && e.message.contains("max_calls_per_caller"),
+            "{e:?}"
+        );
         let _b1 = gate.enter(&b).unwrap();
         let e = gate.enter(&b).unwrap_err();
         assert!(e.message.contains("max_calls_others"), "{e:?}");

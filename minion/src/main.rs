@@ -7,12 +7,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Parser;
 use common::paths::Root;
+use minion::cli::Cli;
 use minion::config::{MinionConfig, Overrides};
 use minion::enroll::{self, EnrollConfig};
 use minion::modules::Registry;
-use minion::cli::Cli;
 use minion::Minion;
-
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -79,12 +78,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let enrolled_at_start = root.minion_cert(&config.name).exists();
     let _ = match enrolled_at_start {
         true => writeln!(std::io::stdout(), "funcd {} listening on {bound}", config.name),
-        false => writeln!(std::io::stdout(), "funcd {} bound on {bound} (serving once enrolled)", config.name),
+        false => writeln!(
+            std::io::stdout(),
+            "funcd {} bound on {bound} (serving once enrolled)",
+            config.name
+        ),
     };
     std::io::stdout().flush().ok();
     if cli.daemon {
         let log = root.log_dir().join("funcd.log");
-        common::private::daemonise_logging_to(&log).with_context(|| format!("daemonising (log {})", log.display()))?;
+        common::private::daemonise_logging_to(&log)
+            .with_context(|| format!("daemonising (log {})", log.display()))?;
         let pid_file = root.run_dir().join("funcd.pid");
         std::fs::create_dir_all(root.run_dir()).context("creating var/run")?;
         std::fs::write(&pid_file, format!("{}\n", std::process::id()))

@@ -141,7 +141,8 @@ impl Minion {
         let crl = rustls::pki_types::CertificateRevocationListDer::from_pem_slice(pem.as_bytes())
             .map_err(|e| StartError::Tls(common::tls::TlsError::Config(format!("CRL: {e}"))))?;
         if let Some(held) = saved.as_deref().and_then(certs::authority::crl_order) {
-            let offered = certs::authority::crl_order(pem).ok_or_else(|| StartError::StaleCrl("it cannot be parsed".into()))?;
+            let offered = certs::authority::crl_order(pem)
+                .ok_or_else(|| StartError::StaleCrl("it cannot be parsed".into()))?;
             if offered.0 < held.0 || offered.1 < held.1 {
                 return Err(StartError::StaleCrl(format!(
                     "number {} issued {} is older than the held number {} issued {}",
@@ -252,15 +253,24 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
         refuse: &refuse,
     };
     // `_bytes` keeps the request's share of the budget until the reply.
-    let (call, _bytes) =
-        match rpc::http::read_call_admitted(req, &minion.config.limits, minion.config.body_timeout, &admission).await {
-            Ok(read) => read,
-            Err(reply) => return reply,
-        };
+    let (call, _bytes) = match rpc::http::read_call_admitted(
+        req,
+        &minion.config.limits,
+        minion.config.body_timeout,
+        &admission,
+    )
+    .await
+    {
+        Ok(read) => read,
+        Err(reply) => return reply,
+    };
     let max_depth = minion.config.limits.max_depth;
     let answer = dispatch::call(minion, peer, who, call.method, call.params)
         .await
         .encode(max_depth);
     // dateTime values go back in the form their sender wrote them.
-    rpc::http::xml(common::xmlrpc::lenient::restore_datetimes(answer, &call.datetime_texts))
+    rpc::http::xml(common::xmlrpc::lenient::restore_datetimes(
+        answer,
+        &call.datetime_texts,
+    ))
 }

@@ -373,7 +373,10 @@ mod tests {
         <SpecCli as clap::CommandFactory>::command().debug_assert();
         docs_command().debug_assert();
         assert!(spec_commands().contains(&"list_minions".to_string()));
-        assert_eq!(did_you_mean("--asynk", &["--async", "--nopoll"]), " (did you mean --async?)");
+        assert_eq!(
+            did_you_mean("--asynk", &["--async", "--nopoll"]),
+            " (did you mean --async?)"
+        );
         assert_eq!(did_you_mean("--zzz", &["--async"]), "");
     }
 }

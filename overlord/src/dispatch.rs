@@ -38,11 +38,19 @@ pub fn run(
     how: &Dispatch,
     mut on_result: impl FnMut(&str, &Value),
 ) -> std::io::Result<BTreeMap<String, Value>> {
-    run_ticking(exe, creds, targets, action, how, Duration::from_secs(3600), |event| {
-        if let Some((host, value)) = event {
-            on_result(host, value);
-        }
-    })
+    run_ticking(
+        exe,
+        creds,
+        targets,
+        action,
+        how,
+        Duration::from_secs(3600),
+        |event| {
+            if let Some((host, value)) = event {
+                on_result(host, value);
+            }
+        },
+    )
 }
 
 /// [`run`], where `on_event` also gets `None` whenever `tick` passes with no

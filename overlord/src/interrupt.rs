@@ -32,7 +32,10 @@ pub const EXIT: i32 = 130;
 
 /// `text` quoted for a POSIX shell: job ids contain `*`, `;` and `@`.
 pub fn shell_quote(text: &str) -> String {
-    if text.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.,:/=+%".contains(&b)) {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_.,:/=+%".contains(&b))
+    {
         return text.to_string();
     }
     format!("'{}'", text.replace('\'', r"'\''"))

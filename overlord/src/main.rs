@@ -50,7 +50,10 @@ fn fail(e: &overlord::plan::PlanError, json: bool) -> ExitCode {
         other => eprintln!("ERROR: {other}"),
     }
     if json {
-        overlord::outln!("{}", serde_json::json!({"error": e.to_string(), "exit_status": code}));
+        overlord::outln!(
+            "{}",
+            serde_json::json!({"error": e.to_string(), "exit_status": code})
+        );
     }
     ExitCode::from(code as u8)
 }

@@ -16,7 +16,11 @@ pub fn write(text: &str) {
         return;
     }
     let mut stdout = std::io::stdout().lock();
-    if stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+    if stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
         CLOSED.store(true, Ordering::Relaxed);
     }
 }
@@ -75,8 +79,10 @@ impl Lines {
     /// Prints the JSON document (with `--json`); returns `code`.
     pub fn finish(mut self, code: i32) -> i32 {
         if self.json {
-            self.fields.insert("ok".into(), serde_json::Value::Bool(code == 0));
-            self.fields.insert("messages".into(), serde_json::json!(self.messages));
+            self.fields
+                .insert("ok".into(), serde_json::Value::Bool(code == 0));
+            self.fields
+                .insert("messages".into(), serde_json::json!(self.messages));
             crate::output::print_doc(self.format, &serde_json::Value::Object(self.fields));
         }
         code

@@ -168,7 +168,8 @@ pub fn yaml(v: &serde_json::Value) -> String {
 fn yaml_into(v: &serde_json::Value, depth: usize, out: &mut String) {
     use serde_json::Value as J;
     // A non-empty map or list goes on the lines below its key or dash.
-    let nested = |v: &J| matches!(v, J::Object(x) if !x.is_empty()) || matches!(v, J::Array(x) if !x.is_empty());
+    let nested =
+        |v: &J| matches!(v, J::Object(x) if !x.is_empty()) || matches!(v, J::Array(x) if !x.is_empty());
     let pad = "  ".repeat(depth);
     let entry = |lead: String, item: &J, out: &mut String| match nested(item) {
         true => {
@@ -284,7 +285,11 @@ mod tests {
         let mut failed = BTreeMap::new();
         failed.insert(
             "c".to_string(),
-            Value::Array(vec![Value::Integer(3), Value::String("".into()), Value::String("".into())]),
+            Value::Array(vec![
+                Value::Integer(3),
+                Value::String("".into()),
+                Value::String("".into()),
+            ]),
         );
         assert!(!all_ok("command.run", &failed) && all_ok("test.echo", &failed));
         assert!(human("command.run", &failed).ends_with("    FAILED: exit status 3\n"));

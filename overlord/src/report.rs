@@ -34,7 +34,10 @@ pub fn class(method: &str, value: &Value) -> Class {
     };
     match kind {
         "socket.timeout" | "func.overlord.BatchTimeout" => Class::TimedOut,
-        "socket.error" | "socket.gaierror" | "ssl.SSLError" | "func.overlord.WorkerDied"
+        "socket.error"
+        | "socket.gaierror"
+        | "ssl.SSLError"
+        | "func.overlord.WorkerDied"
         | "func.overlord.BatchUnreachable" => Class::Unreachable,
         _ => Class::Failed,
     }
@@ -110,10 +113,12 @@ pub fn block(method: &str, host: &str, value: &Value, colour: bool) -> String {
     match colour && class(method, value) != Class::Ok {
         true => text
             .lines()
-            .map(|l| match l.trim_start().starts_with("ERROR") || l.trim_start().starts_with("FAILED") {
-                true => red(l, true),
-                false => l.to_string(),
-            })
+            .map(
+                |l| match l.trim_start().starts_with("ERROR") || l.trim_start().starts_with("FAILED") {
+                    true => red(l, true),
+                    false => l.to_string(),
+                },
+            )
             .map(|l| l + "\n")
             .collect(),
         false => text,
@@ -134,7 +139,12 @@ pub struct Report<'a> {
 
 impl<'a> Report<'a> {
     /// A report on `hosts` (those awaited) for `method`.
-    pub fn new(plan: &'a Plan, method: &str, hosts: impl IntoIterator<Item = String>, render: Render) -> Self {
+    pub fn new(
+        plan: &'a Plan,
+        method: &str,
+        hosts: impl IntoIterator<Item = String>,
+        render: Render,
+    ) -> Self {
         let report = Self {
             plan,
             method: method.to_string(),
@@ -201,7 +211,10 @@ impl<'a> Report<'a> {
             return all_ok;
         }
         let c = self.colour_err;
-        let mut parts = vec![green(&format!("{} ok", count(Class::Ok)), c && count(Class::Ok) > 0)];
+        let mut parts = vec![green(
+            &format!("{} ok", count(Class::Ok)),
+            c && count(Class::Ok) > 0,
+        )];
         for (class, word) in [
             (Class::Failed, "failed"),
             (Class::Unreachable, "unreachable"),
@@ -209,7 +222,12 @@ impl<'a> Report<'a> {
         ] {
             let n = count(class);
             if n > 0 {
-                let mut names: Vec<&String> = self.ended.iter().filter(|(_, k)| *k == class).map(|(h, _)| h).collect();
+                let mut names: Vec<&String> = self
+                    .ended
+                    .iter()
+                    .filter(|(_, k)| *k == class)
+                    .map(|(h, _)| h)
+                    .collect();
                 names.sort_by(|a, b| natural_cmp(a, b));
                 let list: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
                 parts.push(red(&format!("{n} {word} ({})", list.join(", ")), c));
@@ -220,10 +238,17 @@ impl<'a> Report<'a> {
         }
         let missing = self.plan.missing();
         if !missing.is_empty() {
-            parts.push(red(&format!("{} unknown ({})", missing.len(), missing.join(", ")), c));
+            parts.push(red(
+                &format!("{} unknown ({})", missing.len(), missing.join(", ")),
+                c,
+            ));
         }
         let total = self.ended.len() + self.waiting.len();
-        eprintln!("{total} host{}: {}", if total == 1 { "" } else { "s" }, parts.join(", "));
+        eprintln!(
+            "{total} host{}: {}",
+            if total == 1 { "" } else { "s" },
+            parts.join(", ")
+        );
         all_ok
     }
 }
@@ -242,7 +267,11 @@ mod tests {
         assert_eq!(class("test.ping", &err("socket.timeout")), Class::TimedOut);
         assert_eq!(class("test.ping", &err("socket.error")), Class::Unreachable);
         assert_eq!(class("test.ping", &err("exceptions.Exception")), Class::Failed);
-        let rc = Value::Array(vec![Value::Integer(2), Value::String(String::new()), Value::String(String::new())]);
+        let rc = Value::Array(vec![
+            Value::Integer(2),
+            Value::String(String::new()),
+            Value::String(String::new()),
+        ]);
         assert_eq!(class("command.run", &rc), Class::Failed);
     }
 }

@@ -67,9 +67,17 @@ pub struct JobMeta {
 impl JobMeta {
     /// The call's parameters: the typed ones, else the words as strings.
     pub fn params(&self) -> Vec<common::Value> {
-        match self.typed_args.as_deref().and_then(|t| serde_json::from_str(t).ok()) {
+        match self
+            .typed_args
+            .as_deref()
+            .and_then(|t| serde_json::from_str(t).ok())
+        {
             Some(serde_json::Value::Array(items)) => items.iter().map(crate::output::from_json).collect(),
-            _ => self.args.iter().map(|a| common::Value::String(a.clone())).collect(),
+            _ => self
+                .args
+                .iter()
+                .map(|a| common::Value::String(a.clone()))
+                .collect(),
         }
     }
 }
@@ -221,7 +229,10 @@ impl Store {
                 path: self.path.display().to_string(),
                 message: e.to_string(),
             })?;
-            match Database::builder().set_cache_size(8 << 20).create_with_backend(backend) {
+            match Database::builder()
+                .set_cache_size(8 << 20)
+                .create_with_backend(backend)
+            {
                 Ok(db) => return Ok(db),
                 Err(redb::DatabaseError::DatabaseAlreadyOpen) if begun.elapsed() < OPEN_PATIENCE => {
                     // Jitter keeps many waiting processes from retrying in step.

@@ -102,11 +102,7 @@ pub struct Link {
 }
 
 /// Resolves and connects to `target`; a failure is the host's error value.
-pub async fn connect(
-    target: &Target,
-    tls: Arc<Link>,
-    limit: Duration,
-) -> Result<MinionClient, Value> {
+pub async fn connect(target: &Target, tls: Arc<Link>, limit: Duration) -> Result<MinionClient, Value> {
     let addr: SocketAddr = match tokio::net::lookup_host(&target.addr).await.map(|mut a| a.next()) {
         Ok(Some(a)) => a,
         _ => {

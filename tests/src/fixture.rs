@@ -464,7 +464,10 @@ pub struct FuncOutput {
 /// `scripts/install.sh` with PREFIX=/usr, the debug build, into `dest`.
 pub fn install_debug_build(dest: &Path) {
     let out = std::process::Command::new("bash")
-        .arg(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/install.sh")))
+        .arg(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scripts/install.sh"
+        )))
         .env("PREFIX", "/usr")
         .env("DESTDIR", dest)
         .env("PROFILE", "debug")

@@ -274,6 +274,14 @@ fn enrollment_is_verified_by_fingerprint() {
     assert!(out.contains("signed"), "{out}");
     assert!(s.serves(&m));
     let log = m.daemon.stderr_so_far();
-    assert!(log.matches("waiting to be signed").count() <= 1, "said once, not at every retry: {log}");
-    assert!(log.matches("first contact with the certmaster is not pinned").count() <= 1, "{log}");
+    assert!(
+        log.matches("waiting to be signed").count() <= 1,
+        "said once, not at every retry: {log}"
+    );
+    assert!(
+        log.matches("first contact with the certmaster is not pinned")
+            .count()
+            <= 1,
+        "{log}"
+    );
 }

@@ -20,7 +20,10 @@ fn run(name: &str, args: &[&str]) -> (i32, String, String) {
 fn help_versions_and_suggestions() {
     let (code, out, _) = run("func", &["--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("SPEC commands") && out.contains("job_status") && out.contains("list_minions"), "{out}");
+    assert!(
+        out.contains("SPEC commands") && out.contains("job_status") && out.contains("list_minions"),
+        "{out}"
+    );
     for (args, wants) in [
         (&["help", "call"][..], "--batch"),
         (&["web1", "call", "--help"], "--failhard"),
@@ -34,12 +37,18 @@ fn help_versions_and_suggestions() {
     }
     for name in ["func", "funcd", "certmaster", "certmaster-ca"] {
         let (code, out, _) = run(name, &["--version"]);
-        assert_eq!((code, out.trim()), (0, format!("{name} {}", env!("CARGO_PKG_VERSION")).as_str()));
+        assert_eq!(
+            (code, out.trim()),
+            (0, format!("{name} {}", env!("CARGO_PKG_VERSION")).as_str())
+        );
     }
     for (args, wants) in [
         (&["jobs", "lst"][..], "list"),
         (&["web1", "pnig"], "ping"),
-        (&["web1", "call", "--asynk", "test", "ping"], "did you mean --async?"),
+        (
+            &["web1", "call", "--asynk", "test", "ping"],
+            "did you mean --async?",
+        ),
         (&["batch", "stauts", "x"], "status"),
     ] {
         let (code, _, err) = run("func", args);
@@ -60,12 +69,17 @@ fn pinned_forms_and_options_wherever_they_stand() {
         out.stdout
     };
     // Options before or after MODULE METHOD; `--` ends options.
-    let json: serde_json::Value = serde_json::from_str(&add(&["web1", "call", "test", "add", "1", "2", "--json"])).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&add(&["web1", "call", "test", "add", "1", "2", "--json"])).unwrap();
     assert_eq!(json["web1"], 3);
-    let json: serde_json::Value = serde_json::from_str(&add(&["web1", "call", "--json", "test", "add", "1", "2"])).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&add(&["web1", "call", "--json", "test", "add", "1", "2"])).unwrap();
     assert_eq!(json["web1"], 3);
     assert!(add(&["web1", "call", "test", "echo", "--", "--json"]).contains("--json"));
-    assert!(add(&["web1", "call", "process", "info", "-auxh"]).contains("web1:"), "dash words after METHOD are arguments");
+    assert!(
+        add(&["web1", "call", "process", "info", "-auxh"]).contains("web1:"),
+        "dash words after METHOD are arguments"
+    );
     // Func's `func "*" call test sleep 1 --async` and `--jobstatus`.
     let out = fleet.func(&["*", "call", "test", "sleep", "1", "--async", "--nopoll"]);
     let id = crate::helper::job_id(&out.stdout);
@@ -101,10 +115,23 @@ fn man_pages_render_and_completions_load() {
     let mut pages = 0;
     for entry in std::fs::read_dir(&man).unwrap() {
         let page = entry.unwrap().path();
-        let out = Command::new("groff").args(["-man", "-Tutf8", "-P-cbou"]).arg(&page).output().expect("groff runs");
+        let out = Command::new("groff")
+            .args(["-man", "-Tutf8", "-P-cbou"])
+            .arg(&page)
+            .output()
+            .expect("groff runs");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{}: {}", page.display(), String::from_utf8_lossy(&out.stderr));
-        assert!(text.contains("NAME") && text.contains("SYNOPSIS"), "{}: {text}", page.display());
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            page.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("NAME") && text.contains("SYNOPSIS"),
+            "{}: {text}",
+            page.display()
+        );
         pages += 1;
     }
     assert!(pages >= 4, "{pages} man pages");
@@ -115,9 +142,17 @@ fn man_pages_render_and_completions_load() {
             .arg(format!("source '{}' && complete -p {name}", script.display()))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         for (shell, file, check) in [
-            ("zsh", format!("completions/zsh/_{name}"), "autoload -U compinit; compinit -u; source"),
+            (
+                "zsh",
+                format!("completions/zsh/_{name}"),
+                "autoload -U compinit; compinit -u; source",
+            ),
             ("fish", format!("completions/fish/{name}.fish"), "source"),
         ] {
             if Command::new(shell).arg("-c").arg("true").output().is_err() {
@@ -129,7 +164,11 @@ fn man_pages_render_and_completions_load() {
                 .arg(format!("{check} '{}'", dir.path().join(&file).display()))
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "{shell} {name}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{shell} {name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
 }

@@ -37,7 +37,10 @@ fn lenient_input_that_python_accepts() {
         assert!(got.contains("<i8>4294967296</i8>"), "{tag}: {got}");
     }
     let got = answer(&m, &echo("<int>-7</int>"));
-    assert!(got.contains("<i4>-7</i4>") || got.contains("<int>-7</int>"), "{got}");
+    assert!(
+        got.contains("<i4>-7</i4>") || got.contains("<int>-7</int>"),
+        "{got}"
+    );
     // dateTime forms: read, and handed back as they came.
     for form in [
         "20240105T11:59:00",
@@ -47,7 +50,10 @@ fn lenient_input_that_python_accepts() {
         "2024-01-05T11:59:00.123",
     ] {
         let got = answer(&m, &echo(&format!("<dateTime.iso8601>{form}</dateTime.iso8601>")));
-        assert!(got.contains(&format!("<dateTime.iso8601>{form}</dateTime.iso8601>")), "{form}: echoed unchanged: {got}");
+        assert!(
+            got.contains(&format!("<dateTime.iso8601>{form}</dateTime.iso8601>")),
+            "{form}: echoed unchanged: {got}"
+        );
     }
     // Not a date at all is still a fault.
     let got = answer(&m, &echo("<dateTime.iso8601>yesterday</dateTime.iso8601>"));
@@ -71,7 +77,13 @@ fn alpn_offering_only_http_1_0_is_served() {
 #[test]
 fn perl_clients_rpc_xml_and_frontier_speak_to_minion_and_certmaster() {
     let modules = std::process::Command::new("perl")
-        .args(["-MRPC::XML::Client", "-MFrontier::Client", "-MLWP::Protocol::https", "-e", "1"])
+        .args([
+            "-MRPC::XML::Client",
+            "-MFrontier::Client",
+            "-MLWP::Protocol::https",
+            "-e",
+            "1",
+        ])
         .output()
         .expect("perl runs");
     assert!(
@@ -100,7 +112,11 @@ fn perl_clients_rpc_xml_and_frontier_speak_to_minion_and_certmaster() {
         .output()
         .expect("perl runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("perl: ") && text.contains(", 0 failed"), "{text}");
 }
 
@@ -123,6 +139,13 @@ fn curl_with_http_1_0_and_a_hand_written_request() {
         .output()
         .expect("curl runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("<i4>5</i4>") || text.contains("<int>5</int>"), "{text}");
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("<i4>5</i4>") || text.contains("<int>5</int>"),
+        "{text}"
+    );
 }

@@ -14,7 +14,10 @@ use crate::helper::{remote_error, s, OneMinion};
 const PATIENCE: Duration = Duration::from_secs(30);
 
 fn status(m: &OneMinion, id: &str) -> (i32, Value) {
-    match m.call("jobs.job_status", vec![s(id)]).expect("job_status answers") {
+    match m
+        .call("jobs.job_status", vec![s(id)])
+        .expect("job_status answers")
+    {
         Value::Array(a) if a.len() == 2 => match a[0] {
             Value::Integer(code) => (code, a[1].clone()),
             _ => panic!("{a:?}"),
@@ -24,7 +27,8 @@ fn status(m: &OneMinion, id: &str) -> (i32, Value) {
 }
 
 fn submit(m: &OneMinion, method: &str, args: Vec<Value>) -> Value {
-    m.call(&format!("async.{method}"), args).expect("async call answers")
+    m.call(&format!("async.{method}"), args)
+        .expect("async call answers")
 }
 
 fn restart(m: &mut OneMinion) {
@@ -40,7 +44,9 @@ fn a_corrupt_store_is_moved_aside_and_funcd_keeps_serving() {
             b[..n].fill(0x5a)
         }),
         ("truncated", |b| b.truncate(b.len() / 3)),
-        ("flipped bytes", |b| b.iter_mut().step_by(61).for_each(|x| *x ^= 0xff)),
+        ("flipped bytes", |b| {
+            b.iter_mut().step_by(61).for_each(|x| *x ^= 0xff)
+        }),
     ];
     for (what, damage) in damages {
         let mut m = OneMinion::start("m1");
@@ -83,7 +89,11 @@ fn a_corrupt_store_is_moved_aside_and_funcd_keeps_serving() {
         };
         assert!(wait_until(PATIENCE, || status(&m, &fresh).0 == 1), "{what}");
         restart(&mut m);
-        assert_eq!(status(&m, &fresh), (1, Value::Integer(1)), "{what}: the new store persists");
+        assert_eq!(
+            status(&m, &fresh),
+            (1, Value::Integer(1)),
+            "{what}: the new store persists"
+        );
     }
 }
 
@@ -121,7 +131,10 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(&self.at).status();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.at)
+            .status();
     }
 }
 
@@ -131,12 +144,27 @@ fn a_full_disk_fails_clearly_and_heals_without_a_restart() {
     let root: Root = pki.minion_root("m1");
     let disk = SmallDisk::mount(&root.join("var"), "24m");
     let minion = FuncdProcess::start(&root, "m1").unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let m = OneMinion { minion, pki, root, rt };
-    let Value::String(before) = submit(&m, "test.ping", vec![]) else { panic!("id") };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let m = OneMinion {
+        minion,
+        pki,
+        root,
+        rt,
+    };
+    let Value::String(before) = submit(&m, "test.ping", vec![]) else {
+        panic!("id")
+    };
     assert!(wait_until(PATIENCE, || status(&m, &before).0 == 1));
     // A job that ends while the disk is full, with a result of 200 kB.
-    let Value::String(victim) = submit(&m, "command.run", vec![s("sleep 2; head -c 200000 /dev/zero | tr '\\0' x")]) else {
+    let Value::String(victim) = submit(
+        &m,
+        "command.run",
+        vec![s("sleep 2; head -c 200000 /dev/zero | tr '\\0' x")],
+    ) else {
         panic!("id")
     };
     let filler = disk.fill();
@@ -144,7 +172,10 @@ fn a_full_disk_fails_clearly_and_heals_without_a_restart() {
     // While full: calls still answer (their audit lines no longer fit the
     // log's last page); a new job is refused with a clear error.
     for _ in 0..40 {
-        assert_eq!(m.call("test.echo", vec![s(&"a".repeat(300))]).unwrap(), s(&"a".repeat(300)));
+        assert_eq!(
+            m.call("test.echo", vec![s(&"a".repeat(300))]).unwrap(),
+            s(&"a".repeat(300))
+        );
     }
     let refused = submit(&m, "test.ping", vec![]);
     let refused_text = format!("{refused:?}");
@@ -156,7 +187,10 @@ fn a_full_disk_fails_clearly_and_heals_without_a_restart() {
     assert!(wait_until(PATIENCE, || {
         std::fs::read_to_string(format!("/proc/{}/stat", m.minion.pid())).is_ok()
             && !std::fs::read_dir(m.root.status_dir().join("jobs"))
-                .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".pid") && pid_alive(&e.path())))
+                .map(|d| {
+                    d.flatten()
+                        .any(|e| e.file_name().to_string_lossy().ends_with(".pid") && pid_alive(&e.path()))
+                })
                 .unwrap_or(false)
     }));
     // Room again: the same funcd works, and the victim's result says why it was lost.
@@ -176,18 +210,33 @@ fn a_full_disk_fails_clearly_and_heals_without_a_restart() {
     // The audit log missed nothing silently: its failure was reported, and
     // it writes again.
     let log = std::fs::read_to_string(m.root.audit_log()).unwrap();
-    assert_eq!(log.matches("test.echo called").count(), 40, "kept lines written once there was room");
-    assert!(log.lines().last().unwrap_or("").contains("jobs.job_status"), "{log:?}");
+    assert_eq!(
+        log.matches("test.echo called").count(),
+        40,
+        "kept lines written once there was room"
+    );
+    assert!(
+        log.lines().last().unwrap_or("").contains("jobs.job_status"),
+        "{log:?}"
+    );
     let stderr = m.minion.daemon.stderr_so_far();
     assert!(stderr.contains("audit log write failed"), "{stderr}");
-    assert!(stderr.matches("job sweep failed").count() <= 1, "logged once per outage: {stderr}");
+    assert!(
+        stderr.matches("job sweep failed").count() <= 1,
+        "logged once per outage: {stderr}"
+    );
 }
 
 /// Whether the process a spool `.pid` file names still runs.
 fn pid_alive(pid_file: &std::path::Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(pid_file) else { return false };
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return false;
+    };
     let mut words = text.split_whitespace();
-    match (words.next().and_then(|w| w.parse().ok()), words.next().and_then(|w| w.parse().ok())) {
+    match (
+        words.next().and_then(|w| w.parse().ok()),
+        words.next().and_then(|w| w.parse().ok()),
+    ) {
         (Some(pid), Some(start)) => common::process::alive(pid, start),
         _ => false,
     }

@@ -59,8 +59,14 @@ fn another_caller_cannot_see_wait_on_or_kill_the_overlords_jobs() {
         };
         assert_eq!(ask(&secret), ask(unknown), "{method}");
     }
-    assert_eq!(m.call_as(&m2, "jobs.running", vec![]).unwrap(), Value::Array(vec![]));
-    assert_eq!(m.call_as(&m2, "jobs.list_jobs", vec![]).unwrap(), Value::Array(vec![]));
+    assert_eq!(
+        m.call_as(&m2, "jobs.running", vec![]).unwrap(),
+        Value::Array(vec![])
+    );
+    assert_eq!(
+        m.call_as(&m2, "jobs.list_jobs", vec![]).unwrap(),
+        Value::Array(vec![])
+    );
     // The overlord's job was not killed and is still the overlord's to see.
     assert_eq!(
         ints(&m.call("jobs.job_status", vec![s(&secret)]).unwrap()),
@@ -68,7 +74,10 @@ fn another_caller_cannot_see_wait_on_or_kill_the_overlords_jobs() {
         "still running"
     );
     // m2 sees and manages its own jobs; the overlord sees both.
-    let own = m.call_as(&m2, "async.test.sleep", vec![s("30")]).map(string).unwrap();
+    let own = m
+        .call_as(&m2, "async.test.sleep", vec![s("30")])
+        .map(string)
+        .unwrap();
     let Value::Array(running) = m.call_as(&m2, "jobs.running", vec![]).unwrap() else {
         panic!("running")
     };
@@ -84,7 +93,10 @@ fn another_caller_cannot_see_wait_on_or_kill_the_overlords_jobs() {
         ints(&m.call_as(&m2, "jobs.job_status", vec![s(&own)]).unwrap()).first() == Some(&1)
     }));
     let killed = string(m.call("jobs.kill_job", vec![s(&secret)]).unwrap());
-    assert!(killed.contains("sent SIGKILL"), "the overlord manages all: {killed}");
+    assert!(
+        killed.contains("sent SIGKILL"),
+        "the overlord manages all: {killed}"
+    );
 }
 
 #[test]
@@ -98,7 +110,10 @@ fn system_grep_runs_only_the_modules_the_caller_may_call() {
     };
     assert!(as_overlord.contains_key("process.info"), "{as_overlord:?}");
     let denied = m.call_as(&m2, "process.grep", vec![word.clone()]);
-    assert!(matches!(denied, Err(CallError::Fault { code: 1, .. })), "{denied:?}");
+    assert!(
+        matches!(denied, Err(CallError::Fault { code: 1, .. })),
+        "{denied:?}"
+    );
     let Value::Struct(as_m2) = m.call_as(&m2, "system.grep", vec![word]).unwrap() else {
         panic!("grep")
     };
@@ -110,16 +125,25 @@ fn method_names_are_printable_and_one_call_is_one_audit_line() {
     let m = OneMinion::start_with("m1", "", "m2-* = *\n");
     let m2 = m.other_caller("m2");
     let audit = m.root.audit_log();
-    let lines = || std::fs::read_to_string(&audit).unwrap_or_default().lines().count();
+    let lines = || {
+        std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
     assert_eq!(m.call("test.ping", vec![]).unwrap(), Value::Integer(1));
     let before = lines();
     let forged = "test.ping\n2026-01-01T00:00:00Z 10.0.0.1 overlord-1 command.run called with ('rm -rf /')";
     for name in [forged, "test.ping\u{1b}[2K", "test ping", "tést.ping"] {
         let e = m.call_as(&m2, name, vec![]);
-        assert!(matches!(e, Err(CallError::Fault { code: -32600, .. })), "{name:?}: {e:?}");
+        assert!(
+            matches!(e, Err(CallError::Fault { code: -32600, .. })),
+            "{name:?}: {e:?}"
+        );
     }
     // Raw, so no client-side escaping helps: a newline inside <methodName>.
-    let body = format!("<?xml version=\"1.0\"?><methodCall><methodName>{forged}</methodName><params/></methodCall>");
+    let body =
+        format!("<?xml version=\"1.0\"?><methodCall><methodName>{forged}</methodName><params/></methodCall>");
     let reply = String::from_utf8_lossy(&m.raw(post(body.as_bytes()), false)).into_owned();
     assert!(reply.contains("faultCode") && reply.contains("-32600"), "{reply}");
     // Arguments with line breaks are escaped in the one line they get.
@@ -128,7 +152,10 @@ fn method_names_are_printable_and_one_call_is_one_audit_line() {
     let text = std::fs::read_to_string(&audit).unwrap();
     assert_eq!(lines(), before + 1, "{text}");
     let last = text.lines().last().unwrap();
-    assert!(last.contains("test.echo called with ('a\\nb\\r\\u{2028}c\\\\')"), "{last}");
+    assert!(
+        last.contains("test.echo called with ('a\\nb\\r\\u{2028}c\\\\')"),
+        "{last}"
+    );
     assert!(!text.contains("rm -rf"), "{text}");
 }
 

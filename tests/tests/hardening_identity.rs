@@ -36,25 +36,46 @@ fn the_certmaster_never_signs_reserved_names_in_any_case() {
     for name in ["certmaster", "CERTMASTER", "Overlord", "localhost", "LOCALHOST"] {
         let csr = certs::request::csr(name, &certs::request::new_key().unwrap()).unwrap();
         let answer = wait_for_cert(&cm, &csr);
-        assert!(answer.contains("faultCode") && answer.contains("reserved"), "{name}: {answer}");
+        assert!(
+            answer.contains("faultCode") && answer.contains("reserved"),
+            "{name}: {answer}"
+        );
     }
-    let signed = std::fs::read_dir(cm.root.signed_certs_dir()).map(|d| d.count()).unwrap_or(0);
-    let pending = std::fs::read_dir(cm.root.pending_csrs_dir()).map(|d| d.count()).unwrap_or(0);
+    let signed = std::fs::read_dir(cm.root.signed_certs_dir())
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let pending = std::fs::read_dir(cm.root.pending_csrs_dir())
+        .map(|d| d.count())
+        .unwrap_or(0);
     assert_eq!((signed, pending), (0, 0), "nothing signed, nothing stored");
     // funcd refuses the names itself too.
     let out = std::process::Command::new(bin("funcd"))
         .args(["--root"])
         .arg(dir.path().join("x"))
-        .args(["--name", "Certmaster", "--listen", "127.0.0.1:0", "--certmaster", &cm.addr()])
+        .args([
+            "--name",
+            "Certmaster",
+            "--listen",
+            "127.0.0.1:0",
+            "--certmaster",
+            &cm.addr(),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("reserved"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("reserved"),
+        "{out:?}"
+    );
 }
 
 /// Whether `m1` refuses `caller`'s certificate in the TLS handshake (a
 /// certificate it accepts gets an ACL fault instead).
-fn refused_in_tls(rt: &tokio::runtime::Runtime, m1: &FuncdProcess, caller: &common::tls::Credentials) -> bool {
+fn refused_in_tls(
+    rt: &tokio::runtime::Runtime,
+    m1: &FuncdProcess,
+    caller: &common::tls::Credentials,
+) -> bool {
     let tls = Pki::client_tls(caller);
     let result = rt.block_on(async {
         let mut c = MinionClient::connect(m1.addr, "m1", tls, Duration::from_secs(10)).await?;
@@ -70,15 +91,27 @@ fn a_minion_refuses_an_older_crl_from_whoever_answers_as_the_certmaster() {
     let mut cm = CertmasterProcess::start(&cm_root, true).unwrap();
     let start = |name: &str| {
         let root = Root::new(dir.path().join(name));
-        write_file(&root.certmaster_minion_conf(), "[main]\ncrl_refresh = 0.2\nenroll_retry_max = 0.3\n");
+        write_file(
+            &root.certmaster_minion_conf(),
+            "[main]\ncrl_refresh = 0.2\nenroll_retry_max = 0.3\n",
+        );
         let m = FuncdProcess::start_with(&root, name, &["--certmaster", &cm.addr()]).unwrap();
-        assert!(wait_until(PATIENCE, || root.minion_cert(name).exists()), "{name} enrolled");
+        assert!(
+            wait_until(PATIENCE, || root.minion_cert(name).exists()),
+            "{name} enrolled"
+        );
         m
     };
     let (m1, m2) = (start("m1"), start("m2"));
     let m2_creds = Pki::new().minion_creds(&m2.root, "m2");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    assert!(wait_until(PATIENCE, || !refused_in_tls(&rt, &m1, &m2_creds)), "m2 accepted at first");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert!(
+        wait_until(PATIENCE, || !refused_in_tls(&rt, &m1, &m2_creds)),
+        "m2 accepted at first"
+    );
     // The certmaster's state now, with its older CRL, kept aside.
     let old = dir.path().join("old-certmaster");
     assert!(std::process::Command::new("cp")
@@ -90,7 +123,10 @@ fn a_minion_refuses_an_older_crl_from_whoever_answers_as_the_certmaster() {
         .success());
     let (code, _, err) = cm.ca(&["--clean", "m2"]);
     assert_eq!(code, 0, "{err}");
-    assert!(wait_until(PATIENCE, || refused_in_tls(&rt, &m1, &m2_creds)), "m2 revoked");
+    assert!(
+        wait_until(PATIENCE, || refused_in_tls(&rt, &m1, &m2_creds)),
+        "m2 revoked"
+    );
     // Someone answers in the certmaster's place with the old, validly signed CRL.
     let addr = cm.addr();
     cm.daemon.stop();
@@ -112,12 +148,19 @@ fn the_overlord_refuses_a_revoked_minion_certificate_at_the_minions_address() {
     // m1 re-enrolls with a new key, but its old, revoked certificate is
     // what answers at the address the overlord calls.
     let root = Root::new(fleet.dir.path().join("m1-new"));
-    let _new = FuncdProcess::start_with(&root, "m1", &["--certmaster", &fleet.cm.addr(), "--advertise", &old_addr])
-        .unwrap();
+    let _new = FuncdProcess::start_with(
+        &root,
+        "m1",
+        &["--certmaster", &fleet.cm.addr(), "--advertise", &old_addr],
+    )
+    .unwrap();
     assert!(wait_until(PATIENCE, || root.minion_cert("m1").exists()));
     let out = fleet.func(&["m1", "call", "command", "run", "echo pwned"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(!out.stdout.contains("pwned"), "{out:?}");
     let audit = std::fs::read_to_string(fleet.minions[0].root.audit_log()).unwrap_or_default();
-    assert!(!audit.contains("command.run"), "the revoked minion never got the call: {audit}");
+    assert!(
+        !audit.contains("command.run"),
+        "the revoked minion never got the call: {audit}"
+    );
 }

@@ -17,7 +17,16 @@ const NOBODY: u32 = 65534;
 /// Runs `sh -c SCRIPT sh ARGS...` as `nobody`.
 fn as_nobody(script: &str, args: &[PathBuf]) -> Output {
     Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c", script, "sh"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
         .args(args)
         .output()
         .expect("setpriv runs")
@@ -26,7 +35,10 @@ fn as_nobody(script: &str, args: &[PathBuf]) -> Output {
 /// Makes `dir` and its parents up to `/` traversable, as every directory
 /// above a real root is (the test's temp dirs are 0700).
 fn open_up(dir: &Path) {
-    for d in dir.ancestors().filter(|d| d.starts_with(std::env::temp_dir()) && *d != std::env::temp_dir()) {
+    for d in dir
+        .ancestors()
+        .filter(|d| d.starts_with(std::env::temp_dir()) && *d != std::env::temp_dir())
+    {
         let mode = std::fs::metadata(d).unwrap().permissions().mode();
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o755)).unwrap();
     }
@@ -49,7 +61,11 @@ fn backup_links_planted_by_a_local_user_are_never_written_through() {
     let deploy = |content: &[u8]| {
         m.call(
             "copyfile.copyfile",
-            vec![dest.clone(), Value::Base64(content.to_vec()), Value::Integer(0o4755)],
+            vec![
+                dest.clone(),
+                Value::Base64(content.to_vec()),
+                Value::Integer(0o4755),
+            ],
         )
         .unwrap()
     };
@@ -72,10 +88,16 @@ fn backup_links_planted_by_a_local_user_are_never_written_through() {
         .collect();
     let mut args = vec![outside.path().join("evil")];
     args.extend(names);
-    let planted = as_nobody(r#"t="$1"; shift; for n; do ln -s "$t" "$n" || exit 1; done"#, &args);
+    let planted = as_nobody(
+        r#"t="$1"; shift; for n; do ln -s "$t" "$n" || exit 1; done"#,
+        &args,
+    );
     assert!(planted.status.success(), "{planted:?}");
     assert_eq!(deploy(b"v2"), Value::Integer(1));
-    assert!(!outside.path().join("evil").exists(), "funcd wrote through the planted link");
+    assert!(
+        !outside.path().join("evil").exists(),
+        "funcd wrote through the planted link"
+    );
     assert_eq!(std::fs::read(www.join("tool")).unwrap(), b"v2");
     let backups: Vec<PathBuf> = std::fs::read_dir(&www)
         .unwrap()
@@ -139,11 +161,25 @@ fn requests_results_logs_and_keys_are_private_on_the_minion() {
     std::fs::set_permissions(root.audit_log(), std::fs::Permissions::from_mode(0o644)).unwrap();
     open_up(root.dir());
     let minion = FuncdProcess::start(&root, "m1").unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let m = OneMinion { minion, pki, root, rt };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let m = OneMinion {
+        minion,
+        pki,
+        root,
+        rt,
+    };
     // A request in the spool (running), a result in the store, a token in the log.
-    let running = m.call("async.command.run", vec![s("sleep 30 # password=hunter2")]).unwrap();
-    let Value::String(done) = m.call("async.command.run", vec![s("echo result-secret")]).unwrap() else {
+    let running = m
+        .call("async.command.run", vec![s("sleep 30 # password=hunter2")])
+        .unwrap();
+    let Value::String(done) = m
+        .call("async.command.run", vec![s("echo result-secret")])
+        .unwrap()
+    else {
         panic!("id")
     };
     assert!(wait_until(Duration::from_secs(20), || {
@@ -151,13 +187,21 @@ fn requests_results_logs_and_keys_are_private_on_the_minion() {
     }));
     m.call("command.run", vec![s("true # token=abc")]).unwrap();
     let spool = files_below(&m.root.status_dir().join("jobs"));
-    assert!(spool.iter().any(|p| p.extension().is_some_and(|e| e == "job")), "{spool:?} {running:?}");
+    assert!(
+        spool.iter().any(|p| p.extension().is_some_and(|e| e == "job")),
+        "{spool:?} {running:?}"
+    );
     let keys = vec![m.root.minion_key("m1")];
     assert_private(&m.root, &keys);
     assert_eq!(mode(&m.root.minion_pki_dir()), 0o700);
     // The commands funcd runs keep the umask funcd has (the user's business).
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let umask = status.lines().find_map(|l| l.strip_prefix("Umask:")).unwrap().trim().to_string();
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .unwrap()
+        .trim()
+        .to_string();
     let Value::Array(out) = m.call("command.run", vec![s("umask")]).unwrap() else {
         panic!("run")
     };
@@ -175,7 +219,12 @@ fn the_overlord_store_logs_and_keys_are_private() {
     // The certmaster's store lock too: whoever can open it can hold it.
     let lock = root.join("var/lib/certmaster/certmaster/.lock");
     assert!(lock.exists());
-    let keys = vec![root.ca_key(), root.overlord_key(), root.ca_dir().join("certmaster-server.pem"), lock];
+    let keys = vec![
+        root.ca_key(),
+        root.overlord_key(),
+        root.ca_dir().join("certmaster-server.pem"),
+        lock,
+    ];
     assert_private(root, &keys);
     assert_eq!(mode(&root.ca_dir()), 0o700);
 }

@@ -64,7 +64,12 @@ impl OneMinion {
 
     /// One call on a fresh connection, presenting `creds` (another
     /// certificate of the same CA, limited by the minion's ACLs).
-    pub fn call_as(&self, creds: &common::tls::Credentials, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
+    pub fn call_as(
+        &self,
+        creds: &common::tls::Credentials,
+        method: &str,
+        params: Vec<Value>,
+    ) -> Result<Value, CallError> {
         let tls = Pki::client_tls(creds);
         let (addr, name) = (self.minion.addr, self.minion.name.clone());
         self.rt.block_on(async move {

@@ -16,7 +16,10 @@ fn repo() -> &'static Path {
 
 #[test]
 fn install_lays_out_everything_and_the_installed_fleet_works() {
-    let dir = tempfile::Builder::new().prefix("func-install-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("func-install-")
+        .tempdir()
+        .unwrap();
     let dest = dir.path().join("dest");
     install_debug_build(&dest);
     for file in [
@@ -44,29 +47,60 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
     }
     // The units: Type=notify, and systemd accepts them (ExecStart pointed at
     // the installed binary, since nothing is installed in /usr here).
-    for (unit, bin) in [("funcd.service", "sbin/funcd"), ("certmaster.service", "sbin/certmaster")] {
+    for (unit, bin) in [
+        ("funcd.service", "sbin/funcd"),
+        ("certmaster.service", "sbin/certmaster"),
+    ] {
         let text = std::fs::read_to_string(dest.join("usr/lib/systemd/system").join(unit)).unwrap();
-        assert!(text.contains("Type=notify") && text.contains(&format!("ExecStart=/usr/{bin}")), "{text}");
+        assert!(
+            text.contains("Type=notify") && text.contains(&format!("ExecStart=/usr/{bin}")),
+            "{text}"
+        );
         let copy = dir.path().join(unit);
-        std::fs::write(&copy, text.replace(&format!("/usr/{bin}"), &dest.join("usr").join(bin).display().to_string())).unwrap();
-        let verify = Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&copy).output();
+        std::fs::write(
+            &copy,
+            text.replace(
+                &format!("/usr/{bin}"),
+                &dest.join("usr").join(bin).display().to_string(),
+            ),
+        )
+        .unwrap();
+        let verify = Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&copy)
+            .output();
         match verify {
-            Ok(v) => assert!(v.status.success(), "{unit}: {}", String::from_utf8_lossy(&v.stderr)),
+            Ok(v) => assert!(
+                v.status.success(),
+                "{unit}: {}",
+                String::from_utf8_lossy(&v.stderr)
+            ),
             Err(e) => eprintln!("skipped: systemd-analyze cannot run here ({e}); {unit} not verified"),
         }
     }
     // Existing configuration is the administrator's: a second install keeps it.
     std::fs::write(dest.join("etc/func/minion.conf"), "[main]\nkeep_jobs = 5\n").unwrap();
     install_debug_build(&dest);
-    assert_eq!(std::fs::read_to_string(dest.join("etc/func/minion.conf")).unwrap(), "[main]\nkeep_jobs = 5\n");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("etc/func/minion.conf")).unwrap(),
+        "[main]\nkeep_jobs = 5\n"
+    );
     // A fleet from the installed binaries, reading the sample configuration.
     let bin = |p: &str| dest.join("usr").join(p);
     let cm_root = Root::new(dir.path().join("cm"));
     let m_root = Root::new(dir.path().join("m1"));
     for (sample, root, rel) in [
-        ("etc/certmaster/certmaster.conf", &cm_root, "etc/certmaster/certmaster.conf"),
+        (
+            "etc/certmaster/certmaster.conf",
+            &cm_root,
+            "etc/certmaster/certmaster.conf",
+        ),
         ("etc/func/overlord.conf", &cm_root, "etc/func/overlord.conf"),
-        ("etc/certmaster/minion.conf", &m_root, "etc/certmaster/minion.conf"),
+        (
+            "etc/certmaster/minion.conf",
+            &m_root,
+            "etc/certmaster/minion.conf",
+        ),
     ] {
         std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
         std::fs::copy(dest.join(sample), root.join(rel)).unwrap();
@@ -79,13 +113,33 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
         all.push("--foreground".as_ref());
         Daemon::spawn_exe(exe, &all).expect("starts")
     };
-    let cm = spawn(&bin("sbin/certmaster"), &["--root", cm_root.dir().to_str().unwrap(), "--listen", "127.0.0.1:0", "--autosign"]);
+    let cm = spawn(
+        &bin("sbin/certmaster"),
+        &[
+            "--root",
+            cm_root.dir().to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--autosign",
+        ],
+    );
     let cm_addr = cm.addr.to_string();
     let _m1 = spawn(
         &bin("sbin/funcd"),
-        &["--root", m_root.dir().to_str().unwrap(), "--name", "m1", "--listen", "127.0.0.1:0", "--certmaster", &cm_addr],
+        &[
+            "--root",
+            m_root.dir().to_str().unwrap(),
+            "--name",
+            "m1",
+            "--listen",
+            "127.0.0.1:0",
+            "--certmaster",
+            &cm_addr,
+        ],
     );
-    assert!(wait_until(Duration::from_secs(30), || m_root.minion_cert("m1").exists()));
+    assert!(wait_until(Duration::from_secs(30), || m_root
+        .minion_cert("m1")
+        .exists()));
     let ping = Command::new(bin("bin/func"))
         .arg("--root")
         .arg(cm_root.dir())
@@ -110,7 +164,11 @@ fn a_daemonised_funcd_keeps_logging_to_a_private_file() {
     assert!(out.status.success(), "{out:?}");
     let pid_file = root.run_dir().join("funcd.pid");
     assert!(wait_until(Duration::from_secs(20), || pid_file.exists()));
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let log = root.log_dir().join("funcd.log");
     let served = wait_until(Duration::from_secs(20), || {
         std::fs::read_to_string(&log).is_ok_and(|t| t.contains("enrolled; serving"))
@@ -121,8 +179,12 @@ fn a_daemonised_funcd_keeps_logging_to_a_private_file() {
     assert!(!text.contains('\x1b'), "no colour codes in a file");
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
-    assert!(wait_until(Duration::from_secs(20), || !std::path::Path::new(&format!("/proc/{pid}")).exists()
-        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))));
+    assert!(wait_until(Duration::from_secs(20), || !std::path::Path::new(
+        &format!("/proc/{pid}")
+    )
+    .exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.contains(") Z "))));
 }
 
 /// `make package` (scripts/package.sh on the debug build): two .debs whose
@@ -133,7 +195,10 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     if Command::new("dpkg-deb").arg("--version").output().is_err() {
         panic!("dpkg-deb is missing: `make deps` installs it");
     }
-    let dir = tempfile::Builder::new().prefix("func-package-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("func-package-")
+        .tempdir()
+        .unwrap();
     let out_dir = dir.path().join("debs");
     let out = Command::new("bash")
         .arg(repo().join("scripts/package.sh"))
@@ -142,10 +207,17 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let debs: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect();
+    let debs: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
     assert_eq!(debs.len(), 2, "{debs:?}");
     let (minion, overlord) = (&debs[0], &debs[1]);
-    assert!(minion.contains("/funcd_") && overlord.contains("/func_"), "{debs:?}");
+    assert!(
+        minion.contains("/funcd_") && overlord.contains("/func_"),
+        "{debs:?}"
+    );
 
     let listing = |deb: &str| {
         let out = Command::new("dpkg-deb").args(["-c", deb]).output().unwrap();
@@ -153,12 +225,26 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
         String::from_utf8(out.stdout).unwrap()
     };
     let minion_files = listing(minion);
-    for f in ["./usr/sbin/funcd", "./usr/share/man/man8/funcd.8.gz", "./usr/lib/systemd/system/funcd.service", "./etc/func/minion.conf"] {
+    for f in [
+        "./usr/sbin/funcd",
+        "./usr/share/man/man8/funcd.8.gz",
+        "./usr/lib/systemd/system/funcd.service",
+        "./etc/func/minion.conf",
+    ] {
         assert!(minion_files.contains(f), "{f} missing from {minion_files}");
     }
-    assert!(!minion_files.contains("./usr/bin/func "), "the minion package carries no overlord");
+    assert!(
+        !minion_files.contains("./usr/bin/func "),
+        "the minion package carries no overlord"
+    );
     let overlord_files = listing(overlord);
-    for f in ["./usr/bin/func", "./usr/sbin/certmaster", "./usr/bin/certmaster-ca", "./usr/share/man/man1/func-call.1.gz", "./etc/func/overlord.conf"] {
+    for f in [
+        "./usr/bin/func",
+        "./usr/sbin/certmaster",
+        "./usr/bin/certmaster-ca",
+        "./usr/share/man/man1/func-call.1.gz",
+        "./etc/func/overlord.conf",
+    ] {
         assert!(overlord_files.contains(f), "{f} missing from {overlord_files}");
     }
     let field = |deb: &str, name: &str| {
@@ -167,13 +253,22 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     };
     assert_eq!(field(minion, "Package"), "funcd");
     assert_eq!(field(overlord, "Package"), "func");
-    let conffiles = Command::new("dpkg-deb").args(["-I", minion, "conffiles"]).output().unwrap();
+    let conffiles = Command::new("dpkg-deb")
+        .args(["-I", minion, "conffiles"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&conffiles.stdout).contains("/etc/func/minion.conf"));
 
     // lintian (installed by `make deps`): no errors.
-    let lintian = Command::new("lintian").args(&debs).output().expect("lintian is missing: `make deps` installs it");
+    let lintian = Command::new("lintian")
+        .args(&debs)
+        .output()
+        .expect("lintian is missing: `make deps` installs it");
     let report = String::from_utf8_lossy(&lintian.stdout);
-    assert!(!report.lines().any(|l| l.starts_with("E:")), "lintian errors:\n{report}");
+    assert!(
+        !report.lines().any(|l| l.starts_with("E:")),
+        "lintian errors:\n{report}"
+    );
 
     // Install both into an empty root, check the binary runs, remove.
     let root = dir.path().join("root");
@@ -184,14 +279,26 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     let dpkg = |args: &[&str]| {
         let out = Command::new("dpkg")
             .arg(format!("--root={}", root.display()))
-            .args(["--force-script-chrootless", "--force-depends", "--force-not-root", "--log=/dev/null"])
+            .args([
+                "--force-script-chrootless",
+                "--force-depends",
+                "--force-not-root",
+                "--log=/dev/null",
+            ])
             .args(args)
             .output()
             .unwrap();
-        assert!(out.status.success(), "dpkg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "dpkg {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     dpkg(&["-i", minion, overlord]);
-    let version = Command::new(root.join("usr/sbin/funcd")).arg("--version").output().unwrap();
+    let version = Command::new(root.join("usr/sbin/funcd"))
+        .arg("--version")
+        .output()
+        .unwrap();
     assert!(version.status.success() && String::from_utf8_lossy(&version.stdout).contains("funcd"));
     dpkg(&["-r", "funcd", "func"]);
     assert!(!root.join("usr/sbin/funcd").exists() && !root.join("usr/bin/func").exists());

@@ -63,7 +63,13 @@ fn errors_batches_groups_and_formats_are_documents() {
     let out = fleet.func(&["--json", "nohost", "ping"]);
     assert_eq!(out.code, 1);
     let err: J = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(shape(&err), [("error".to_string(), "string"), ("exit_status".to_string(), "number")]);
+    assert_eq!(
+        shape(&err),
+        [
+            ("error".to_string(), "string"),
+            ("exit_status".to_string(), "number")
+        ]
+    );
     // Batch status: every count key, known or not.
     let out = fleet.func(&["*", "call", "--batch", "1", "test", "ping"]);
     let id = job_id(&out.stderr);
@@ -72,18 +78,47 @@ fn errors_batches_groups_and_formats_are_documents() {
     assert_eq!(unknown.code, 1);
     let unknown: J = serde_json::from_str(&unknown.stdout).unwrap();
     assert_eq!(shape(&known).len(), shape(&unknown).len(), "{known} {unknown}");
-    let keys = |d: &J| d["counts"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    let keys = |d: &J| {
+        d["counts"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     assert_eq!(keys(&known), keys(&unknown));
     assert_eq!(keys(&known).len(), 8, "{known}");
     // The listings.
     let minions = json(&fleet, &["*", "list_minions"]);
-    assert!(minions["m1"].as_str().is_some_and(|a| a.starts_with("127.0.0.1:")), "{minions}");
+    assert!(
+        minions["m1"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("127.0.0.1:")),
+        "{minions}"
+    );
     let batches = json(&fleet, &["batch", "list"]);
-    assert!(batches[0]["counts"].as_object().is_some_and(|c| c.len() == 8), "{batches}");
+    assert!(
+        batches[0]["counts"].as_object().is_some_and(|c| c.len() == 8),
+        "{batches}"
+    );
     let active = json(&fleet, &["jobs", "active"]);
-    assert!(active["jobs"].is_object() && active["other"].is_array() && active["unreachable"].is_object(), "{active}");
+    assert!(
+        active["jobs"].is_object() && active["other"].is_array() && active["unreachable"].is_object(),
+        "{active}"
+    );
     let jobs = json(&fleet, &["jobs", "list"]);
-    for key in ["id", "function", "args", "target", "user", "started", "ended", "status", "refreshed", "hosts"] {
+    for key in [
+        "id",
+        "function",
+        "args",
+        "target",
+        "user",
+        "started",
+        "ended",
+        "status",
+        "refreshed",
+        "hosts",
+    ] {
         assert!(jobs[0].get(key).is_some(), "{key}: {jobs}");
     }
     // Follow as JSON lines.
@@ -95,23 +130,46 @@ fn errors_batches_groups_and_formats_are_documents() {
     }
     // Stop, recover and group answer with documents.
     let stop = json(&fleet, &["batch", "stop", &id]);
-    assert!(stop["ok"].is_boolean() && stop["messages"].is_array() && stop["state"].is_string(), "{stop}");
+    assert!(
+        stop["ok"].is_boolean() && stop["messages"].is_array() && stop["state"].is_string(),
+        "{stop}"
+    );
     let recover = json(&fleet, &["batch", "recover"]);
     assert_eq!(recover["batches"], serde_json::json!({}), "{recover}");
     let added = json(&fleet, &["*", "group", "--ag", "web"]);
-    assert_eq!((&added["ok"], &added["changed"]), (&J::Bool(true), &J::Bool(true)), "{added}");
+    assert_eq!(
+        (&added["ok"], &added["changed"]),
+        (&J::Bool(true), &J::Bool(true)),
+        "{added}"
+    );
     let all = json(&fleet, &["*", "group", "--la"]);
     assert_eq!(all["groups"], serde_json::json!(["web"]));
     // --out txt and yaml.
     let txt = fleet.func(&["--out", "txt", "*", "call", "test", "add", "1", "2"]);
     assert_eq!(txt.stdout, "m1: 3\nm2: 3\n", "{txt:?}");
     let yaml = fleet.func(&["*", "call", "command", "run", "echo hi", "--out", "yaml"]);
-    assert_eq!(yaml.stdout, "\"m1\":\n  - 0\n  - \"hi\\n\"\n  - \"\"\n\"m2\":\n  - 0\n  - \"hi\\n\"\n  - \"\"\n", "{yaml:?}");
+    assert_eq!(
+        yaml.stdout, "\"m1\":\n  - 0\n  - \"hi\\n\"\n  - \"\"\n\"m2\":\n  - 0\n  - \"hi\\n\"\n  - \"\"\n",
+        "{yaml:?}"
+    );
     // Typed arguments.
-    let typed = json(&fleet, &["m1", "call", "command", "run", "--json-args", r#"["echo $FOO", {"FOO": "typed"}]"#]);
+    let typed = json(
+        &fleet,
+        &[
+            "m1",
+            "call",
+            "command",
+            "run",
+            "--json-args",
+            r#"["echo $FOO", {"FOO": "typed"}]"#,
+        ],
+    );
     assert_eq!(typed["m1"], serde_json::json!([0, "typed\n", ""]));
     let as_strings = json(&fleet, &["m1", "call", "test", "echo", "5"]);
-    assert_eq!(as_strings["m1"], "5", "without --json-args every argument is a string");
+    assert_eq!(
+        as_strings["m1"], "5",
+        "without --json-args every argument is a string"
+    );
     let out = fleet.func(&["m1", "call", "test", "echo", "--json-args", "{nope"]);
     assert_eq!(out.code, 2, "{out:?}");
 }

@@ -39,16 +39,27 @@ fn ip(args: &[&str]) {
 }
 
 fn try_ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip {args:?}: {e}"))?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip {args:?}: {e}"))?;
     match out.status.success() {
         true => Ok(()),
-        false => Err(format!("ip {args:?}: {}", String::from_utf8_lossy(&out.stderr).trim())),
+        false => Err(format!(
+            "ip {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
     }
 }
 
 /// `ip netns exec NS EXE ARGS` (ip execs the command: the pid is the program's).
 fn in_ns(ns: &str, exe: &Path, args: &[&str]) -> Output {
-    Command::new("ip").args(["netns", "exec", ns]).arg(exe).args(args).output().unwrap()
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -58,7 +69,10 @@ fn minions_in_their_own_network_namespaces() {
     match Command::new("ip").args(["netns", "add", &cm_ns]).output() {
         Ok(out) if out.status.success() => {}
         Ok(out) => {
-            eprintln!("skipped: cannot create a network namespace here ({})", String::from_utf8_lossy(&out.stderr).trim());
+            eprintln!(
+                "skipped: cannot create a network namespace here ({})",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
             return;
         }
         Err(e) => {
@@ -66,7 +80,10 @@ fn minions_in_their_own_network_namespaces() {
             return;
         }
     }
-    let mut spaces = Namespaces { names: vec![cm_ns.clone()], links: Vec::new() };
+    let mut spaces = Namespaces {
+        names: vec![cm_ns.clone()],
+        links: Vec::new(),
+    };
     let hosts = ["m1", "m2"];
     // The network itself; a machine that makes namespaces but not veth
     // pairs (no module, no CAP_NET_ADMIN in a container) skips, saying why.
@@ -96,7 +113,10 @@ fn minions_in_their_own_network_namespaces() {
     }
 
     // The installed layout.
-    let dir = tempfile::Builder::new().prefix("func-multihost-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("func-multihost-")
+        .tempdir()
+        .unwrap();
     let dest = dir.path().join("dest");
     install_debug_build(&dest);
     let bin = |p: &str| -> PathBuf { dest.join("usr").join(p) };
@@ -104,11 +124,16 @@ fn minions_in_their_own_network_namespaces() {
     let cm_root_s = cm_root.to_str().unwrap().to_owned();
     let ip_exe = Path::new("ip");
     let spawn_in = |ns: &str, exe: PathBuf, args: &[&str]| {
-        let mut all: Vec<&std::ffi::OsStr> = vec!["netns".as_ref(), "exec".as_ref(), ns.as_ref(), exe.as_os_str()];
+        let mut all: Vec<&std::ffi::OsStr> =
+            vec!["netns".as_ref(), "exec".as_ref(), ns.as_ref(), exe.as_os_str()];
         all.extend(args.iter().map(std::ffi::OsStr::new));
         Daemon::spawn_exe(ip_exe, &all).expect("starts")
     };
-    let cm = spawn_in(&cm_ns, bin("sbin/certmaster"), &["--root", &cm_root_s, "--listen", "0.0.0.0:0", "--foreground"]);
+    let cm = spawn_in(
+        &cm_ns,
+        bin("sbin/certmaster"),
+        &["--root", &cm_root_s, "--listen", "0.0.0.0:0", "--foreground"],
+    );
     let cm_port = cm.addr.port();
     let mut minions = Vec::new();
     for (i, name) in hosts.iter().enumerate() {
@@ -133,21 +158,42 @@ fn minions_in_their_own_network_namespaces() {
 
     // Enrollment: sign each request only with the fingerprint its minion logged.
     let ca = |args: &[&str]| {
-        let out = Command::new(bin("bin/certmaster-ca")).arg("--root").arg(&cm_root).args(args).output().unwrap();
+        let out = Command::new(bin("bin/certmaster-ca"))
+            .arg("--root")
+            .arg(&cm_root)
+            .args(args)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "certmaster-ca {args:?}: {out:?}");
         String::from_utf8(out.stdout).unwrap()
     };
     for (name, minion) in hosts.iter().zip(&minions) {
         // Not enrolled yet: bound, but not "listening on" (it does not serve).
-        assert!(minion.banner.contains(" bound on ") && !minion.banner.contains("listening"), "{}", minion.banner);
+        assert!(
+            minion.banner.contains(" bound on ") && !minion.banner.contains("listening"),
+            "{}",
+            minion.banner
+        );
         let mut logged = None;
         assert!(wait_until(Duration::from_secs(30), || {
-            logged = minion.stderr_so_far().split("fingerprint=").nth(1).map(|s| s.split_whitespace().next().unwrap().to_owned());
-            logged.is_some() && ca(&["--list"]).lines().any(|l| l.starts_with(&format!("{name} ")))
+            logged = minion
+                .stderr_so_far()
+                .split("fingerprint=")
+                .nth(1)
+                .map(|s| s.split_whitespace().next().unwrap().to_owned());
+            logged.is_some()
+                && ca(&["--list"])
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{name} ")))
         }));
         let logged = logged.unwrap();
         let listed = ca(&["--list"]);
-        assert!(listed.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == [*name, logged.as_str()]), "{listed}");
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [*name, logged.as_str()]),
+            "{listed}"
+        );
         ca(&["--sign", name, "--fingerprint", &logged]);
     }
     let func = |args: &[&str]| {
@@ -155,21 +201,31 @@ fn minions_in_their_own_network_namespaces() {
         all.extend_from_slice(args);
         in_ns(&cm_ns, &bin("bin/func"), &all)
     };
-    assert!(wait_until(Duration::from_secs(60), || func(&["*", "ping"]).status.success()), "{:?}", func(&["*", "ping"]));
+    assert!(
+        wait_until(Duration::from_secs(60), || func(&["*", "ping"]).status.success()),
+        "{:?}",
+        func(&["*", "ping"])
+    );
     let ping = String::from_utf8(func(&["*", "ping"]).stdout).unwrap();
-    assert!(ping.contains("[ ok ... ] m1") && ping.contains("[ ok ... ] m2"), "{ping}");
+    assert!(
+        ping.contains("[ ok ... ] m1") && ping.contains("[ ok ... ] m2"),
+        "{ping}"
+    );
 
     // An async job; m2's link goes down while it runs.
     let started = func(&["*", "call", "--async", "--nopoll", "test", "sleep", "3"]);
     assert!(started.status.success(), "{started:?}");
     let status = |job: &str| {
         let out = func(&["--json", "job_status", job]);
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
         (out.status.code(), doc)
     };
     assert!(wait_until(Duration::from_secs(30), || {
         let (_, doc) = status("last");
-        doc["waiting"].as_object().is_some_and(|w| w.values().all(|why| why != "not dispatched yet"))
+        doc["waiting"]
+            .as_object()
+            .is_some_and(|w| w.values().all(|why| why != "not dispatched yet"))
     }));
     let m2_ns = format!("func-m2-{tag}");
     ip(&["-n", &m2_ns, "link", "set", &format!("fvb{tag}2"), "down"]);
@@ -186,12 +242,18 @@ fn minions_in_their_own_network_namespaces() {
         last
     };
     let cut = status_until(&|code, doc| code == Some(1) && doc["results"].get("m1").is_some());
-    assert!(cut["results"].get("m2").is_none() || cut["results"]["m2"][0] == "REMOTE_ERROR", "{cut}");
+    assert!(
+        cut["results"].get("m2").is_none() || cut["results"]["m2"][0] == "REMOTE_ERROR",
+        "{cut}"
+    );
     assert_ne!(cut["state"], "finished", "{cut}");
     eprintln!("m2 cut off: {cut}");
     ip(&["-n", &m2_ns, "link", "set", &format!("fvb{tag}2"), "up"]);
     let healed = status_until(&|code, doc| code == Some(0) && doc["state"] == "finished");
-    assert!(healed["results"].get("m2").is_some() && healed["results"]["m2"][0] != "REMOTE_ERROR", "{healed}");
+    assert!(
+        healed["results"].get("m2").is_some() && healed["results"]["m2"][0] != "REMOTE_ERROR",
+        "{healed}"
+    );
 
     eprintln!("m2 back: {healed}");
     // A batch, one host at a time.

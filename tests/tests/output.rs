@@ -10,7 +10,11 @@ use crate::helper::job_id;
 
 /// `func ARGS` under a pseudo-terminal (`script`), with `env`; all it wrote.
 fn on_terminal(fleet: &Fleet, args: &[&str], env: &[(&str, &str)]) -> String {
-    let mut line = format!("{} --root '{}'", bin("func").display(), fleet.cm.root.dir().display());
+    let mut line = format!(
+        "{} --root '{}'",
+        bin("func").display(),
+        fleet.cm.root.dir().display()
+    );
     for a in args {
         line.push_str(&format!(" '{a}'"));
     }
@@ -33,26 +37,52 @@ fn summary_names_who_failed_and_how() {
     nix::sys::signal::kill(m4, nix::sys::signal::Signal::SIGCONT).unwrap();
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
-        out.stderr.contains("4 hosts: 2 ok, 1 unreachable (m3), 1 timed out (m4)"),
+        out.stderr
+            .contains("4 hosts: 2 ok, 1 unreachable (m3), 1 timed out (m4)"),
         "{}",
         out.stderr
     );
     let out = fleet.func(&["m1;m2;nosuch", "call", "test", "explode"]);
-    assert!(out.stderr.contains("2 hosts: 0 ok, 2 failed (m1, m2), 1 unknown (nosuch)"), "{}", out.stderr);
-    assert!(!out.stdout.contains('\x1b') && !out.stderr.contains('\x1b'), "no colour when piped");
+    assert!(
+        out.stderr
+            .contains("2 hosts: 0 ok, 2 failed (m1, m2), 1 unknown (nosuch)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stdout.contains('\x1b') && !out.stderr.contains('\x1b'),
+        "no colour when piped"
+    );
     let quiet = fleet.func(&["-q", "m1", "call", "test", "explode"]);
-    assert!(!quiet.stderr.contains("hosts:") && !quiet.stderr.contains("host:"), "{}", quiet.stderr);
+    assert!(
+        !quiet.stderr.contains("hosts:") && !quiet.stderr.contains("host:"),
+        "{}",
+        quiet.stderr
+    );
 }
 
 #[test]
 fn colour_and_progress_only_on_a_terminal() {
     let fleet = Fleet::start(&["m1", "m2"]);
     let shown = on_terminal(&fleet, &["m1", "call", "test", "explode"], &[]);
-    assert!(shown.contains("\x1b[31m"), "failures stand out on a terminal: {shown:?}");
+    assert!(
+        shown.contains("\x1b[31m"),
+        "failures stand out on a terminal: {shown:?}"
+    );
     let plain = on_terminal(&fleet, &["m1", "call", "test", "explode"], &[("NO_COLOR", "1")]);
-    assert!(!plain.contains("\x1b[31m") && plain.contains("ERROR"), "{plain:?}");
-    let waited = on_terminal(&fleet, &["-t", "30", "*", "call", "--async", "test", "sleep", "1"], &[("NO_COLOR", "1")]);
-    assert!(waited.contains("2 hosts left: m1, m2"), "progress names who is awaited: {waited:?}");
+    assert!(
+        !plain.contains("\x1b[31m") && plain.contains("ERROR"),
+        "{plain:?}"
+    );
+    let waited = on_terminal(
+        &fleet,
+        &["-t", "30", "*", "call", "--async", "test", "sleep", "1"],
+        &[("NO_COLOR", "1")],
+    );
+    assert!(
+        waited.contains("2 hosts left: m1, m2"),
+        "progress names who is awaited: {waited:?}"
+    );
 }
 
 #[test]
@@ -70,7 +100,10 @@ fn job_ids_are_printed_quoted_and_last_names_the_newest() {
     let fleet = Fleet::start(&["m1", "m2"]);
     let out = fleet.func(&["*", "call", "--async", "--nopoll", "test", "ping"]);
     let line = out.stdout.trim();
-    assert!(line.starts_with("JOB_ID: '*-test-ping-") && line.ends_with('\''), "{line}");
+    assert!(
+        line.starts_with("JOB_ID: '*-test-ping-") && line.ends_with('\''),
+        "{line}"
+    );
     let id = job_id(&out.stdout);
     let done = crate::helper::func_json(&fleet, &["-t", "30", "job_status", "last", "--wait"]);
     assert_eq!(done["job_id"], id.as_str(), "{done}");
@@ -78,7 +111,12 @@ fn job_ids_are_printed_quoted_and_last_names_the_newest() {
     let looked = fleet.func(&["jobs", "lookup", "last"]);
     assert_eq!(looked.code, 0, "{looked:?}");
     let doc = crate::helper::func_json(&fleet, &["m1", "call", "--async", "--nopoll", "test", "ping"]);
-    assert!(doc["job_id"].as_str().is_some_and(|j| j.starts_with("m1-test-ping-")), "{doc}");
+    assert!(
+        doc["job_id"]
+            .as_str()
+            .is_some_and(|j| j.starts_with("m1-test-ping-")),
+        "{doc}"
+    );
     let batch = fleet.func(&["*", "call", "--batch", "1", "test", "ping"]);
     let batch_id = job_id(&batch.stderr);
     let status = crate::helper::func_json(&fleet, &["batch", "status", "last"]);
@@ -93,16 +131,36 @@ fn job_commands_say_what_is_true() {
     // Not polled: listed as last recorded, and said to be so.
     let rows = crate::helper::func_json(&fleet, &["jobs", "list"]);
     assert_eq!(rows[0]["id"], id.as_str());
-    assert_eq!((rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()), (Some("running"), Some(false)), "{rows}");
+    assert_eq!(
+        (rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()),
+        (Some("running"), Some(false)),
+        "{rows}"
+    );
     let table = fleet.func(&["jobs", "list"]).stdout;
-    assert!(table.contains("running?") && table.contains("func job_status ID"), "{table}");
+    assert!(
+        table.contains("running?") && table.contains("func job_status ID"),
+        "{table}"
+    );
     let done = fleet.func(&["-t", "30", "job_status", &id, "--wait"]);
     assert_eq!(done.code, 0, "{done:?}");
     let rows = crate::helper::func_json(&fleet, &["jobs", "list"]);
-    assert_eq!((rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()), (Some("finished"), Some(true)));
+    assert_eq!(
+        (rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()),
+        (Some("finished"), Some(true))
+    );
     let kill = fleet.func(&["jobs", "kill", &id]);
     assert_eq!(kill.code, 0, "{kill:?}");
-    assert!(kill.stdout.contains("already finished: nothing to kill"), "{}", kill.stdout);
+    assert!(
+        kill.stdout.contains("already finished: nothing to kill"),
+        "{}",
+        kill.stdout
+    );
     let missing = fleet.func(&["jobs", "lookup", &id, "--missing"]);
-    assert!(missing.stdout.contains("nothing missing: all 2 hosts have answered"), "{}", missing.stdout);
+    assert!(
+        missing
+            .stdout
+            .contains("nothing missing: all 2 hosts have answered"),
+        "{}",
+        missing.stdout
+    );
 }

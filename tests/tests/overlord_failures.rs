@@ -12,25 +12,60 @@ use crate::helper::{func_json as json, job_id};
 #[test]
 fn a_non_zero_exit_status_is_a_failed_host() {
     let fleet = Fleet::start(&["db1", "db2", "web1"]);
-    let out = fleet.func(&["db1;db2", "call", "command", "run", "echo on $(hostname) >/dev/null; exit 3"]);
+    let out = fleet.func(&[
+        "db1;db2",
+        "call",
+        "command",
+        "run",
+        "echo on $(hostname) >/dev/null; exit 3",
+    ]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert_eq!(out.stdout.matches("FAILED: exit status 3").count(), 2, "{}", out.stdout);
+    assert_eq!(
+        out.stdout.matches("FAILED: exit status 3").count(),
+        2,
+        "{}",
+        out.stdout
+    );
     // The wire result is unchanged: Func's [rc, stdout, stderr].
     let doc = json(&fleet, &["db1", "call", "command", "run", "exit 3"]);
     assert_eq!(doc["db1"], serde_json::json!([3, "", ""]));
     let ok = fleet.func(&["db1", "call", "command", "run", "true"]);
     assert_eq!(ok.code, 0, "{ok:?}");
     // --failhard stops at the first failing command.
-    let out = fleet.func(&["*", "call", "--batch", "1", "--failhard", "command", "run", "exit 1"]);
+    let out = fleet.func(&[
+        "*",
+        "call",
+        "--batch",
+        "1",
+        "--failhard",
+        "command",
+        "run",
+        "exit 1",
+    ]);
     assert_eq!(out.code, 1, "{out:?}");
     let id = job_id(&out.stderr);
     let doc = json(&fleet, &["batch", "status", &id]);
     assert_eq!(doc["halted"], "failhard", "{doc}");
-    let states: Vec<&str> = doc["hosts"].as_object().unwrap().values().map(|h| h["state"].as_str().unwrap_or("")).collect();
+    let states: Vec<&str> = doc["hosts"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|h| h["state"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(states.iter().filter(|s| **s == "failed").count(), 1, "{doc}");
     assert_eq!(states.iter().filter(|s| **s == "abandoned").count(), 2, "{doc}");
     // So does an async batch.
-    let out = fleet.func(&["*", "call", "--async", "--batch", "1", "--failhard", "command", "run", "exit 1"]);
+    let out = fleet.func(&[
+        "*",
+        "call",
+        "--async",
+        "--batch",
+        "1",
+        "--failhard",
+        "command",
+        "run",
+        "exit 1",
+    ]);
     assert_eq!(out.code, 0, "{out:?}");
     let id = job_id(&format!("{}{}", out.stdout, out.stderr));
     let mut doc = J::Null;
@@ -48,7 +83,9 @@ fn one_stalled_host_does_not_hide_the_others() {
     let mut fleet = Fleet::start(&["m1", "m2", "m3", "m4"]);
     let m4 = nix::unistd::Pid::from_raw(fleet.minion("m4").pid() as i32);
     nix::sys::signal::kill(m4, nix::sys::signal::Signal::SIGSTOP).unwrap();
-    let out = fleet.func(&["-t", "60", "*", "call", "--async", "--nopoll", "test", "sleep", "1"]);
+    let out = fleet.func(&[
+        "-t", "60", "*", "call", "--async", "--nopoll", "test", "sleep", "1",
+    ]);
     let id = job_id(&out.stdout);
     let mut doc = J::Null;
     let seen = wait_until(Duration::from_secs(20), || {
@@ -56,7 +93,10 @@ fn one_stalled_host_does_not_hide_the_others() {
         doc["results"].as_object().is_some_and(|r| r.len() == 3)
     });
     nix::sys::signal::kill(m4, nix::sys::signal::Signal::SIGCONT).unwrap();
-    assert!(seen, "the three live hosts' results are there while m4 is stalled: {doc}");
+    assert!(
+        seen,
+        "the three live hosts' results are there while m4 is stalled: {doc}"
+    );
     assert!(doc["waiting"]["m4"].is_string(), "{doc}");
 }
 
@@ -84,17 +124,28 @@ fn head_1(bin: &str, args: &[&str]) -> (Option<i32>, String) {
 fn a_closed_stdout_never_panics_and_leaves_nothing_unexplained() {
     let fleet = Fleet::start(&["m1", "m2", "m3"]);
     let root = fleet.cm.root.dir().to_str().unwrap().to_string();
-    let (code, err) = head_1("func", &["--root", &root, "*", "call", "command", "run", "seq 1 1000"]);
+    let (code, err) = head_1(
+        "func",
+        &["--root", &root, "*", "call", "command", "run", "seq 1 1000"],
+    );
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     // A sync batch whose reader went away runs to its end, recorded as such.
-    let (code, err) = head_1("func", &["--root", &root, "*", "call", "--batch", "1", "test", "sleep", "1"]);
+    let (code, err) = head_1(
+        "func",
+        &["--root", &root, "*", "call", "--batch", "1", "test", "sleep", "1"],
+    );
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let id = job_id(&err);
     let doc = json(&fleet, &["batch", "status", &id]);
     assert_eq!(doc["complete"], true, "{doc}");
-    let states: Vec<&str> = doc["hosts"].as_object().unwrap().values().map(|h| h["state"].as_str().unwrap_or("")).collect();
+    let states: Vec<&str> = doc["hosts"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|h| h["state"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(states, ["done", "done", "done"], "{doc}");
     let (code, err) = head_1("func", &["--root", &root, "batch", "status", &id, "--follow"]);
     assert_eq!(code, Some(0), "{err}");
@@ -108,11 +159,19 @@ fn targeting_mistakes_and_a_wrong_root_are_said_once_and_clearly() {
     let fleet = Fleet::start(&["m1", "m2"]);
     let out = fleet.func(&["m1;nosuch", "ping"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("no minion named \"nosuch\""), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no minion named \"nosuch\""),
+        "{}",
+        out.stderr
+    );
     assert!(out.stdout.contains("m1"), "the others still run: {}", out.stdout);
     let out = fleet.func(&["m1,m2", "ping"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("';' separates names: 'm1;m2'"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("';' separates names: 'm1;m2'"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(fleet.func(&["m*", "ping"]).code, 0, "globs that match are fine");
     // A root with no certmaster below it.
     let out = std::process::Command::new(func_tests::fixture::bin("func"))
@@ -128,9 +187,18 @@ fn targeting_mistakes_and_a_wrong_root_are_said_once_and_clearly() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("no certmaster below") && err.contains("--root"), "{err}");
+    assert!(
+        err.contains("no certmaster below") && err.contains("--root"),
+        "{err}"
+    );
     // A user who cannot read the overlord's key hears it once, not per host.
-    for d in fleet.cm.root.dir().ancestors().filter(|d| d.starts_with(std::env::temp_dir()) && *d != std::env::temp_dir()) {
+    for d in fleet
+        .cm
+        .root
+        .dir()
+        .ancestors()
+        .filter(|d| d.starts_with(std::env::temp_dir()) && *d != std::env::temp_dir())
+    {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(d).unwrap().permissions().mode();
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o755)).unwrap();
@@ -165,8 +233,15 @@ fn interrupt(fleet: &Fleet, args: &[&str], ready: impl Fn(&str) -> bool) -> (Str
     let mut first = String::new();
     stderr.read_line(&mut first).expect("JOB_ID line");
     let id = job_id(&first);
-    assert!(wait_until(Duration::from_secs(20), || ready(&id)), "work under way");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || ready(&id)),
+        "work under way"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
     let mut rest = String::new();
     let _ = stderr.read_to_string(&mut rest);
     let code = child.wait().expect("func ends").code();
@@ -177,9 +252,11 @@ fn interrupt(fleet: &Fleet, args: &[&str], ready: impl Fn(&str) -> bool) -> (Str
 fn ctrl_c_says_how_to_follow_stop_or_resume() {
     let fleet = Fleet::start(&["m1", "m2", "m3"]);
     // A sync batch: interrupted, shown as such, resumed by recover.
-    let (id, code, err) = interrupt(&fleet, &["-t", "60", "*", "call", "--batch", "1", "test", "sleep", "2"], |id| {
-        json(&fleet, &["batch", "status", id])["hosts"]["m1"]["minion_job"].is_string()
-    });
+    let (id, code, err) = interrupt(
+        &fleet,
+        &["-t", "60", "*", "call", "--batch", "1", "test", "sleep", "2"],
+        |id| json(&fleet, &["batch", "status", id])["hosts"]["m1"]["minion_job"].is_string(),
+    );
     assert_eq!(code, Some(130), "{err}");
     let quoted = format!("'{id}'");
     for command in ["func batch status", "func batch stop", "func batch recover"] {
@@ -187,7 +264,10 @@ fn ctrl_c_says_how_to_follow_stop_or_resume() {
     }
     let doc = json(&fleet, &["batch", "status", &id]);
     assert_eq!(doc["interrupted"], true, "{doc}");
-    assert!(doc["state"].as_str().unwrap_or("").starts_with("interrupted"), "{doc}");
+    assert!(
+        doc["state"].as_str().unwrap_or("").starts_with("interrupted"),
+        "{doc}"
+    );
     let out = fleet.func(&["batch", "recover", &id]);
     assert_eq!(out.code, 0, "{out:?}");
     let mut doc = J::Null;
@@ -199,9 +279,15 @@ fn ctrl_c_says_how_to_follow_stop_or_resume() {
         assert_eq!(doc["hosts"][h]["state"], "done", "{doc}");
     }
     // A polling async call: the job keeps running and can be followed.
-    let (id, code, err) = interrupt(&fleet, &["-t", "60", "*", "call", "--async", "test", "sleep", "2"], |id| {
-        json(&fleet, &["job_status", id])["waiting"].as_object().is_some_and(|w| w.values().any(|v| v == "running"))
-    });
+    let (id, code, err) = interrupt(
+        &fleet,
+        &["-t", "60", "*", "call", "--async", "test", "sleep", "2"],
+        |id| {
+            json(&fleet, &["job_status", id])["waiting"]
+                .as_object()
+                .is_some_and(|w| w.values().any(|v| v == "running"))
+        },
+    );
     assert_eq!(code, Some(130), "{err}");
     assert!(err.contains(&format!("func job_status '{id}' --wait")), "{err}");
     let done = json(&fleet, &["-t", "60", "job_status", &id, "--wait"]);

@@ -8,7 +8,6 @@ use serde_json::Value as J;
 
 use crate::helper::job_id;
 
-
 fn status_json(fleet: &Fleet, args: &[&str]) -> (i32, J) {
     let mut full = vec!["--json"];
     full.extend_from_slice(args);

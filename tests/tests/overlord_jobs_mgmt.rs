@@ -7,7 +7,6 @@ use serde_json::Value as J;
 
 use crate::helper::job_id;
 
-
 fn json(fleet: &Fleet, args: &[&str]) -> J {
     let mut full = vec!["--json"];
     full.extend_from_slice(args);

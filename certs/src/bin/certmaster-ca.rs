@@ -6,13 +6,11 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use certs::store::Store;
 use certs::cli::CertmasterCaCli as Cli;
+use certs::store::Store;
 use clap::Parser;
 use common::identity::PeerIdentity;
 use common::paths::Root;
-
-
 
 /// `println!` that never panics: with stdout closed early
 /// (`--list-signed | head`) the rest is dropped and the work goes on.
@@ -81,7 +79,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             say!("No certificates to sign");
         }
         for name in pending {
-            let fp = store.pending_fingerprint(&name).unwrap_or_else(|| "(unreadable request)".into());
+            let fp = store
+                .pending_fingerprint(&name)
+                .unwrap_or_else(|| "(unreadable request)".into());
             say!("{name}  {fp}");
         }
     }

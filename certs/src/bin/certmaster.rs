@@ -5,11 +5,10 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Context;
-use certs::daemon::{Certmaster, CertmasterConfig};
 use certs::cli::CertmasterCli as Cli;
+use certs::daemon::{Certmaster, CertmasterConfig};
 use clap::Parser;
 use common::paths::Root;
-
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -49,7 +48,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     std::io::stdout().flush().ok();
     if cli.daemon {
         let log = root.log_dir().join("certmaster.log");
-        common::private::daemonise_logging_to(&log).with_context(|| format!("daemonising (log {})", log.display()))?;
+        common::private::daemonise_logging_to(&log)
+            .with_context(|| format!("daemonising (log {})", log.display()))?;
         std::fs::create_dir_all(root.run_dir())?;
         std::fs::write(
             root.run_dir().join("certmaster.pid"),

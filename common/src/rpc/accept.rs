@@ -47,7 +47,10 @@ impl Slot {
 
     /// The handshake is done: from now on the slot is never taken back.
     pub fn established(&self) {
-        self.early.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.seq);
+        self.early
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.seq);
     }
 }
 

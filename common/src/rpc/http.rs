@@ -123,9 +123,19 @@ where
     let mut judged = false;
     loop {
         let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-            Err(_) => return Err(closing(plain(StatusCode::REQUEST_TIMEOUT, "request body not received in time\n"))),
+            Err(_) => {
+                return Err(closing(plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request body not received in time\n",
+                )))
+            }
             Ok(None) => break,
-            Ok(Some(Err(_))) => return Err(closing(plain(StatusCode::BAD_REQUEST, "request body could not be read\n"))),
+            Ok(Some(Err(_))) => {
+                return Err(closing(plain(
+                    StatusCode::BAD_REQUEST,
+                    "request body could not be read\n",
+                )))
+            }
             Ok(Some(Ok(frame))) => frame,
         };
         let Ok(mut data) = frame.into_data() else { continue };
@@ -135,15 +145,18 @@ where
             return Err(too_large(limits.max_body));
         }
         let want = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        let permit = match tokio::time::timeout_at(deadline, Arc::clone(admission.budget).acquire_many_owned(want)).await {
-            Ok(Ok(p)) => p,
-            _ => {
-                return Err(closing(xml(xmlrpc::encode_fault(
-                    xmlrpc::FAULT_FUNC,
-                    "<class 'func.minion.Busy'>:too many request bytes in flight; try again later",
-                ))))
-            }
-        };
+        let permit =
+            match tokio::time::timeout_at(deadline, Arc::clone(admission.budget).acquire_many_owned(want))
+                .await
+            {
+                Ok(Ok(p)) => p,
+                _ => {
+                    return Err(closing(xml(xmlrpc::encode_fault(
+                        xmlrpc::FAULT_FUNC,
+                        "<class 'func.minion.Busy'>:too many request bytes in flight; try again later",
+                    ))))
+                }
+            };
         match held.as_mut() {
             Some(h) => h.merge(permit),
             None => held = Some(permit),

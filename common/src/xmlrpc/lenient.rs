@@ -73,7 +73,10 @@ fn declared_encoding(body: &[u8]) -> Option<&str> {
     let end = head.windows(2).position(|w| w == b"?>")?;
     let decl = std::str::from_utf8(&head[..end]).ok()?;
     let at = decl.find("encoding")?;
-    let rest = decl[at + "encoding".len()..].trim_start().strip_prefix('=')?.trim_start();
+    let rest = decl[at + "encoding".len()..]
+        .trim_start()
+        .strip_prefix('=')?
+        .trim_start();
     let quote = rest.chars().next().filter(|q| *q == '"' || *q == '\'')?;
     let value = &rest[1..];
     value.find(quote).map(|e| &value[..e])
@@ -93,7 +96,9 @@ fn decode_text(body: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
         }
         _ => std::str::from_utf8(body)
             .map(Cow::Borrowed)
-            .map_err(|e| DecodeError::NotUtf8 { offset: e.valid_up_to() }),
+            .map_err(|e| DecodeError::NotUtf8 {
+                offset: e.valid_up_to(),
+            }),
     }
 }
 
@@ -166,7 +171,9 @@ fn canonical(v: &str) -> Option<String> {
         return None;
     }
     let tail = &time[end..];
-    let tail = tail.strip_prefix('.').map_or(tail, |t| t.trim_start_matches(|c: char| c.is_ascii_digit()));
+    let tail = tail
+        .strip_prefix('.')
+        .map_or(tail, |t| t.trim_start_matches(|c: char| c.is_ascii_digit()));
     let zone_ok = tail.is_empty()
         || tail.eq_ignore_ascii_case("z")
         || ((tail.starts_with('+') || tail.starts_with('-'))
@@ -220,15 +227,27 @@ mod tests {
         let body = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><methodCall><methodName>test.echo</methodName><params><param><value><string>caf\xe9</string></value></param></params></methodCall>";
         let text = normalise(body).unwrap();
         assert!(text.contains("caf\u{e9}") && text.contains("UTF-8"), "{text}");
-        assert!(normalise(b"<methodCall>\xe9</methodCall>").is_err(), "undeclared non-UTF-8 is still refused");
+        assert!(
+            normalise(b"<methodCall>\xe9</methodCall>").is_err(),
+            "undeclared non-UTF-8 is still refused"
+        );
         let plain = "<methodCall><methodName>a.b</methodName></methodCall>";
-        assert!(matches!(normalise(plain.as_bytes()).unwrap(), Cow::Borrowed(_)), "no copy when nothing changes");
+        assert!(
+            matches!(normalise(plain.as_bytes()).unwrap(), Cow::Borrowed(_)),
+            "no copy when nothing changes"
+        );
     }
 
     #[test]
     fn wide_ints_and_datetime_forms() {
-        let t = normalise(b"<i4>5</i4><int> 4294967296 </int><int>-2147483649</int><int>99999999999999999999</int>").unwrap();
-        assert_eq!(t, "<i4>5</i4><i8>4294967296</i8><i8>-2147483649</i8><int>99999999999999999999</int>");
+        let t = normalise(
+            b"<i4>5</i4><int> 4294967296 </int><int>-2147483649</int><int>99999999999999999999</int>",
+        )
+        .unwrap();
+        assert_eq!(
+            t,
+            "<i4>5</i4><i8>4294967296</i8><i8>-2147483649</i8><int>99999999999999999999</int>"
+        );
         for (form, want) in [
             ("20240105T11:59:00", "20240105T11:59:00"),
             ("20240105T11:59:00Z", "20240105T11:59:00"),

@@ -131,9 +131,9 @@ impl Jobs {
         let spool = Spool::new(root.status_dir().join("jobs"))
             .and_then(|s| s.tighten().map(|_| s))
             .map_err(|e| StoreError::Open {
-            path: root.status_dir().join("jobs").display().to_string(),
-            message: e.to_string(),
-        })?;
+                path: root.status_dir().join("jobs").display().to_string(),
+                message: e.to_string(),
+            })?;
         let jobs = Self {
             store,
             spool,
@@ -179,7 +179,10 @@ impl Jobs {
                 adopted += 1;
             }
         }
-        tracing::warn!(jobs = adopted, "jobs taken in again from the spool after replacing the corrupt store");
+        tracing::warn!(
+            jobs = adopted,
+            "jobs taken in again from the spool after replacing the corrupt store"
+        );
     }
 
     /// Start-up: pids the daemon never recorded, then results and deaths.
@@ -242,7 +245,11 @@ impl Jobs {
         if kept.saturating_add(result) <= max_bytes {
             return record;
         }
-        let key = if caller.overlord { "max_job_bytes_overlord" } else { "max_job_bytes_per_caller" };
+        let key = if caller.overlord {
+            "max_job_bytes_overlord"
+        } else {
+            "max_job_bytes_per_caller"
+        };
         // The kept request goes too, so the short error in its place keeps
         // the caller within the quota.
         record.call_xml = String::new();
@@ -416,7 +423,12 @@ impl Jobs {
     /// Every record the store holds that `viewer` may see.
     pub fn all(&self, viewer: &Caller) -> Result<Vec<JobRecord>, StoreError> {
         self.sweep()?;
-        Ok(self.store.all()?.into_iter().filter(|r| sees(viewer, r)).collect())
+        Ok(self
+            .store
+            .all()?
+            .into_iter()
+            .filter(|r| sees(viewer, r))
+            .collect())
     }
 
     /// Sends `signal` to a running job's process group, noting who did it.

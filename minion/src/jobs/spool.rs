@@ -66,7 +66,11 @@ impl Spool {
     }
 
     pub fn write_pid(&self, id: &str, pid: u32, start: u64) -> std::io::Result<()> {
-        common::private::write(&self.path(id, "pid"), format!("{pid} {start}\n").as_bytes(), false)
+        common::private::write(
+            &self.path(id, "pid"),
+            format!("{pid} {start}\n").as_bytes(),
+            false,
+        )
     }
 
     /// The job process's pid and start time, if it recorded them.

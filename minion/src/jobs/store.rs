@@ -70,7 +70,12 @@ pub enum StoreError {
 /// Classifies a redb error: I/O (reopen and carry on), corruption, other.
 fn db_err(e: impl Into<redb::Error>) -> StoreError {
     match e.into() {
-        redb::Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData) => {
+        redb::Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData
+            ) =>
+        {
             StoreError::Db(format!("corrupt: {io}"))
         }
         redb::Error::Io(io) => StoreError::Io(io.to_string()),
@@ -189,10 +194,11 @@ impl Store {
         use std::sync::atomic::Ordering;
         let mut db = self.db.write().unwrap_or_else(|p| p.into_inner());
         // The old handle holds the file's lock: close it first.
-        let placeholder = match Database::builder().create_with_backend(redb::backends::InMemoryBackend::new()) {
-            Ok(p) => p,
-            Err(_) => return,
-        };
+        let placeholder =
+            match Database::builder().create_with_backend(redb::backends::InMemoryBackend::new()) {
+                Ok(p) => p,
+                Err(_) => return,
+            };
         drop(std::mem::replace(&mut *db, placeholder));
         match open_db(&self.path) {
             Ok(fresh) => {
@@ -212,7 +218,10 @@ impl Store {
     /// What `caller` (key, overlord) keeps now.
     pub fn usage(&self, caller: &str, overlord: bool) -> Usage {
         let usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
-        usage.get(&(caller.to_string(), overlord)).copied().unwrap_or_default()
+        usage
+            .get(&(caller.to_string(), overlord))
+            .copied()
+            .unwrap_or_default()
     }
 
     fn adjust(&self, who: &Owner, change: impl FnOnce(&mut Usage)) {
@@ -263,30 +272,30 @@ impl Store {
 
     pub fn get(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
         self.run(|db| {
-        let txn = db.begin_read().map_err(db_err)?;
-        let jobs = txn.open_table(JOBS).map_err(db_err)?;
-        let found = jobs.get(id).map_err(db_err)?;
-        found.map(|v| decode(v.value())).transpose()
+            let txn = db.begin_read().map_err(db_err)?;
+            let jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let found = jobs.get(id).map_err(db_err)?;
+            found.map(|v| decode(v.value())).transpose()
         })
     }
 
     /// Changes a running job's record with `change`; finished jobs stay as they are.
     pub fn update_running(&self, id: &str, change: impl FnOnce(&mut JobRecord)) -> Result<(), StoreError> {
         self.run(|db| {
-        let txn = db.begin_write().map_err(db_err)?;
-        {
-            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            let current = jobs
-                .get(id)
-                .map_err(db_err)?
-                .map(|v| decode(v.value()))
-                .transpose()?;
-            if let Some(mut record) = current.filter(|r| !r.finished()) {
-                change(&mut record);
-                jobs.insert(id, encode(&record)?.as_slice()).map_err(db_err)?;
+            let txn = db.begin_write().map_err(db_err)?;
+            {
+                let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+                let current = jobs
+                    .get(id)
+                    .map_err(db_err)?
+                    .map(|v| decode(v.value()))
+                    .transpose()?;
+                if let Some(mut record) = current.filter(|r| !r.finished()) {
+                    change(&mut record);
+                    jobs.insert(id, encode(&record)?.as_slice()).map_err(db_err)?;
+                }
             }
-        }
-        txn.commit().map_err(db_err)
+            txn.commit().map_err(db_err)
         })
     }
 
@@ -297,40 +306,40 @@ impl Store {
     pub fn finish(&self, record: &JobRecord, now: f64, keep_secs: f64) -> Result<(), StoreError> {
         let ended = record.ended.unwrap_or(now);
         let (change, purged) = self.run(|db| {
-        let txn = db.begin_write().map_err(db_err)?;
-        let mut change: Option<(Option<JobRecord>, JobRecord)> = None;
-        let purged = {
-            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            let current = jobs
-                .get(record.id.as_str())
-                .map_err(db_err)?
-                .map(|v| decode(v.value()))
-                .transpose()?;
-            if !current.as_ref().is_some_and(JobRecord::finished) {
-                let mut done = record.clone();
-                done.ended = Some(ended);
-                if let Some(current) = &current {
-                    done.signalled_by = done.signalled_by.or(current.signalled_by.clone());
-                    if done.pid == 0 {
-                        (done.pid, done.pid_start) = (current.pid, current.pid_start);
+            let txn = db.begin_write().map_err(db_err)?;
+            let mut change: Option<(Option<JobRecord>, JobRecord)> = None;
+            let purged = {
+                let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+                let current = jobs
+                    .get(record.id.as_str())
+                    .map_err(db_err)?
+                    .map(|v| decode(v.value()))
+                    .transpose()?;
+                if !current.as_ref().is_some_and(JobRecord::finished) {
+                    let mut done = record.clone();
+                    done.ended = Some(ended);
+                    if let Some(current) = &current {
+                        done.signalled_by = done.signalled_by.or(current.signalled_by.clone());
+                        if done.pid == 0 {
+                            (done.pid, done.pid_start) = (current.pid, current.pid_start);
+                        }
                     }
+                    jobs.insert(done.id.as_str(), encode(&done)?.as_slice())
+                        .map_err(db_err)?;
+                    txn.open_table(RUNNING)
+                        .map_err(db_err)?
+                        .remove(done.id.as_str())
+                        .map_err(db_err)?;
+                    txn.open_table(EXPIRY)
+                        .map_err(db_err)?
+                        .insert((micros(ended), done.id.as_str()), ())
+                        .map_err(db_err)?;
+                    change = Some((current, done));
                 }
-                jobs.insert(done.id.as_str(), encode(&done)?.as_slice())
-                    .map_err(db_err)?;
-                txn.open_table(RUNNING)
-                    .map_err(db_err)?
-                    .remove(done.id.as_str())
-                    .map_err(db_err)?;
-                txn.open_table(EXPIRY)
-                    .map_err(db_err)?
-                    .insert((micros(ended), done.id.as_str()), ())
-                    .map_err(db_err)?;
-                change = Some((current, done));
-            }
-            purge(&mut jobs, &txn, now, keep_secs)?
-        };
-        txn.commit().map_err(db_err)?;
-        Ok((change, purged))
+                purge(&mut jobs, &txn, now, keep_secs)?
+            };
+            txn.commit().map_err(db_err)?;
+            Ok((change, purged))
         })?;
         if let Some((before, done)) = change {
             if let Some(before) = &before {
@@ -349,21 +358,21 @@ impl Store {
     /// first (a read, no fsync), so an idle minion's sweep writes nothing.
     pub fn purge(&self, now: f64, keep_secs: f64) -> Result<usize, StoreError> {
         let purged = self.run(|db| {
-        {
-            let read = db.begin_read().map_err(db_err)?;
-            let expiry = read.open_table(EXPIRY).map_err(db_err)?;
-            let oldest = expiry.first().map_err(db_err)?;
-            if oldest.is_none_or(|(key, _)| key.value().0 >= micros(now - keep_secs)) {
-                return Ok(Vec::new());
+            {
+                let read = db.begin_read().map_err(db_err)?;
+                let expiry = read.open_table(EXPIRY).map_err(db_err)?;
+                let oldest = expiry.first().map_err(db_err)?;
+                if oldest.is_none_or(|(key, _)| key.value().0 >= micros(now - keep_secs)) {
+                    return Ok(Vec::new());
+                }
             }
-        }
-        let txn = db.begin_write().map_err(db_err)?;
-        let purged = {
-            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            purge(&mut jobs, &txn, now, keep_secs)?
-        };
-        txn.commit().map_err(db_err)?;
-        Ok(purged)
+            let txn = db.begin_write().map_err(db_err)?;
+            let purged = {
+                let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+                purge(&mut jobs, &txn, now, keep_secs)?
+            };
+            txn.commit().map_err(db_err)?;
+            Ok(purged)
         })?;
         self.forget(&purged);
         Ok(purged.len())
@@ -372,31 +381,31 @@ impl Store {
     /// Jobs not finished yet.
     pub fn running(&self) -> Result<Vec<JobRecord>, StoreError> {
         self.run(|db| {
-        let txn = db.begin_read().map_err(db_err)?;
-        let running = txn.open_table(RUNNING).map_err(db_err)?;
-        let jobs = txn.open_table(JOBS).map_err(db_err)?;
-        let mut out = Vec::new();
-        for entry in running.iter().map_err(db_err)? {
-            let (id, _) = entry.map_err(db_err)?;
-            if let Some(v) = jobs.get(id.value()).map_err(db_err)? {
-                out.push(decode(v.value())?);
+            let txn = db.begin_read().map_err(db_err)?;
+            let running = txn.open_table(RUNNING).map_err(db_err)?;
+            let jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let mut out = Vec::new();
+            for entry in running.iter().map_err(db_err)? {
+                let (id, _) = entry.map_err(db_err)?;
+                if let Some(v) = jobs.get(id.value()).map_err(db_err)? {
+                    out.push(decode(v.value())?);
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
         })
     }
 
     /// Every job the store holds.
     pub fn all(&self) -> Result<Vec<JobRecord>, StoreError> {
         self.run(|db| {
-        let txn = db.begin_read().map_err(db_err)?;
-        let jobs = txn.open_table(JOBS).map_err(db_err)?;
-        let mut out = Vec::new();
-        for entry in jobs.iter().map_err(db_err)? {
-            let (_, v) = entry.map_err(db_err)?;
-            out.push(decode(v.value())?);
-        }
-        Ok(out)
+            let txn = db.begin_read().map_err(db_err)?;
+            let jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let mut out = Vec::new();
+            for entry in jobs.iter().map_err(db_err)? {
+                let (_, v) = entry.map_err(db_err)?;
+                out.push(decode(v.value())?);
+            }
+            Ok(out)
         })
     }
 }
@@ -462,7 +471,10 @@ fn open_db(path: &Path) -> Result<Database, StoreError> {
                 open_err("already open by another process (is another funcd using this root?)".into())
             }
             redb::DatabaseError::Storage(redb::StorageError::Io(io))
-                if !matches!(io.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData) =>
+                if !matches!(
+                    io.kind(),
+                    std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData
+                ) =>
             {
                 open_err(io.to_string())
             }
@@ -544,7 +556,11 @@ mod tests {
         assert_eq!(store.usage("overlord", true), Usage { running: 1, bytes: 0 });
         drop(store);
         let store = Store::open(&dir.path().join("s.redb")).unwrap();
-        assert_eq!(store.usage("overlord", true), Usage { running: 1, bytes: 0 }, "rebuilt at open");
+        assert_eq!(
+            store.usage("overlord", true),
+            Usage { running: 1, bytes: 0 },
+            "rebuilt at open"
+        );
         assert!(store.get("1.5-minion").unwrap().is_none());
         assert!(store.get("2.5-minion").unwrap().is_some());
         assert_eq!(store.all().unwrap().len(), 1);

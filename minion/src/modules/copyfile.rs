@@ -15,9 +15,9 @@ use std::os::unix::fs::PermissionsExt;
 use common::xmlrpc::args::Args;
 use common::Value;
 
-use crate::beneath::{BeneathError, Dir};
 use super::test::unreachable_method;
 use super::{ArgInfo, Context, MethodError, MethodInfo, MethodResult, Module};
+use crate::beneath::{BeneathError, Dir};
 
 pub struct CopyFile;
 
@@ -217,7 +217,14 @@ fn refuse_non_file(target: &Target, requested: &str) -> Result<(), MethodError> 
 /// and readers see the old or the new content, never a mix. Owner and mode
 /// are set on the descriptor before the rename, from the caller's values
 /// only (uid/gid -1: funcd's own).
-fn replace(target: &Target, requested: &str, data: &[u8], mode: u32, uid: i64, gid: i64) -> Result<(), MethodError> {
+fn replace(
+    target: &Target,
+    requested: &str,
+    data: &[u8],
+    mode: u32,
+    uid: i64,
+    gid: i64,
+) -> Result<(), MethodError> {
     let base = target.name.to_string_lossy();
     let (tmp_name, mut file) = (0..100)
         .find_map(|n| {
@@ -231,7 +238,8 @@ fn replace(target: &Target, requested: &str, data: &[u8], mode: u32, uid: i64, g
         .unwrap_or_else(|| Err(BeneathError::Io(std::io::Error::other("no free temporary name"))))
         .map_err(|e| refused("writing", requested, e))?;
     let written = (|| -> Result<(), MethodError> {
-        file.write_all(data).map_err(|e| io_error("writing", requested, e))?;
+        file.write_all(data)
+            .map_err(|e| io_error("writing", requested, e))?;
         chown(&file, uid, gid, requested)?;
         // After the chown, which clears set-id bits.
         file.set_permissions(fs::Permissions::from_mode(mode))
@@ -289,7 +297,9 @@ fn back_up(target: &Target, old: &mut fs::File, requested: &str) -> Result<(), M
     backup
         .set_permissions(fs::Permissions::from_mode(old_mode))
         .map_err(|e| io_error("backing up", requested, e))?;
-    backup.sync_all().map_err(|e| io_error("backing up", requested, e))
+    backup
+        .sync_all()
+        .map_err(|e| io_error("backing up", requested, e))
 }
 
 /// A destination below the root: its directory, opened without following
@@ -322,7 +332,8 @@ fn writable(ctx: &Context<'_>, requested: &str, create: bool) -> Result<Target, 
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return Err(MethodError::value("destination has no file name"));
     };
-    let root = Dir::open_trusted(ctx.root.dir()).map_err(|e| refused("opening the root for", requested, e))?;
+    let root =
+        Dir::open_trusted(ctx.root.dir()).map_err(|e| refused("opening the root for", requested, e))?;
     let dir = root
         .open_dir(parent, create)
         .map_err(|e| refused("writing", requested, e))?;
@@ -391,9 +402,7 @@ fn sha1_reader(file: &mut fs::File, shown: &str) -> Result<String, MethodError> 
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
     let mut buf = [0u8; 64 * 1024];
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| io_error("reading", shown, e))?;
+        let n = file.read(&mut buf).map_err(|e| io_error("reading", shown, e))?;
         if n == 0 {
             break;
         }
@@ -414,15 +423,18 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::modules::Registry;
-    use std::path::Path;
     use common::paths::Root;
+    use std::path::Path;
 
     fn with_ctx<T>(dirs: &[&str], f: impl FnOnce(&Context<'_>, &Path) -> T) -> T {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let dirs: Vec<String> = dirs.iter().map(|s| s.to_string()).collect();
         let registry = Registry::standard();
-        let (caller, acl) = (crate::acl::Caller::new("overlord-1", true), crate::acl::Acl::default());
+        let (caller, acl) = (
+            crate::acl::Caller::new("overlord-1", true),
+            crate::acl::Acl::default(),
+        );
         let ctx = Context {
             root: &root,
             copyfile_dirs: &dirs,
@@ -568,13 +580,22 @@ mod tests {
             let outside = tempfile::tempdir().unwrap();
             let dest = Value::String("/srv/www/index.html".into());
             let setuid = Value::Integer(0o4755);
-            call(ctx, "copyfile", &[dest.clone(), Value::Base64(b"v1".to_vec()), setuid.clone()]).unwrap();
+            call(
+                ctx,
+                "copyfile",
+                &[dest.clone(), Value::Base64(b"v1".to_vec()), setuid.clone()],
+            )
+            .unwrap();
             let file = dir.join("srv/www/index.html");
             for (i, name) in backup_names(&file).iter().enumerate() {
                 std::os::unix::fs::symlink(outside.path().join(format!("evil{i}")), name).unwrap();
             }
             call(ctx, "copyfile", &[dest, Value::Base64(b"v2".to_vec()), setuid]).unwrap();
-            assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written outside");
+            assert_eq!(
+                fs::read_dir(outside.path()).unwrap().count(),
+                0,
+                "nothing written outside"
+            );
             assert_eq!(fs::read(&file).unwrap(), b"v2");
             let backups: Vec<_> = fs::read_dir(dir.join("srv/www"))
                 .unwrap()
@@ -596,11 +617,24 @@ mod tests {
             call(ctx, "copyfile", &[dest.clone(), Value::Base64(b"old".to_vec())]).unwrap();
             let path = dir.join("etc/app.conf");
             let mut held = fs::OpenOptions::new().write(true).open(&path).unwrap();
-            call(ctx, "copyfile", &[dest.clone(), Value::Base64(b"deployed".to_vec())]).unwrap();
+            call(
+                ctx,
+                "copyfile",
+                &[dest.clone(), Value::Base64(b"deployed".to_vec())],
+            )
+            .unwrap();
             call(ctx, "open", &[Value::String("/etc/two".into())]).unwrap();
-            let mut held2 = fs::OpenOptions::new().write(true).open(dir.join("etc/two")).unwrap();
+            let mut held2 = fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("etc/two"))
+                .unwrap();
             call(ctx, "open", &[Value::String("/etc/two".into())]).unwrap();
-            call(ctx, "append", &[Value::String("/etc/two".into()), Value::Base64(b"ok".to_vec())]).unwrap();
+            call(
+                ctx,
+                "append",
+                &[Value::String("/etc/two".into()), Value::Base64(b"ok".to_vec())],
+            )
+            .unwrap();
             held.write_all(b"evil").unwrap();
             held2.write_all(b"evil").unwrap();
             assert_eq!(fs::read(&path).unwrap(), b"deployed");
@@ -641,7 +675,10 @@ mod tests {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let swaps = swapper.join().unwrap();
             assert!(swaps > 100, "the swapper ran ({swaps} swaps)");
-            assert!(ok > 0 && refused > 0, "both outcomes seen: {ok} written, {refused} refused");
+            assert!(
+                ok > 0 && refused > 0,
+                "both outcomes seen: {ok} written, {refused} refused"
+            );
             assert_eq!(
                 fs::read_dir(outside.path()).unwrap().count(),
                 0,

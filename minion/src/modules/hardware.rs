@@ -28,7 +28,8 @@ const WITH_DEVICES: ArgInfo = ArgInfo {
 const METHODS: &[MethodInfo] = &[
     MethodInfo {
         name: "info",
-        description: "Func's hardware profile: smolt's keys, string values (and devices unless with_devices is false).",
+        description:
+            "Func's hardware profile: smolt's keys, string values (and devices unless with_devices is false).",
         args: &[WITH_DEVICES],
     },
     MethodInfo {
@@ -38,7 +39,8 @@ const METHODS: &[MethodInfo] = &[
     },
     MethodInfo {
         name: "details",
-        description: "The typed profile: CPU, memory in MiB, disks, OS (and PCI devices unless with_devices is false).",
+        description:
+            "The typed profile: CPU, memory in MiB, disks, OS (and PCI devices unless with_devices is false).",
         args: &[WITH_DEVICES],
     },
     MethodInfo {
@@ -182,7 +184,11 @@ fn info(with_devices: bool) -> Value {
 
 /// A value or Func's "Unknown".
 fn known(text: String) -> Value {
-    Value::String(if text.trim().is_empty() { "Unknown".into() } else { text })
+    Value::String(if text.trim().is_empty() {
+        "Unknown".into()
+    } else {
+        text
+    })
 }
 
 /// The default runlevel as smolt gave it: "5" graphical, "3" multi-user.
@@ -196,7 +202,12 @@ fn default_runlevel() -> String {
         _ if target.contains("rescue") => "1".into(),
         _ => fs::read_to_string("/etc/inittab")
             .ok()
-            .and_then(|t| t.lines().find(|l| l.contains(":initdefault:")).and_then(|l| l.split(':').nth(1)).map(str::to_string))
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.contains(":initdefault:"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(str::to_string)
+            })
             .unwrap_or_default(),
     }
 }
@@ -373,16 +384,44 @@ mod tests {
             panic!("not a struct")
         };
         for key in [
-            "os", "defaultRunlevel", "bogomips", "cpuVendor", "cpuModel", "numCpus", "cpuSpeed", "systemMemory",
-            "systemSwap", "kernelVersion", "language", "platform", "systemVendor", "systemModel", "formfactor",
-            "selinux_enabled", "selinux_enforce",
+            "os",
+            "defaultRunlevel",
+            "bogomips",
+            "cpuVendor",
+            "cpuModel",
+            "numCpus",
+            "cpuSpeed",
+            "systemMemory",
+            "systemSwap",
+            "kernelVersion",
+            "language",
+            "platform",
+            "systemVendor",
+            "systemModel",
+            "formfactor",
+            "selinux_enabled",
+            "selinux_enforce",
         ] {
-            assert!(matches!(m.get(key), Some(Value::String(s)) if !s.is_empty()), "{key}: {:?}", m.get(key));
+            assert!(
+                matches!(m.get(key), Some(Value::String(s)) if !s.is_empty()),
+                "{key}: {:?}",
+                m.get(key)
+            );
         }
-        let Value::Array(devices) = &m["devices"] else { panic!("devices") };
+        let Value::Array(devices) = &m["devices"] else {
+            panic!("devices")
+        };
         for d in devices {
             let Value::Struct(d) = d else { panic!("device") };
-            for key in ["VendorID", "DeviceID", "SubsysVendorID", "Bus", "Driver", "Type", "Description"] {
+            for key in [
+                "VendorID",
+                "DeviceID",
+                "SubsysVendorID",
+                "Bus",
+                "Driver",
+                "Type",
+                "Description",
+            ] {
                 assert!(matches!(d.get(key), Some(Value::String(_))), "{key}");
             }
         }

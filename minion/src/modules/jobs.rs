@@ -109,7 +109,8 @@ impl Module for JobsModule {
         match method {
             "job_status" => {
                 args.arity(1, 1)?;
-                jobs.status(&args.string(0, "job_id")?, ctx.caller).map_err(store_err)
+                jobs.status(&args.string(0, "job_id")?, ctx.caller)
+                    .map_err(store_err)
             }
             "wait_job" => {
                 args.arity(1, 2)?;

@@ -288,7 +288,10 @@ fn func_mem() -> Value {
         let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
             continue;
         };
-        let exe = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let exe = exe
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let name = if exe.starts_with(&comm) { exe } else { comm };
         let private = field("Private_Clean:") + field("Private_Dirty:");
         let shared = (field("Pss:") - private).max(0);
@@ -308,10 +311,20 @@ fn func_mem() -> Value {
         .into_iter()
         .map(|(name, private, shared, n)| {
             let program = if n > 1 { format!("{name} ({n})") } else { name };
-            strings([human(private as f64), human(shared as f64), human((private + shared) as f64), program])
+            strings([
+                human(private as f64),
+                human(shared as f64),
+                human((private + shared) as f64),
+                program,
+            ])
         })
         .collect();
-    out.push(strings([String::new(), String::new(), String::new(), human(total as f64)]));
+    out.push(strings([
+        String::new(),
+        String::new(),
+        String::new(),
+        human(total as f64),
+    ]));
     Value::Array(out)
 }
 
@@ -374,7 +387,9 @@ mod tests {
         assert_eq!(human(40345.6), "39.4 MiB");
         assert_eq!(human(999.0), "999.0 KiB");
         assert_eq!(human(2.0 * 1024.0 * 1024.0), "2.0 GiB");
-        let Value::Array(rows) = func_mem() else { panic!("list") };
+        let Value::Array(rows) = func_mem() else {
+            panic!("list")
+        };
         assert!(rows.len() >= 2, "at least one program and the total");
         for row in &rows {
             let Value::Array(cells) = row else { panic!("row") };
@@ -382,8 +397,13 @@ mod tests {
             assert!(cells.iter().all(|c| matches!(c, Value::String(_))));
         }
         let Value::Array(first) = &rows[0] else { panic!() };
-        assert!(matches!(&first[2], Value::String(s) if s.ends_with("iB")), "{first:?}");
-        let Value::Array(last) = rows.last().unwrap() else { panic!() };
+        assert!(
+            matches!(&first[2], Value::String(s) if s.ends_with("iB")),
+            "{first:?}"
+        );
+        let Value::Array(last) = rows.last().unwrap() else {
+            panic!()
+        };
         assert_eq!(last[0], Value::String(String::new()));
     }
 

@@ -34,7 +34,8 @@ const METHODS: &[MethodInfo] = &[
     },
     MethodInfo {
         name: "grep",
-        description: "Runs grep(word) on every module that has it (and the caller may call) and merges the results.",
+        description:
+            "Runs grep(word) on every module that has it (and the caller may call) and merges the results.",
         args: &[ArgInfo {
             name: "word",
             kind: "string",

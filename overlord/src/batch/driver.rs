@@ -95,7 +95,11 @@ pub fn drive(
     rec.driver = Some((me, common::process::start_time(me).unwrap_or(0)));
     rec.interrupted = false;
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
-    let mut poller = Poller::new(&crate::plan::credentials(root), limit, crate::plan::max_response(root))?;
+    let mut poller = Poller::new(
+        &crate::plan::credentials(root),
+        limit,
+        crate::plan::max_response(root),
+    )?;
     let mut events = Vec::new();
     if recovering {
         // Hosts saved as in flight but without a minion job id were being
@@ -219,7 +223,14 @@ pub fn drive(
             Some(Control::Stop) if rec.state.halted.is_none() => events.push(Event::Stop { kill: false }),
             _ => {}
         }
-        events.extend(liveness(&mut poller, root, &meta.function, &rec, &actions.ask, &mut results));
+        events.extend(liveness(
+            &mut poller,
+            root,
+            &meta.function,
+            &rec,
+            &actions.ask,
+            &mut results,
+        ));
         // Ends arrive the moment they happen; the pause only paces looking
         // at deadlines and stop requests.
         let pause = if events.is_empty() {

@@ -251,7 +251,10 @@ impl BatchState {
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
         // Every key in every state, zero or not: one shape for programs.
         let mut c: BTreeMap<&'static str, usize> =
-            ["done", "failed", "timeout", "unreachable", "killed", "abandoned"].map(|k| (k, 0)).into_iter().collect();
+            ["done", "failed", "timeout", "unreachable", "killed", "abandoned"]
+                .map(|k| (k, 0))
+                .into_iter()
+                .collect();
         c.insert("pending", self.pending.len());
         c.insert("active", self.active.len());
         for end in self.ended.values() {

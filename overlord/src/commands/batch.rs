@@ -34,7 +34,6 @@ impl From<crate::cli::BatchCommand> for Batch {
 }
 
 impl Batch {
-
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         match self {
             Batch::List => list(plan),
@@ -125,7 +124,10 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
                 "driver_alive": false, "driver_pid": null, "counts": none.counts(), "hosts": {}});
             crate::output::print_doc(plan.out, &doc);
         } else {
-            crate::outln!("no batch {} here (unknown, or expired)", common::paths::shorten(id));
+            crate::outln!(
+                "no batch {} here (unknown, or expired)",
+                common::paths::shorten(id)
+            );
         }
         return Ok(1);
     };
@@ -259,7 +261,10 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
         .map_err(config)?
         .flatten()
     else {
-        out.line(format!("no batch {} here (unknown, or expired)", common::paths::shorten(id)));
+        out.line(format!(
+            "no batch {} here (unknown, or expired)",
+            common::paths::shorten(id)
+        ));
         return Ok(out.finish(1));
     };
     if rec.complete {
@@ -268,7 +273,9 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
         return Ok(out.finish(0));
     }
     if rec.orphaned() {
-        out.line(format!("stop recorded, but the batch's driver is gone: run func batch recover {id} to apply it"));
+        out.line(format!(
+            "stop recorded, but the batch's driver is gone: run func batch recover {id} to apply it"
+        ));
         out.field("state", json!(state_word(&rec)));
         return Ok(out.finish(1));
     }
@@ -315,7 +322,10 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
     for id in targets {
         match driver::load(&plan.store(), &id).map_err(config)? {
             None => {
-                out.line(format!("no batch {} here (unknown, or expired)", common::paths::shorten(&id)));
+                out.line(format!(
+                    "no batch {} here (unknown, or expired)",
+                    common::paths::shorten(&id)
+                ));
                 outcome.insert(id, json!("unknown"));
                 code = 1;
             }

@@ -36,8 +36,20 @@ pub struct Call {
 
 /// The options `call` knows (its own and the global ones), for suggestions.
 const CALL_OPTIONS: &[&str] = &[
-    "--async", "--nopoll", "--jobstatus", "--batch", "--batch-wait", "--failhard", "--json", "--json-args", "--out", "--forks",
-    "--timeout", "--exclude", "--verbose", "--quiet",
+    "--async",
+    "--nopoll",
+    "--jobstatus",
+    "--batch",
+    "--batch-wait",
+    "--failhard",
+    "--json",
+    "--json-args",
+    "--out",
+    "--forks",
+    "--timeout",
+    "--exclude",
+    "--verbose",
+    "--quiet",
 ];
 
 /// Checks `--json-args` (a JSON array, and no other arguments besides
@@ -50,14 +62,18 @@ fn typed(text: &str, words: usize) -> Result<String, PlanError> {
     }
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v @ serde_json::Value::Array(_)) => Ok(v.to_string()),
-        Ok(_) => Err(PlanError::Usage("--json-args takes a JSON array: '[\"arg\", 2, {\"k\": true}]'".into())),
+        Ok(_) => Err(PlanError::Usage(
+            "--json-args takes a JSON array: '[\"arg\", 2, {\"k\": true}]'".into(),
+        )),
         Err(e) => Err(PlanError::Usage(format!("--json-args is not JSON: {e}"))),
     }
 }
 
 /// Checks the form of `--batch N|P%` now; the size needs the targets.
 fn check_batch(v: &str) -> Result<(), PlanError> {
-    crate::batch::machine::size(v, 1).map(|_| ()).map_err(PlanError::Usage)
+    crate::batch::machine::size(v, 1)
+        .map(|_| ())
+        .map_err(PlanError::Usage)
 }
 
 fn seconds(v: &str) -> Result<f64, PlanError> {
@@ -113,7 +129,11 @@ impl Call {
                     "json" => globals.json = true,
                     "yaml" => globals.out = crate::output::Format::Yaml,
                     "txt" => globals.out = crate::output::Format::Txt,
-                    other => return Err(PlanError::Usage(format!("--out takes json, yaml or txt, not {other:?}"))),
+                    other => {
+                        return Err(PlanError::Usage(format!(
+                            "--out takes json, yaml or txt, not {other:?}"
+                        )))
+                    }
                 },
                 f if f.starts_with('-') && f.len() > 1 && before_method => {
                     return Err(PlanError::Usage(format!(
@@ -319,7 +339,11 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
         }
     })?;
     // Neither finished nor unknown: the -t deadline passed.
-    if !status.finished() && status.code != jobs::LOST_IN_SPACE && !plan.json && !crate::interrupt::requested() {
+    if !status.finished()
+        && status.code != jobs::LOST_IN_SPACE
+        && !plan.json
+        && !crate::interrupt::requested()
+    {
         for (host, why) in &status.waiting {
             crate::outln!("{host}:\n    (no result within -t: {why})");
         }

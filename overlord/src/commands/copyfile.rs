@@ -16,7 +16,6 @@ pub struct CopyFile {
 }
 
 impl CopyFile {
-
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let meta = std::fs::metadata(&self.local)
             .map_err(|e| PlanError::Config(format!("{}: {e}", self.local.display())))?;

@@ -22,7 +22,6 @@ pub struct JobStatus {
 }
 
 impl JobStatus {
-
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let status = check(plan, &self.id, self.wait)?;
         print(plan, &self.id, &status);
@@ -125,7 +124,9 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
         });
         // `--out txt`: the finished hosts' results as `host: value` lines.
         match plan.out {
-            crate::output::Format::Txt => crate::outln!("{}", crate::output::results_as(plan.out, &status.results)),
+            crate::output::Format::Txt => {
+                crate::outln!("{}", crate::output::results_as(plan.out, &status.results))
+            }
             _ => crate::output::print_doc(plan.out, &doc),
         }
         return;

@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 
 use common::Value;
 
+use crate::cli::{SpecCommand, TopCommand};
 use crate::dispatch;
 use crate::job::Action;
-use crate::cli::{SpecCommand, TopCommand};
 use crate::plan::{Globals, Plan, PlanError};
 
 /// A parsed subcommand.
@@ -64,9 +64,9 @@ impl Command {
             Command::Call(c) if c.jobstatus => (&mut c.method, false),
             Command::Jobs(Jobs::Lookup(c)) => (&mut c.id, false),
             Command::Jobs(Jobs::Kill(c)) => (&mut c.id, false),
-            Command::Batch(Batch::Status { id, .. } | Batch::Stop { id, .. } | Batch::Recover { id: Some(id) }) => {
-                (id, true)
-            }
+            Command::Batch(
+                Batch::Status { id, .. } | Batch::Stop { id, .. } | Batch::Recover { id: Some(id) },
+            ) => (id, true),
             _ => return Ok(()),
         };
         *id = crate::jobs::resolve_id(store, id, batch).map_err(PlanError::Config)?;
@@ -76,7 +76,10 @@ impl Command {
     /// A command that takes no SPEC.
     pub fn from_top(c: TopCommand) -> Result<Self, PlanError> {
         Ok(match c {
-            TopCommand::JobStatus(a) => Command::JobStatus(job_status::JobStatus { id: a.id, wait: a.wait }),
+            TopCommand::JobStatus(a) => Command::JobStatus(job_status::JobStatus {
+                id: a.id,
+                wait: a.wait,
+            }),
             TopCommand::Jobs { command } => Command::Jobs(jobs::Jobs::from_cli(command)?),
             TopCommand::Batch { command } => Command::Batch(batch::Batch::from(command)),
             TopCommand::Spec(_) | TopCommand::Transmit => {
@@ -139,8 +142,15 @@ pub fn dispatch_to(
     let exe = std::env::current_exe()
         .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
     plan.detail(targets);
-    dispatch::run(&exe, &plan.credentials(), targets, action, &plan.dispatch, on_each)
-        .map_err(|e| PlanError::Config(format!("cannot start workers: {e}")))
+    dispatch::run(
+        &exe,
+        &plan.credentials(),
+        targets,
+        action,
+        &plan.dispatch,
+        on_each,
+    )
+    .map_err(|e| PlanError::Config(format!("cannot start workers: {e}")))
 }
 
 /// A call action for `method` with `params`.

@@ -13,7 +13,6 @@ pub struct Show {
 }
 
 impl Show {
-
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let action = super::call_action("hardware.info", vec![Value::Boolean(false)])?;
         let pick = |value: Value| match value {

@@ -19,7 +19,9 @@ use crate::plan::PlanError;
 pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
     let bad = |why: String| PlanError::Usage(format!("func transmit: {why}"));
     let req: J = serde_json::from_str(text).map_err(|e| bad(format!("the request is not JSON: {e}")))?;
-    let obj = req.as_object().ok_or_else(|| bad("the request must be a JSON object".into()))?;
+    let obj = req
+        .as_object()
+        .ok_or_else(|| bad("the request must be a JSON object".into()))?;
     let text_of = |key: &str| -> Result<Option<String>, PlanError> {
         match obj.get(key) {
             None | Some(J::Null) => Ok(None),
@@ -77,7 +79,13 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
         Some(p @ J::Array(_)) => p.clone(),
         Some(_) => return Err(bad("\"parameters\" must be a list".into())),
     };
-    words.extend(["--json-args".into(), params.to_string(), "--".into(), module, method]);
+    words.extend([
+        "--json-args".into(),
+        params.to_string(),
+        "--".into(),
+        module,
+        method,
+    ]);
     Ok(words)
 }
 
@@ -90,9 +98,25 @@ mod tests {
         let w = request_words(r#"{"clients": "web*", "module": "test", "method": "add", "parameters": [1, 2], "nforks": 4, "timeout": 5}"#).unwrap();
         assert_eq!(
             w,
-            ["--json", "--timeout", "5", "--forks", "4", "web*", "call", "--json-args", "[1,2]", "--", "test", "add"]
+            [
+                "--json",
+                "--timeout",
+                "5",
+                "--forks",
+                "4",
+                "web*",
+                "call",
+                "--json-args",
+                "[1,2]",
+                "--",
+                "test",
+                "add"
+            ]
         );
-        let w = request_words(r#"{"clients": "*", "module": "test", "method": "sleep", "parameters": [1], "async": true}"#).unwrap();
+        let w = request_words(
+            r#"{"clients": "*", "module": "test", "method": "sleep", "parameters": [1], "async": true}"#,
+        )
+        .unwrap();
         assert!(w.contains(&"--nopoll".to_string()));
         let w = request_words(r#"{"job_status": "x-1.5", "wait": true}"#).unwrap();
         assert_eq!(w, ["--json", "job_status", "x-1.5", "--wait"]);

@@ -25,7 +25,6 @@ struct Running {
 }
 
 impl Active {
-
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let targets = crate::targets::resolve(&plan.root, &self.spec, plan.exclude.as_deref())?;
         let action = crate::commands::call_action("jobs.running", Vec::new())?;

@@ -61,7 +61,9 @@ impl Kill {
             match plan.json {
                 // The same document as every `jobs kill --json`: the job's status.
                 true => job_status::print(plan, &self.id, &status),
-                false => crate::outln!("job {q} already finished: nothing to kill (func job_status {q} shows its results)"),
+                false => crate::outln!(
+                    "job {q} already finished: nothing to kill (func job_status {q} shows its results)"
+                ),
             }
             return Ok(0);
         }

@@ -14,7 +14,6 @@ pub struct Lookup {
 }
 
 impl Lookup {
-
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let status = super::refreshed(plan, &self.id)?;
         if !self.missing {
@@ -28,7 +27,10 @@ impl Lookup {
         if plan.json {
             crate::output::print_doc(plan.out, &status.waiting);
         } else if status.waiting.is_empty() {
-            crate::outln!("nothing missing: all {} hosts have answered", status.results.len());
+            crate::outln!(
+                "nothing missing: all {} hosts have answered",
+                status.results.len()
+            );
         } else {
             for (host, why) in &status.waiting {
                 crate::outln!("{host}: {why}");

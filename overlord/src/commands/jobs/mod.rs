@@ -61,4 +61,3 @@ pub fn counts(record: &JobRecord) -> (usize, usize, usize) {
 pub fn refreshed(plan: &Plan, id: &str) -> Result<Status, PlanError> {
     super::job_status::check(plan, id, false)
 }
-
