@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::paths::Root;
 use common::Value;
-use func_tests::fixture::{wait_until, FuncdProcess, Pki};
+use func_tests::fixture::{wait_until, Pki};
 
 use crate::helper::{remote_error, s, OneMinion};
 
@@ -143,18 +143,7 @@ fn a_full_disk_fails_clearly_and_heals_without_a_restart() {
     let pki = Pki::new();
     let root: Root = pki.minion_root("m1");
     let disk = SmallDisk::mount(&root.join("var"), "24m");
-    let minion = FuncdProcess::start(&root, "m1").unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let m = OneMinion {
-        minion,
-        pki,
-        root,
-        rt,
-    };
+    let m = OneMinion::start_prepared(pki, root, "m1");
     let Value::String(before) = submit(&m, "test.ping", vec![]) else {
         panic!("id")
     };

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::Value;
-use func_tests::fixture::{wait_until, write_file, Fleet, FuncdProcess, Pki};
+use func_tests::fixture::{wait_until, write_file, Fleet, Pki};
 
 use crate::helper::{s, OneMinion};
 
@@ -160,18 +160,7 @@ fn requests_results_logs_and_keys_are_private_on_the_minion() {
     std::fs::set_permissions(root.log_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(root.audit_log(), std::fs::Permissions::from_mode(0o644)).unwrap();
     open_up(root.dir());
-    let minion = FuncdProcess::start(&root, "m1").unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let m = OneMinion {
-        minion,
-        pki,
-        root,
-        rt,
-    };
+    let m = OneMinion::start_prepared(pki, root, "m1");
     // A request in the spool (running), a result in the store, a token in the log.
     let running = m
         .call("async.command.run", vec![s("sleep 30 # password=hunter2")])

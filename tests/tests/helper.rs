@@ -34,6 +34,11 @@ impl OneMinion {
         if !acl.is_empty() {
             write_file(&root.acl_dir().join("test.acl"), acl);
         }
+        Self::start_prepared(pki, root, name)
+    }
+
+    /// Starts funcd on a root the test has already prepared.
+    pub fn start_prepared(pki: Pki, root: Root, name: &str) -> Self {
         let minion = FuncdProcess::start(&root, name).expect("funcd starts");
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
