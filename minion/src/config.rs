@@ -34,6 +34,8 @@ pub struct MinionConfig {
     pub keep_jobs: f64,
     /// What one caller may consume (`limits.rs`).
     pub quotas: crate::limits::Quotas,
+    /// Drop-in modules' bounds (`[modules]`).
+    pub modules: crate::dropin::Settings,
 }
 
 /// Values given on the command line, which win over the config file.
@@ -106,6 +108,7 @@ impl MinionConfig {
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .unwrap_or(3600.0),
             quotas: crate::limits::Quotas::load(&ini)?,
+            modules: crate::dropin::Settings::load(&ini)?,
             root,
         })
     }

@@ -23,6 +23,7 @@ pub mod beneath;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
+pub mod dropin;
 pub mod enroll;
 pub mod jobs;
 pub mod limits;

@@ -119,7 +119,11 @@ impl Minion {
             jobs: Arc::new(jobs),
             acl: Acl::load(&root.acl_dir()),
             audit: AuditLog::open(&root.audit_log()),
-            registry: Registry::standard(),
+            registry: Registry::with_dropins(
+                config.root.clone(),
+                config.modules.clone(),
+                crate::dropin::exec::Group::Own,
+            ),
             config,
             creds,
             tls,

@@ -42,5 +42,7 @@ mod compat;
 // make install: the layout, units, sample configuration, an installed fleet.
 mod install;
 mod multihost;
+// Drop-in modules in any language: examples, types, misbehaviour, hot reload, safety.
+mod dropin;
 // Shared helpers for these tests.
 mod helper;

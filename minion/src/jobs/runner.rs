@@ -96,7 +96,7 @@ fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
         }
     };
     let caller = crate::acl::Caller::new(record.caller.clone(), record.overlord);
-    let value = execute(root, name, &record.call_xml, &caller);
+    let (value, dropin) = execute(root, name, &record.call_xml, &caller);
     record.pid = me;
     record.pid_start = start;
     record.result_xml = Some(encode_result(value));
@@ -114,11 +114,17 @@ fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
         }
     }
     notify(root, id);
+    if dropin {
+        // What a drop-in module left behind in the job's process group ends
+        // with the job, as it does with a synchronous call (this process too).
+        let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), nix::sys::signal::Signal::SIGKILL);
+    }
     Ok(())
 }
 
-/// Runs the recorded call; every failure is a `REMOTE_ERROR` value.
-fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Caller) -> Value {
+/// Runs the recorded call; every failure is a `REMOTE_ERROR` value. Also
+/// says whether the method was a drop-in module's.
+fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Caller) -> (Value, bool) {
     let config = match MinionConfig::load(
         root.clone(),
         Overrides {
@@ -127,7 +133,12 @@ fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Calle
         },
     ) {
         Ok(c) => c,
-        Err(e) => return MethodError::new("func.minion.ConfigError", e.to_string()).into_value(),
+        Err(e) => {
+            return (
+                MethodError::new("func.minion.ConfigError", e.to_string()).into_value(),
+                false,
+            )
+        }
     };
     let limits = xmlrpc::Limits {
         max_body: usize::MAX,
@@ -136,11 +147,18 @@ fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Calle
     let call = match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
         Ok(c) => c,
         Err(e) => {
-            return MethodError::new("func.minion.JobError", format!("unreadable job request: {e}"))
-                .into_value()
+            return (
+                MethodError::new("func.minion.JobError", format!("unreadable job request: {e}")).into_value(),
+                false,
+            )
         }
     };
-    let registry = Registry::standard();
+    // Drop-ins stay in the job's process group, which `kill_job` signals.
+    let registry = Registry::with_dropins(
+        config.root.clone(),
+        config.modules.clone(),
+        crate::dropin::exec::Group::Inherit,
+    );
     let acl = crate::acl::Acl::load(&config.root.acl_dir());
     let ctx = Context {
         root: &config.root,
@@ -150,13 +168,14 @@ fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Calle
         caller,
         acl: &acl,
     };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| {
+    let value = match std::panic::catch_unwind(AssertUnwindSafe(|| {
         registry.call(&ctx, &call.method, &call.params)
     })) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => e.into_value(),
         Err(_) => MethodError::new("exceptions.Exception", "internal error in module").into_value(),
-    }
+    };
+    (value, !registry.is_builtin_module(&call.method))
 }
 
 /// Tells the daemon a result is waiting. Best effort: the daemon also

@@ -2,7 +2,10 @@
 //! [`Registry`] adds Func's five per-module methods (`module_version`,
 //! `module_api_version`, `module_description`, `list_methods`,
 //! `get_method_args`) and resolves `module.method` names, dotted submodules
-//! included (the module is everything before the last dot).
+//! included (the module is everything before the last dot). Drop-in
+//! modules (`crate::dropin`) join the built-ins here: a name that is not a
+//! built-in module is looked up among them, so they get the same five base
+//! methods, listings, ACLs, audit and limits.
 
 pub mod command;
 pub mod copyfile;
@@ -14,11 +17,14 @@ pub mod system;
 pub mod test;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use common::paths::Root;
 use common::xmlrpc::args::{ArgError, Args};
 use common::xmlrpc::remote_error;
 use common::Value;
+
+use crate::dropin::{DropIn, DropIns, Snapshot};
 
 /// Python-style exception type for an unknown method, as Func reports it.
 pub const INVALID_METHOD: &str = "func.minion.codes.InvalidMethodException";
@@ -143,10 +149,30 @@ pub trait Module: Send + Sync {
 /// All modules of this minion, by name.
 pub struct Registry {
     modules: BTreeMap<&'static str, Box<dyn Module>>,
+    dropins: Option<DropIns>,
+}
+
+/// A resolved `module.method`.
+enum Target<'a> {
+    BuiltIn(&'a dyn Module, &'a str),
+    DropIn(Arc<DropIn>, &'a str),
 }
 
 impl Registry {
-    /// The modules shipped with funcd.
+    /// The modules shipped with funcd, and the drop-ins below `root`
+    /// (`group`: how their processes are grouped, see `dropin::exec`).
+    pub fn with_dropins(
+        root: Root,
+        settings: crate::dropin::Settings,
+        group: crate::dropin::exec::Group,
+    ) -> Self {
+        let mut reg = Self::standard();
+        let builtins = reg.modules.keys().map(|k| k.to_string()).collect();
+        reg.dropins = Some(DropIns::new(root, settings, group, builtins));
+        reg
+    }
+
+    /// The modules shipped with funcd only.
     pub fn standard() -> Self {
         let list: Vec<Box<dyn Module>> = vec![
             Box::new(command::Command),
@@ -160,7 +186,33 @@ impl Registry {
         ];
         Self {
             modules: list.into_iter().map(|m| (m.name(), m)).collect(),
+            dropins: None,
         }
+    }
+
+    /// The drop-in modules as of now (the directories are looked at again).
+    pub fn dropins(&self) -> Snapshot {
+        self.dropins.as_ref().map(DropIns::refresh).unwrap_or_default()
+    }
+
+    /// Every module name, built-in and drop-in, sorted.
+    pub fn module_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.modules.keys().map(|k| k.to_string()).collect();
+        names.extend(self.dropins().modules.into_keys());
+        names.sort();
+        names
+    }
+
+    /// `{module: [method, ...]}` of every module.
+    pub fn inventory(&self) -> Value {
+        let mut all: BTreeMap<String, Value> = self
+            .modules()
+            .map(|m| (m.name().to_string(), strings(Self::method_names(m))))
+            .collect();
+        for (name, m) in self.dropins().modules {
+            all.insert(name, strings(dropin_method_names(&m)));
+        }
+        Value::Struct(all)
     }
 
     pub fn modules(&self) -> impl Iterator<Item = &dyn Module> {
@@ -189,13 +241,41 @@ impl Registry {
                     .map(move |meth| format!("{}.{meth}", m.name()))
             })
             .collect();
+        for (name, m) in self.dropins().modules {
+            names.extend(
+                dropin_method_names(&m)
+                    .into_iter()
+                    .map(|meth| format!("{name}.{meth}")),
+            );
+        }
         names.sort();
         names
     }
 
-    /// Whether `qualified` names a method that exists.
+    /// Whether `qualified`'s module (before the last dot) is built in.
+    pub fn is_builtin_module(&self, qualified: &str) -> bool {
+        let module = qualified.rsplit_once('.').map_or(qualified, |(m, _)| m);
+        self.modules.contains_key(module)
+    }
+
+    /// Whether `qualified` names a built-in method.
     pub fn exists(&self, qualified: &str) -> bool {
         self.resolve(qualified).is_some()
+    }
+
+    /// Built-in methods first; then, for a module name that is not built
+    /// in, the drop-ins as they are now.
+    fn target<'a>(&'a self, qualified: &'a str) -> Option<Target<'a>> {
+        if let Some((module, method)) = self.resolve(qualified) {
+            return Some(Target::BuiltIn(module, method));
+        }
+        let (module, method) = qualified.rsplit_once('.')?;
+        if self.modules.contains_key(module) {
+            return None;
+        }
+        let found = self.dropins().modules.remove(module)?;
+        let known = dropin_method_names(&found).contains(&method);
+        known.then_some(Target::DropIn(found, method))
     }
 
     fn resolve<'a>(&'a self, qualified: &'a str) -> Option<(&'a dyn Module, &'a str)> {
@@ -206,11 +286,13 @@ impl Registry {
             .then_some((module, method))
     }
 
-    /// Whether a call of `qualified` answers at once: the five base methods,
-    /// a module's instant methods, and unknown methods (an error value).
+    /// Whether a call of `qualified` answers at once: the five base methods
+    /// of built-ins, a module's instant methods, and unknown methods (an
+    /// error value). Names that may be drop-ins are not: finding out runs
+    /// a look at the directories, maybe an executable.
     pub fn is_instant(&self, qualified: &str) -> bool {
         match self.resolve(qualified) {
-            None => true,
+            None => self.dropins.is_none() || self.is_builtin_module(qualified),
             Some((module, method)) => {
                 !module.methods().iter().any(|m| m.name == method) || module.is_instant(method)
             }
@@ -220,11 +302,15 @@ impl Registry {
     /// Runs `qualified` (`module.method`). Unknown methods are a
     /// `REMOTE_ERROR`, as in Func.
     pub fn call(&self, ctx: &Context<'_>, qualified: &str, params: &[Value]) -> MethodResult {
-        let Some((module, method)) = self.resolve(qualified) else {
-            return Err(MethodError::new(
-                INVALID_METHOD,
-                format!("method {} does not exist", common::paths::shorten(qualified)),
-            ));
+        let (module, method) = match self.target(qualified) {
+            Some(Target::BuiltIn(module, method)) => (module, method),
+            Some(Target::DropIn(module, method)) => return self.call_dropin(ctx, &module, method, params),
+            None => {
+                return Err(MethodError::new(
+                    INVALID_METHOD,
+                    format!("method {} does not exist", common::paths::shorten(qualified)),
+                ))
+            }
         };
         let args = Args::new(method, params);
         if module.methods().iter().any(|m| m.name == method) {
@@ -239,6 +325,44 @@ impl Registry {
             _ => module.call(ctx, method, args),
         }
     }
+
+    /// A drop-in's own method runs its executable; the five base methods
+    /// are answered from its description.
+    fn call_dropin(&self, ctx: &Context<'_>, m: &DropIn, method: &str, params: &[Value]) -> MethodResult {
+        let dropins = self
+            .dropins
+            .as_ref()
+            .expect("drop-ins resolved without a drop-in set");
+        if m.method(method).is_some() {
+            return dropins.call(m, method, params, &ctx.caller.key);
+        }
+        let args = Args::new(method, params);
+        no_args(args)?;
+        Ok(match method {
+            "module_version" => Value::String(m.version.clone()),
+            "module_api_version" => Value::String(m.api_version.clone()),
+            "module_description" => Value::String(m.description.clone()),
+            "list_methods" => strings(dropin_method_names(m)),
+            _ => args_value(m.methods.iter().map(|meth| {
+                let args = meth.args.iter().map(|a| {
+                    (
+                        a.name.as_str(),
+                        a.kind.as_str(),
+                        a.optional,
+                        a.description.as_str(),
+                    )
+                });
+                (meth.name.as_str(), meth.description.as_str(), args)
+            })),
+        })
+    }
+}
+
+/// A drop-in's method names: its own, then the base ones it does not define.
+fn dropin_method_names(m: &DropIn) -> Vec<&str> {
+    let own: Vec<&str> = m.methods.iter().map(|x| x.name.as_str()).collect();
+    let base = BASE_METHODS.into_iter().filter(|b| !own.contains(b));
+    own.iter().copied().chain(base).collect()
 }
 
 fn no_args(args: Args<'_>) -> Result<(), MethodError> {
@@ -258,22 +382,31 @@ pub fn record<K: Into<String>>(pairs: impl IntoIterator<Item = (K, Value)>) -> V
 /// Func's `get_method_args` shape: `{method: {args: {arg: {type, optional,
 /// description, order}}, description}}`.
 fn method_args(module: &dyn Module) -> Value {
-    record(module.methods().iter().map(|m| {
-        let args = record(m.args.iter().enumerate().map(|(order, a)| {
+    args_value(module.methods().iter().map(|m| {
+        let args = m.args.iter().map(|a| (a.name, a.kind, a.optional, a.description));
+        (m.name, m.description, args)
+    }))
+}
+
+/// `get_method_args` from `(method, description, [(arg, type, optional,
+/// description)])`.
+fn args_value<'a, A>(methods: impl Iterator<Item = (&'a str, &'a str, A)>) -> Value
+where
+    A: Iterator<Item = (&'a str, &'a str, bool, &'a str)>,
+{
+    record(methods.map(|(name, description, args)| {
+        let args = record(args.enumerate().map(|(order, (arg, kind, optional, text))| {
             let info = record([
-                ("type", Value::String(a.kind.into())),
-                ("optional", Value::Boolean(a.optional)),
-                ("description", Value::String(a.description.into())),
+                ("type", Value::String(kind.into())),
+                ("optional", Value::Boolean(optional)),
+                ("description", Value::String(text.into())),
                 ("order", Value::Integer(order as i32)),
             ]);
-            (a.name, info)
+            (arg, info)
         }));
         (
-            m.name,
-            record([
-                ("args", args),
-                ("description", Value::String(m.description.into())),
-            ]),
+            name,
+            record([("args", args), ("description", Value::String(description.into()))]),
         )
     }))
 }

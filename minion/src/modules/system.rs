@@ -1,13 +1,15 @@
 //! `system`: the minion's self-description (`listMethods`, `list_methods`,
-//! `list_modules`, `inventory`) and `grep(word)` over every module that has a
-//! `grep` method the caller may call itself (an ACL limit on `process.grep`
-//! is not escaped through `system.grep`).
+//! `list_modules`, `inventory`), built-in and drop-in modules alike; the
+//! state of every drop-in file (`module_status`, `reload_modules`); and
+//! `grep(word)` over every module that has a `grep` method the caller may
+//! call itself (an ACL limit on `process.grep` is not escaped through
+//! `system.grep`).
 
 use common::xmlrpc::args::Args;
 use common::Value;
 
 use super::test::unreachable_method;
-use super::{record, strings, ArgInfo, Context, MethodInfo, MethodResult, Module, Registry};
+use super::{record, strings, ArgInfo, Context, MethodInfo, MethodResult, Module};
 
 pub struct System;
 
@@ -30,6 +32,19 @@ const METHODS: &[MethodInfo] = &[
     MethodInfo {
         name: "inventory",
         description: "{module: [method, ...]}",
+        args: &[],
+    },
+    MethodInfo {
+        name: "module_status",
+        description:
+            "Every drop-in module file: {path: {module, state, detail}}; state is loaded, refused, \
+                      broken, shadowed (a built-in has its name) or overridden (a local module has its name).",
+        args: &[],
+    },
+    MethodInfo {
+        name: "reload_modules",
+        description:
+            "Looks at the drop-in module directories now (every call does) and returns module_status.",
         args: &[],
     },
     MethodInfo {
@@ -64,15 +79,20 @@ impl Module for System {
                 .map_err(Into::into),
             "list_modules" => args
                 .arity(0, 0)
-                .map(|_| strings(reg.modules().map(|m| m.name())))
+                .map(|_| strings(reg.module_names()))
                 .map_err(Into::into),
-            "inventory" => args
+            "inventory" => args.arity(0, 0).map(|_| reg.inventory()).map_err(Into::into),
+            "module_status" | "reload_modules" => args
                 .arity(0, 0)
                 .map(|_| {
-                    record(
-                        reg.modules()
-                            .map(|m| (m.name(), strings(Registry::method_names(m)))),
-                    )
+                    record(reg.dropins().status.into_iter().map(|s| {
+                        let info = record([
+                            ("module", Value::String(s.module)),
+                            ("state", Value::String(s.state.into())),
+                            ("detail", Value::String(s.detail)),
+                        ]);
+                        (s.shown, info)
+                    }))
                 })
                 .map_err(Into::into),
             "grep" => {
@@ -88,13 +108,19 @@ impl Module for System {
                     if let Ok(Value::Struct(found)) =
                         module.call(ctx, "grep", Args::new("grep", std::slice::from_ref(&word)))
                     {
-                        merged.extend(
-                            found
-                                .into_iter()
-                                .filter(|(_, v)| !matches!(v, Value::Array(a) if a.is_empty())),
-                        );
+                        merged.extend(found);
                     }
                 }
+                for (name, m) in reg.dropins().modules {
+                    let method = format!("{name}.grep");
+                    if m.method("grep").is_some() && ctx.may_call(&method) {
+                        if let Ok(Value::Struct(found)) = reg.call(ctx, &method, std::slice::from_ref(&word))
+                        {
+                            merged.extend(found);
+                        }
+                    }
+                }
+                merged.retain(|_, v| !matches!(v, Value::Array(a) if a.is_empty()));
                 Ok(Value::Struct(merged))
             }
             _ => unreachable_method(method),
