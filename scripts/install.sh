@@ -33,6 +33,12 @@ for unit in dist/systemd/*.service.in; do
 	sed "s|@PREFIX@|$PREFIX|g" "$unit" >"$root/lib/systemd/system/$(basename "$unit" .in)"
 	chmod 0644 "$root/lib/systemd/system/$(basename "$unit" .in)"
 done
+# Drop-in module directories (fixed paths below the root, like /etc/func,
+# whatever the PREFIX: funcd looks there) and the two example modules, as
+# documentation (copy one into /etc/func/modules.d with mode 0755 to use it).
+install -d -m 0755 "$DESTDIR/usr/libexec/func/modules" "$DESTDIR/etc/func/modules.d"
+install -d "$root/share/doc/funcd/examples/modules"
+install -m 0644 dist/modules/example_py dist/modules/example_sh "$root/share/doc/funcd/examples/modules/"
 # Configuration: commented samples, each key with its default; an existing
 # file is the administrator's and is left alone.
 conf() {

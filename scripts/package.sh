@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make package`: two Debian packages below target/debian/, built with
 # dpkg-deb from the `make install` layout (PREFIX=/usr):
-#   funcd  — the minion: funcd, its unit, man page, completions, and its
+#   funcd  — the minion: funcd, its unit, man page, completions, the
+#            drop-in module directories with the example modules, and its
 #            configuration (/etc/func/minion.conf, /etc/certmaster/minion.conf,
 #            the ACL example) as conffiles;
 #   func   — the overlord side: func, certmaster, certmaster-ca, the
@@ -18,14 +19,18 @@ trap 'rm -rf "$stage"' EXIT
 PREFIX=/usr DESTDIR="$stage/all" PROFILE=$PROFILE bash scripts/install.sh >/dev/null
 mkdir -p "$OUT"
 
-# package NAME DESCRIPTION FILE... (paths below the staged root)
+# package NAME DESCRIPTION FILE... (paths below the staged root; DIR/ for a
+# directory, which may be empty)
 package() {
 	local name=$1 summary=$2
 	shift 2
 	local root="$stage/$name"
 	mkdir -p "$root/DEBIAN"
 	for f in "$@"; do
-		install -D -m "$(stat -c %a "$stage/all/$f")" "$stage/all/$f" "$root/$f"
+		case $f in
+		*/) install -d -m 0755 "$root/$f" ;;
+		*) install -D -m "$(stat -c %a "$stage/all/$f")" "$stage/all/$f" "$root/$f" ;;
+		esac
 	done
 	# Stripped binaries and compressed man pages, as Debian policy wants.
 	find "$root/usr/bin" "$root/usr/sbin" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
@@ -70,6 +75,8 @@ package funcd "minion daemon (funcd) of Func in Rust" \
 	usr/sbin/funcd usr/share/man/man8/funcd.8 usr/lib/systemd/system/funcd.service \
 	usr/share/bash-completion/completions/funcd usr/share/zsh/site-functions/_funcd \
 	usr/share/fish/vendor_completions.d/funcd.fish \
+	usr/libexec/func/modules/ etc/func/modules.d/ \
+	usr/share/doc/funcd/examples/modules/example_py usr/share/doc/funcd/examples/modules/example_sh \
 	etc/func/minion.conf etc/certmaster/minion.conf etc/func/minion-acl.d/example.acl.sample
 
 overlord_files=(usr/bin/func usr/bin/certmaster-ca usr/sbin/certmaster usr/lib/systemd/system/certmaster.service

@@ -3,6 +3,7 @@
 //! verify` accepts, commented sample configuration that the daemons read,
 //! and a certmaster, a minion and func run from the installed files.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -42,8 +43,15 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
         "etc/func/minion-acl.d/example.acl.sample",
         "etc/certmaster/certmaster.conf",
         "etc/certmaster/minion.conf",
+        "usr/share/doc/funcd/examples/modules/example_py",
+        "usr/share/doc/funcd/examples/modules/example_sh",
     ] {
         assert!(dest.join(file).is_file(), "{file}");
+    }
+    // The drop-in module directories funcd looks in, writable by their owner only.
+    for d in ["usr/libexec/func/modules", "etc/func/modules.d"] {
+        let meta = std::fs::metadata(dest.join(d)).unwrap_or_else(|e| panic!("{d}: {e}"));
+        assert!(meta.is_dir() && meta.permissions().mode() & 0o777 == 0o755, "{d}");
     }
     // The units: Type=notify, and systemd accepts them (ExecStart pointed at
     // the installed binary, since nothing is installed in /usr here).
@@ -148,6 +156,24 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
         .unwrap();
     assert!(ping.status.success(), "{:?}", ping);
     assert!(String::from_utf8_lossy(&ping.stdout).contains("[ ok ... ] m1"));
+    // An installed example module, put in place as the README says, answers.
+    let modules = m_root.join("etc/func/modules.d");
+    std::fs::create_dir_all(&modules).unwrap();
+    let installed = Command::new("install")
+        .args(["-m", "0755"])
+        .arg(dest.join("usr/share/doc/funcd/examples/modules/example_sh"))
+        .arg(&modules)
+        .status()
+        .unwrap();
+    assert!(installed.success());
+    let kernel = Command::new(bin("bin/func"))
+        .arg("--root")
+        .arg(cm_root.dir())
+        .args(["m1", "call", "example_sh", "kernel"])
+        .output()
+        .unwrap();
+    assert!(kernel.status.success(), "{kernel:?}");
+    assert!(String::from_utf8_lossy(&kernel.stdout).contains("Linux"), "{kernel:?}");
 }
 
 #[test]
@@ -300,6 +326,10 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
         .output()
         .unwrap();
     assert!(version.status.success() && String::from_utf8_lossy(&version.stdout).contains("funcd"));
+    for d in ["usr/libexec/func/modules", "etc/func/modules.d"] {
+        assert!(root.join(d).is_dir(), "the funcd package creates {d}");
+    }
+    assert!(root.join("usr/share/doc/funcd/examples/modules/example_py").is_file());
     dpkg(&["-r", "funcd", "func"]);
     assert!(!root.join("usr/sbin/funcd").exists() && !root.join("usr/bin/func").exists());
     // Removal (not purge) keeps the configuration, as for every Debian package.
