@@ -35,7 +35,8 @@ pub struct Cli {
     /// Detach from the terminal and write var/run/funcd.pid below the root.
     #[arg(long)]
     pub daemon: bool,
-    /// Print the loaded modules and exit.
+    /// Print the built-in modules, then each drop-in module file below the
+    /// root with its state (loaded, refused, broken, shadowed, overridden), and exit.
     #[arg(long)]
     pub list_modules: bool,
     /// Internal: run one async job (the daemon starts this; see minion::jobs).

@@ -37,10 +37,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.list_modules {
-        for module in Registry::standard().modules() {
-            let _ = writeln!(std::io::stdout(), "{}", module.name());
-        }
-        return Ok(());
+        return list_modules(&cli.root);
     }
     std::fs::create_dir_all(&cli.root).with_context(|| format!("creating root {}", cli.root.display()))?;
     let root_dir =
@@ -162,4 +159,30 @@ fn common_log_filter(level: Option<&str>) -> tracing_subscriber::EnvFilter {
         Some(level) => tracing_subscriber::EnvFilter::new(level),
         None => tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
     }
+}
+
+/// `--list-modules`: the built-in modules, then every drop-in file below
+/// the root with its state (loaded, refused, broken, shadowed, overridden),
+/// one per line; described now, as funcd would at a call.
+fn list_modules(root: &std::path::Path) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let builtins = Registry::standard();
+    for module in builtins.modules() {
+        if writeln!(out, "{}", module.name()).is_err() {
+            return Ok(());
+        }
+    }
+    let Ok(dir) = std::fs::canonicalize(root) else { return Ok(()) };
+    let root = Root::new(dir);
+    let settings = MinionConfig::load(root.clone(), Overrides::default())
+        .context("reading the minion configuration")?
+        .modules;
+    let registry = Registry::with_dropins(root, settings, minion::dropin::exec::Group::Own);
+    for s in registry.dropins().status {
+        let line = format!("{:<12} {:<10} {}: {}", s.module, s.state, s.shown, s.detail);
+        if writeln!(out, "{line}").is_err() {
+            break;
+        }
+    }
+    Ok(())
 }
