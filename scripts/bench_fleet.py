@@ -124,12 +124,28 @@ def memory(tag):
                all(sizes), "%d funcd processes" % len(pids))
 
 
+# A trivial drop-in module on every minion (picked up at the first call).
+TRIVIAL_SH = """#!/bin/sh
+case "$1" in
+describe) echo '{"version": "1", "methods": {"ping": {}}}' ;;
+call) echo '{"result": 1}' ;;
+esac
+"""
+for name in os.listdir(fleet_dir):
+    if name != "certmaster" and os.path.isdir(os.path.join(fleet_dir, name, "etc")):
+        mods = os.path.join(fleet_dir, name, "etc", "func", "modules.d")
+        os.makedirs(mods, exist_ok=True)
+        with open(os.path.join(mods, "bench_sh"), "w") as f:
+            f.write(TRIVIAL_SH)
+        os.chmod(os.path.join(mods, "bench_sh"), 0o755)
+
 time.sleep(float(os.environ.get("BENCH_SETTLE", "2")))
 memory("idle")
 if "sync" in SECTIONS:
     sync("sync_ping", ["*", "ping"], lambda out: out.count("[ ok") >= k)
     sync("sync_call_test_ping", ["*", "call", "test", "ping"], lambda out: out.count("\n    1\n") >= k)
     sync("sync_command_run_echo", ["*", "call", "command", "run", "echo hi"], all_hosts_say("- hi"))
+    sync("sync_call_dropin_sh", ["*", "call", "bench_sh", "ping"], lambda out: out.count("\n    1\n") >= k)
 
 for _ in range(RUNS if "async" in SECTIONS else 0):
     start = time.perf_counter()

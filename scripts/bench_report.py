@@ -34,6 +34,7 @@ ROWS = [
     ("`--async --batch 25%` → complete (polled)", "async_batch25_complete", "d3_async_batch_complete_polled", "ms"),
     ("  overhead over the ideal", "async_batch25_overhead", "d3_overhead", "%"),
     ("`command.run \"echo hi\"` (Salt: cmd.run)", "sync_command_run_echo", "f_sync_cmd_run_echo", "ms"),
+    ("sync `call bench_sh ping` (a drop-in sh module)", "sync_call_dropin_sh", "", "ms"),
     ("idle RSS, one minion", "idle_one_minion_rss", "idle_after_startup_one_minion_rss", "MiB"),
     ("idle PSS, one minion", "idle_one_minion_pss", "idle_after_startup_one_minion_pss", "MiB"),
     ("idle RSS, all minions", "idle_all_minions_rss", "idle_after_startup_all_minions_rss", "MiB"),
@@ -46,6 +47,8 @@ ONE = [
     ("test.ping over 8 keep-alive connections (Rust client)", "keepalive_pings_concurrent"),
     ("test.ping with a new TLS connection per call (Rust client)", "new_tls_per_call_pings"),
     ("test.ping over 1 keep-alive connection (Python xmlrpc.client)", "python_keepalive_pings"),
+    ("drop-in bench_sh.ping (POSIX sh) over 1 keep-alive connection (Rust client)", "keepalive_bench_sh"),
+    ("drop-in bench_py.ping (Python) over 1 keep-alive connection (Rust client)", "keepalive_bench_py"),
 ]
 
 

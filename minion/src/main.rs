@@ -172,7 +172,9 @@ fn list_modules(root: &std::path::Path) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-    let Ok(dir) = std::fs::canonicalize(root) else { return Ok(()) };
+    let Ok(dir) = std::fs::canonicalize(root) else {
+        return Ok(());
+    };
     let root = Root::new(dir);
     let settings = MinionConfig::load(root.clone(), Overrides::default())
         .context("reading the minion configuration")?

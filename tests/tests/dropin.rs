@@ -329,6 +329,32 @@ fn hot_add_change_and_removal_without_a_restart() {
 #[test]
 fn unsafe_broken_and_clashing_files_are_refused_reported_and_harm_nothing() {
     let m = OneMinion::start("d5");
+    // A packaged module, and a local one of the same name that wins.
+    let packaged = m.root.join("usr/libexec/func/modules");
+    std::fs::create_dir_all(&packaged).unwrap();
+    for (dir, answer) in [(&packaged, "packaged"), (&modules_dir(&m.root), "local")] {
+        for name in ["dup", answer] {
+            let src = dir.join(format!(".{name}.src"));
+            write_file(
+                &src,
+                &format!(
+                    "#!/bin/sh\ncase \"$1\" in\ndescribe) echo '{{\"methods\": {{\"run\": {{}}}}}}' ;;\n\
+                     call) echo '{{\"result\": \"{answer}\"}}' ;;\nesac\n"
+                ),
+            );
+            std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&src, dir.join(name)).unwrap();
+        }
+    }
+    assert_eq!(m.call("dup.run", vec![]).unwrap(), s("local"));
+    assert_eq!(m.call("packaged.run", vec![]).unwrap(), s("packaged"));
+    let status = status_of(&m);
+    let dup = &status["/usr/libexec/func/modules/dup"];
+    assert_eq!(field(dup, "state"), &s("overridden"), "{dup:?}");
+    assert_eq!(
+        field(dup, "detail"),
+        &s("/etc/func/modules.d/dup is the one called")
+    );
     install(&m.root, &example("example_sh"), "example_sh");
     sh_module(&m.root, "loose", "echo '{\"result\": 1}'");
     std::fs::set_permissions(
@@ -362,6 +388,17 @@ fn unsafe_broken_and_clashing_files_are_refused_reported_and_harm_nothing() {
             "{refused}: {v:?}"
         );
     }
+    // The caller learns why, not only that the method is missing.
+    let (_, why) = remote_error(&m.call("loose.run", vec![]).unwrap()).unwrap();
+    assert!(
+        why.contains("/etc/func/modules.d/loose is refused: writable by group or others"),
+        "{why}"
+    );
+    let (_, why) = remote_error(&m.call("nodesc.run", vec![]).unwrap()).unwrap();
+    assert!(
+        why.contains("/etc/func/modules.d/nodesc is broken: describe did not print JSON"),
+        "{why}"
+    );
     assert!(matches!(
         m.call("example_sh.kernel", vec![]).unwrap(),
         Value::String(_)

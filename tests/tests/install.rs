@@ -173,7 +173,10 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
         .output()
         .unwrap();
     assert!(kernel.status.success(), "{kernel:?}");
-    assert!(String::from_utf8_lossy(&kernel.stdout).contains("Linux"), "{kernel:?}");
+    assert!(
+        String::from_utf8_lossy(&kernel.stdout).contains("Linux"),
+        "{kernel:?}"
+    );
 }
 
 #[test]
@@ -329,7 +332,9 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     for d in ["usr/libexec/func/modules", "etc/func/modules.d"] {
         assert!(root.join(d).is_dir(), "the funcd package creates {d}");
     }
-    assert!(root.join("usr/share/doc/funcd/examples/modules/example_py").is_file());
+    assert!(root
+        .join("usr/share/doc/funcd/examples/modules/example_py")
+        .is_file());
     dpkg(&["-r", "funcd", "func"]);
     assert!(!root.join("usr/sbin/funcd").exists() && !root.join("usr/bin/func").exists());
     // Removal (not purge) keeps the configuration, as for every Debian package.

@@ -308,7 +308,11 @@ impl Registry {
             None => {
                 return Err(MethodError::new(
                     INVALID_METHOD,
-                    format!("method {} does not exist", common::paths::shorten(qualified)),
+                    format!(
+                        "method {} does not exist{}",
+                        common::paths::shorten(qualified),
+                        self.why_not_loaded(qualified)
+                    ),
                 ))
             }
         };
@@ -324,6 +328,23 @@ impl Registry {
             "get_method_args" => no_args(args).map(|_| method_args(module)),
             _ => module.call(ctx, method, args),
         }
+    }
+
+    /// Why the drop-in a method name points at is not loaded (refused or
+    /// broken), as `"; FILE is refused: why"`, or nothing.
+    fn why_not_loaded(&self, qualified: &str) -> String {
+        let Some((module, _)) = qualified.rsplit_once('.') else {
+            return String::new();
+        };
+        if self.dropins.is_none() || self.modules.contains_key(module) {
+            return String::new();
+        }
+        self.dropins()
+            .status
+            .into_iter()
+            .filter(|s| s.module == module && matches!(s.state, "refused" | "broken"))
+            .map(|s| format!("; {} is {}: {}", s.shown, s.state, s.detail))
+            .collect()
     }
 
     /// A drop-in's own method runs its executable; the five base methods

@@ -2,6 +2,9 @@
 //! fresh PKI and measures `test.ping` calls per second from one client over
 //! one keep-alive connection, then from C concurrent connections.
 //!
+//! Then the same over one connection for trivial drop-in modules (one in
+//! POSIX shell, one in Python: the cost of a process per call).
+//!
 //! `func-bench-ping [CALLS] [CONNECTIONS] [OUT_TSV]` (defaults 20000 and 8);
 //! with OUT_TSV the rates are also appended there as rows of the benchmark
 //! report (metric, value, unit, ok, note).
@@ -28,6 +31,7 @@ fn main() -> anyhow::Result<()> {
     };
     let pki = Pki::new();
     let root = pki.minion_root("bench1");
+    install_trivial_modules(&root)?;
     let minion = FuncdProcess::start(&root, "bench1").map_err(anyhow::Error::msg)?;
     let tls = Pki::client_tls(&pki.overlord());
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -76,7 +80,40 @@ fn main() -> anyhow::Result<()> {
         let secs = start.elapsed().as_secs_f64();
         println!("test.ping, new TLS connection per call: {fresh} calls in {secs:.2} s = {:.0} calls/s", fresh as f64 / secs);
         row("new_tls_per_call_pings", fresh as f64 / secs, format!("{fresh} calls"))?;
+
+        for (module, n) in [("bench_sh", 1000), ("bench_py", 200)] {
+            let method = format!("{module}.ping");
+            let mut client = MinionClient::connect(minion.addr, "bench1", tls.clone(), Duration::from_secs(10)).await?;
+            let first = client.call(&method, vec![]).await?;
+            anyhow::ensure!(first == common::Value::Integer(1), "{method} answered {first:?}");
+            let start = Instant::now();
+            for _ in 0..n {
+                client.call(&method, vec![]).await?;
+            }
+            let secs = start.elapsed().as_secs_f64();
+            println!("{method} (drop-in), 1 keep-alive connection: {n} calls in {secs:.2} s = {:.0} calls/s ({:.0} us/call)", n as f64 / secs, secs * 1e6 / n as f64);
+            row(&format!("keepalive_{module}"), n as f64 / secs, format!("{n} calls, 1 connection"))?;
+        }
         Ok::<_, anyhow::Error>(())
     })?;
+    Ok(())
+}
+
+/// The shell and Python modules the benchmark calls: `ping` answers 1.
+pub const TRIVIAL_SH: &str = "#!/bin/sh\ncase \"$1\" in\n\
+    describe) echo '{\"version\": \"1\", \"methods\": {\"ping\": {}}}' ;;\n\
+    call) echo '{\"result\": 1}' ;;\nesac\n";
+const TRIVIAL_PY: &str = "#!/usr/bin/env python3\nimport json, sys\n\
+    if sys.argv[1] == 'describe':\n    print(json.dumps({'version': '1', 'methods': {'ping': {}}}))\n\
+    else:\n    json.load(sys.stdin)\n    print(json.dumps({'result': 1}))\n";
+
+fn install_trivial_modules(root: &common::paths::Root) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = root.join("etc/func/modules.d");
+    std::fs::create_dir_all(&dir)?;
+    for (name, text) in [("bench_sh", TRIVIAL_SH), ("bench_py", TRIVIAL_PY)] {
+        std::fs::write(dir.join(name), text)?;
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o755))?;
+    }
     Ok(())
 }
