@@ -15,7 +15,7 @@ use common::Value;
 use func_tests::fixture::{wait_until, write_file, Fleet, Pki};
 use serde_json::Value as J;
 
-use crate::helper::{func_json, job_id, remote_error, s, OneMinion};
+use crate::helper::{func_json, job_id, processes, remote_error, s, OneMinion};
 
 /// A shipped example module (dist/modules).
 fn example(name: &str) -> PathBuf {
@@ -530,28 +530,15 @@ fn from_func_sync_async_batch_killed_and_deployed_with_copyfile() {
     let out = fleet.func(&["*", "call", "--async", "--nopoll", "slow", "run"]);
     let id = job_id(&out.stdout);
     assert!(
-        wait_until(Duration::from_secs(30), || sleeps("187") == 6),
+        wait_until(Duration::from_secs(30), || processes(&["sleep", "187"]) == 6),
         "two sleeps per host, got {}",
-        sleeps("187")
+        processes(&["sleep", "187"])
     );
     let out = fleet.func(&["--json", "jobs", "kill", &id]);
     let doc: J = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(doc["results"]["f1"][1], "func.minion.JobDied", "{doc}");
     assert!(
-        wait_until(Duration::from_secs(10), || sleeps("187") == 0),
+        wait_until(Duration::from_secs(10), || processes(&["sleep", "187"]) == 0),
         "no sleep left behind"
     );
-}
-
-/// How many `sleep SECS` processes run on this machine.
-fn sleeps(secs: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .map(|c| c == format!("sleep\0{secs}\0").as_bytes())
-                .unwrap_or(false)
-        })
-        .count()
 }

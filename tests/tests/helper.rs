@@ -167,3 +167,15 @@ pub fn func_json(fleet: &func_tests::fixture::Fleet, args: &[&str]) -> serde_jso
     let out = fleet.func(&full);
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
 }
+
+/// Processes whose command line is exactly `words`.
+pub fn processes(words: &[&str]) -> usize {
+    let want: Vec<u8> = words.iter().flat_map(|w| w.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want))
+                .count()
+        })
+        .unwrap_or(0)
+}

@@ -5,25 +5,13 @@ use std::time::Duration;
 use func_tests::fixture::{wait_until, Fleet};
 use serde_json::Value as J;
 
-use crate::helper::job_id;
+use crate::helper::{job_id, processes};
 
 fn json(fleet: &Fleet, args: &[&str]) -> J {
     let mut full = vec!["--json"];
     full.extend_from_slice(args);
     let out = fleet.func(&full);
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
-}
-
-/// Processes whose command line is exactly `words`.
-fn processes(words: &[&str]) -> usize {
-    let want: Vec<u8> = words.iter().flat_map(|w| w.bytes().chain([0])).collect();
-    std::fs::read_dir("/proc")
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 #[test]

@@ -249,47 +249,33 @@ impl<'a> Running<'a> {
 
     fn read_stdout(&mut self) -> Result<(), RunError> {
         let mut buf = [0u8; 65536];
-        let Some(pipe) = self.stdout.as_mut() else {
-            return Ok(());
-        };
-        match pipe.read(&mut buf) {
-            Ok(0) => self.stdout = None,
-            Ok(n) => {
-                if self.out.len() + n > self.bounds.max_stdout {
-                    return Err(RunError::StdoutTooLarge(
-                        self.bounds.max_stdout,
-                        self.err_tail.clone(),
-                    ));
-                }
+        match read_ready(&mut self.stdout, &mut buf)? {
+            Some(n) if self.out.len() + n > self.bounds.max_stdout => Err(RunError::StdoutTooLarge(
+                self.bounds.max_stdout,
+                self.err_tail.clone(),
+            )),
+            Some(n) => {
                 self.out.extend_from_slice(&buf[..n]);
+                Ok(())
             }
-            Err(e) if would_retry(&e) => {}
-            Err(e) => return Err(RunError::Io(e)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn read_stderr(&mut self) -> Result<(), RunError> {
         let mut buf = [0u8; 65536];
-        let Some(pipe) = self.stderr.as_mut() else {
+        let Some(n) = read_ready(&mut self.stderr, &mut buf)? else {
             return Ok(());
         };
-        match pipe.read(&mut buf) {
-            Ok(0) => self.stderr = None,
-            Ok(n) => {
-                self.err_total += n;
-                self.err_tail.extend_from_slice(&buf[..n]);
-                let excess = self.err_tail.len().saturating_sub(STDERR_TAIL);
-                self.err_tail.drain(..excess);
-                if self.err_total > self.bounds.max_stderr {
-                    return Err(RunError::StderrFlood(
-                        self.bounds.max_stderr,
-                        self.err_tail.clone(),
-                    ));
-                }
-            }
-            Err(e) if would_retry(&e) => {}
-            Err(e) => return Err(RunError::Io(e)),
+        self.err_total += n;
+        self.err_tail.extend_from_slice(&buf[..n]);
+        let excess = self.err_tail.len().saturating_sub(STDERR_TAIL);
+        self.err_tail.drain(..excess);
+        if self.err_total > self.bounds.max_stderr {
+            return Err(RunError::StderrFlood(
+                self.bounds.max_stderr,
+                self.err_tail.clone(),
+            ));
         }
         Ok(())
     }
@@ -321,11 +307,26 @@ impl<'a> Running<'a> {
     }
 }
 
-fn would_retry(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-    )
+/// Reads what a pipe has: `Some(n)` bytes read (`n` > 0), `None` when
+/// nothing was ready; at its end the pipe is dropped (`None` from then on).
+fn read_ready<P: Read>(pipe: &mut Option<P>, buf: &mut [u8]) -> Result<Option<usize>, RunError> {
+    let Some(p) = pipe.as_mut() else { return Ok(None) };
+    match p.read(buf) {
+        Ok(0) => {
+            *pipe = None;
+            Ok(None)
+        }
+        Ok(n) => Ok(Some(n)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(RunError::Io(e)),
+    }
 }
 
 fn set_nonblocking(fd: RawFd) {
