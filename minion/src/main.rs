@@ -21,8 +21,10 @@ fn main() -> std::process::ExitCode {
         let name = cli.name.clone().unwrap_or_default();
         return std::process::ExitCode::from(minion::jobs::runner::run_job(root, name, id) as u8);
     }
+    // --list-modules prints every module's state itself: only errors are logged.
+    let level = cli.log_level.as_deref().or(cli.list_modules.then_some("error"));
     tracing_subscriber::fmt()
-        .with_env_filter(common_log_filter(cli.log_level.as_deref()))
+        .with_env_filter(common_log_filter(level))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !cli.daemon)
         .init();

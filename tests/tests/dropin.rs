@@ -216,7 +216,8 @@ fn every_misbehaviour_is_a_remote_error_that_says_which_and_funcd_carries_on() {
     let root = pki.minion_root("d3");
     write_file(
         &root.minion_conf(),
-        "[modules]\ntimeout = 20\ntimeout.hang = 1.5\nmax_output = 100000\nmax_stderr = 50000\n",
+        "[modules]\ntimeout = 20\ntimeout.hang = 1.5\nmax_output = 100000\nmax_stderr = 50000\nmax_values = 1000\n\
+         describe_timeout = 1\n",
     );
     let m = OneMinion::start_prepared(pki, root, "d3");
     let pidfile = m.root.join("tmp/hang-child");
@@ -234,6 +235,17 @@ fn every_misbehaviour_is_a_remote_error_that_says_which_and_funcd_carries_on() {
     sh_module(&m.root, "exits", "echo 'boom: the widget is gone' >&2; exit 3");
     sh_module(&m.root, "flood", "yes 'a line of noise' >&2");
     sh_module(&m.root, "ok", "cat >/dev/null; echo '{\"result\": \"fine\"}'");
+    sh_module(
+        &m.root,
+        "many",
+        "printf '{\"result\": ['; seq -s, 1 2000 | tr -d '\\n'; echo ']}'",
+    );
+    sh_module(
+        &m.root,
+        "deep",
+        "printf '{\"result\": '; for i in $(seq 70); do printf '['; done; printf 1; \
+         for i in $(seq 70); do printf ']'; done; echo '}'",
+    );
     let cases = [
         (
             "hang",
@@ -245,7 +257,21 @@ fn every_misbehaviour_is_a_remote_error_that_says_which_and_funcd_carries_on() {
             "func.minion.ModuleCrashed",
             "killed by signal 11, SIGSEGV",
         ),
-        ("garbage", "func.minion.ModuleOutputInvalid", "not a JSON object"),
+        (
+            "garbage",
+            "func.minion.ModuleOutputInvalid",
+            "output that is not JSON (",
+        ),
+        (
+            "many",
+            "func.minion.ModuleOutputTooLarge",
+            "more than 1000 values",
+        ),
+        (
+            "deep",
+            "func.minion.ModuleOutputInvalid",
+            "nests deeper than 64 levels",
+        ),
         (
             "noresult",
             "func.minion.ModuleOutputInvalid",
@@ -293,6 +319,32 @@ fn every_misbehaviour_is_a_remote_error_that_says_which_and_funcd_carries_on() {
     );
     assert_eq!(m.call("ok.run", vec![]).unwrap(), s("fine"));
     assert_eq!(m.call("test.ping", vec![]).unwrap(), Value::Integer(1));
+
+    // A describe that hangs, reached from an async listing (a built-in
+    // method run as a job): the job's leftovers are killed with it.
+    let src = modules_dir(&m.root).join(".slowdesc");
+    write_file(&src, "#!/bin/sh\nsleep 289 & sleep 289\n");
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&src, modules_dir(&m.root).join("slowdesc")).unwrap();
+    let Value::String(id) = m.call("async.system.list_modules", vec![]).unwrap() else {
+        panic!()
+    };
+    let mut status = Value::Nil;
+    assert!(wait_until(Duration::from_secs(30), || {
+        status = m.call("jobs.job_status", vec![s(&id)]).unwrap();
+        matches!(&status, Value::Array(a) if a[0] == Value::Integer(1))
+    }));
+    let Value::Array(st) = &status else { panic!() };
+    assert!(strings(&st[1]).contains(&"ok".to_string()), "{status:?}");
+    assert!(
+        wait_until(Duration::from_secs(10), || processes(&["sleep", "289"]) == 0),
+        "the hung describe's children went with the job"
+    );
+    let detail = field(&status_of(&m)["/etc/func/modules.d/slowdesc"], "detail").clone();
+    assert!(
+        matches!(&detail, Value::String(d) if d.contains("did not finish within")),
+        "{detail:?}"
+    );
 }
 
 #[test]

@@ -46,10 +46,17 @@ pub struct Arg {
 /// Most methods one module may declare.
 const MAX_METHODS: usize = 1000;
 
-/// Whether `name` may name a module or a method: letters, digits, `_`,
+/// Whether `name` may name a method or an argument: letters, digits, `_`,
 /// 1 to 64 characters (no dots: the module is what comes before the last one).
 pub fn is_plain_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Whether a file name is a module name: lower-case letters, digits, `_`,
+/// 1 to 64 characters (one spelling per module, so `timeout.NAME` in the
+/// configuration names exactly one).
+pub fn is_module_name(name: &str) -> bool {
+    is_plain_name(name) && !name.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// Reads `describe`'s output.
@@ -86,17 +93,23 @@ fn method(name: &str, info: &Json) -> Result<Method, String> {
             common::paths::shorten(name)
         ));
     }
-    let args = match info.get("args") {
+    let args: Vec<Arg> = match info.get("args") {
         None | Some(Json::Null) => Vec::new(),
         Some(Json::Array(list)) => list
             .iter()
             .map(|a| {
+                let arg = a
+                    .get("name")
+                    .and_then(Json::as_str)
+                    .ok_or_else(|| format!("an argument of {name} has no \"name\""))?;
+                if !is_plain_name(arg) {
+                    return Err(format!(
+                        "argument name {:?} of {name} is not letters, digits and _",
+                        common::paths::shorten(arg)
+                    ));
+                }
                 Ok(Arg {
-                    name: a
-                        .get("name")
-                        .and_then(Json::as_str)
-                        .ok_or_else(|| format!("an argument of {name} has no \"name\""))?
-                        .to_string(),
+                    name: arg.to_string(),
                     kind: text(a.get("type")),
                     optional: a.get("optional").and_then(Json::as_bool).unwrap_or(false),
                     description: text(a.get("description")),
@@ -105,6 +118,11 @@ fn method(name: &str, info: &Json) -> Result<Method, String> {
             .collect::<Result<_, String>>()?,
         Some(_) => return Err(format!("\"args\" of {name} is not a list")),
     };
+    let mut names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("argument {} of {name} is listed twice", w[0]));
+    }
     Ok(Method {
         name: name.to_string(),
         description: text(info.get("description")),
@@ -155,6 +173,14 @@ mod tests {
             (r#"{"methods": {"a.b": {}}}"#, "not letters"),
             (r#"{"methods": {"a": {"args": 5}}}"#, "not a list"),
             (r#"{"methods": {"a": {"args": [{}]}}}"#, "has no \"name\""),
+            (
+                r#"{"methods": {"a": {"args": [{"name": "<x>"}]}}}"#,
+                "argument name",
+            ),
+            (
+                r#"{"methods": {"a": {"args": [{"name": "x"}, {"name": "x"}]}}}"#,
+                "listed twice",
+            ),
         ] {
             let err = read(bad).unwrap_err();
             assert!(err.contains(why), "{bad}: {err}");
@@ -163,7 +189,8 @@ mod tests {
 
     #[test]
     fn plain_names() {
-        assert!(is_plain_name("my_mod2"));
+        assert!(is_plain_name("my_mod2") && is_plain_name("listMethods"));
+        assert!(is_module_name("my_mod2") && !is_module_name("MyMod"));
         for bad in ["", "a.b", "a-b", "mod~", ".hidden", "é", &"x".repeat(65)] {
             assert!(!is_plain_name(bad), "{bad}");
         }

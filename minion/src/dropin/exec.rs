@@ -295,14 +295,16 @@ impl<'a> Running<'a> {
         }
     }
 
-    /// SIGKILL to the module's group (or to the module alone inside a job).
+    /// SIGKILL to the module's group (or only to the module inside a job),
+    /// and to the module itself in any case: a module that moved to another
+    /// group is still ended, so the wait that follows cannot last.
     fn kill(&self) {
         // SAFETY: plain syscalls on a pid that is ours and not yet reaped.
         unsafe {
-            match self.group {
-                Group::Own => libc::killpg(self.pid, libc::SIGKILL),
-                Group::Inherit => libc::kill(self.pid, libc::SIGKILL),
-            };
+            if self.group == Group::Own {
+                libc::killpg(self.pid, libc::SIGKILL);
+            }
+            libc::kill(self.pid, libc::SIGKILL);
         }
     }
 }
@@ -411,6 +413,18 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid));
+    }
+
+    #[test]
+    fn a_module_that_leaves_its_group_still_times_out() {
+        // setpgid to the test's own group: killpg no longer reaches it.
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-c",
+            "import os, time; os.setpgid(0, os.getpgid(os.getppid())); time.sleep(300)",
+        ]);
+        let err = run(cmd, b"", bounds(1500), Group::Own).unwrap_err();
+        assert!(matches!(err, RunError::Timeout(..)), "{err}");
     }
 
     #[test]

@@ -20,6 +20,35 @@ pub enum JsonValueError {
     Number(String),
     #[error("{tag} is not valid: {why}")]
     Tagged { tag: &'static str, why: String },
+    #[error("it nests deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+}
+
+/// Deepest nesting of arrays and objects in a module's value (XML-RPC
+/// spends three elements per level; the reply's limit is 256).
+pub const MAX_DEPTH: usize = 64;
+
+/// An upper bound of the number of values in JSON text, without parsing it:
+/// one plus the commas, brackets and braces outside strings.
+pub fn count_values(text: &[u8]) -> usize {
+    let (mut count, mut in_string, mut escaped) = (1usize, false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b',' | b'[' | b'{' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    count
 }
 
 /// The JSON form of an XML-RPC value.
@@ -48,6 +77,14 @@ fn tagged(tag: &str, text: String) -> Json {
 
 /// The XML-RPC value of a module's JSON.
 pub fn from_json(json: &Json) -> Result<Value, JsonValueError> {
+    from_json_at(json, 0)
+}
+
+fn from_json_at(json: &Json, depth: usize) -> Result<Value, JsonValueError> {
+    if depth > MAX_DEPTH {
+        return Err(JsonValueError::TooDeep);
+    }
+    let from_json = |j: &Json| from_json_at(j, depth + 1);
     Ok(match json {
         Json::Null => Value::Nil,
         Json::Bool(b) => Value::Boolean(*b),
@@ -159,6 +196,22 @@ mod tests {
             matches!(a[7], Value::Struct(_)),
             "a non-string tag value: a plain struct"
         );
+    }
+
+    #[test]
+    fn values_are_counted_from_above_without_parsing() {
+        assert_eq!(count_values(b"1"), 1);
+        assert!(count_values(br#"[1, 2, {"a": [3]}]"#) >= 5);
+        assert_eq!(
+            count_values(br#""a,b,[{\",""#),
+            1,
+            "inside a string nothing counts"
+        );
+        let deep = format!("{}1{}", "[".repeat(70), "]".repeat(70));
+        let j: Json = serde_json::from_str(&deep).unwrap();
+        assert_eq!(from_json(&j), Err(JsonValueError::TooDeep));
+        let ok = format!("{}1{}", "[".repeat(60), "]".repeat(60));
+        assert!(from_json(&serde_json::from_str(&ok).unwrap()).is_ok());
     }
 
     #[test]

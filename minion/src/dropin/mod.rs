@@ -47,6 +47,9 @@ pub struct Settings {
     pub max_output: usize,
     /// Bytes a module may write to stderr (`max_stderr`, 1 MiB).
     pub max_stderr: usize,
+    /// Values (numbers, strings, ...) a result may hold (`max_values`,
+    /// 250,000): what bounds funcd's memory for a result, not its bytes.
+    pub max_values: usize,
 }
 
 impl Default for Settings {
@@ -57,6 +60,7 @@ impl Default for Settings {
             describe_timeout: Duration::from_secs(10),
             max_output: 16 << 20,
             max_stderr: 1 << 20,
+            max_values: 250_000,
         }
     }
 }
@@ -87,6 +91,9 @@ impl Settings {
             max_stderr: ini
                 .u64("modules", "max_stderr")?
                 .map_or(d.max_stderr, |v| v.clamp(1024, 1 << 30) as usize),
+            max_values: ini
+                .u64("modules", "max_values")?
+                .map_or(d.max_values, |v| v.clamp(1, 100_000_000) as usize),
         })
     }
 
@@ -136,6 +143,29 @@ pub struct DropIns {
     /// Built-in module names, which always win.
     builtins: Vec<String>,
     seen: Mutex<Seen>,
+    /// Whether any module process was run.
+    ran: std::sync::atomic::AtomicBool,
+}
+
+/// Most files looked at per directory (by name).
+const MAX_FILES: usize = 10_000;
+
+/// A file in a modules directory, as listed.
+struct Candidate {
+    name: String,
+    path: PathBuf,
+    shown: String,
+    utf8: bool,
+    key: trust::FileKey,
+    meta: std::fs::Metadata,
+}
+
+/// What is wrong with a modules directory as a whole.
+enum DirProblem {
+    None,
+    Refused(String),
+    /// More than [`MAX_FILES`] files (how many).
+    Partial(usize),
 }
 
 /// What the last look at the directories found.
@@ -156,25 +186,74 @@ impl DropIns {
             group,
             builtins,
             seen: Mutex::new(Seen::default()),
+            ran: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// Looks at the directories again (describing new and changed files)
     /// and returns what is loaded now.
     pub fn refresh(&self) -> Snapshot {
+        self.look(None)
+    }
+
+    /// The drop-in module `name` as of now; only its own files are looked
+    /// at (and described if new), so a call never waits on other modules.
+    pub fn find(&self, name: &str) -> Option<Arc<DropIn>> {
+        self.look(Some(name)).modules.remove(name)
+    }
+
+    /// Why module `name` is not loaded, as `"; FILE is refused: why"`, or nothing.
+    pub fn why_not_loaded(&self, name: &str) -> String {
+        self.look(Some(name))
+            .status
+            .into_iter()
+            .filter(|s| matches!(s.state, "refused" | "broken"))
+            .map(|s| format!("; {} is {}: {}", s.shown, s.state, s.detail))
+            .collect()
+    }
+
+    /// Whether a module process was run (the job runner then ends what is
+    /// left in its process group).
+    pub fn ran_any(&self) -> bool {
+        self.ran.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// One look at both directories (or at the files named `only`): the
+    /// listing and stats without the lock, descriptions of new files
+    /// without the lock (a slow one holds up no one else), then the
+    /// verdicts recorded and the snapshot built under it.
+    fn look(&self, only: Option<&str>) -> Snapshot {
+        if only.is_some_and(|name| !describe::is_module_name(name)) {
+            // Never a path: nothing but a module name is joined to a directory.
+            return Snapshot::default();
+        }
+        let (dirs, files) = self.list(only);
+        let stale: Vec<usize> = {
+            let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            files
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| seen.files.get(&f.path).is_none_or(|(k, _)| *k != f.key))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let judged: Vec<(usize, Verdict)> = stale.into_iter().map(|i| (i, self.judge(&files[i]))).collect();
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        for (i, v) in judged {
+            let f = &files[i];
+            if seen
+                .files
+                .get(&f.path)
+                .is_none_or(|(k, old)| *k != f.key || *old != v)
+            {
+                log_verdict(&f.shown, &v, self.builtins.contains(&f.name));
+            }
+            seen.files.insert(f.path.clone(), (f.key, v));
+        }
         let mut snap = Snapshot::default();
-        let mut present = Vec::new();
-        for shown_dir in [LOCAL_DIR, PACKAGED_DIR] {
-            let dir = self.root.join(shown_dir);
-            match trust::dir_refusal(&dir) {
-                Ok(false) => continue,
-                Ok(true) => {
-                    if seen.dirs.remove(shown_dir).is_some() {
-                        tracing::info!(path = shown_dir, "drop-in module directory accepted again");
-                    }
-                }
-                Err(why) => {
+        for (shown_dir, problem) in dirs {
+            match problem {
+                DirProblem::Refused(why) => {
                     if seen.dirs.get(shown_dir) != Some(&why) {
                         tracing::warn!(path = shown_dir, "drop-in module directory refused: {why}");
                         seen.dirs.insert(shown_dir, why.clone());
@@ -185,37 +264,86 @@ impl DropIns {
                         state: "refused",
                         detail: why,
                     });
-                    continue;
+                }
+                DirProblem::Partial(n) => snap.status.push(Status {
+                    shown: shown_dir.to_string(),
+                    module: String::new(),
+                    state: "partial",
+                    detail: format!("{n} files; only the first {MAX_FILES} by name are looked at"),
+                }),
+                DirProblem::None => {
+                    if seen.dirs.remove(shown_dir).is_some() {
+                        tracing::info!(path = shown_dir, "drop-in module directory accepted again");
+                    }
                 }
             }
-            for (name, path) in entries(&dir) {
-                let shown = format!("{shown_dir}/{name}");
-                let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                    continue;
-                };
-                let key = trust::FileKey::of(&meta);
-                present.push(path.clone());
-                let verdict = match seen.files.get(&path) {
-                    Some((k, v)) if *k == key => v.clone(),
-                    _ => {
-                        let v = self.judge(&name, &path, &shown, &meta);
-                        log_verdict(&shown, &v, self.builtins.contains(&name));
-                        seen.files.insert(path.clone(), (key, v.clone()));
-                        v
-                    }
-                };
-                snap.status
-                    .push(self.place(&mut snap.modules, &name, shown, verdict));
-            }
         }
+        for f in &files {
+            let Some((_, verdict)) = seen.files.get(&f.path) else {
+                continue;
+            };
+            let status = self.place(&mut snap.modules, &f.name, f.shown.clone(), verdict.clone());
+            snap.status.push(status);
+        }
+        let present: std::collections::BTreeSet<&PathBuf> = files.iter().map(|f| &f.path).collect();
         seen.files.retain(|path, _| {
-            let keep = present.contains(path);
+            let considered = match only {
+                None => true,
+                Some(name) => path.file_name().is_some_and(|n| n == name),
+            };
+            let keep = !considered || present.contains(path);
             if !keep {
                 tracing::info!(path = %path.display(), "drop-in module removed");
             }
             keep
         });
         snap
+    }
+
+    /// The candidate files, local directory first, and what is wrong with
+    /// each directory.
+    fn list(&self, only: Option<&str>) -> (Vec<(&'static str, DirProblem)>, Vec<Candidate>) {
+        let mut dirs = Vec::new();
+        let mut files = Vec::new();
+        for shown_dir in [LOCAL_DIR, PACKAGED_DIR] {
+            let dir = self.root.join(shown_dir);
+            match trust::dir_refusal(&dir) {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(why) => {
+                    dirs.push((shown_dir, DirProblem::Refused(why)));
+                    continue;
+                }
+            }
+            let (names, total) = match only {
+                Some(name) => (vec![std::ffi::OsString::from(name)], 1),
+                None => entries(&dir),
+            };
+            dirs.push((
+                shown_dir,
+                if total > MAX_FILES {
+                    DirProblem::Partial(total)
+                } else {
+                    DirProblem::None
+                },
+            ));
+            for file in names {
+                let path = dir.join(&file);
+                let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                let name = file.to_string_lossy().into_owned();
+                files.push(Candidate {
+                    shown: format!("{shown_dir}/{name}"),
+                    utf8: file.to_str().is_some(),
+                    key: trust::FileKey::of(&meta),
+                    meta,
+                    name,
+                    path,
+                });
+            }
+        }
+        (dirs, files)
     }
 
     /// Where a file's verdict puts it: loaded, or why not.
@@ -236,7 +364,11 @@ impl DropIns {
             Verdict::Loaded(m) => match modules.get(name) {
                 Some(winner) => ("overridden", format!("{} is the one called", winner.shown)),
                 None => {
-                    let detail = format!("version {}, {} methods", m.version, m.methods.len());
+                    let version = match m.version.as_str() {
+                        "" => "no version".to_string(),
+                        v => format!("version {v}"),
+                    };
+                    let detail = format!("{version}, {} methods", m.methods.len());
                     modules.insert(name.to_string(), m);
                     ("loaded", detail)
                 }
@@ -251,11 +383,17 @@ impl DropIns {
     }
 
     /// The verdict on a file not judged in this version before.
-    fn judge(&self, name: &str, path: &std::path::Path, shown: &str, meta: &std::fs::Metadata) -> Verdict {
-        if !describe::is_plain_name(name) {
-            return Verdict::Refused("not a module name (letters, digits and _ only)".into());
+    fn judge(&self, f: &Candidate) -> Verdict {
+        let (name, path, shown) = (&f.name, &f.path, &f.shown);
+        if !f.utf8 {
+            return Verdict::Refused("the file name is not UTF-8".into());
         }
-        if let Some(why) = trust::file_refusal(meta) {
+        if !describe::is_module_name(name) {
+            return Verdict::Refused(
+                "not a module name (lower-case letters, digits and _, at most 64)".into(),
+            );
+        }
+        if let Some(why) = trust::file_refusal(&f.meta) {
             return Verdict::Refused(why);
         }
         let bounds = Bounds {
@@ -263,6 +401,7 @@ impl DropIns {
             max_stdout: self.settings.max_output.min(1 << 20),
             max_stderr: self.settings.max_stderr,
         };
+        self.ran.store(true, std::sync::atomic::Ordering::Relaxed);
         match exec::run(self.command(path, &["describe"]), b"", bounds, self.group) {
             Ok(done) if done.ended == Ended::Exit(0) => {
                 match describe::parse(name, path.to_path_buf(), shown.to_string(), &done.stdout) {
@@ -320,13 +459,23 @@ impl DropIns {
             Ok(done) => done,
             Err(e) => return Err(run_failure(&who, &module.name, method, e)),
         };
-        let reply: Option<serde_json::Map<String, serde_json::Value>> =
-            serde_json::from_slice::<serde_json::Value>(&done.stdout)
-                .ok()
-                .and_then(|j| match j {
-                    serde_json::Value::Object(m) => Some(m),
-                    _ => None,
-                });
+        // Parsed values cost far more memory than their text: counted first.
+        if json::count_values(&done.stdout) > self.settings.max_values {
+            return Err(MethodError {
+                kind: "func.minion.ModuleOutputTooLarge".into(),
+                message: format!(
+                    "{who} printed a result of more than {} values in {method} (max_values in [modules] of minion.conf)",
+                    self.settings.max_values
+                ),
+                detail: stderr_detail(&done.stderr_tail),
+            });
+        }
+        let parsed = serde_json::from_slice::<serde_json::Value>(&done.stdout);
+        let (reply, parse_error) = match parsed {
+            Ok(serde_json::Value::Object(m)) => (Some(m), None),
+            Ok(_) => (None, None),
+            Err(e) => (None, Some(e)),
+        };
         // A module's own error wins, whatever its exit status.
         if let Some(err) = reply.as_ref().and_then(|r| r.get("error")) {
             return Err(module_error(err));
@@ -354,30 +503,32 @@ impl DropIns {
             None if reply.is_some() => Err(garbage(
                 "a JSON object with neither \"result\" nor \"error\"".into(),
             )),
-            None => Err(garbage(format!(
-                "output that is not a JSON object ({})",
-                preview(&done.stdout)
-            ))),
+            None => Err(garbage(match parse_error {
+                Some(e) if !done.stdout.is_empty() => {
+                    format!("output that is not JSON ({e}; {})", preview(&done.stdout))
+                }
+                _ => format!("output that is not a JSON object ({})", preview(&done.stdout)),
+            })),
         }
     }
 }
 
-/// The file names in `dir` that may be modules, sorted: hidden files (such
-/// as copyfile's temporary ones) are not looked at.
-fn entries(dir: &std::path::Path) -> Vec<(String, PathBuf)> {
+/// The first [`MAX_FILES`] file names in `dir` by name, and how many there
+/// are: hidden files (such as copyfile's temporary ones) are not looked at.
+fn entries(dir: &std::path::Path) -> (Vec<std::ffi::OsString>, usize) {
     let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
+        return (Vec::new(), 0);
     };
-    let mut list: Vec<(String, PathBuf)> = rd
+    let mut names: Vec<std::ffi::OsString> = rd
         .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            (!name.starts_with('.')).then(|| (name, e.path()))
-        })
-        .take(10_000)
+        .map(|e| e.file_name())
+        .filter(|n| !n.as_encoded_bytes().starts_with(b"."))
+        .take(1_000_000)
         .collect();
-    list.sort();
-    list
+    let total = names.len();
+    names.sort();
+    names.truncate(MAX_FILES);
+    (names, total)
 }
 
 fn log_verdict(shown: &str, v: &Verdict, shadowed: bool) {

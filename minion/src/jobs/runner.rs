@@ -115,15 +115,16 @@ fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
     }
     notify(root, id);
     if dropin {
-        // What a drop-in module left behind in the job's process group ends
-        // with the job, as it does with a synchronous call (this process too).
+        // What a drop-in module (a call, or a describe for system.*) left
+        // behind in the job's process group ends with the job, as it does
+        // with a synchronous call (this process too).
         let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), nix::sys::signal::Signal::SIGKILL);
     }
     Ok(())
 }
 
 /// Runs the recorded call; every failure is a `REMOTE_ERROR` value. Also
-/// says whether the method was a drop-in module's.
+/// says whether a drop-in module process ran.
 fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Caller) -> (Value, bool) {
     let config = match MinionConfig::load(
         root.clone(),
@@ -175,7 +176,9 @@ fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Calle
         Ok(Err(e)) => e.into_value(),
         Err(_) => MethodError::new("exceptions.Exception", "internal error in module").into_value(),
     };
-    (value, !registry.is_builtin_module(&call.method))
+    // Any drop-in run (a call, or a describe for a listing) may have left
+    // processes in the job's group.
+    (value, registry.ran_dropin())
 }
 
 /// Tells the daemon a result is waiting. Best effort: the daemon also

@@ -273,7 +273,7 @@ impl Registry {
         if self.modules.contains_key(module) {
             return None;
         }
-        let found = self.dropins().modules.remove(module)?;
+        let found = self.dropins.as_ref()?.find(module)?;
         let known = dropin_method_names(&found).contains(&method);
         known.then_some(Target::DropIn(found, method))
     }
@@ -333,18 +333,17 @@ impl Registry {
     /// Why the drop-in a method name points at is not loaded (refused or
     /// broken), as `"; FILE is refused: why"`, or nothing.
     fn why_not_loaded(&self, qualified: &str) -> String {
-        let Some((module, _)) = qualified.rsplit_once('.') else {
-            return String::new();
-        };
-        if self.dropins.is_none() || self.modules.contains_key(module) {
-            return String::new();
+        match (qualified.rsplit_once('.'), &self.dropins) {
+            (Some((module, _)), Some(dropins)) if !self.modules.contains_key(module) => {
+                dropins.why_not_loaded(module)
+            }
+            _ => String::new(),
         }
-        self.dropins()
-            .status
-            .into_iter()
-            .filter(|s| s.module == module && matches!(s.state, "refused" | "broken"))
-            .map(|s| format!("; {} is {}: {}", s.shown, s.state, s.detail))
-            .collect()
+    }
+
+    /// Whether a drop-in module process ran in this process (see `jobs::runner`).
+    pub fn ran_dropin(&self) -> bool {
+        self.dropins.as_ref().is_some_and(DropIns::ran_any)
     }
 
     /// A drop-in's own method runs its executable; the five base methods
