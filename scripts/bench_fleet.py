@@ -10,6 +10,14 @@ exit. Peak RSS covers every overlord-side process: func, its workers, and the
 detached drivers of async jobs and batches (this process makes itself a
 child subreaper, so those orphans are reaped here and wait4 reports them).
 
+CPU: every overlord-side process this script reaps (func with the workers it
+waited for, detached drivers) adds its user+sys time to one counter; a row's
+CPU per host is the counter's growth over the operation, divided by K. The
+minion side of an async job is estimated as the machine's busy time
+(/proc/stat) over the same span minus the overlord's, divided by K: the
+daemons and the job processes (which are not our descendants), plus whatever
+else ran, so run it on a quiet machine.
+
 BENCH_SECTIONS (default all): sync, async, batch — the scale run skips some.
 """
 
@@ -37,6 +45,22 @@ SECTIONS = os.environ.get("BENCH_SECTIONS", "sync async batch").split()
 PR_SET_CHILD_SUBREAPER = 36
 ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 peak_rss = []
+cpu_seconds = [0.0]  # user+sys of every overlord-side process reaped so far
+
+
+def add_cpu(usage):
+    cpu_seconds[0] += usage.ru_utime + usage.ru_stime
+
+
+def machine_busy_seconds():
+    """Busy CPU time of the whole machine so far (all cores), from /proc/stat."""
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def us_per_host(seconds):
+    return round(seconds / k * 1e6, 1)
 
 
 def reap(patience=0.0):
@@ -50,6 +74,7 @@ def reap(patience=0.0):
             return
         if pid:
             peak_rss.append(usage.ru_maxrss)
+            add_cpu(usage)
         elif time.time() >= deadline:
             return
         else:
@@ -65,6 +90,7 @@ def run(args):
     wall = time.perf_counter() - start
     p.returncode = os.waitstatus_to_exitcode(status)
     peak_rss.append(usage.ru_maxrss)
+    add_cpu(usage)
     return wall, usage.ru_maxrss, p.returncode, out.decode(errors="replace")
 
 
@@ -91,10 +117,13 @@ def answered(status):
     return status is not None and status.get("status") == 1 and len(status.get("results", {})) == k
 
 
-def sync(metric, args, check):
+def sync(metric, args, check, cpu_metric=None):
     for _ in range(RUNS):
+        before = cpu_seconds[0]
         wall, rss, rc, out = run(args)
         record(metric, ms(wall), "ms", rc == 0 and check(out), "exit %d" % rc)
+        if cpu_metric:
+            record(cpu_metric, us_per_host(cpu_seconds[0] - before), "us", rc == 0, "func + workers, user+sys / K")
         time.sleep(GAP)
 
 
@@ -142,12 +171,14 @@ for name in os.listdir(fleet_dir):
 time.sleep(float(os.environ.get("BENCH_SETTLE", "2")))
 memory("idle")
 if "sync" in SECTIONS:
-    sync("sync_ping", ["*", "ping"], lambda out: out.count("[ ok") >= k)
+    sync("sync_ping", ["*", "ping"], lambda out: out.count("[ ok") >= k, "cpu_per_host_sync_ping")
     sync("sync_call_test_ping", ["*", "call", "test", "ping"], lambda out: out.count("\n    1\n") >= k)
     sync("sync_command_run_echo", ["*", "call", "command", "run", "echo hi"], all_hosts_say("- hi"))
     sync("sync_call_dropin_sh", ["*", "call", "bench_sh", "ping"], lambda out: out.count("\n    1\n") >= k)
 
 for _ in range(RUNS if "async" in SECTIONS else 0):
+    reap(0)
+    cpu_before, busy_before = cpu_seconds[0], machine_busy_seconds()
     start = time.perf_counter()
     wall, rss, rc, out = run(["*", "call", "--async", "--nopoll", "test", "ping"])
     jid = job_id(out)
@@ -157,6 +188,13 @@ for _ in range(RUNS if "async" in SECTIONS else 0):
     status = wait_finished(jid)
     record("async_until_finished", ms(time.perf_counter() - start), "ms", answered(status),
            "call, then job_status --wait")
+    reap(5)
+    overlord_cpu = cpu_seconds[0] - cpu_before
+    busy = machine_busy_seconds() - busy_before
+    record("cpu_per_host_async_finished", us_per_host(overlord_cpu), "us", answered(status),
+           "func, driver, job_status --wait: user+sys / K")
+    record("minion_cpu_per_async_job", us_per_host(max(0.0, busy - overlord_cpu)), "us", answered(status),
+           "machine busy time minus the overlord's, / K (daemons + job processes)")
     wall, rss, rc, out = run(["job_status", jid])
     record("lookup_finished_job", ms(wall), "ms", rc == 0, "job_status of a finished job")
     reap(5)
@@ -165,7 +203,9 @@ for _ in range(RUNS if "async" in SECTIONS else 0):
 size = max(1, k * 25 // 100)
 ideal = math.ceil(k / size) * 1.0
 for _ in range(RUNS if "batch" in SECTIONS else 0):
+    before = cpu_seconds[0]
     wall, rss, rc, out = run(["*", "call", "--batch", "25%", "test", "sleep", "1"])
+    record("cpu_per_host_sync_batch", us_per_host(cpu_seconds[0] - before), "us", rc == 0, "func + workers, user+sys / K")
     record("sync_batch25_sleep1", ms(wall), "ms", rc == 0, "ideal %.0f ms (%d waves of %d)" % (ideal * 1000, ideal, size))
     record("sync_batch25_overhead", round((wall - ideal) / ideal * 100, 2), "%", rc == 0, "over the ideal")
     time.sleep(GAP)

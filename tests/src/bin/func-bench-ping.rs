@@ -81,7 +81,7 @@ fn main() -> anyhow::Result<()> {
         println!("test.ping, new TLS connection per call: {fresh} calls in {secs:.2} s = {:.0} calls/s", fresh as f64 / secs);
         row("new_tls_per_call_pings", fresh as f64 / secs, format!("{fresh} calls"))?;
 
-        for (module, n) in [("bench_sh", 1000), ("bench_py", 200)] {
+        for (module, n) in [("bench_sh", 1000), ("bench_py", 50)] {
             let method = format!("{module}.ping");
             let mut client = MinionClient::connect(minion.addr, "bench1", tls.clone(), Duration::from_secs(10)).await?;
             let first = client.call(&method, vec![]).await?;
