@@ -88,8 +88,18 @@ impl Plan {
     /// literal name that matches no minion is reported on stderr and
     /// remembered, so the exit status is 1 although the others still run.
     pub fn targets(&self) -> Result<Vec<Target>, PlanError> {
+        let names = self.target_names()?;
+        Ok(names
+            .into_iter()
+            .map(|name| Target::enrolled(&self.root, &name))
+            .collect())
+    }
+
+    /// The names the SPEC selects (after `-e`), reporting literal names
+    /// that matched no minion; no address is read.
+    pub fn target_names(&self) -> Result<Vec<String>, PlanError> {
         let certs = self.root.signed_certs_dir();
-        if let Err(e) = std::fs::read_dir(&certs) {
+        if let Err(e) = std::fs::metadata(&certs) {
             let why = match e.kind() {
                 std::io::ErrorKind::NotFound => "does not exist".to_string(),
                 _ => e.to_string(),
@@ -100,7 +110,7 @@ impl Plan {
                 certs.display()
             )));
         }
-        let (found, missing) = targets::resolve_reporting(&self.root, &self.spec, self.exclude.as_deref())?;
+        let (found, missing) = targets::resolve_names(&self.root, &self.spec, self.exclude.as_deref())?;
         for name in &missing {
             eprintln!(
                 "func: no minion named {name:?}{} (`func '*' list_minions` lists them); the others still run",

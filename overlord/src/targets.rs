@@ -128,13 +128,26 @@ pub fn resolve_reporting(
     spec: &str,
     exclude: Option<&str>,
 ) -> Result<(Vec<Target>, Vec<String>), TargetError> {
-    let missing = missing_literals(spec, &all_minions(root));
-    Ok((resolve(root, spec, exclude)?, missing))
+    let (names, missing) = resolve_names(root, spec, exclude)?;
+    Ok((with_addresses(root, names), missing))
 }
 
 /// Resolves SPEC minus EXCLUDE into targets (sorted); no match is an error.
 pub fn resolve(root: &Root, spec: &str, exclude: Option<&str>) -> Result<Vec<Target>, TargetError> {
+    Ok(with_addresses(root, resolve_names(root, spec, exclude)?.0))
+}
+
+/// Resolves SPEC minus EXCLUDE into minion names (sorted), with one scan of
+/// the certificates directory and no per-host file read (async dispatch
+/// needs only names: its driver reads each address when it calls), and the
+/// literal names of SPEC that matched no minion. No match is an error.
+pub fn resolve_names(
+    root: &Root,
+    spec: &str,
+    exclude: Option<&str>,
+) -> Result<(Vec<String>, Vec<String>), TargetError> {
     let known = all_minions(root);
+    let missing = missing_literals(spec, &known);
     let groups = Groups::load(&root.groups_file());
     let mut chosen = select(spec, &known, &groups)?;
     if let Some(ex) = exclude {
@@ -145,13 +158,18 @@ pub fn resolve(root: &Root, spec: &str, exclude: Option<&str>) -> Result<Vec<Tar
     if chosen.is_empty() {
         return Err(TargetError::NoMatch(spec.to_string()));
     }
-    Ok(chosen
+    Ok((chosen.into_iter().collect(), missing))
+}
+
+/// Each minion at the address it advertised.
+fn with_addresses(root: &Root, names: Vec<String>) -> Vec<Target> {
+    names
         .into_iter()
         .map(|name| Target {
             addr: address(root, &name),
             name,
         })
-        .collect())
+        .collect()
 }
 
 /// Where `name` said it can be reached.

@@ -183,9 +183,8 @@ pub fn submit(
     store: &Store,
     root: &Root,
     meta: crate::store::JobMeta,
-    targets: &[Target],
+    hosts: Vec<String>,
 ) -> Result<(String, std::process::Child), String> {
-    let hosts: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     let id = store.create(meta, &hosts).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the func executable: {e}"))?;
     let child = driver::spawn(&exe, root, &id).map_err(|e| format!("cannot start the job driver: {e}"))?;
