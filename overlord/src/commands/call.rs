@@ -296,7 +296,8 @@ impl Call {
         let hosts = plan.target_names()?;
         plan.check_credentials()?;
         let meta = self.meta(plan, hosts.len(), false);
-        let (id, mut driver) = jobs::submit(&plan.store(), &plan.root, meta, hosts).map_err(PlanError::Config)?;
+        let (id, mut driver) =
+            jobs::submit(&plan.store(), &plan.root, meta, hosts).map_err(PlanError::Config)?;
         if self.nopoll {
             show_job_id(plan, &id);
             return Ok(0);
