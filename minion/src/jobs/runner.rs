@@ -1,5 +1,5 @@
-//! The job process: `funcd --run-job ID`, spawned by the daemon in a new
-//! session. It forks once more before any runtime or thread exists (the
+//! The job process: `funcd --run-job ID`, spawned by the daemon (with
+//! posix_spawn), which starts a new session first. It forks once more before any runtime or thread exists (the
 //! supported way to fork), the launcher prints the grandchild's pid and
 //! start time and exits, and the grandchild — leader of its own process
 //! group, reparented to init, so no zombie is left — runs the method, writes
@@ -28,6 +28,11 @@ pub fn run_job(root: Root, name: String, id: &str) -> i32 {
         eprintln!("funcd: --run-job: not a job id");
         return 2;
     }
+    // A new session, made here rather than between the daemon's fork and
+    // exec: without a pre-exec hook the daemon spawns us with posix_spawn
+    // (no copy of its page tables, which a fork of a multi-threaded daemon
+    // pays on every job). The job (the grandchild) is forked after this.
+    let _ = nix::unistd::setsid();
     // SAFETY: this process is single-threaded and has no runtime: nothing
     // can hold a lock across the fork.
     match unsafe { nix::unistd::fork() } {
