@@ -8,7 +8,10 @@ fleet_init() {
 	FLEET_BIN=$2
 	FLEET_PIDS=()
 	rm -rf "$FLEET_DIR"
-	mkdir -p "$FLEET_DIR"
+	mkdir -p "$FLEET_DIR/certmaster/etc/certmaster"
+	# Every minion of a local fleet connects from 127.0.0.1: the certmaster's
+	# per-address cap (16, meant for real fleets) would throttle enrollment.
+	printf '[main]\nmax_connections_per_address = 4096\n' >"$FLEET_DIR/certmaster/etc/certmaster/certmaster.conf"
 	trap fleet_stop EXIT
 	RUST_LOG=warn "$FLEET_BIN/certmaster" --root "$FLEET_DIR/certmaster" --listen 127.0.0.1:0 --autosign \
 		>"$FLEET_DIR/certmaster.out" 2>"$FLEET_DIR/certmaster.log" &
