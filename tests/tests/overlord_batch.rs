@@ -184,7 +184,10 @@ fn async_batch_stop_drains_and_stop_kill_leaves_nothing_running() {
         ["counts"]["active"]
         == 2));
     let out = fleet.func(&["batch", "stop", &id, "--kill"]);
-    assert_eq!(out.code, 0, "{out:?}");
+    // If the driver is gone, its own words are in driver.log: shown with the failure.
+    let driver_log =
+        || std::fs::read_to_string(fleet.cm.root.log_dir().join("driver.log")).unwrap_or_default();
+    assert_eq!(out.code, 0, "{out:?}\ndriver.log:\n{}", driver_log());
     let doc = wait_complete(&fleet, &id);
     assert_eq!(doc["counts"]["killed"], 2, "{doc}");
     assert!(
