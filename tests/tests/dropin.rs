@@ -36,16 +36,22 @@ fn install(root: &Root, src: &Path, name: &str) {
     std::fs::rename(&tmp, dir.join(name)).unwrap();
 }
 
+/// Puts `text` in `dir` as executable `name` (mode 0755), written under a
+/// hidden name and renamed, so funcd never sees it half-written.
+fn put(dir: &Path, name: &str, text: &str) {
+    let src = dir.join(format!(".{name}.src"));
+    write_file(&src, text);
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&src, dir.join(name)).unwrap();
+}
+
 /// Writes a shell module `name` with one method `run` whose body is `body`.
 fn sh_module(root: &Root, name: &str, body: &str) {
     let text = format!(
         "#!/bin/sh\ncase \"$1\" in\ndescribe) echo '{{\"version\": \"1\", \"methods\": {{\"run\": {{}}}}}}' ;;\n\
          call) {body} ;;\nesac\n"
     );
-    let src = modules_dir(root).join(format!(".{name}.src"));
-    write_file(&src, &text);
-    install(root, &src, name);
-    std::fs::remove_file(&src).unwrap();
+    put(&modules_dir(root), name, &text);
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -322,10 +328,11 @@ fn every_misbehaviour_is_a_remote_error_that_says_which_and_funcd_carries_on() {
 
     // A describe that hangs, reached from an async listing (a built-in
     // method run as a job): the job's leftovers are killed with it.
-    let src = modules_dir(&m.root).join(".slowdesc");
-    write_file(&src, "#!/bin/sh\nsleep 289 & sleep 289\n");
-    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::rename(&src, modules_dir(&m.root).join("slowdesc")).unwrap();
+    put(
+        &modules_dir(&m.root),
+        "slowdesc",
+        "#!/bin/sh\nsleep 289 & sleep 289\n",
+    );
     let Value::String(id) = m.call("async.system.list_modules", vec![]).unwrap() else {
         panic!()
     };
@@ -386,16 +393,14 @@ fn unsafe_broken_and_clashing_files_are_refused_reported_and_harm_nothing() {
     std::fs::create_dir_all(&packaged).unwrap();
     for (dir, answer) in [(&packaged, "packaged"), (&modules_dir(&m.root), "local")] {
         for name in ["dup", answer] {
-            let src = dir.join(format!(".{name}.src"));
-            write_file(
-                &src,
+            put(
+                dir,
+                name,
                 &format!(
                     "#!/bin/sh\ncase \"$1\" in\ndescribe) echo '{{\"methods\": {{\"run\": {{}}}}}}' ;;\n\
                      call) echo '{{\"result\": \"{answer}\"}}' ;;\nesac\n"
                 ),
             );
-            std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::rename(&src, dir.join(name)).unwrap();
         }
     }
     assert_eq!(m.call("dup.run", vec![]).unwrap(), s("local"));
@@ -569,15 +574,12 @@ fn from_func_sync_async_batch_killed_and_deployed_with_copyfile() {
 
     // An async drop-in is killable, children included.
     for m in &fleet.minions {
-        let dir = modules_dir(&m.root);
-        let src = dir.join(".slow.src");
-        write_file(
-            &src,
+        put(
+            &modules_dir(&m.root),
+            "slow",
             "#!/bin/sh\ncase \"$1\" in\ndescribe) echo '{\"methods\": {\"run\": {}}}' ;;\n\
              call) sleep 187 & sleep 187 ;;\nesac\n",
         );
-        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::rename(&src, dir.join("slow")).unwrap();
     }
     let out = fleet.func(&["*", "call", "--async", "--nopoll", "slow", "run"]);
     let id = job_id(&out.stdout);

@@ -396,6 +396,7 @@ mod tests {
         let err = run(sh(&script), b"", bounds(1500), Group::Own).unwrap_err();
         assert!(matches!(err, RunError::Timeout(..)), "{err}");
         let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        await_gone(pid);
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid));
     }
 
@@ -407,11 +408,7 @@ mod tests {
         let done = run(sh(&script), b"", bounds(60_000), Group::Own).unwrap();
         assert_eq!(done.stdout, b"done\n");
         let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-        let gone = || !std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid);
-        let until = Instant::now() + Duration::from_secs(10);
-        while !gone() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        await_gone(pid);
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid));
     }
 
@@ -441,6 +438,16 @@ mod tests {
         let input = vec![b'x'; 1 << 20];
         let done = run(sh("echo ok"), &input, bounds(20_000), Group::Own).unwrap();
         assert_eq!(done.stdout, b"ok\n");
+    }
+
+    /// Waits (10 s at most) until `pid` is gone or a zombie: SIGKILL is
+    /// delivered asynchronously, so the kill returns before the process ends.
+    fn await_gone(pid: i32) {
+        let gone = || !std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid);
+        let until = Instant::now() + Duration::from_secs(10);
+        while !gone() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     fn is_zombie(pid: i32) -> bool {

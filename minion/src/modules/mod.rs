@@ -226,9 +226,7 @@ impl Registry {
     /// Unqualified method names of a module, its own then the base ones
     /// (a module's own method of the same name wins, as `system.list_methods`).
     pub fn method_names(module: &dyn Module) -> Vec<&'static str> {
-        let own: Vec<&'static str> = module.methods().iter().map(|m| m.name).collect();
-        let base = BASE_METHODS.into_iter().filter(|b| !own.contains(b));
-        own.iter().copied().chain(base).collect()
+        with_base_methods(module.methods().iter().map(|m| m.name).collect())
     }
 
     /// Every `module.method` name, sorted.
@@ -380,9 +378,15 @@ impl Registry {
 
 /// A drop-in's method names: its own, then the base ones it does not define.
 fn dropin_method_names(m: &DropIn) -> Vec<&str> {
-    let own: Vec<&str> = m.methods.iter().map(|x| x.name.as_str()).collect();
-    let base = BASE_METHODS.into_iter().filter(|b| !own.contains(b));
-    own.iter().copied().chain(base).collect()
+    with_base_methods(m.methods.iter().map(|x| x.name.as_str()).collect())
+}
+
+/// A module's own method names followed by the base methods it does not
+/// define itself (its own of the same name wins).
+fn with_base_methods<'a>(mut own: Vec<&'a str>) -> Vec<&'a str> {
+    let base: Vec<&'a str> = BASE_METHODS.into_iter().filter(|b| !own.contains(b)).collect();
+    own.extend(base);
+    own
 }
 
 fn no_args(args: Args<'_>) -> Result<(), MethodError> {

@@ -100,7 +100,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The shell and Python modules the benchmark calls: `ping` answers 1.
-pub const TRIVIAL_SH: &str = "#!/bin/sh\ncase \"$1\" in\n\
+const TRIVIAL_SH: &str = "#!/bin/sh\ncase \"$1\" in\n\
     describe) echo '{\"version\": \"1\", \"methods\": {\"ping\": {}}}' ;;\n\
     call) echo '{\"result\": 1}' ;;\nesac\n";
 const TRIVIAL_PY: &str = "#!/usr/bin/env python3\nimport json, sys\n\
