@@ -135,6 +135,20 @@ fn records_expire_keep_jobs_after_completion_and_running_jobs_never() {
 }
 
 #[test]
+fn an_idle_minion_sweeps_when_a_record_expires_not_every_second() {
+    // With no job running the sweep sleeps until the oldest record is due
+    // to expire (or a job is submitted): the record still goes on time.
+    let m = OneMinion::start_with("m1", "keep_jobs = 3", "");
+    let quick = submit(&m, "test.ping", vec![]);
+    assert_eq!(wait_finished(&m, &quick), Value::Integer(1));
+    assert!(
+        wait_until(Duration::from_secs(20), || status(&m, &quick)
+            == (2, Value::Integer(0))),
+        "finished record expired on an idle minion"
+    );
+}
+
+#[test]
 fn job_processes_leave_no_zombies_and_errors_come_back_as_values() {
     let m = OneMinion::start("m1");
     let ids: Vec<String> = (0..10).map(|_| submit(&m, "test.explode", vec![])).collect();

@@ -64,6 +64,18 @@ pub struct Jobs {
     /// Jobs whose process could not write its result (a full disk), with
     /// why: they end with that, not as a death without a result.
     lost: Mutex<std::collections::HashMap<String, String>>,
+    /// Signalled by every submission (wakes an idle sweep).
+    submissions: tokio::sync::Notify,
+}
+
+/// When the next sweep is due, as [`Jobs::sweep`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextSweep {
+    /// Jobs run: look again shortly.
+    WhileRunning,
+    /// None runs: the next purge is due after this long (`Duration::MAX`:
+    /// never), or sooner if a job is submitted.
+    Idle(Duration),
 }
 
 /// Longest one `jobs.wait_job` call waits.
@@ -146,6 +158,7 @@ impl Jobs {
             quotas,
             admitting: Mutex::new(()),
             lost: Mutex::default(),
+            submissions: tokio::sync::Notify::new(),
         };
         if replaced.is_some() {
             jobs.readopt();
@@ -195,20 +208,36 @@ impl Jobs {
                 }
             }
         }
-        self.sweep()
+        self.sweep().map(|_| ())
     }
 
     /// Takes in every waiting result, ends jobs whose process died, purges
-    /// expired records. Runs at start-up and periodically.
-    pub fn sweep(&self) -> Result<(), StoreError> {
+    /// expired records. Runs at start-up and periodically; says when it is
+    /// next needed: soon while jobs run (a death is only seen by looking),
+    /// else when the oldest record expires or a job is submitted
+    /// ([`Self::submitted`]), so an idle minion costs nothing between.
+    pub fn sweep(&self) -> Result<NextSweep, StoreError> {
         for id in self.spool.done_ids() {
             self.ingest(&id)?;
         }
+        let mut running = false;
         for record in self.store.running()? {
-            self.check(record)?;
+            running |= !self.check(record)?.finished();
         }
         self.store.purge(now(), self.keep_secs)?;
-        Ok(())
+        if running {
+            return Ok(NextSweep::WhileRunning);
+        }
+        Ok(match self.store.next_expiry(self.keep_secs)? {
+            Some(at) => NextSweep::Idle(Duration::from_secs_f64((at - now()).max(0.0))),
+            None => NextSweep::Idle(Duration::MAX),
+        })
+    }
+
+    /// Resolves once a job was submitted since the last call (a sweep
+    /// waiting out an idle spell wakes up for it).
+    pub async fn submitted(&self) {
+        self.submissions.notified().await;
     }
 
     /// Takes in the result of `id` if its job wrote one.
@@ -502,6 +531,7 @@ impl Jobs {
                 }
             }
         }
+        self.submissions.notify_one();
         // The job process reads its request from the spool as it starts:
         // without it (a full disk) there is no job, and the caller is told.
         if let Err(e) = self.spool.write_request(&record) {

@@ -11,10 +11,13 @@ use tokio::io::AsyncBufReadExt;
 use tokio::net::UnixListener;
 
 use super::runner::SOCKET;
-use super::Jobs;
+use super::{Jobs, NextSweep};
 
-/// How often the sweep runs.
+/// How often the sweep runs while jobs run.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Longest an idle minion goes without a sweep.
+pub const IDLE_SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// Binds the notification socket below `run_dir` (replacing a stale one).
 pub fn bind(run_dir: &std::path::Path) -> std::io::Result<UnixListener> {
@@ -60,25 +63,46 @@ pub async fn listen(jobs: Arc<Jobs>, listener: UnixListener) {
     }
 }
 
-/// Sweeps the spool and the running jobs every [`SWEEP_EVERY`].
+/// Sweeps the spool and the running jobs every [`SWEEP_EVERY`] while jobs
+/// run. With none running, the next sweep waits for a submission or for the
+/// oldest record to expire (at most [`IDLE_SWEEP_EVERY`]): an idle minion
+/// wakes about once a minute, not every second — at 10,000 minions on one
+/// machine, per-second sweeps alone took most of two cores.
 /// A failure is logged when it starts and when it ends, not every second.
 pub async fn sweep(jobs: Arc<Jobs>) {
-    let mut tick = tokio::time::interval(SWEEP_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     loop {
-        tick.tick().await;
-        let jobs = Arc::clone(&jobs);
-        match tokio::task::spawn_blocking(move || jobs.sweep()).await {
-            Ok(Err(e)) if !failing => {
-                tracing::warn!(error = %e, "job sweep failed; retrying every second (logged again when it works)");
-                failing = true;
+        let swept = {
+            let jobs = Arc::clone(&jobs);
+            tokio::task::spawn_blocking(move || jobs.sweep()).await
+        };
+        let next = match swept {
+            Ok(Ok(next)) => {
+                if failing {
+                    tracing::info!("job sweep works again");
+                    failing = false;
+                }
+                next
             }
-            Ok(Ok(())) if failing => {
-                tracing::info!("job sweep works again");
-                failing = false;
+            Ok(Err(e)) => {
+                if !failing {
+                    tracing::warn!(error = %e, "job sweep failed; retrying every second (logged again when it works)");
+                    failing = true;
+                }
+                NextSweep::WhileRunning
             }
-            _ => {}
+            Err(_) => NextSweep::WhileRunning,
+        };
+        match next {
+            NextSweep::WhileRunning => tokio::time::sleep(SWEEP_EVERY).await,
+            NextSweep::Idle(due) => {
+                // Past a submission, sweep a moment later, as while running.
+                let due = due.clamp(SWEEP_EVERY, IDLE_SWEEP_EVERY);
+                tokio::select! {
+                    _ = tokio::time::sleep(due) => {}
+                    _ = jobs.submitted() => tokio::time::sleep(SWEEP_EVERY).await,
+                }
+            }
         }
     }
 }

@@ -378,6 +378,17 @@ impl Store {
         Ok(purged.len())
     }
 
+    /// When the oldest finished record expires (its completion plus
+    /// `keep_secs`), if any record is finished: when a purge is next due.
+    pub fn next_expiry(&self, keep_secs: f64) -> Result<Option<f64>, StoreError> {
+        self.run(|db| {
+            let read = db.begin_read().map_err(db_err)?;
+            let expiry = read.open_table(EXPIRY).map_err(db_err)?;
+            let oldest = expiry.first().map_err(db_err)?;
+            Ok(oldest.map(|(key, _)| key.value().0 as f64 / 1e6 + keep_secs))
+        })
+    }
+
     /// Jobs not finished yet.
     pub fn running(&self) -> Result<Vec<JobRecord>, StoreError> {
         self.run(|db| {
@@ -548,11 +559,17 @@ mod tests {
         );
         // Running jobs never expire, however old; finished ones expire
         // keep_secs after completion, not after their start.
+        assert_eq!(
+            store.next_expiry(50.0).unwrap(),
+            Some(150.0),
+            "the purge then due"
+        );
         assert_eq!(store.purge(149.0, 50.0).unwrap(), 0);
         let kept = store.usage("overlord", true);
         assert_eq!(kept.running, 1, "one still running");
         assert_eq!(kept.bytes, 4, "the finished job's result");
         assert_eq!(store.purge(151.0, 50.0).unwrap(), 1);
+        assert_eq!(store.next_expiry(50.0).unwrap(), None, "nothing left to purge");
         assert_eq!(store.usage("overlord", true), Usage { running: 1, bytes: 0 });
         drop(store);
         let store = Store::open(&dir.path().join("s.redb")).unwrap();
