@@ -170,6 +170,13 @@ for name in os.listdir(fleet_dir):
 
 time.sleep(float(os.environ.get("BENCH_SETTLE", "2")))
 memory("idle")
+# What an idle fleet costs: the machine's busy time while nothing is asked,
+# per minion per second (includes whatever else runs, so a quiet machine).
+IDLE_SPAN = float(os.environ.get("BENCH_IDLE_SPAN", "5"))
+busy_before = machine_busy_seconds()
+time.sleep(IDLE_SPAN)
+record("idle_cpu_per_minion", round((machine_busy_seconds() - busy_before) / IDLE_SPAN / k * 1e6, 1),
+       "us/s", True, "machine busy time while idle / span / K")
 if "sync" in SECTIONS:
     sync("sync_ping", ["*", "ping"], lambda out: out.count("[ ok") >= k, "cpu_per_host_sync_ping")
     sync("sync_call_test_ping", ["*", "call", "test", "ping"], lambda out: out.count("\n    1\n") >= k)

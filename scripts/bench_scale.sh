@@ -33,6 +33,17 @@ tasks_now=$(ps -eLf --no-headers | wc -l)
 by_tasks=$((($(cat /proc/sys/kernel/pid_max) - tasks_now - 1000) / 5))
 by_files=$((($(ulimit -n) - 256) / 2))
 fits=$by_memory why="MemAvailable ${avail_mib} MiB at ${per_minion} MiB per minion (2 GiB kept free)"
+# kernel.pid_max is raised (as root, SCALE_RAISE_PID_MAX=1, the default) to
+# what K needs, like the open-file limit above, and put back at exit.
+pid_max=$(cat /proc/sys/kernel/pid_max)
+need_pids=$((tasks_now + 1000 + 5 * K))
+if [ "$by_tasks" -lt "$K" ] && [ "${SCALE_RAISE_PID_MAX:-1}" = 1 ] && [ "$(id -u)" = 0 ] &&
+	[ "$need_pids" -le 4194304 ] && echo "$need_pids" 2>/dev/null >/proc/sys/kernel/pid_max; then
+	trap 'echo "$pid_max" >/proc/sys/kernel/pid_max' EXIT
+	echo "kernel.pid_max raised from $pid_max to $need_pids for this run (put back at exit)" |
+		tee "$raw/pid-max.txt"
+	by_tasks=$((($(cat /proc/sys/kernel/pid_max) - tasks_now - 1000) / 5))
+fi
 if [ "$by_tasks" -lt "$fits" ]; then
 	fits=$by_tasks why="kernel.pid_max $(cat /proc/sys/kernel/pid_max) (threads count; ${tasks_now} tasks already running, 5 per minion during an async job)"
 fi
