@@ -203,8 +203,7 @@ impl Jobs {
         for record in self.store.running()? {
             if record.pid == 0 {
                 if let Some((pid, start)) = self.spool.read_pid(&record.id) {
-                    self.store
-                        .update_running(&record.id, |r| (r.pid, r.pid_start) = (pid, start))?;
+                    self.store.record_pid(&record.id, pid, start)?;
                 }
             }
         }
@@ -559,9 +558,7 @@ impl Jobs {
     /// Records the pid the launcher of `record` reports.
     fn started(&self, record: JobRecord, launcher: std::process::Child) {
         let recorded = match launched(launcher) {
-            Ok((pid, start)) => self
-                .store
-                .update_running(&record.id, |r| (r.pid, r.pid_start) = (pid, start)),
+            Ok((pid, start)) => self.store.record_pid(&record.id, pid, start),
             Err(e) => self.launch_failed(record, &e),
         };
         if let Err(e) = recorded {

@@ -281,8 +281,28 @@ impl Store {
 
     /// Changes a running job's record with `change`; finished jobs stay as they are.
     pub fn update_running(&self, id: &str, change: impl FnOnce(&mut JobRecord)) -> Result<(), StoreError> {
+        self.change_running(id, change, true)
+    }
+
+    /// Records a running job's pid and start time without an fsync of its
+    /// own: the job's spool `.pid` file holds them too, and start-up takes
+    /// them from there for a record whose pid was lost (the commit becomes
+    /// durable with the next durable one, at the latest the job's end).
+    pub fn record_pid(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
+        self.change_running(id, |r| (r.pid, r.pid_start) = (pid, start), false)
+    }
+
+    fn change_running(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut JobRecord),
+        durable: bool,
+    ) -> Result<(), StoreError> {
         self.run(|db| {
-            let txn = db.begin_write().map_err(db_err)?;
+            let mut txn = db.begin_write().map_err(db_err)?;
+            if !durable {
+                txn.set_durability(redb::Durability::None).map_err(db_err)?;
+            }
             {
                 let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
                 let current = jobs
