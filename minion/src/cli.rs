@@ -39,9 +39,10 @@ pub struct Cli {
     /// root with its state (loaded, refused, broken, shadowed, overridden), and exit.
     #[arg(long)]
     pub list_modules: bool,
-    /// Internal: run one async job (the daemon starts this; see minion::jobs).
-    #[arg(long, hide = true, value_name = "JOB_ID")]
-    pub run_job: Option<String>,
+    /// Internal: the job zygote, which forks async jobs for the daemon
+    /// (the daemon starts it; see minion::jobs::zygote).
+    #[arg(long, hide = true)]
+    pub job_zygote: bool,
     /// Log level: error, warn, info, debug or trace (default: RUST_LOG, else info).
     #[arg(long, value_name = "LEVEL", value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub log_level: Option<String>,

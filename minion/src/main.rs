@@ -14,12 +14,17 @@ use minion::modules::Registry;
 use minion::Minion;
 
 fn main() -> std::process::ExitCode {
+    // Descriptors inherited from whoever started funcd (a shell, a test
+    // harness, a jobserver pipe) stay here but reach no child: not the job
+    // zygote, jobs, drop-in modules or commands.
+    // SAFETY: only sets close-on-exec on descriptors above stderr.
+    unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
     let cli = Cli::parse();
-    if let Some(id) = &cli.run_job {
-        // Before logging, threads or a runtime: the job process forks.
+    if cli.job_zygote {
+        // Before logging, threads or a runtime: the zygote forks jobs.
         let root = Root::new(cli.root.clone());
         let name = cli.name.clone().unwrap_or_default();
-        return std::process::ExitCode::from(minion::jobs::runner::run_job(root, name, id) as u8);
+        return std::process::ExitCode::from(minion::jobs::zygote::serve(&root, &name) as u8);
     }
     // --list-modules prints every module's state itself: only errors are logged.
     let level = cli.log_level.as_deref().or(cli.list_modules.then_some("error"));

@@ -118,6 +118,84 @@ fn a_job_killed_from_outside_ends_as_an_error_not_running_forever() {
     );
 }
 
+/// Children of `pid` whose command line contains `word`.
+fn children_running(pid: u32, word: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            fields.get(1) == Some(&pid.to_string().as_str())
+                && fields.first() != Some(&"Z")
+                && String::from_utf8_lossy(&cmdline).contains(word)
+        })
+        .collect()
+}
+
+#[test]
+fn jobs_come_from_a_zygote_that_is_replaced_when_killed_and_hold_no_daemon_descriptors() {
+    let m = OneMinion::start("m1");
+    let id = submit(&m, "test.sleep", vec![s("300")]);
+    let Value::Struct(job) = m.call("jobs.find_job", vec![s(&id)]).unwrap() else {
+        panic!("find_job")
+    };
+    let Some(Value::Integer(pid)) = job.get("pid").cloned() else {
+        panic!("pid in {job:?}")
+    };
+    // The job holds only its standard streams (on /dev/null): not the
+    // daemon's listener, store or sockets, nor the zygote's pipes.
+    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let links: Vec<_> = fds
+        .iter()
+        .map(|fd| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")))
+        .collect();
+    assert!(
+        fds.iter().all(|fd| ["0", "1", "2"].contains(&fd.as_str())),
+        "{fds:?} {links:?}"
+    );
+    for fd in &fds {
+        let target = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap();
+        assert_eq!(target, std::path::Path::new("/dev/null"), "fd {fd}");
+    }
+    let zygotes = children_running(m.minion.pid(), "--job-zygote");
+    assert_eq!(zygotes.len(), 1, "one zygote: {zygotes:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(zygotes[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // The next job starts through a new zygote; the killed one is reaped.
+    let next = submit(&m, "test.ping", vec![]);
+    assert_eq!(wait_finished(&m, &next), Value::Integer(1));
+    let again = children_running(m.minion.pid(), "--job-zygote");
+    assert!(again.len() == 1 && again != zygotes, "{zygotes:?} then {again:?}");
+    assert!(
+        wait_until(Duration::from_secs(10), || zombies_of(m.minion.pid()) == 0),
+        "no zombies"
+    );
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    assert!(remote_error(&wait_finished(&m, &id)).is_some());
+    // Nor does a command funcd runs inherit what funcd's starter left open
+    // (here the test harness's descriptors): only its own.
+    let Value::Array(ran) = m.call("command.run", vec![s("ls /proc/self/fd")]).unwrap() else {
+        panic!("command.run")
+    };
+    let Some(Value::String(listed)) = ran.get(1) else {
+        panic!("{ran:?}")
+    };
+    let fds: Vec<&str> = listed.split_whitespace().collect();
+    assert!(fds.len() <= 4, "0, 1, 2 and ls's own directory: {fds:?}");
+}
+
 #[test]
 fn records_expire_keep_jobs_after_completion_and_running_jobs_never() {
     let m = OneMinion::start_with("m1", "keep_jobs = 1", "");

@@ -1,10 +1,11 @@
 //! Async jobs on the minion (DESIGN §6): `async.M.m` records a job, starts
 //! it detached and answers its id at once; `jobs.*` answer from the store.
 //!
-//! How a job runs: the daemon writes the request to the spool, records the
-//! job as running, then spawns its own executable (`funcd --run-job ID`)
-//! in a new session. That process forks once more before any runtime exists
-//! and exits, printing the grandchild's pid and start time; the grandchild
+//! How a job runs: the daemon records the job as running, writes the
+//! request to the spool, then asks its zygote (`funcd --job-zygote`, a
+//! single-threaded process spawned on the first job, see [`zygote`]) to
+//! start it. The zygote forks a child that starts a new session and forks
+//! once more, reporting the grandchild's pid and start time; the grandchild
 //! leads its own process group, runs the method, writes its result to the
 //! spool durably and notifies the daemon over a Unix socket. The daemon is
 //! the only process that opens the redb store, and never forks a runtime.
@@ -22,6 +23,7 @@ pub mod proc;
 pub mod runner;
 pub mod spool;
 pub mod store;
+pub mod zygote;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -48,10 +50,8 @@ pub struct Jobs {
     store: Store,
     spool: Spool,
     keep_secs: f64,
-    /// The `funcd` executable and the arguments a job process needs.
-    exe: PathBuf,
-    root: PathBuf,
-    name: String,
+    /// Forks the job processes (`funcd --job-zygote`).
+    zygote: zygote::Zygote,
     /// The last id handed out, in µs, so ids stay unique and increasing.
     last_id: Mutex<u64>,
     /// Counts jobs that ended, and wakes `jobs.wait_job` callers.
@@ -150,9 +150,7 @@ impl Jobs {
             store,
             spool,
             keep_secs,
-            exe,
-            root: root.dir().to_path_buf(),
-            name: name.to_string(),
+            zygote: zygote::Zygote::new(exe, root.dir().to_path_buf(), name.to_string()),
             last_id: Mutex::new(0),
             endings: (Mutex::new(0), Condvar::new()),
             quotas,
@@ -224,6 +222,7 @@ impl Jobs {
             running |= !self.check(record)?.finished();
         }
         self.store.purge(now(), self.keep_secs)?;
+        self.zygote.reap_if_ended();
         if running {
             return Ok(NextSweep::WhileRunning);
         }
@@ -537,27 +536,19 @@ impl Jobs {
             let _ = self.launch_failed(record, &e);
             return Err(MethodError::os(format!("cannot record the job request: {e}")));
         }
-        let id = record.id.clone();
-        match self.launch(&id) {
-            Ok(launcher) => {
-                let (jobs, job) = (Arc::clone(self), id.clone());
-                let started = move || jobs.started(record, launcher);
-                match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => drop(runtime.spawn_blocking(started)),
-                    Err(_) => started(),
-                }
-                Ok(job)
-            }
-            Err(e) => {
-                self.launch_failed(record, &e).map_err(store_err)?;
-                Ok(id)
-            }
+        let (jobs, id) = (Arc::clone(self), record.id.clone());
+        let start = move || jobs.start(record);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(start)),
+            Err(_) => start(),
         }
+        Ok(id)
     }
 
-    /// Records the pid the launcher of `record` reports.
-    fn started(&self, record: JobRecord, launcher: std::process::Child) {
-        let recorded = match launched(launcher) {
+    /// Starts `record`'s job through the zygote and records its pid (or,
+    /// if it cannot start, ends it saying why).
+    fn start(&self, record: JobRecord) {
+        let recorded = match self.zygote.launch(&record.id) {
             Ok((pid, start)) => self.store.record_pid(&record.id, pid, start),
             Err(e) => self.launch_failed(record, &e),
         };
@@ -577,40 +568,6 @@ impl Jobs {
         self.spool.remove(&record.id);
         self.ended();
         Ok(())
-    }
-
-    /// Spawns `funcd --run-job ID` (the launcher, which starts a new
-    /// session itself). No pre-exec hook, so std uses posix_spawn rather
-    /// than a fork of this multi-threaded daemon (a profile showed that
-    /// fork, copying the daemon's page tables, as a tenth of a job's cost
-    /// on the minion).
-    fn launch(&self, id: &str) -> std::io::Result<std::process::Child> {
-        let mut cmd = std::process::Command::new(&self.exe);
-        cmd.arg("--root")
-            .arg(&self.root)
-            .args(["--name", &self.name, "--run-job", id])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        cmd.spawn()
-    }
-}
-
-/// Reads back the detached grandchild's pid and start time from the launcher.
-fn launched(mut child: std::process::Child) -> std::io::Result<(u32, u64)> {
-    use std::io::BufRead;
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        std::io::BufReader::new(out).read_line(&mut line)?;
-    }
-    let status = child.wait()?;
-    let mut words = line.split_whitespace();
-    match (
-        words.next().and_then(|w| w.parse().ok()),
-        words.next().and_then(|w| w.parse().ok()),
-    ) {
-        (Some(pid), Some(start)) if status.success() => Ok((pid, start)),
-        _ => Err(std::io::Error::other(format!("job launcher ended with {status}"))),
     }
 }
 

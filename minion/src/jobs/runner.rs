@@ -1,9 +1,11 @@
-//! The job process: `funcd --run-job ID`, spawned by the daemon (with
-//! posix_spawn), which starts a new session first. It forks once more before any runtime or thread exists (the
-//! supported way to fork), the launcher prints the grandchild's pid and
-//! start time and exits, and the grandchild — leader of its own process
-//! group, reparented to init, so no zombie is left — runs the method, writes
-//! its result durably to the spool and tells the daemon.
+//! The job process. The daemon's zygote (`super::zygote`, a single-threaded
+//! `funcd --job-zygote`) forks for each job; that child starts a new session
+//! and forks once more, reports the grandchild's pid and start time and
+//! exits, and the grandchild — leader of its own process group, reparented
+//! to init, so no zombie is left — runs the method, writes its result
+//! durably to the spool and tells the daemon. Every fork happens before any
+//! runtime or thread exists (the supported way to fork), and no job pays for
+//! an exec of the daemon's binary.
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -22,40 +24,33 @@ use crate::modules::{Context, MethodError, Registry};
 /// File name of the daemon's notification socket in `var/run`.
 pub const SOCKET: &str = "funcd-jobs.sock";
 
-/// Runs job `id`; returns the launcher's exit code (the grandchild never returns).
-pub fn run_job(root: Root, name: String, id: &str) -> i32 {
+/// Starts job `id` from a single-threaded process with no runtime: a new
+/// session, then a fork. Returns the job's pid and start time in the
+/// caller; the job itself (the forked child) runs and never returns.
+pub fn start_detached(root: &Root, name: &str, id: &str) -> Result<(u32, u64), String> {
     if !spool::is_job_id(id) {
-        eprintln!("funcd: --run-job: not a job id");
-        return 2;
+        return Err("not a job id".into());
     }
-    // A new session, made here rather than between the daemon's fork and
-    // exec: without a pre-exec hook the daemon spawns us with posix_spawn
-    // (no copy of its page tables, which a fork of a multi-threaded daemon
-    // pays on every job). The job (the grandchild) is forked after this.
     let _ = nix::unistd::setsid();
-    // SAFETY: this process is single-threaded and has no runtime: nothing
+    // SAFETY: the caller is single-threaded and has no runtime: nothing
     // can hold a lock across the fork.
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Parent { child }) => {
             let pid = child.as_raw() as u32;
-            // The child cannot be reaped before we exit, so its start time is readable.
-            let start = proc::start_time(pid).unwrap_or(0);
-            let mut out = std::io::stdout().lock();
-            let ok = writeln!(out, "{pid} {start}").and_then(|_| out.flush());
-            return if ok.is_ok() { 0 } else { 1 };
+            // The child cannot be reaped before the caller exits (it is
+            // reparented then), so its start time is readable.
+            Ok((pid, proc::start_time(pid).unwrap_or(0)))
         }
-        Ok(nix::unistd::ForkResult::Child) => {}
-        Err(e) => {
-            eprintln!("funcd: cannot fork the job: {e}");
-            return 1;
+        Ok(nix::unistd::ForkResult::Child) => {
+            detach();
+            let code = match run_detached(root, name.to_string(), id) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            };
+            std::process::exit(code);
         }
+        Err(e) => Err(format!("cannot fork the job: {e}")),
     }
-    detach();
-    let code = match run_detached(&root, name, id) {
-        Ok(()) => 0,
-        Err(_) => 1,
-    };
-    std::process::exit(code);
 }
 
 /// Own process group (so signals reach the job and its children), `/` as
