@@ -9,6 +9,7 @@
 
 pub mod driver;
 pub mod poller;
+pub mod window;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -24,6 +24,11 @@ use crate::worker::{call_error, connect, Link};
 /// Hosts asked at once.
 const IN_FLIGHT: usize = 64;
 
+/// Hosts asked in one `jobs.wait_job` round, and connections kept between
+/// rounds: each costs about 20 KiB, and at 10,000 hosts keeping them all
+/// took `func job_status --wait` to 190 MiB. See [`super::window`].
+const WAIT_IN_FLIGHT: usize = 1024;
+
 /// How long one `jobs.wait_job` call asks the minion to wait.
 const WATCH_WAIT: Duration = Duration::from_secs(5);
 
@@ -53,6 +58,8 @@ pub struct Poller {
     watches: HashMap<String, tokio::task::AbortHandle>,
     ends_tx: mpsc::UnboundedSender<(String, Value)>,
     ends_rx: mpsc::UnboundedReceiver<(String, Value)>,
+    /// The last host let into a `wait_job` round without a kept connection.
+    rotation: Option<String>,
 }
 
 impl Poller {
@@ -74,6 +81,7 @@ impl Poller {
             watches: HashMap::new(),
             ends_tx,
             ends_rx,
+            rotation: None,
         })
     }
 
@@ -122,7 +130,23 @@ impl Poller {
     /// Asks each `(target, minion job id)` once; answers in any order. With
     /// `wait`, each host answers when its job ends or after `wait`
     /// (`jobs.wait_job`; a minion without it is asked `jobs.job_status`).
+    /// With `wait`, at most [`WAIT_IN_FLIGHT`] hosts are asked per call
+    /// (see [`super::window`]); the others are not in the answers.
     pub fn poll(&mut self, asks: Vec<(Target, String)>, wait: Option<Duration>) -> Vec<(String, Answer)> {
+        let asks = match wait {
+            Some(_) => {
+                let (chosen, next) = super::window::select(
+                    asks,
+                    &self.clients,
+                    self.rotation.as_deref(),
+                    WAIT_IN_FLIGHT,
+                    |t| t.name.as_str(),
+                );
+                self.rotation = next;
+                chosen
+            }
+            None => asks,
+        };
         let targets: HashMap<String, Target> =
             asks.iter().map(|(t, _)| (t.name.clone(), t.clone())).collect();
         let ids: HashMap<String, String> = asks
@@ -160,6 +184,12 @@ impl Poller {
         if !again.is_empty() {
             answers.extend(self.poll(again, None));
         }
+        // A finished host is not asked again: its connection goes now.
+        for (host, answer) in &answers {
+            if matches!(answer, Answer::Finished(_)) {
+                self.clients.remove(host);
+            }
+        }
         answers
     }
 
@@ -170,7 +200,8 @@ impl Poller {
     }
 
     /// [`Self::call_each`] for calls that may take `extra` longer than the
-    /// usual limit (they wait on the minion). All are in flight at once.
+    /// usual limit (they wait on the minion), up to [`WAIT_IN_FLIGHT`] at once.
+    /// At most [`WAIT_IN_FLIGHT`] connections are kept afterwards.
     fn call_each_within(
         &mut self,
         calls: Vec<(Target, String, Vec<Value>)>,
@@ -179,7 +210,7 @@ impl Poller {
         let slots = Arc::new(Semaphore::new(if extra.is_zero() {
             IN_FLIGHT
         } else {
-            calls.len().max(1)
+            calls.len().clamp(1, WAIT_IN_FLIGHT)
         }));
         let mut tasks = tokio::task::JoinSet::new();
         let _guard = self.runtime.enter();
@@ -204,7 +235,8 @@ impl Poller {
         self.runtime.block_on(async {
             while let Some(joined) = tasks.join_next().await {
                 if let Ok((host, reply, client)) = joined {
-                    if let Some(c) = client {
+                    // Kept for the next round, up to the window.
+                    if let Some(c) = client.filter(|_| self.clients.len() < WAIT_IN_FLIGHT) {
                         self.clients.insert(host.clone(), c);
                     }
                     replies.push((host, reply));
