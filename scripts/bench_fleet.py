@@ -59,6 +59,24 @@ def machine_busy_seconds():
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def kernel_monitor_seconds():
+    """CPU time of the kernel's memory monitor threads (kdamond, DAMON): on
+    this VM they scan every process's memory, so their cost grows with the
+    fleet, and it falls in the machine's busy time."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % pid).read()
+        except OSError:
+            continue
+        if stat.split("(", 1)[1].startswith("kdamond"):
+            fields = stat.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def us_per_host(seconds):
     return round(seconds / k * 1e6, 1)
 
@@ -173,10 +191,12 @@ memory("idle")
 # What an idle fleet costs: the machine's busy time while nothing is asked,
 # per minion per second (includes whatever else runs, so a quiet machine).
 IDLE_SPAN = float(os.environ.get("BENCH_IDLE_SPAN", "5"))
-busy_before = machine_busy_seconds()
+busy_before, monitor_before = machine_busy_seconds(), kernel_monitor_seconds()
 time.sleep(IDLE_SPAN)
 record("idle_cpu_per_minion", round((machine_busy_seconds() - busy_before) / IDLE_SPAN / k * 1e6, 1),
        "us/s", True, "machine busy time while idle / span / K")
+record("idle_kernel_monitor_per_minion", round((kernel_monitor_seconds() - monitor_before) / IDLE_SPAN / k * 1e6, 1),
+       "us/s", True, "kdamond threads over the same span (part of the row above)")
 if "sync" in SECTIONS:
     sync("sync_ping", ["*", "ping"], lambda out: out.count("[ ok") >= k, "cpu_per_host_sync_ping")
     sync("sync_call_test_ping", ["*", "call", "test", "ping"], lambda out: out.count("\n    1\n") >= k)
@@ -185,7 +205,7 @@ if "sync" in SECTIONS:
 
 for _ in range(RUNS if "async" in SECTIONS else 0):
     reap(0)
-    cpu_before, busy_before = cpu_seconds[0], machine_busy_seconds()
+    cpu_before, busy_before, monitor_before = cpu_seconds[0], machine_busy_seconds(), kernel_monitor_seconds()
     start = time.perf_counter()
     wall, rss, rc, out = run(["*", "call", "--async", "--nopoll", "test", "ping"])
     jid = job_id(out)
@@ -202,6 +222,8 @@ for _ in range(RUNS if "async" in SECTIONS else 0):
            "func, driver, job_status --wait: user+sys / K")
     record("minion_cpu_per_async_job", us_per_host(max(0.0, busy - overlord_cpu)), "us", answered(status),
            "machine busy time minus the overlord's, / K (daemons + job processes)")
+    record("kernel_monitor_cpu_per_async_job", us_per_host(kernel_monitor_seconds() - monitor_before), "us", True,
+           "kdamond threads over the same span, / K (part of the row above)")
     wall, rss, rc, out = run(["job_status", jid])
     record("lookup_finished_job", ms(wall), "ms", rc == 0, "job_status of a finished job")
     reap(5)

@@ -30,8 +30,11 @@ use super::{runner, spool};
 /// A zygote with no request for this long exits.
 pub const IDLE_EXIT: Duration = Duration::from_secs(60);
 
-/// Longest the daemon waits for the zygote's answer before giving it up.
-const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+/// Longest the daemon waits for the zygote's answer before giving it up (a
+/// stopped or wedged zygote would hold every later job). Generous: with
+/// 10,000 minions starting jobs at once on two cores (a run queue of ~600),
+/// 10 s was not enough for 356 of them.
+const ANSWER_WITHIN: Duration = Duration::from_secs(120);
 
 /// Longest request or answer line.
 const MAX_LINE: u64 = 512;

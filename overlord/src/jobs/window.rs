@@ -23,7 +23,8 @@ pub fn select<T, V>(
         return (asks, after.map(str::to_string));
     }
     asks.sort_by(|a, b| name(&a.0).cmp(name(&b.0)));
-    let (mut chosen, rest): (Vec<_>, Vec<_>) = asks.into_iter().partition(|(t, _)| kept.contains_key(name(t)));
+    let (mut chosen, rest): (Vec<_>, Vec<_>) =
+        asks.into_iter().partition(|(t, _)| kept.contains_key(name(t)));
     chosen.truncate(size);
     let room = size - chosen.len();
     let start = after.map_or(0, |last| rest.partition_point(|(t, _)| name(t) <= last));
@@ -43,7 +44,10 @@ mod tests {
     use super::*;
 
     fn asks(names: &[&str]) -> Vec<(String, String)> {
-        names.iter().map(|n| (n.to_string(), format!("job-{n}"))).collect()
+        names
+            .iter()
+            .map(|n| (n.to_string(), format!("job-{n}")))
+            .collect()
     }
 
     fn names(chosen: &[(String, String)]) -> Vec<&str> {
