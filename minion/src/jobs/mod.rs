@@ -536,12 +536,11 @@ impl Jobs {
             let _ = self.launch_failed(record, &e);
             return Err(MethodError::os(format!("cannot record the job request: {e}")));
         }
-        let (jobs, id) = (Arc::clone(self), record.id.clone());
-        let start = move || jobs.start(record);
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(start)),
-            Err(_) => start(),
-        }
+        // Started before the id is answered (submit runs on a blocking
+        // thread): a daemon that dies right after answering must not leave
+        // a job that never ran.
+        let id = record.id.clone();
+        self.start(record);
         Ok(id)
     }
 
