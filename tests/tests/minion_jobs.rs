@@ -46,18 +46,32 @@ fn wait_finished(m: &OneMinion, id: &str) -> Value {
     result.expect("polled")
 }
 
-/// Zombie children of `pid`.
-fn zombies_of(pid: u32) -> usize {
+/// Children of `pid`: (child pid, state letter, command line).
+fn children_of(pid: u32) -> Vec<(u32, String, String)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     entries
         .filter_map(Result::ok)
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter(|stat| {
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
             let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-            fields.first() == Some(&"Z") && fields.get(1) == Some(&pid.to_string().as_str())
+            if fields.get(1) != Some(&pid.to_string().as_str()) {
+                return None;
+            }
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            let state = fields.first().unwrap_or(&"").to_string();
+            Some((child, state, String::from_utf8_lossy(&cmdline).into_owned()))
         })
+        .collect()
+}
+
+/// Zombie children of `pid`.
+fn zombies_of(pid: u32) -> usize {
+    children_of(pid)
+        .iter()
+        .filter(|(_, state, _)| state == "Z")
         .count()
 }
 
@@ -118,22 +132,12 @@ fn a_job_killed_from_outside_ends_as_an_error_not_running_forever() {
     );
 }
 
-/// Children of `pid` whose command line contains `word`.
+/// Children of `pid` (not zombies) whose command line contains `word`.
 fn children_running(pid: u32, word: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|child| {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
-            fields.get(1) == Some(&pid.to_string().as_str())
-                && fields.first() != Some(&"Z")
-                && String::from_utf8_lossy(&cmdline).contains(word)
-        })
+    children_of(pid)
+        .into_iter()
+        .filter(|(_, state, cmdline)| state != "Z" && cmdline.contains(word))
+        .map(|(child, _, _)| child)
         .collect()
 }
 

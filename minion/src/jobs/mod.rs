@@ -26,7 +26,7 @@ pub mod store;
 pub mod zygote;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::xmlrpc::{self, remote_error};
@@ -429,8 +429,8 @@ impl Jobs {
         Ok(out)
     }
 
-    /// `record` with its pid: a job submitted a moment ago may not have it
-    /// recorded yet, so wait (2 s at most) for its launcher to report it.
+    /// `record` with its pid: a job being submitted right now (recorded, not
+    /// started yet) has none, so wait (2 s at most) for the zygote's report.
     pub fn started_record(&self, mut record: JobRecord) -> Result<JobRecord, StoreError> {
         let patience = Instant::now() + Duration::from_secs(2);
         while record.pid == 0 && !record.finished() && Instant::now() < patience {
@@ -494,15 +494,9 @@ impl Jobs {
 
     /// `async.METHOD(params)`: records the job, starts it detached, returns its id.
     ///
-    /// The id is answered as soon as the job process is spawned; its pid is
-    /// recorded in the background once the launcher reports it (until then
-    /// the job counts as starting, and its spool pid file tells).
-    pub fn submit(
-        self: &Arc<Self>,
-        method: &str,
-        params: Vec<Value>,
-        caller: &Caller,
-    ) -> Result<String, MethodError> {
+    /// The id is answered once the job has started (the zygote reported its
+    /// pid) or failed to start; runs on a blocking thread.
+    pub fn submit(&self, method: &str, params: Vec<Value>, caller: &Caller) -> Result<String, MethodError> {
         let call_xml = xmlrpc::encode_call(method, params, xmlrpc::DEFAULT_MAX_DEPTH)
             .map_err(|e| MethodError::value(format!("cannot record the call: {e}")))?;
         let mut record = JobRecord {
