@@ -3,7 +3,8 @@
 //! write fails with EPIPE). [`out!`]/[`outln!`] write through [`write`],
 //! which notes a closed stdout once and drops everything after it: the
 //! command still finishes its work (a sync batch runs to its end, its
-//! state recorded as usual) and exits with its normal status.
+//! state recorded as usual) and exits with its normal status. [`err!`]/
+//! [`errln!`] do the same for stderr (`2>&1 | head`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +42,26 @@ macro_rules! out {
 macro_rules! outln {
     () => { $crate::out::write("\n") };
     ($($arg:tt)*) => { $crate::out::write(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Writes `text` to stderr; a failure (a closed pipe: `func ... 2>&1 |
+/// head -1`) is ignored, where `eprintln!` would panic.
+pub fn write_err(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes()).and_then(|_| stderr.flush());
+}
+
+/// `eprint!` that survives a closed stderr.
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::out::write_err(&format!($($arg)*)) };
+}
+
+/// `eprintln!` that survives a closed stderr.
+#[macro_export]
+macro_rules! errln {
+    () => { $crate::out::write_err("\n") };
+    ($($arg:tt)*) => { $crate::out::write_err(&format!("{}\n", format_args!($($arg)*))) };
 }
 
 /// What a command reports in lines: printed as they come, or with

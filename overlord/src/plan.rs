@@ -112,7 +112,7 @@ impl Plan {
         }
         let (found, missing) = targets::resolve_names(&self.root, &self.spec, self.exclude.as_deref())?;
         for name in &missing {
-            eprintln!(
+            crate::errln!(
                 "func: no minion named {name:?}{} (`func '*' list_minions` lists them); the others still run",
                 targets::comma_hint(name)
             );
@@ -124,7 +124,7 @@ impl Plan {
     /// An informational line on stderr (left out with `-q`).
     pub fn say(&self, line: &str) {
         if !self.quiet {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
     }
 
@@ -134,7 +134,7 @@ impl Plan {
             return;
         }
         let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-        eprintln!(
+        crate::errln!(
             "func: calling {} host(s) with {} worker(s), timeout {} s: {}",
             names.len(),
             self.dispatch.forks.min(names.len().max(1)),
@@ -143,7 +143,7 @@ impl Plan {
         );
         if self.verbose > 1 {
             for t in targets {
-                eprintln!("func:   {} at {}", t.name, t.addr);
+                crate::errln!("func:   {} at {}", t.name, t.addr);
             }
         }
     }

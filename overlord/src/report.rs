@@ -174,7 +174,7 @@ impl<'a> Report<'a> {
 
     fn clear_progress(&self) {
         if self.progress {
-            eprint!("\r\x1b[K");
+            crate::err!("\r\x1b[K");
         }
     }
 
@@ -188,7 +188,7 @@ impl<'a> Report<'a> {
             true => format!(" and {} more", names.len() - 5),
             false => String::new(),
         };
-        eprint!(
+        crate::err!(
             "\r\x1b[K{} host{} left: {}{more}",
             names.len(),
             if names.len() == 1 { "" } else { "s" },
@@ -244,7 +244,7 @@ impl<'a> Report<'a> {
             ));
         }
         let total = self.ended.len() + self.waiting.len();
-        eprintln!(
+        crate::errln!(
             "{total} host{}: {}",
             if total == 1 { "" } else { "s" },
             parts.join(", ")

@@ -155,6 +155,35 @@ fn a_closed_stdout_never_panics_and_leaves_nothing_unexplained() {
 }
 
 #[test]
+fn a_closed_stderr_never_panics_either() {
+    // `func ... 2>&1 | head -1`: the reader goes away after one line, and
+    // the JOB_ID line and the summary go to the closed stderr.
+    use std::io::BufRead;
+    let fleet = Fleet::start(&["m1", "m2"]);
+    let root = fleet.cm.root.dir().to_str().unwrap().to_string();
+    for (args, expected) in [
+        (vec!["*", "call", "--async", "test", "ping"], 0),
+        (vec!["*", "call", "test", "ping"], 0),
+        (vec!["*", "call", "test", "explode"], 1),
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        let mut child = std::process::Command::new(func_tests::fixture::bin("func"))
+            .args(["--root", &root])
+            .args(&args)
+            .stdout(writer.try_clone().expect("dup"))
+            .stderr(writer)
+            .spawn()
+            .expect("runs");
+        let mut first = String::new();
+        let mut reader = std::io::BufReader::new(reader);
+        let _ = reader.read_line(&mut first);
+        drop(reader);
+        let status = child.wait().expect("ends");
+        assert_eq!(status.code(), Some(expected), "{args:?}: first line {first:?}");
+    }
+}
+
+#[test]
 fn targeting_mistakes_and_a_wrong_root_are_said_once_and_clearly() {
     let fleet = Fleet::start(&["m1", "m2"]);
     let out = fleet.func(&["m1;nosuch", "ping"]);

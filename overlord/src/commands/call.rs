@@ -274,7 +274,7 @@ impl Call {
         report.finish();
         if rec.interrupted {
             let q = crate::interrupt::shell_quote(&id);
-            eprintln!(
+            crate::errln!(
                 "\ninterrupted: batch {q} stopped dispatching; hosts already running keep running.\n  follow:  func batch status {q} --follow\n  stop:    func batch stop {q} [--kill]\n  resume:  func batch recover {q}"
             );
             return Ok(crate::interrupt::EXIT);
@@ -310,7 +310,7 @@ impl Call {
         let _ = driver.try_wait();
         if crate::interrupt::requested() && !status.finished() {
             let q = crate::interrupt::shell_quote(&id);
-            eprintln!(
+            crate::errln!(
                 "\ninterrupted: job {q} keeps running on its hosts ({} of {} finished).\n  follow:  func job_status {q} --wait\n  stop:    func jobs kill {q}",
                 status.results.len(),
                 status.results.len() + status.waiting.len()

@@ -81,7 +81,7 @@ impl Group {
                     hosts.iter().for_each(|h| out.line(h.clone()));
                 }
                 None => {
-                    eprintln!("no group {g}");
+                    crate::errln!("no group {g}");
                     out.field("error", serde_json::json!(format!("no group {g}")));
                     status = 1;
                 }
@@ -110,7 +110,7 @@ impl Group {
                         changed = true;
                         out.line(format!("group {g} removed"));
                     } else {
-                        eprintln!("no group {g}");
+                        crate::errln!("no group {g}");
                         status = 1;
                     }
                 }
@@ -127,7 +127,7 @@ impl Group {
                         changed = true;
                         out.line(format!("{h} removed from group {g}"));
                     } else {
-                        eprintln!("{h} is not in group {g}");
+                        crate::errln!("{h} is not in group {g}");
                         status = 1;
                     }
                 }

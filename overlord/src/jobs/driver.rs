@@ -66,14 +66,14 @@ pub fn run_detached(
     let (root, id) = match args {
         [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
         _ => {
-            eprintln!("func {subcommand}: usage: func {subcommand} --root ROOT JOB_ID");
+            crate::errln!("func {subcommand}: usage: func {subcommand} --root ROOT JOB_ID");
             return 2;
         }
     };
     match drive(&crate::plan::store(&root), &root, &id) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("func {subcommand} {id}: {e}");
+            crate::errln!("func {subcommand} {id}: {e}");
             1
         }
     }
@@ -114,7 +114,7 @@ fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
         match store.update(id, pending, false) {
             Ok(_) => pending.clear(),
             // Kept for the next flush; the final one reports the error.
-            Err(e) => eprintln!("func driver {id}: cannot record results yet: {e}"),
+            Err(e) => crate::errln!("func driver {id}: cannot record results yet: {e}"),
         }
     };
     if !targets.is_empty() {

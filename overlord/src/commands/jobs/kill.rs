@@ -95,7 +95,7 @@ impl Kill {
                         format!("unreachable: {why}")
                     }
                 };
-                eprintln!("{host}: {line}");
+                crate::errln!("{host}: {line}");
             }
         }
         // The minions now report the signalled jobs as ended; collect that.
