@@ -87,14 +87,14 @@ pub enum EncodeError {
 pub struct Call {
     pub method: String,
     pub params: Vec<Value>,
-    /// dateTime texts read in another form than dxr's: `(canonical, as
-    /// sent)`, for [`lenient::restore_datetimes`] on the answer.
-    pub datetime_texts: Vec<(String, String)>,
+    /// The forms the request wrote (dateTime texts, wide integer tags),
+    /// for [`lenient::restore`] on the answer.
+    pub as_sent: lenient::AsSent,
 }
 
 /// Decodes a `<methodCall>` body.
 pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
-    let (text, datetime_texts) = checked_text_keeping(body, limits)?;
+    let (text, as_sent) = checked_text_keeping(body, limits)?;
     let call = MethodCall::from_xml(&text).map_err(|_| DecodeError::Malformed { what: "methodCall" })?;
     let method = call.name.trim().to_string();
     if method.is_empty() {
@@ -103,7 +103,7 @@ pub fn decode_call(body: &[u8], limits: &Limits) -> Result<Call, DecodeError> {
     Ok(Call {
         method,
         params: call.params,
-        datetime_texts,
+        as_sent,
     })
 }
 

@@ -272,9 +272,7 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
     let answer = dispatch::call(minion, peer, who, call.method, call.params)
         .await
         .encode(max_depth);
-    // dateTime values go back in the form their sender wrote them.
-    rpc::http::xml(common::xmlrpc::lenient::restore_datetimes(
-        answer,
-        &call.datetime_texts,
-    ))
+    // Wide integers and dateTime values go back in the form their sender
+    // wrote them.
+    rpc::http::xml(common::xmlrpc::lenient::restore(answer, &call.as_sent))
 }

@@ -59,6 +59,21 @@ check($job =~ /^\d+(\.\d+)?-minion$/, 'RPC::XML async.test.sleep gives a job id'
 my $status = [0];
 for (1 .. 300) { $status = rx('jobs.job_status', $job); last if ref $status eq 'ARRAY' && $status->[0] != 0; select(undef, undef, undef, 0.05); }
 check(ref $status eq 'ARRAY' && $status->[0] == 1, 'RPC::XML jobs.job_status reaches finished', ref $status ? "@$status" : $status);
+# RPC::XML's default: declares us-ascii and writes UTF-8 bytes. What was
+# sent must arrive: strings, struct keys, and the command command.run runs.
+{
+    use utf8;
+    local $RPC::XML::ENCODING = 'us-ascii';
+    my $text = "café ✓ Ωμέγα";
+    my $got = rx('test.echo', RPC::XML::string->new($text));
+    check($got eq $text, 'RPC::XML (us-ascii) echo non-ASCII string', $got);
+    my $keys = rx('test.echo', {"clé ✓" => "välue", "ascii" => "ünïcode"});
+    check(ref $keys eq 'HASH' && join(',', sort keys %$keys) eq "ascii,clé ✓" && $keys->{"clé ✓"} eq "välue",
+        'RPC::XML (us-ascii) echo non-ASCII struct keys', ref $keys ? join(',', %$keys) : $keys);
+    my $ran = rx('command.run', "printf '%s' 'café ✓'");
+    check(ref $ran eq 'ARRAY' && $ran->[0] == 0 && $ran->[1] eq "café ✓",
+        'RPC::XML (us-ascii) command.run runs the command sent', ref $ran ? "@$ran" : $ran);
+}
 if ($cm_url) {
     open(my $fh, '<', $csr_file) or die "csr: $!";
     my $csr = do { local $/; <$fh> };
@@ -80,6 +95,9 @@ check(defined $latin && $latin eq "caf\xe9", 'Frontier echo Latin-1 string', $@ 
 # so the sum of two wide ints comes back small.
 my $wide = eval { $fr->call('test.add', $fr->int(4294967296), $fr->int(-4294967295)) };
 check(defined $wide && $wide == 1, 'Frontier <int> beyond 32 bits', $@ || $wide);
+# ... and a wide integer it sent as <int> comes back as <int>, readable.
+my $wecho = eval { $fr->call('test.echo', $fr->int(4294967296)) };
+check(defined $wecho && $wecho == 4294967296, 'Frontier wide <int> echoed as <int>', $@ || $wecho);
 my $ferr = eval { $fr->call('test.explode') };
 check(ref $ferr eq 'ARRAY' && $ferr->[0] eq 'REMOTE_ERROR', 'Frontier REMOTE_ERROR value', $@);
 

@@ -245,3 +245,72 @@ fn a_killed_driver_is_noticed_and_recover_finishes_without_running_any_host_twic
         "{events}"
     );
 }
+
+/// `func batch recover` raced against batches that have just started (and
+/// two recovers against each other): a live driver, even one that has not
+/// run yet, is never taken over, so no batch gets two drivers and no host
+/// runs twice.
+#[test]
+fn recover_raced_against_starting_batches_never_runs_a_host_twice() {
+    const ROUNDS: usize = 12;
+    let fleet = Fleet::start(&["m1"]);
+    let root = fleet.cm.root.dir().to_path_buf();
+    let func = |args: &[&str]| {
+        Command::new(bin("func"))
+            .arg("--root")
+            .arg(&root)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("func runs")
+    };
+    let mut ids = Vec::new();
+    for round in 0..ROUNDS {
+        let out = fleet.func(&["-t", "30", "*", "call", "--batch", "1", "--async", "test", "sleep", "1"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let id = job_id(&out.stdout);
+        // Two recovers at once, right after the start; a status in between.
+        let a = func(&["batch", "recover", &id]);
+        let b = func(&["batch", "recover", "last"]);
+        if round % 3 == 0 {
+            let status = batch_status(&fleet, &id);
+            assert!(
+                status["driver_alive"] == true || status["complete"] == true,
+                "a starting driver never looks gone: {status}"
+            );
+        }
+        for child in [a, b] {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && !text.contains("resumed"),
+                "round {round}: nothing to recover while the driver lives: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        ids.push(id);
+    }
+    for id in &ids {
+        let doc = wait_complete(&fleet, id);
+        assert_eq!(doc["counts"]["done"], 1, "{doc}");
+    }
+    let runs = job_intervals(&fleet, "test.sleep");
+    assert_eq!(runs.len(), ROUNDS, "one test.sleep per batch: {runs:?}");
+    let events = std::fs::read_to_string(fleet.cm.root.log_dir().join("batch-events.log")).unwrap();
+    for id in &ids {
+        let mine: Vec<J> = events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<J>(l).ok())
+            .filter(|e| e["job_id"] == id.as_str())
+            .collect();
+        let count = |what: &str| mine.iter().filter(|e| e["event"] == what).count();
+        assert_eq!(
+            (count("new"), count("complete"), count("recover")),
+            (1, 1, 0),
+            "one driver per batch: {mine:?}"
+        );
+    }
+    let driver_log = std::fs::read_to_string(fleet.cm.root.log_dir().join("driver.log")).unwrap_or_default();
+    assert!(!driver_log.contains("another driver"), "no second driver even started: {driver_log}");
+}

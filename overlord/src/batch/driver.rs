@@ -20,7 +20,7 @@ use common::xmlrpc::remote_error;
 use common::Value;
 
 use super::machine::{BatchState, Event, HostEnd, Liveness};
-use super::record::{self, BatchRecord, Control};
+use super::record::{self, BatchRecord, Claim, Control, Proc};
 use crate::jobs::poller::{Answer, Poller, Reply};
 use crate::jobs::{encode_result, poll_pause};
 use crate::store::{HostUpdate, JobMeta, Store};
@@ -41,7 +41,9 @@ pub fn main(args: &[String]) -> i32 {
     })
 }
 
-/// Creates the batch: the overlord job (all hosts pending) and its record.
+/// Creates the batch: the overlord job (all hosts pending) and its record,
+/// held by this process (which drives it, or hands it to the driver it
+/// spawns: `hand_over`), so it never looks driverless.
 pub fn create(
     store: &Store,
     meta: JobMeta,
@@ -55,17 +57,53 @@ pub fn create(
         state,
         minion_jobs: BTreeMap::new(),
         mode: mode.to_string(),
-        driver: None,
+        driver: Some(record::this_process()),
         control: None,
         created: now,
         updated: now,
         complete: false,
         interrupted: false,
+        started: false,
     };
     store
         .save_batch(&id, &record.encode(), &[], false, record::merge_control)
         .map_err(|e| e.to_string())?;
     Ok((id, record))
+}
+
+/// Atomically takes batch `id` for `me` (see `record::claim`). `driving`:
+/// the claimant is the driver (not a `recover` about to spawn one).
+pub fn claim(store: &Store, id: &str, me: Proc, parent: Option<Proc>, driving: bool) -> Result<Claim, String> {
+    let mut found = Claim::Missing;
+    store
+        .change_batch(id, |bytes| {
+            let (new, claim) = record::claim(bytes, me, parent, driving);
+            found = claim;
+            new
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(found)
+}
+
+/// Hands batch `id`, held by this process, to the driver it spawned.
+pub fn hand_over(store: &Store, id: &str, child: &Child) -> Result<(), String> {
+    let pid = child.id();
+    // A child that already ended has no start time: leave the batch with
+    // this process, which ends soon, so `recover` can take it.
+    let Some(start) = common::process::start_time(pid) else {
+        return Ok(());
+    };
+    let from = record::this_process();
+    store
+        .change_batch(id, |bytes| record::hand_over(bytes, from, (pid, start)))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// The process that spawned this one, if it is still there.
+fn parent() -> Option<Proc> {
+    let pid = nix::unistd::getppid().as_raw() as u32;
+    common::process::start_time(pid).map(|start| (pid, start))
 }
 
 /// Loads batch `id`.
@@ -86,14 +124,14 @@ pub fn drive(
     id: &str,
     mut on_end: impl FnMut(&str, &HostEnd, Option<&Value>),
 ) -> Result<BatchRecord, String> {
-    let (meta, mut rec) = load(store, id)?.ok_or("no such batch in the store")?;
-    if rec.complete {
-        return Ok(rec);
-    }
-    let me = std::process::id();
-    let recovering = rec.driver.is_some();
-    rec.driver = Some((me, common::process::start_time(me).unwrap_or(0)));
-    rec.interrupted = false;
+    let (meta, _) = load(store, id)?.ok_or("no such batch in the store")?;
+    // Only the claim's winner drives: two drivers never run one batch.
+    let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true)? {
+        Claim::Taken { record, resumed } => (record, resumed),
+        Claim::Complete => return load(store, id)?.map(|(_, r)| r).ok_or_else(|| "no such batch in the store".into()),
+        Claim::Held((pid, _)) => return Err(format!("another driver (pid {pid}) is driving this batch")),
+        Claim::Missing => return Err("no such batch in the store".into()),
+    };
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
     let mut poller = Poller::new(
         &crate::plan::credentials(root),

@@ -25,7 +25,9 @@ pub struct BatchRecord {
     pub minion_jobs: BTreeMap<String, String>,
     /// `sync` (driven by the `func` that started it) or `async`.
     pub mode: String,
-    /// The driving process (pid, start time).
+    /// The process that holds the batch (pid, start time): its creator
+    /// until it hands it to the driver it spawned, then that driver. Only
+    /// `claim` changes it, in one store transaction.
     pub driver: Option<(u32, u64)>,
     pub control: Option<Control>,
     pub created: f64,
@@ -36,6 +38,32 @@ pub struct BatchRecord {
     /// `func batch recover` resumes it.
     #[serde(default)]
     pub interrupted: bool,
+    /// A driver has started driving it (so the next one recovers it).
+    #[serde(default)]
+    pub started: bool,
+}
+
+/// A process as both stores name it: pid and start time.
+pub type Proc = (u32, u64);
+
+/// This process.
+pub fn this_process() -> Proc {
+    let me = std::process::id();
+    (me, common::process::start_time(me).unwrap_or(0))
+}
+
+/// What a claim of a batch found.
+#[derive(Debug)]
+pub enum Claim {
+    /// The batch is now held by the claimant: the record as claimed, and
+    /// whether a driver had started it before (the claimant resumes it).
+    Taken { record: BatchRecord, resumed: bool },
+    /// Another live process holds it.
+    Held(Proc),
+    /// It has ended: nothing to take.
+    Complete,
+    /// No such batch (or an unreadable record).
+    Missing,
 }
 
 impl BatchRecord {
@@ -47,6 +75,18 @@ impl BatchRecord {
         serde_json::from_slice(bytes).map_err(|e| format!("unreadable batch record: {e}"))
     }
 
+    /// Whether `me` may take the batch: it holds it already, it was handed
+    /// over by `parent` (the process that spawned `me`, while it still
+    /// holds it), or its holder is gone. A live holder keeps it.
+    pub fn claimable_by(&self, me: Proc, parent: Option<Proc>) -> bool {
+        match self.driver {
+            None => true,
+            Some(holder) => {
+                holder == me || Some(holder) == parent || !common::process::alive(holder.0, holder.1)
+            }
+        }
+    }
+
     /// Whether its driver is gone while the batch is unfinished.
     pub fn orphaned(&self) -> bool {
         !self.complete
@@ -54,6 +94,40 @@ impl BatchRecord {
                 .driver
                 .is_some_and(|(pid, start)| common::process::alive(pid, start))
     }
+}
+
+/// Takes the stored batch `bytes` for `me` if `claimable_by` allows:
+/// the new bytes to store (if taken) and what was found. Run inside one
+/// store write transaction (`Store::change_batch`), so two claimants are
+/// ordered and the second sees the first as a live holder.
+pub fn claim(bytes: &[u8], me: Proc, parent: Option<Proc>, driving: bool) -> (Option<Vec<u8>>, Claim) {
+    let Ok(mut rec) = BatchRecord::decode(bytes) else {
+        return (None, Claim::Missing);
+    };
+    if rec.complete {
+        return (None, Claim::Complete);
+    }
+    if !rec.claimable_by(me, parent) {
+        return (None, Claim::Held(rec.driver.unwrap_or((0, 0))));
+    }
+    let resumed = rec.started || !rec.state.active.is_empty() || !rec.state.ended.is_empty();
+    rec.driver = Some(me);
+    if driving {
+        rec.interrupted = false;
+        rec.started = true;
+    }
+    (Some(rec.encode()), Claim::Taken { record: rec, resumed })
+}
+
+/// Hands a batch held by `from` to `to` (the driver `from` just spawned).
+/// A batch `to` already claimed, or anyone else holds, is left alone.
+pub fn hand_over(bytes: &[u8], from: Proc, to: Proc) -> Option<Vec<u8>> {
+    let mut rec = BatchRecord::decode(bytes).ok()?;
+    if rec.driver != Some(from) {
+        return None;
+    }
+    rec.driver = Some(to);
+    Some(rec.encode())
 }
 
 /// Two stop requests as one: a kill wins over a drain.

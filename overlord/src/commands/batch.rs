@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::batch::driver;
-use crate::batch::record::{BatchRecord, Control};
+use crate::batch::record::{self, BatchRecord, Claim, Control};
 use crate::plan::{Plan, PlanError};
 use crate::store::JobMeta;
 use crate::when;
@@ -319,9 +319,13 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
     let mut outcome = serde_json::Map::new();
     let exe = std::env::current_exe().map_err(config)?;
     let mut code = 0;
+    let store = plan.store();
     for id in targets {
-        match driver::load(&plan.store(), &id).map_err(config)? {
-            None => {
+        // Take the batch first, in one transaction: of two recovers (or a
+        // recover and a driver just starting) only one wins, and the other
+        // sees a live holder. The driver spawned here is then handed it.
+        match driver::claim(&store, &id, record::this_process(), None, false).map_err(config)? {
+            Claim::Missing => {
                 out.line(format!(
                     "no batch {} here (unknown, or expired)",
                     common::paths::shorten(&id)
@@ -329,12 +333,20 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
                 outcome.insert(id, json!("unknown"));
                 code = 1;
             }
-            Some((_, rec)) if !rec.orphaned() => {
-                out.line(format!("batch {id}: {} (nothing to recover)", state_word(&rec)));
+            Claim::Complete => {
+                let word = driver::load(&store, &id)
+                    .map_err(config)?
+                    .map_or_else(|| "complete".to_string(), |(_, r)| state_word(&r));
+                out.line(format!("batch {id}: {word} (nothing to recover)"));
                 outcome.insert(id, json!("nothing to recover"));
             }
-            Some(_) => {
-                driver::spawn(&exe, &plan.root, &id).map_err(config)?;
+            Claim::Held((pid, _)) => {
+                out.line(format!("batch {id}: its driver (pid {pid}) is running (nothing to recover)"));
+                outcome.insert(id, json!("nothing to recover"));
+            }
+            Claim::Taken { .. } => {
+                let child = driver::spawn(&exe, &plan.root, &id).map_err(config)?;
+                driver::hand_over(&store, &id, &child).map_err(config)?;
                 out.line(format!("batch {id}: resumed by a new driver"));
                 outcome.insert(id, json!("resumed"));
             }

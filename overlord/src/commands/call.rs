@@ -248,8 +248,9 @@ impl Call {
             .map_err(PlanError::Config)?;
         if self.asynchronous {
             let exe = std::env::current_exe().map_err(|e| PlanError::Config(e.to_string()))?;
-            driver::spawn(&exe, &plan.root, &id)
+            let child = driver::spawn(&exe, &plan.root, &id)
                 .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
+            driver::hand_over(&store, &id, &child).map_err(PlanError::Config)?;
             show_job_id(plan, &id);
             return Ok(0);
         }
