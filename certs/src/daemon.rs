@@ -21,7 +21,7 @@ use common::xmlrpc::{self, args::Args, Limits, FAULT_FUNC};
 use common::Value;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::files::{write_atomic, PRIVATE, PUBLIC};
@@ -226,7 +226,7 @@ async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr, slot:
         async move { Ok::<_, Infallible>(handle(cm, peer, req).await) }
     });
     let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(timeout);
+    builder.timer(TokioTimer::new());
     let served = if first[0] == 0x16 {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(&cm.tls));
         let accepted = tokio::select! {
@@ -236,13 +236,13 @@ async fn connection(cm: Arc<Certmaster>, tcp: TcpStream, peer: SocketAddr, slot:
         match accepted {
             Ok(Ok(tls)) => {
                 slot.established();
-                builder.serve_connection(TokioIo::new(tls), service).await
+                common::rpc::idle::serve(&mut builder, tls, service, timeout, slot).await
             }
             _ => return,
         }
     } else {
         slot.established();
-        builder.serve_connection(TokioIo::new(tcp), service).await
+        common::rpc::idle::serve(&mut builder, tcp, service, timeout, slot).await
     };
     if let Err(e) = served {
         tracing::debug!(%peer, error = %e, "connection ended with an error");

@@ -85,3 +85,9 @@ impl AsyncWrite for QuickAckStream {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
+
+impl common::rpc::idle::IntoTcp for QuickAckStream {
+    fn into_tcp(self) -> TcpStream {
+        self.inner
+    }
+}

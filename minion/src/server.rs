@@ -18,7 +18,7 @@ use http::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use rustls::pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
@@ -236,11 +236,9 @@ async fn connection(
         async move { Ok::<_, Infallible>(handle(minion, peer, who, req).await) }
     });
     let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .keep_alive(true);
-    if let Err(e) = builder.serve_connection(TokioIo::new(tls), service).await {
+    builder.timer(TokioTimer::new());
+    // Idle past the header deadline: ended with close_notify, then FIN.
+    if let Err(e) = rpc::idle::serve(&mut builder, tls, service, header_timeout, &slot).await {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
     }
 }

@@ -34,8 +34,14 @@ class Fleet:
         subprocess.run([binary("func-testpki"), "minion", self.ca_root, root, name], check=True, stdout=subprocess.DEVNULL)
         return root
 
-    def start_minion(self, name):
+    def start_minion(self, name, conf=""):
+        """Starts funcd for `name`; `conf`: extra [main] lines of its minion.conf."""
         root = self.enroll(name)
+        if conf:
+            path = os.path.join(root, "etc/func/minion.conf")
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            with open(path, "a") as f:
+                f.write("[main]\n" + conf + "\n")
         proc = subprocess.Popen(
             [binary("funcd"), "--root", root, "--name", name, "--listen", "127.0.0.1:0", "--foreground"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, RUST_LOG="warn"))

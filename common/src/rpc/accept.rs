@@ -9,11 +9,12 @@
 //! its handshake yet is told to go ([`Slot::evicted`]): idle sockets opened
 //! from many addresses cannot keep a real client (the overlord) waiting in
 //! the backlog until their handshake deadline; established connections are
-//! never evicted.
+//! never evicted, except once closed and only lingering (`rpc::idle`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,6 +37,8 @@ pub struct Slot {
     seq: u64,
     early: Early,
     evict: Arc<Notify>,
+    /// Still counted in its address's `per_address`.
+    counted: AtomicBool,
 }
 
 impl Slot {
@@ -52,11 +55,43 @@ impl Slot {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.seq);
     }
+
+    /// The connection is closed and its socket only lingers for the
+    /// client to notice (`rpc::idle`): the slot may be taken back again,
+    /// before any connection still in its handshake, and it no longer
+    /// counts against its address's `per_address`.
+    pub fn lingering(&self) {
+        self.uncount();
+        self.early
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(self.seq, Arc::clone(&self.evict));
+    }
+
+    /// A slot of its own, outside any accept loop (for tests).
+    pub fn standalone(addr: IpAddr) -> Self {
+        let permit = Arc::new(Semaphore::new(1))
+            .try_acquire_owned()
+            .expect("a fresh semaphore has a permit");
+        let counts: PerAddress = Arc::new(Mutex::new(HashMap::from([(addr, 1)])));
+        Slot {
+            _permit: permit,
+            addr,
+            counts,
+            seq: 0,
+            early: Arc::default(),
+            evict: Arc::new(Notify::new()),
+            counted: AtomicBool::new(true),
+        }
+    }
 }
 
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.established();
+impl Slot {
+    /// Gives back the place in the address's count (once).
+    fn uncount(&self) {
+        if !self.counted.swap(false, Ordering::SeqCst) {
+            return;
+        }
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = counts.get_mut(&self.addr) {
             *n -= 1;
@@ -64,6 +99,13 @@ impl Drop for Slot {
                 counts.remove(&self.addr);
             }
         }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.established();
+        self.uncount();
     }
 }
 
@@ -132,6 +174,7 @@ pub async fn accept_loop(
             seq,
             early: Arc::clone(&early),
             evict,
+            counted: AtomicBool::new(true),
         };
         on_connection(tcp, peer, slot);
     }
