@@ -1,7 +1,9 @@
 //! Func's INI config files (`[main]`, `key = value`, `#`/`;` comments), as read
 //! by Python's ConfigParser: a missing file means the defaults, keys are
 //! case-insensitive, and values are typed on access with errors that name the
-//! file and key.
+//! file and key. A `#` or `;` preceded by whitespace ends a value (Python 2's
+//! ConfigParser, which Func used, ended values at ` ;`; our own samples and
+//! README put `# comments` after values), so `key = v   # note` is `v`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,15 @@ pub enum ConfigError {
         value: String,
         expected: &'static str,
     },
+}
+
+/// `value` up to an inline comment: a `#` or `;` preceded by whitespace.
+fn without_comment(value: &str) -> &str {
+    let bytes = value.as_bytes();
+    let end = (1..bytes.len())
+        .find(|&i| matches!(bytes[i], b'#' | b';') && bytes[i - 1].is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    &value[..end]
 }
 
 impl Ini {
@@ -93,7 +104,7 @@ impl Ini {
                 if let (Some(sec), Some(key)) = (&section, &last_key) {
                     if let Some(v) = ini.sections.get_mut(sec).and_then(|s| s.get_mut(key)) {
                         v.push('\n');
-                        v.push_str(trimmed);
+                        v.push_str(without_comment(trimmed).trim_end());
                         continue;
                     }
                 }
@@ -118,7 +129,7 @@ impl Ini {
             if key.is_empty() {
                 return Err(syntax("empty key"));
             }
-            let value = trimmed[split + 1..].trim().to_string();
+            let value = without_comment(&trimmed[split + 1..]).trim().to_string();
             ini.sections
                 .entry(sec.clone())
                 .or_default()
@@ -225,6 +236,19 @@ mod tests {
         assert_eq!(ini.str("main", "minion_name"), None);
         assert_eq!(ini.str("main", "acl_dir"), Some("/etc/x"));
         assert_eq!(ini.str("other", "x"), None);
+    }
+
+    #[test]
+    fn whitespace_preceded_comments_end_a_value() {
+        let ini = parse(
+            "[main]\nca_fingerprint = SHA256 AB:CD   # from step 2\nport = 1 ; old style\nurl = http://x/#frag\nspec = web*;db1\nempty = # nothing\n",
+        )
+        .unwrap();
+        assert_eq!(ini.str("main", "ca_fingerprint"), Some("SHA256 AB:CD"));
+        assert_eq!(ini.u64("main", "port").unwrap(), Some(1));
+        assert_eq!(ini.str("main", "url"), Some("http://x/#frag"), "no space before: kept");
+        assert_eq!(ini.str("main", "spec"), Some("web*;db1"));
+        assert_eq!(ini.str("main", "empty"), None);
     }
 
     #[test]

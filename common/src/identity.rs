@@ -95,15 +95,17 @@ pub fn fingerprint_sha256(der: &[u8]) -> String {
 }
 
 /// Whether two fingerprints are equal, ignoring case, `:` and an optional
-/// `sha256:`/`SHA256 Fingerprint=` prefix, so a value pasted from OpenSSL matches.
+/// `sha256:`/`SHA256 `/`SHA256 Fingerprint=` prefix, so a value pasted from
+/// OpenSSL or from the certmaster's start-up line matches.
 pub fn fingerprints_match(a: &str, b: &str) -> bool {
     let norm = |s: &str| -> String {
         let s = s.trim();
-        let s = s.rsplit('=').next().unwrap_or(s);
-        let s = s
-            .strip_prefix("sha256:")
-            .or_else(|| s.strip_prefix("SHA256:"))
-            .unwrap_or(s);
+        let s = s.rsplit('=').next().unwrap_or(s).trim();
+        // As the certmaster prints it ("SHA256 2A:..."), or "sha256:2A...".
+        let s = match s.get(..6) {
+            Some(head) if head.eq_ignore_ascii_case("sha256") => s[6..].trim_start_matches([':', ' ', '\t']),
+            _ => s,
+        };
         s.chars()
             .filter(|c| c.is_ascii_hexdigit())
             .map(|c| c.to_ascii_uppercase())
@@ -235,6 +237,8 @@ mod tests {
         assert_eq!(fp.len(), 95);
         assert!(fingerprints_match(&fp, &fp.replace(':', "").to_lowercase()));
         assert!(fingerprints_match(&format!("sha256 Fingerprint={fp}"), &fp));
+        assert!(fingerprints_match(&format!("SHA256 {fp}"), &fp), "as the certmaster prints it");
+        assert!(fingerprints_match(&format!("sha256:{fp}"), &fp));
         assert!(!fingerprints_match(&fp, &fingerprint_sha256(b"y")));
         assert!(!fingerprints_match("", ""));
     }

@@ -2,7 +2,8 @@
 //! of `/proc/PID/stat`, clock ticks after boot). Together they name one
 //! process for good, so a pid reused by another process is never mistaken
 //! for a job or driver that is still running. Also signal names, as the
-//! minion's `jobs.signal_job` and `func jobs kill --signal` read them.
+//! minion's `jobs.signal_job` and `func jobs kill --signal` read them, and
+//! the user a process runs for ([`invoking_user`]).
 
 /// The start time of `pid`, if it exists and has not exited (a zombie has
 /// finished its work and counts as gone).
@@ -22,6 +23,27 @@ pub fn start_time(pid: u32) -> Option<u64> {
 /// Whether the process `pid` that started at `start` still exists.
 pub fn alive(pid: u32, start: u64) -> bool {
     pid != 0 && start_time(pid) == Some(start)
+}
+
+/// Who runs this process, for job records and audit lines: under `sudo`
+/// (real uid 0 with `SUDO_USER` set) the user who ran sudo, as Salt and
+/// Ansible record it; otherwise the real user's name (or uid). Only root
+/// is believed: anyone else can set `SUDO_USER` to any name.
+pub fn invoking_user() -> String {
+    let uid = nix::unistd::getuid();
+    if uid.is_root() {
+        if let Ok(sudo_user) = std::env::var("SUDO_USER") {
+            let name = sudo_user.trim();
+            if !name.is_empty() && name != "root" && name.len() <= 64 && !name.chars().any(char::is_control) {
+                return name.to_string();
+            }
+        }
+    }
+    nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string())
 }
 
 /// A signal by name (`TERM`, `SIGKILL`, `kill`) or number.

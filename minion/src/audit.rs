@@ -119,11 +119,13 @@ impl AuditLog {
         }
     }
 
-    /// Records one call.
-    pub fn record(&self, peer: SocketAddr, who: &Caller, method: &str, params: &[Value]) {
+    /// Records one call; `user`: the user the overlord says it calls for
+    /// (written as `key (user NAME)`).
+    pub fn record(&self, peer: SocketAddr, who: &Caller, user: Option<&str>, method: &str, params: &[Value]) {
         let now = time::OffsetDateTime::now_utc();
+        let user = user.map(|u| format!(" (user {})", escape(&common::paths::shorten(u)))).unwrap_or_default();
         let line = format!(
-            "{} {} {} {} called with {}\n",
+            "{} {} {}{user} {} called with {}\n",
             now.format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
             peer.ip(),

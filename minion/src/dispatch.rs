@@ -38,15 +38,18 @@ impl Reply {
     }
 }
 
-/// Runs one call for `who`.
+/// Runs one call for `who` (on behalf of `user`, as the request said).
 pub async fn call(
     minion: Arc<Minion>,
     peer: SocketAddr,
     who: PeerIdentity,
+    user: Option<String>,
     method: String,
     params: Vec<Value>,
 ) -> Reply {
     let caller = Caller::from(&who);
+    // Only the overlord's word on whom it calls for is believed.
+    let user = user.filter(|_| who.overlord);
     if let Some((code, message)) = refusal(&minion, &caller, &method) {
         return Reply::Fault { code, message };
     }
@@ -55,7 +58,7 @@ pub async fn call(
         Some(inner) => (true, inner.to_string()),
         None => (false, method),
     };
-    minion.audit.record(peer, &caller, &method, &params);
+    minion.audit.record(peer, &caller, user.as_deref(), &method, &params);
     if !is_async && minion.registry.is_instant(&method) {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run(&minion, &method, &params, &caller)

@@ -249,6 +249,11 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
         true => &minion.budget_overlord,
         false => &minion.budget_others,
     };
+    let user = req
+        .headers()
+        .get(rpc::client::USER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let refuse = |name: &str| dispatch::refusal(&minion, &caller, name);
     let admission = rpc::http::Admission {
         budget,
@@ -267,7 +272,7 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
         Err(reply) => return reply,
     };
     let max_depth = minion.config.limits.max_depth;
-    let answer = dispatch::call(minion, peer, who, call.method, call.params)
+    let answer = dispatch::call(minion, peer, who, user, call.method, call.params)
         .await
         .encode(max_depth);
     // Wide integers and dateTime values go back in the form their sender

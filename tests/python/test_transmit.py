@@ -65,6 +65,13 @@ class TransmitTest(unittest.TestCase):
             self.assertEqual(code, 2, bad)
             self.assertIn("error", answer)
 
+    def test_misspelt_keys_are_refused_with_a_suggestion(self):
+        for key, right in [("exlude", "exclude"), ("asynk", "async"), ("paramters", "parameters")]:
+            request = {"clients": "m1", "module": "test", "method": "ping", key: "m1"}
+            code, answer = self.transmit(request)
+            self.assertEqual(code, 2, request)
+            self.assertIn('did you mean "%s"?' % right, answer["error"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -285,3 +285,31 @@ fn enrollment_is_verified_by_fingerprint() {
         "{log}"
     );
 }
+
+/// The README's quick-start `minion.conf` block, as written (a `# comment`
+/// after the value), with the fingerprint pasted as the certmaster printed
+/// it (`SHA256 2A:...`): funcd reads it and enrolls.
+#[test]
+fn the_readmes_minion_conf_block_works_as_written() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let after = readme
+        .split("In `/etc/certmaster/minion.conf`:")
+        .nth(1)
+        .expect("the quick start names minion.conf");
+    let block = after
+        .split("```ini\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("an ini block follows");
+    assert!(block.contains("AB:CD:..."), "the block shows a placeholder fingerprint: {block}");
+    let s = Setup::new(true);
+    let (host, port) = s.cm.addr().rsplit_once(':').map(|(h, p)| (h.to_string(), p.to_string())).unwrap();
+    let printed = s.cm.fingerprint();
+    let conf = block.replace("cm.example.com", &host).replace("AB:CD:...", &printed)
+        + &format!("certmaster_port = {port}\n");
+    assert!(conf.contains(&format!("SHA256 {printed}")), "pasted as printed: {conf}");
+    let root = s.root("m1");
+    write_file(&root.certmaster_minion_conf(), &conf);
+    let m = FuncdProcess::start(&root, "m1").unwrap();
+    assert!(s.serves(&m), "the README's block enrolls: {conf}");
+}

@@ -109,6 +109,7 @@ impl MinionClient {
     }
 
     /// Calls `method` with `params`; a fault becomes [`CallError::Fault`].
+    /// Every request names the user this process runs for ([`USER_HEADER`]).
     pub async fn call(&mut self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
         let body = xmlrpc::encode_call(method, params, self.limits.max_depth)
             .map_err(|e| CallError::Encode(e.to_string()))?;
@@ -116,6 +117,7 @@ impl MinionClient {
             .header(header::HOST, self.name.as_str())
             .header(header::CONTENT_TYPE, "text/xml")
             .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")))
+            .header(USER_HEADER, on_behalf_of())
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| CallError::Http(e.to_string()))?;
         let exchange = async {
@@ -153,4 +155,19 @@ impl MinionClient {
             }),
         }
     }
+}
+
+/// The request header naming the user a call is made for (the invoking
+/// user under sudo). funcd writes it into its audit line when the caller
+/// is the overlord, the only caller it believes.
+pub const USER_HEADER: &str = "x-func-user";
+
+/// This process's user as a header value ("?" if it cannot be one).
+fn on_behalf_of() -> http::HeaderValue {
+    static USER: std::sync::OnceLock<http::HeaderValue> = std::sync::OnceLock::new();
+    USER.get_or_init(|| {
+        http::HeaderValue::from_str(&crate::process::invoking_user())
+            .unwrap_or_else(|_| http::HeaderValue::from_static("?"))
+    })
+    .clone()
 }

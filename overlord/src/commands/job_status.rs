@@ -5,7 +5,10 @@
 //! are asked; once every host is done the answer comes from the store.
 //! `--wait` polls until finished, or until the `-t` deadline.
 //!
-//! Exit status: 0 when the job is finished and every host succeeded, else 1.
+//! Exit status: 0 when the job is finished and every host succeeded; 1
+//! when it is finished and a host failed, or the job is unknown or
+//! expired; [`EXIT_NOT_FINISHED`] (3) while it is not finished yet, so a
+//! script can tell "not done" from "failed" without reading the output.
 
 use std::time::{Duration, Instant};
 
@@ -88,8 +91,16 @@ pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
     )
 }
 
+/// The exit status of a job that is not finished yet (Func's codes 0 and
+/// 3: nothing dispatched yet, partial).
+pub const EXIT_NOT_FINISHED: i32 = 3;
+
 pub fn exit_code(status: &Status) -> i32 {
-    i32::from(!(status.finished() && output::all_ok(status.method(), &status.results)))
+    match status.code {
+        jobs::FINISHED => i32::from(!output::all_ok(status.method(), &status.results)),
+        jobs::RUNNING | jobs::PARTIAL => EXIT_NOT_FINISHED,
+        _ => 1,
+    }
 }
 
 /// Func's status name.
@@ -140,12 +151,16 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
         return;
     }
     let total = status.results.len() + status.waiting.len();
-    crate::outln!(
-        "JOB_STATUS: {} ({}): {} of {total} hosts finished",
-        code_name(status.code),
-        status.code,
-        status.results.len()
-    );
+    let finished = status.results.len();
+    match status.code {
+        jobs::FINISHED => crate::outln!("JOB_STATUS: finished (1): {finished} of {total} hosts finished"),
+        // Func's codes 0 and 3 both mean the job is still running.
+        code => crate::outln!(
+            "JOB_STATUS: running ({code}{}): {finished} of {total} hosts finished, {} not yet",
+            if code == jobs::PARTIAL { ", partial" } else { ", nothing dispatched yet" },
+            status.waiting.len()
+        ),
+    }
     crate::out!("{}", output::human(status.method(), &status.results));
     for (host, why) in &status.waiting {
         crate::outln!("{host}:\n    ({why})");

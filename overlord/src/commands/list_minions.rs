@@ -1,10 +1,11 @@
-//! `func SPEC list_minions`: the signed minions SPEC names, sorted (no
-//! network traffic).
+//! `func SPEC list_minions`: the signed minions SPEC names, in natural
+//! order like every other listing (m1, m2, m10; no network traffic).
 
 use crate::plan::{Plan, PlanError};
 
 pub fn run(plan: &Plan) -> Result<i32, PlanError> {
-    let targets = plan.targets()?;
+    let mut targets = plan.targets()?;
+    targets.sort_by(|a, b| crate::report::natural_cmp(&a.name, &b.name));
     if plan.json {
         let doc: serde_json::Map<String, serde_json::Value> = targets
             .into_iter()

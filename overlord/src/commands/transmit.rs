@@ -10,10 +10,37 @@
 //!   with `--json-args`);
 //! - `{"job_status": ID, "wait": bool, "timeout": S}`;
 //! - any other command as its words: `{"command": ["jobs", "list", "--limit", "5"]}`.
+//!
+//! A key the request's kind does not know is refused with the closest
+//! known one (`"exlude"` → did you mean `"exclude"`?): a misspelt key must
+//! never silently run something else.
 
 use serde_json::Value as J;
 
 use crate::plan::PlanError;
+
+/// The keys each kind of request knows.
+const COMMAND_KEYS: &[&str] = &["command", "timeout"];
+const JOB_STATUS_KEYS: &[&str] = &["job_status", "wait", "timeout"];
+const CALL_KEYS: &[&str] = &[
+    "clients", "module", "method", "parameters", "async", "nforks", "timeout", "exclude", "batch",
+    "batch_wait", "failhard",
+];
+
+/// Refuses the first key of `obj` that is not in `known` (a `kind` request's keys).
+fn only_known(obj: &serde_json::Map<String, J>, known: &[&str], kind: &str) -> Result<(), PlanError> {
+    let Some(unknown) = obj.keys().find(|k| !known.contains(&k.as_str())) else {
+        return Ok(());
+    };
+    let quoted: Vec<String> = known.iter().map(|k| format!("{k:?}")).collect();
+    let quoted: Vec<&str> = quoted.iter().map(String::as_str).collect();
+    let shown = common::paths::shorten(unknown);
+    Err(PlanError::Usage(format!(
+        "func transmit: unknown key {shown:?} in a {kind} request{}; known keys: {}",
+        crate::cli::did_you_mean(&format!("{unknown:?}"), &quoted),
+        known.join(", ")
+    )))
+}
 
 /// The command-line words a request stands for.
 pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
@@ -36,6 +63,7 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
         words.extend(["--timeout".into(), t]);
     }
     if let Some(command) = obj.get("command") {
+        only_known(obj, COMMAND_KEYS, "command")?;
         let list = command
             .as_array()
             .filter(|l| l.iter().all(J::is_string) && !l.is_empty())
@@ -47,12 +75,14 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
         return Ok(words);
     }
     if let Some(id) = text_of("job_status")? {
+        only_known(obj, JOB_STATUS_KEYS, "job_status")?;
         words.extend(["job_status".into(), id]);
         if flag("wait") {
             words.push("--wait".into());
         }
         return Ok(words);
     }
+    only_known(obj, CALL_KEYS, "call")?;
     let need = |key: &str| text_of(key)?.ok_or_else(|| bad(format!("a call needs {key:?}")));
     let (clients, module, method) = (need("clients")?, need("module")?, need("method")?);
     if let Some(n) = text_of("nforks")? {
@@ -123,5 +153,20 @@ mod tests {
         assert!(request_words("[1]").is_err());
         assert!(request_words(r#"{"clients": "*"}"#).is_err());
         assert!(request_words(r#"{"command": ["transmit"]}"#).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_a_suggestion() {
+        let err = |text: &str| request_words(text).unwrap_err().to_string();
+        let e = err(r#"{"clients": "*", "module": "test", "method": "ping", "exlude": "m1"}"#);
+        assert!(e.contains(r#"unknown key "exlude""#) && e.contains(r#"did you mean "exclude"?"#), "{e}");
+        let e = err(r#"{"clients": "*", "module": "test", "method": "sleep", "asynk": true}"#);
+        assert!(e.contains(r#"did you mean "async"?"#), "{e}");
+        let e = err(r#"{"clients": "*", "module": "test", "method": "add", "paramters": [1, 2]}"#);
+        assert!(e.contains(r#"did you mean "parameters"?"#), "{e}");
+        let e = err(r#"{"job_status": "x", "wiat": true}"#);
+        assert!(e.contains(r#"did you mean "wait"?"#), "{e}");
+        let e = err(r#"{"command": ["jobs", "list"], "clients": "*"}"#);
+        assert!(e.contains("unknown key \"clients\" in a command request"), "{e}");
     }
 }

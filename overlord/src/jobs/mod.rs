@@ -252,10 +252,7 @@ pub fn resolve_id(store: &crate::store::Store, id: &str, batch: bool) -> Result<
         })
 }
 
+/// Who runs `func` (the invoking user under sudo: `common::process::invoking_user`).
 pub fn current_user() -> String {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .unwrap_or_else(|| nix::unistd::getuid().to_string())
+    common::process::invoking_user()
 }

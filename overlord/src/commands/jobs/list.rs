@@ -67,7 +67,7 @@ impl List {
                 json!({
                     "id": m.id,
                     "function": m.function,
-                    "args": m.args,
+                    "args": args_json(m),
                     "target": m.spec,
                     "user": m.user,
                     "started": m.started,
@@ -127,5 +127,14 @@ impl List {
             );
         }
         Ok(0)
+    }
+}
+
+/// The job's arguments as sent: the typed values of `--json-args` (or a
+/// transmit request), else the words, as strings.
+fn args_json(meta: &crate::store::JobMeta) -> serde_json::Value {
+    match meta.typed_args.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+        Some(Ok(typed @ serde_json::Value::Array(_))) => typed,
+        _ => json!(meta.args),
     }
 }
