@@ -225,6 +225,26 @@ fn clap_error(e: clap::Error) -> PlanError {
     }
 }
 
+/// `func job-status last` and the like: a first word that is not a SPEC
+/// command's target but a misspelt command without a SPEC (Salt and shell
+/// habits: `-` for `_`, `jobstatus`).
+fn misspelt_command(word: &str) -> Option<PlanError> {
+    const TOP: &[&str] = &["job_status", "jobs", "batch", "transmit"];
+    if TOP.contains(&word) {
+        return None;
+    }
+    let normal = word.replace('-', "_").to_ascii_lowercase();
+    let hint = match TOP.iter().find(|c| **c == normal || c.replace('_', "") == normal) {
+        Some(c) => format!(" (did you mean {c}?)"),
+        None => crate::cli::did_you_mean(&normal, TOP),
+    };
+    (!hint.is_empty()).then(|| {
+        PlanError::Usage(format!(
+            "{word:?} is not a command, and as a SPEC it is not followed by one{hint}"
+        ))
+    })
+}
+
 /// Parses `args` (without the program name).
 pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanError> {
     // `func help COMMAND` for a SPEC command (clap's own `help` knows the others).
@@ -249,7 +269,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
             let sub = <crate::cli::SpecCli as clap::Parser>::try_parse_from(
                 std::iter::once(format!("func {spec}")).chain(rest.iter().cloned()),
             )
-            .map_err(clap_error)?;
+            .map_err(|e| misspelt_command(spec).unwrap_or_else(|| clap_error(e)))?;
             global = global.merge(sub.global);
             (spec.clone(), Parsed::Spec(sub.command))
         }

@@ -44,5 +44,7 @@ mod install;
 mod multihost;
 // Drop-in modules in any language: examples, types, misbehaviour, hot reload, safety.
 mod dropin;
+// Habits from Salt and sudo: natural order, spellings, typed args, exit 3, SUDO_USER.
+mod user_habits;
 // Shared helpers for these tests.
 mod helper;

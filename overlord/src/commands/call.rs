@@ -166,6 +166,15 @@ impl Call {
                 _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
             };
         }
+        // Salt's habit: `call test.ping`, `call command.run uptime`.
+        if let Some((module, method)) = positional.first().and_then(|w| w.split_once('.')) {
+            if !module.is_empty() && !method.is_empty() && !method.contains('.') {
+                let rest: String = positional[1..].iter().map(|a| format!(" {}", crate::interrupt::shell_quote(a))).collect();
+                return Err(PlanError::Usage(format!(
+                    "call takes MODULE and METHOD as two words: try `call {module} {method}{rest}` (Salt's {module}.{method} is Func's {module} {method})"
+                )));
+            }
+        }
         if positional.len() < 2 {
             return Err(PlanError::Usage("call needs MODULE METHOD [ARGS...]".into()));
         }
