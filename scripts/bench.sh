@@ -8,7 +8,7 @@
 # 2. for each fleet size K in BENCH_SIZES (default "10 50 200"): a local
 #    fleet (scripts/fleet.sh), its start-up time, then scripts/bench_fleet.py
 #    (RUNS samples of every metric, default 5);
-# 3. with PEER=salt: the Salt peer (../shared/peers/salt, SALT_PEER_DIR) for
+# 3. with PEER=salt: the Salt peer (bench/peers/salt, SALT_PEER_DIR) for
 #    the same K right after ours, installed first if needed; if it cannot be
 #    installed or run, the report says so and still prints ours.
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 B=target/release
 SIZES=${BENCH_SIZES:-10 50 200}
 PEER=${PEER:-}
-SALT_PEER_DIR=${SALT_PEER_DIR:-$(pwd)/../shared/peers/salt}
+SALT_PEER_DIR=${SALT_PEER_DIR:-$(pwd)/bench/peers/salt}
 SALT_WORK=${SALT_WORK:-/tmp/peers}
 export RUNS=${RUNS:-5}
 stamp=$(date -u +%Y%m%dT%H%M%SZ)

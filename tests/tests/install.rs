@@ -340,3 +340,34 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     // Removal (not purge) keeps the configuration, as for every Debian package.
     assert!(root.join("etc/func/minion.conf").is_file());
 }
+
+/// A clone is self-contained: no file refers to the workplace's shared
+/// reference folder beside the checkout, which a user's clone lacks.
+#[test]
+fn no_file_in_the_repository_refers_outside_it() {
+    let top = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let needle = ["..", "shared"].join("/");
+    let mut offenders = Vec::new();
+    let mut dirs = vec![top.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if matches!(name.to_str(), Some("target" | ".git" | ".demo")) {
+                continue;
+            }
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_file() {
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    if text.contains(&needle) {
+                        offenders.push(path.display().to_string());
+                    }
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "files refer to {needle}: {offenders:?}");
+    assert!(top.join("bench/peers/salt/bench.sh").exists(), "the Salt peer scripts are here");
+}
