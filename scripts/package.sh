@@ -7,6 +7,9 @@
 #            the ACL example) as conffiles;
 #   func   — the overlord side: func, certmaster, certmaster-ca, the
 #            certmaster unit, man pages, completions, and their configuration.
+# Each carries maintainer scripts (dist/debian/*.in) for its daemon: started
+# on install and restarted on upgrade where systemd runs, stopped on removal
+# (also one started by hand with --daemon, by its pid file).
 # PROFILE=debug packages the debug build (the tests do, to stay quick).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +52,11 @@ License: GPL-2+
 COPYRIGHT
 	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the func-rs repository.\n\n -- func-rs <func-rs@example.org>  %s\n' \
 		"$name" "$version" "$(date -R -u -d @0)" | gzip -9n >"$root/usr/share/doc/$name/changelog.gz"
+	for script in postinst prerm postrm; do
+		sed -e "s|@PACKAGE@|$name|g" -e "s|@UNIT@|$DAEMON.service|g" -e "s|@DAEMON@|$DAEMON|g" \
+			-e "s|@BINARY@|/usr/sbin/$DAEMON|g" "dist/debian/$script.in" >"$root/DEBIAN/$script"
+		chmod 0755 "$root/DEBIAN/$script"
+	done
 	find "$root/etc" -type f 2>/dev/null | sed "s|^$root||" >"$root/DEBIAN/conffiles"
 	[ -s "$root/DEBIAN/conffiles" ] || rm -f "$root/DEBIAN/conffiles"
 	local size
@@ -71,7 +79,7 @@ CONTROL
 	echo "$OUT/${name}_${version}_${arch}.deb"
 }
 
-package funcd "minion daemon (funcd) of Func in Rust" \
+DAEMON=funcd package funcd "minion daemon (funcd) of Func in Rust" \
 	usr/sbin/funcd usr/share/man/man8/funcd.8 usr/lib/systemd/system/funcd.service \
 	usr/share/bash-completion/completions/funcd usr/share/zsh/site-functions/_funcd \
 	usr/share/fish/vendor_completions.d/funcd.fish \
@@ -86,4 +94,4 @@ for f in "$stage"/all/usr/share/man/man1/*.1; do overlord_files+=("usr/share/man
 for n in func certmaster certmaster-ca; do
 	overlord_files+=("usr/share/bash-completion/completions/$n" "usr/share/zsh/site-functions/_$n" "usr/share/fish/vendor_completions.d/$n.fish")
 done
-package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"
+DAEMON=certmaster package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

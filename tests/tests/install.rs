@@ -335,10 +335,85 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     assert!(root
         .join("usr/share/doc/funcd/examples/modules/example_py")
         .is_file());
+    // Both daemons running from the installed tree (started by hand with
+    // --daemon: no systemd here): removal stops them before their binaries go.
+    let daemons = Daemons::start(&root);
+    assert_eq!(daemons.running(), [true, true], "both daemons run");
     dpkg(&["-r", "funcd", "func"]);
     assert!(!root.join("usr/sbin/funcd").exists() && !root.join("usr/bin/func").exists());
+    assert!(daemons.all_ended(), "dpkg -r stopped funcd and the certmaster: {:?}", daemons.running());
     // Removal (not purge) keeps the configuration, as for every Debian package.
     assert!(root.join("etc/func/minion.conf").is_file());
+    // Purge removes the configuration and keeps the CA and the keys.
+    dpkg(&["-P", "funcd", "func"]);
+    assert!(!root.join("etc/func/minion.conf").exists() && !root.join("etc/certmaster/certmaster.conf").exists());
+    assert!(root.join("etc/pki/certmaster/ca/certmaster.key").is_file(), "the CA key is kept");
+    assert!(root.join("etc/pki/certmaster/m1.pem").is_file(), "the minion key is kept");
+}
+
+/// funcd and the certmaster started with --daemon from an installed root;
+/// killed on drop if still running.
+struct Daemons {
+    pids: Vec<(u32, u64)>,
+}
+
+impl Daemons {
+    fn start(root: &Path) -> Self {
+        let mut pids = Vec::new();
+        for (exe, args, pid_file) in [
+            ("usr/sbin/certmaster", vec!["--listen", "127.0.0.1:0"], "var/run/certmaster.pid"),
+            (
+                "usr/sbin/funcd",
+                vec!["--name", "m1", "--listen", "127.0.0.1:0", "--certmaster", "127.0.0.1:9"],
+                "var/run/funcd.pid",
+            ),
+        ] {
+            let out = Command::new(root.join(exe))
+                .arg("--root")
+                .arg(root)
+                .args(&args)
+                .arg("--daemon")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(out.success(), "{exe} --daemon starts");
+            let file = root.join(pid_file);
+            let mut pid = None;
+            assert!(
+                func_tests::fixture::wait_until(std::time::Duration::from_secs(10), || {
+                    pid = std::fs::read_to_string(&file).ok().and_then(|t| t.trim().parse::<u32>().ok());
+                    pid.is_some()
+                }),
+                "{exe} wrote {pid_file}"
+            );
+            let pid = pid.unwrap();
+            pids.push((pid, common::process::start_time(pid).unwrap_or(0)));
+        }
+        Self { pids }
+    }
+
+    /// Whether each runs now.
+    fn running(&self) -> Vec<bool> {
+        self.pids.iter().map(|(pid, start)| common::process::alive(*pid, *start)).collect()
+    }
+
+    /// Whether all have ended within 15 s (a stopped one may take a moment).
+    fn all_ended(&self) -> bool {
+        func_tests::fixture::wait_until(std::time::Duration::from_secs(15), || {
+            self.running().iter().all(|r| !r)
+        })
+    }
+}
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        for (pid, start) in &self.pids {
+            if common::process::alive(*pid, *start) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+    }
 }
 
 /// A clone is self-contained: no file refers to the workplace's shared
