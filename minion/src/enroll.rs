@@ -133,11 +133,33 @@ pub async fn enroll(root: &Root, name: &str, advertise: &str, cfg: &EnrollConfig
                 tracing::warn!(error = %e, "certmaster not reached; serving with the certificate we have");
                 return Ok(());
             }
-            Err(e) => tracing::warn!(error = %e, retry_in = ?delay, "certmaster not reached; retrying"),
+            Err(e) => {
+                // Not reached (down, busy, or its per-address cap closed us):
+                // retry sooner than a pending request is polled, so a fleet
+                // that starts at once is not left waiting for a minute.
+                let wait = jittered(delay);
+                tracing::warn!(error = %e, retry_in = ?wait, "certmaster not reached; retrying");
+                tokio::time::sleep(wait).await;
+                delay = (delay * 2).min(cfg.retry_max.min(UNREACHED_RETRY_MAX));
+                continue;
+            }
         }
-        tokio::time::sleep(delay).await;
+        tokio::time::sleep(jittered(delay)).await;
         delay = (delay * 2).min(cfg.retry_max);
     }
+}
+
+/// Longest wait between attempts while the certmaster is not reached.
+const UNREACHED_RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// `delay` scaled by a random factor in [0.5, 1): minions that started
+/// together and were turned away together do not come back in lock-step.
+fn jittered(delay: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    // A randomly keyed hasher: random bits without another dependency.
+    let bits = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let factor = 0.5 + (bits % 1024) as f64 / 2048.0;
+    delay.mul_f64(factor)
 }
 
 fn rcgen_public_key(key: &rcgen::KeyPair) -> Vec<u8> {

@@ -44,6 +44,8 @@ mod install;
 mod multihost;
 // Drop-in modules in any language: examples, types, misbehaviour, hot reload, safety.
 mod dropin;
+// 100 minions started at once from one address: all enroll and answer.
+mod fleet_start;
 // Habits from Salt and sudo: natural order, spellings, typed args, exit 3, SUDO_USER.
 mod user_habits;
 // Shared helpers for these tests.
