@@ -106,7 +106,10 @@ pub struct FuncCli {
 #[derive(Subcommand, Debug)]
 pub enum TopCommand {
     /// Status of an async job: asks the hosts not finished yet, records results
-    #[command(name = "job_status")]
+    #[command(
+        name = "job_status",
+        after_help = "Exit status: 0 finished and every host succeeded; 1 finished with a failed host, or no such job; 3 not finished yet."
+    )]
     JobStatus(JobStatusArgs),
     /// The overlord's async jobs: list, lookup, active, kill
     Jobs {

@@ -99,6 +99,33 @@ class Fleet:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Certmaster:
+    """A real certmaster on an ephemeral loopback port below a temp root;
+    `conf`: its certmaster.conf [main] lines. close() ends it and removes all."""
+
+    def __init__(self, args=(), conf=""):
+        self.dir = tempfile.mkdtemp(prefix="func-py-cm-")
+        self.root = os.path.join(self.dir, "cm")
+        if conf:
+            path = os.path.join(self.root, "etc/certmaster/certmaster.conf")
+            os.makedirs(os.path.dirname(path), mode=0o700)
+            with open(path, "w") as f:
+                f.write("[main]\n" + conf + "\n")
+        self.proc = subprocess.Popen([binary("certmaster"), "--root", self.root, "--listen", "127.0.0.1:0"] + list(args),
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().decode()
+        self.port = int(line.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+
+    def ca_cert(self):
+        return os.path.join(self.root, "etc/pki/certmaster/ca/certmaster.crt")
+
+    def close(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def is_error(result):
     """Func's utils.is_error."""
     return isinstance(result, list) and len(result) > 0 and result[0] == "REMOTE_ERROR"

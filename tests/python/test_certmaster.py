@@ -3,15 +3,12 @@ made by the openssl command line tool, over plain HTTP (as Func's requester
 did) and over HTTPS verified against the CA."""
 
 import os
-import shutil
-import signal
 import ssl
 import subprocess
-import tempfile
 import unittest
 import xmlrpc.client
 
-from funcfixture import binary
+from funcfixture import Certmaster
 
 
 def make_csr(directory, cn):
@@ -26,20 +23,13 @@ def make_csr(directory, cn):
 class CertmasterTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="func-py-cm-")
-        cls.root = os.path.join(cls.dir, "cm")
-        cls.proc = subprocess.Popen([binary("certmaster"), "--root", cls.root, "--listen", "127.0.0.1:0", "--autosign"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        line = cls.proc.stdout.readline().decode()
-        cls.port = int(line.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+        cls.cm = Certmaster(["--autosign"])
+        cls.dir, cls.root, cls.port, cls.proc = cls.cm.dir, cls.cm.root, cls.cm.port, cls.cm.proc
         cls.plain = xmlrpc.client.ServerProxy("http://127.0.0.1:%d" % cls.port, allow_none=True)
 
     @classmethod
     def tearDownClass(cls):
-        cls.proc.send_signal(signal.SIGTERM)
-        cls.proc.wait(timeout=10)
-        cls.proc.stdout.close()
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.cm.close()
 
     def test_wait_for_cert_with_an_openssl_csr(self):
         csr = make_csr(self.dir, "pyminion1")

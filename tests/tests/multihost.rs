@@ -241,7 +241,7 @@ fn minions_in_their_own_network_namespaces() {
         assert!(reached, "{last}");
         last
     };
-    let cut = status_until(&|code, doc| code == Some(1) && doc["results"].get("m1").is_some());
+    let cut = status_until(&|code, doc| code == Some(3) && doc["results"].get("m1").is_some());
     assert!(
         cut["results"].get("m2").is_none() || cut["results"]["m2"][0] == "REMOTE_ERROR",
         "{cut}"

@@ -24,7 +24,7 @@ fn async_nopoll_then_job_status_wait_then_answers_from_the_store() {
     let id = job_id(&out.stdout);
     assert!(id.starts_with("*-test-sleep-"), "{id}");
     let (code, early) = status_json(&fleet, &["job_status", &id]);
-    assert_eq!(code, 1, "not finished yet");
+    assert_eq!(code, 3, "not finished yet: its own exit status");
     assert!([0, 3].contains(&early["status"].as_i64().unwrap()), "{early}");
     let (code, done) = status_json(&fleet, &["-t", "60", "job_status", &id, "--wait"]);
     assert_eq!(code, 0, "{done}");
