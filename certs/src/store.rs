@@ -35,6 +35,19 @@ pub struct Store {
     root: Root,
 }
 
+/// Whether `addr` is a plain `host:port` (`[v6]:port` too): printable ASCII
+/// only, so no invisible, bidi or control character (U+202E, U+200B) can
+/// reach a listing or the administrator's screen, and a port number.
+pub fn is_host_port(addr: &str) -> bool {
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return false;
+    };
+    addr.len() <= MAX_ADDR
+        && !host.is_empty()
+        && addr.bytes().all(|b| b.is_ascii_graphic())
+        && port.parse::<u16>().is_ok_and(|p| p > 0)
+}
+
 /// Longest advertised address recorded.
 const MAX_ADDR: usize = 300;
 /// Largest CSR accepted (DER bytes); a real one is well under 2 KiB.
@@ -139,7 +152,7 @@ impl Store {
         };
         let _guard = self.lock()?;
         if let Some(addr) = address {
-            if addr.len() > MAX_ADDR || addr.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            if !is_host_port(addr) {
                 return Ok(Outcome::Refused("advertised address is not a host:port".into()));
             }
         }
@@ -184,12 +197,13 @@ impl Store {
         }
     }
 
-    /// Where minion `name` said it can be reached.
+    /// Where minion `name` said it can be reached (an address recorded by
+    /// an older version that is not a plain `host:port` is not used).
     pub fn address(&self, name: &str) -> Option<String> {
         fs::read_to_string(self.addr_path(name))
             .ok()
             .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
+            .filter(|s| is_host_port(s))
     }
 
     /// Whether `name` has a pending request.
@@ -342,6 +356,24 @@ mod tests {
         let root = Root::new(dir.path());
         let (ca, _) = crate::layout::ensure_ca(&root, "t-CA").unwrap();
         (dir, Store::new(root), ca)
+    }
+
+    #[test]
+    fn advertised_addresses_with_invisible_or_bidi_characters_are_refused() {
+        let (_dir, store, ca) = setup();
+        let key = request::new_key().unwrap();
+        let csr = request::csr("m1", &key).unwrap();
+        for bad in ["m1\u{202e}:51234", "m1\u{200b}.example.com:51234", "m1 :5", "m1", "m1:0", "m1:port", ":5", "m1\n:5"] {
+            assert!(
+                matches!(store.request(&ca, &csr, Some(bad), true).unwrap(), Outcome::Refused(_)),
+                "{bad:?}"
+            );
+        }
+        assert!(!store.cert_path("m1").exists(), "nothing signed for a refused request");
+        assert!(matches!(store.request(&ca, &csr, Some("[::1]:51234"), true).unwrap(), Outcome::Signed { .. }));
+        assert_eq!(store.address("m1").as_deref(), Some("[::1]:51234"));
+        std::fs::write(store.addr_path("m1"), "m1\u{202e}:1\n").unwrap();
+        assert_eq!(store.address("m1"), None, "an old recorded bidi address is not used");
     }
 
     #[test]

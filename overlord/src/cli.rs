@@ -61,10 +61,7 @@ impl GlobalArgs {
 }
 
 fn positive_secs(v: &str) -> Result<f64, String> {
-    v.parse::<f64>()
-        .ok()
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .ok_or_else(|| format!("takes a positive number of seconds, not {v:?}"))
+    crate::plan::seconds(v, false)
 }
 
 const SPEC_HELP: &str = "\

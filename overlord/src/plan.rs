@@ -316,7 +316,8 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
     let conf_timeout = conf
         .f64("main", "socket_timeout")
         .map_err(|e| PlanError::Config(e.to_string()))?
-        .filter(|t| *t > 0.0);
+        .filter(|t| *t > 0.0)
+        .map(|t| t.min(MAX_SECS));
     let default_forks = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
     Ok(Plan {
         dispatch: Dispatch {
@@ -364,10 +365,23 @@ pub fn split_flag(arg: &str) -> (String, Option<String>) {
 }
 
 pub fn positive(flag: &str, v: &str) -> Result<f64, PlanError> {
-    v.parse::<f64>()
+    seconds(v, false).map_err(|why| PlanError::Usage(format!("{flag} {why}")))
+}
+
+/// Longest time any option takes (30 days): a larger one (`-t 1e308`)
+/// cannot be a deadline and would overflow a `Duration`.
+pub const MAX_SECS: f64 = 30.0 * 86_400.0;
+
+/// Seconds from `v`: a number above 0 (or 0 with `zero`) up to [`MAX_SECS`].
+pub fn seconds(v: &str, zero: bool) -> Result<f64, String> {
+    v.trim()
+        .parse::<f64>()
         .ok()
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .ok_or_else(|| PlanError::Usage(format!("{flag} takes a positive number of seconds, not {v:?}")))
+        .filter(|t| t.is_finite() && (*t > 0.0 || (zero && *t == 0.0)) && *t <= MAX_SECS)
+        .ok_or_else(|| {
+            let low = if zero { "0" } else { "above 0" };
+            format!("takes seconds, {low} up to {MAX_SECS} (30 days), not {:?}", common::paths::shorten(v))
+        })
 }
 
 pub fn count(flag: &str, v: &str) -> Result<usize, PlanError> {

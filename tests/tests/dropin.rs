@@ -596,3 +596,26 @@ fn from_func_sync_async_batch_killed_and_deployed_with_copyfile() {
         "no sleep left behind"
     );
 }
+
+/// A module is told whether its caller is the overlord (`"overlord"` in
+/// the call request), so a minion named `overlord-1`, whose key starts with
+/// `overlord-`, is not mistaken for it.
+#[test]
+fn the_call_request_says_whether_the_caller_is_the_overlord() {
+    let m = OneMinion::start_with("d4", "", "overlord-1-* = whoami.run\n");
+    let request = |v: Value| -> J {
+        match v {
+            Value::String(text) => serde_json::from_str(&text).unwrap_or(J::Null),
+            other => panic!("{other:?}"),
+        }
+    };
+    // The module answers with the request it read, as a JSON string.
+    sh_module(&m.root, "whoami", "printf '{\"result\": %s}' \"$(cat | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g; s/^/\"/; s/$/\"/')\"");
+    let me = request(m.call("whoami.run", vec![]).unwrap());
+    assert_eq!(me["overlord"], true, "{me}");
+    assert!(me["caller"].as_str().unwrap().starts_with("overlord-"), "{me}");
+    let impostor = m.other_caller("overlord-1");
+    let them = request(m.call_as(&impostor, "whoami.run", vec![]).unwrap());
+    assert_eq!(them["overlord"], false, "a minion named overlord-1 is not the overlord: {them}");
+    assert!(them["caller"].as_str().unwrap().starts_with("overlord-1-"), "{them}");
+}

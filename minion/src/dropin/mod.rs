@@ -435,11 +435,14 @@ impl DropIns {
         cmd
     }
 
-    /// Runs `module.method(params)` for `caller` (`<cn>-<hash>`).
-    pub fn call(&self, module: &DropIn, method: &str, params: &[Value], caller: &str) -> MethodResult {
+    /// Runs `module.method(params)` for `caller`: the module is told its
+    /// key (`<cn>-<hash>`) and whether it is the overlord's certificate (a
+    /// minion may be named `overlord-1`: the key alone cannot say).
+    pub fn call(&self, module: &DropIn, method: &str, params: &[Value], caller: &crate::acl::Caller) -> MethodResult {
         let input = serde_json::json!({
             "args": params.iter().map(json::to_json).collect::<Vec<_>>(),
-            "caller": caller,
+            "caller": caller.key,
+            "overlord": caller.overlord,
         });
         let input = serde_json::to_vec(&input).map_err(|e| MethodError::value(e.to_string()))?;
         let timeout = self.settings.timeout_of(&module.name);

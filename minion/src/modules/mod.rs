@@ -352,7 +352,7 @@ impl Registry {
             .as_ref()
             .expect("drop-ins resolved without a drop-in set");
         if m.method(method).is_some() {
-            return dropins.call(m, method, params, &ctx.caller.key);
+            return dropins.call(m, method, params, ctx.caller);
         }
         let args = Args::new(method, params);
         no_args(args)?;

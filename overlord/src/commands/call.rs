@@ -77,10 +77,7 @@ fn check_batch(v: &str) -> Result<(), PlanError> {
 }
 
 fn seconds(v: &str) -> Result<f64, PlanError> {
-    v.parse::<f64>()
-        .ok()
-        .filter(|w| w.is_finite() && *w >= 0.0)
-        .ok_or_else(|| PlanError::Usage(format!("--batch-wait takes seconds, not {v:?}")))
+    crate::plan::seconds(v, true).map_err(|why| PlanError::Usage(format!("--batch-wait {why}")))
 }
 
 impl Call {

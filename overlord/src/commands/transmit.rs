@@ -71,6 +71,10 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
         if list[0] == "transmit" {
             return Err(bad("a request cannot be another transmit".into()));
         }
+        // The root is the caller's (`func --root R transmit`), never the request's.
+        if list.iter().filter_map(J::as_str).any(|w| w == "--root" || w.starts_with("--root=")) {
+            return Err(bad("a request cannot choose the root (--root): it is the one func transmit runs with".into()));
+        }
         words.extend(list.iter().filter_map(|w| w.as_str().map(str::to_string)));
         return Ok(words);
     }
@@ -166,6 +170,10 @@ mod tests {
         assert!(e.contains(r#"did you mean "parameters"?"#), "{e}");
         let e = err(r#"{"job_status": "x", "wiat": true}"#);
         assert!(e.contains(r#"did you mean "wait"?"#), "{e}");
+        let e = err(r#"{"command": ["jobs", "list", "--root", "/tmp/x"]}"#);
+        assert!(e.contains("cannot choose the root"), "{e}");
+        let e = err(r#"{"command": ["m1", "ping", "--root=/tmp/x"]}"#);
+        assert!(e.contains("cannot choose the root"), "{e}");
         let e = err(r#"{"command": ["jobs", "list"], "clients": "*"}"#);
         assert!(e.contains("unknown key \"clients\" in a command request"), "{e}");
     }
