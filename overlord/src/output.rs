@@ -3,6 +3,16 @@
 //! every host succeeded and 1 when any failed: a `REMOTE_ERROR`, or what the
 //! method's own rule calls a failure (`common::outcome`: a non-zero exit
 //! status of `command.run`), marked `FAILED: …` under its block.
+//!
+//! Text from a minion is data, never terminal control: in human and `txt`
+//! output every string and key goes through [`shown`] (C0 controls but tab,
+//! CR, DEL, C1 controls such as U+009B CSI, bidi overrides, zero-width and
+//! line-separator characters become `\u{..}` escapes), and a line break
+//! inside a value is either indented under its host or escaped, so only
+//! host headers start a line. JSON and YAML documents keep their format's
+//! escapes and also write those characters as `\uXXXX` ([`json_safe`]):
+//! the same document to a parser, inert on a terminal.
+use std::borrow::Cow;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,6 +23,64 @@ use common::Value;
 /// Whether every result of `method` is a success.
 pub fn all_ok(method: &str, results: &BTreeMap<String, Value>) -> bool {
     results.values().all(|v| common::outcome::ok(method, v))
+}
+
+/// Characters a terminal may act on, or that change how text reads: C0
+/// controls but tab and line feed, DEL, C1 controls, bidi marks, overrides
+/// and isolates, zero-width characters, line and paragraph separators.
+fn hazard(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{61c}'
+        | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `text` safe to print inside a line: every [`hazard`] escaped (`\r`,
+/// `\u{9b}`); line feeds are kept (the caller indents what follows them).
+pub fn shown(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(hazard) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            c if hazard(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`shown`], with line feeds escaped as `\n` too: text that must stay on
+/// one line (struct keys, error messages, table cells).
+pub fn shown_line(text: &str) -> Cow<'_, str> {
+    match text.contains('\n') {
+        true => Cow::Owned(shown(text).replace('\n', "\\n")),
+        false => shown(text),
+    }
+}
+
+/// A JSON or YAML document's text with every [`hazard`] that is not
+/// already escaped written as `\uXXXX` (they can only be inside strings,
+/// so the document means the same).
+pub fn json_safe(text: String) -> String {
+    if !text.chars().any(hazard) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hazard(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{:04x}", unit);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Human-readable blocks of `method`'s results.
@@ -39,7 +107,7 @@ pub fn error_line(value: &Value) -> String {
         return "ERROR".into();
     };
     let text = |i: usize| match items.get(i) {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => shown_line(s.trim_end_matches('\n')).into_owned(),
         _ => String::new(),
     };
     let message = text(2);
@@ -56,7 +124,7 @@ fn scalar(value: &Value) -> Option<String> {
         Value::Double(d) => d.to_string(),
         Value::Boolean(b) => b.to_string(),
         Value::String(s) if s.is_empty() => "\"\"".into(),
-        Value::String(s) if !s.trim_end_matches('\n').contains('\n') => s.trim_end_matches('\n').to_string(),
+        Value::String(s) if !s.trim_end_matches('\n').contains('\n') => shown(s.trim_end_matches('\n')).into_owned(),
         Value::DateTime(d) => d.to_string(),
         Value::Base64(b) => format!("<{} bytes of binary data>", b.len()),
         Value::Nil => "None".into(),
@@ -74,8 +142,9 @@ fn render(value: &Value, depth: usize, out: &mut String) {
     }
     match value {
         Value::String(s) => {
+            // Every line indented under the host: none can pass for a header.
             for line in s.lines() {
-                let _ = writeln!(out, "{pad}{line}");
+                let _ = writeln!(out, "{pad}{}", shown(line));
             }
         }
         Value::Array(items) => {
@@ -93,6 +162,7 @@ fn render(value: &Value, depth: usize, out: &mut String) {
         }
         Value::Struct(members) => {
             for (k, item) in members {
+                let k = shown_line(k);
                 match scalar(item) {
                     Some(s) => {
                         let _ = writeln!(out, "{pad}{k}: {s}");
@@ -121,14 +191,14 @@ pub enum Format {
 /// `{host: result}` in `format`.
 pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
     match format {
-        Format::Json => json(results),
-        Format::Yaml => yaml(&serde_json::Value::Object(
+        Format::Json => json_safe(json(results)),
+        Format::Yaml => json_safe(yaml(&serde_json::Value::Object(
             results.iter().map(|(h, v)| (h.clone(), to_json(v))).collect(),
-        )),
+        ))),
         Format::Txt => {
             let mut out = String::new();
             for host in crate::report::natural(results.keys()) {
-                let _ = writeln!(out, "{host}: {}", txt(&to_json(&results[host])));
+                let _ = writeln!(out, "{}: {}", shown_line(host), txt(&to_json(&results[host])));
             }
             out.trim_end().to_string()
         }
@@ -137,11 +207,11 @@ pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
 
 /// A document in `format` (`txt` prints it as compact JSON on one line).
 pub fn doc_as(format: Format, doc: &serde_json::Value) -> String {
-    match format {
+    json_safe(match format {
         Format::Json => serde_json::to_string_pretty(doc).unwrap_or_default(),
         Format::Yaml => yaml(doc),
         Format::Txt => doc.to_string(),
-    }
+    })
 }
 
 /// Prints a command's document in the `--out` format (JSON by default).
@@ -153,8 +223,8 @@ pub fn print_doc(format: Format, doc: &impl serde::Serialize) {
 /// One line: strings as they are (line breaks as `\n`), the rest as compact JSON.
 fn txt(v: &serde_json::Value) -> String {
     match v {
-        serde_json::Value::String(s) => s.trim_end_matches('\n').replace('\n', "\\n"),
-        other => other.to_string(),
+        serde_json::Value::String(s) => shown_line(s.trim_end_matches('\n')).into_owned(),
+        other => json_safe(other.to_string()),
     }
 }
 
@@ -264,6 +334,44 @@ fn base64(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nothing in `text` a terminal acts on, and no line but `m1:` at column 0.
+    fn inert(text: &str) {
+        assert!(!text.chars().any(hazard), "raw control characters: {text:?}");
+        for line in text.lines() {
+            assert!(line == "m1:" || line.starts_with(' ') || line.is_empty(), "a forged line: {line:?} in {text:?}");
+        }
+    }
+
+    #[test]
+    fn minion_text_cannot_forge_the_screen() {
+        let forged = "x\n\rm2:\n\r    1";
+        let mut hostile = BTreeMap::new();
+        hostile.insert("k\nm2:\n    - all good".to_string(), Value::String(forged.into()));
+        hostile.insert("csi\u{9b}2J".to_string(), Value::String("bidi \u{202e}olleh, esc \u{1b}[2J, nel \u{85}m2:, ls \u{2028}m2:".into()));
+        let mut results = BTreeMap::new();
+        results.insert("m1".to_string(), Value::Struct(hostile.into_iter().collect()));
+        inert(&human("test.echo", &results));
+        results.insert("m1".to_string(), common::xmlrpc::remote_error("x\nm2:", forged, "detail\n\u{9b}"));
+        let text = human("test.echo", &results);
+        inert(&text);
+        assert!(text.contains("\\r") && text.contains("\\n"), "{text}");
+        results.insert("m1".to_string(), Value::Array(vec![Value::String(forged.into()), Value::Struct(vec![("a\u{202e}".to_string(), Value::Nil)].into_iter().collect())]));
+        inert(&human("test.echo", &results));
+        // txt: one line per host; json and yaml: the same data, inert.
+        for format in [Format::Txt, Format::Json, Format::Yaml] {
+            let text = results_as(format, &results);
+            assert!(!text.chars().any(hazard), "{format:?}: {text:?}");
+            if format == Format::Txt {
+                assert_eq!(text.lines().count(), 1, "{text}");
+            }
+        }
+        let json = results_as(Format::Json, &results);
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["m1"][1]["a\u{202e}"], serde_json::Value::Null, "the same document: {json}");
+        assert!(back["m1"][1].as_object().unwrap().contains_key("a\u{202e}"));
+        assert_eq!(shown("plain\ttab"), "plain\ttab", "tabs and ordinary text untouched");
+    }
 
     #[test]
     fn human_and_json() {

@@ -46,6 +46,8 @@ mod multihost;
 mod dropin;
 // 100 minions started at once from one address: all enroll and answer.
 mod fleet_start;
+// Hardening III on the overlord: forged screens, absurd timeouts, transmit's root, rogue minions.
+mod hardening_overlord;
 // Habits from Salt and sudo: natural order, spellings, typed args, exit 3, SUDO_USER.
 mod user_habits;
 // Shared helpers for these tests.

@@ -168,7 +168,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
         for (h, v) in &hosts {
             let reason = v["reason"]
                 .as_str()
-                .map(|r| format!(" ({r})"))
+                .map(|r| format!(" ({})", crate::output::shown_line(r)))
                 .unwrap_or_default();
             crate::outln!("    {h}: {}{reason}", v["state"].as_str().unwrap_or(""));
         }

@@ -353,7 +353,7 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
         && !crate::interrupt::requested()
     {
         for (host, why) in &status.waiting {
-            crate::outln!("{host}:\n    (no result within -t: {why})");
+            crate::outln!("{host}:\n    (no result within -t: {})", crate::output::shown_line(why));
         }
     }
     let all_ok = report.as_mut().is_none_or(|r| r.finish());

@@ -163,6 +163,6 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
     }
     crate::out!("{}", output::human(status.method(), &status.results));
     for (host, why) in &status.waiting {
-        crate::outln!("{host}:\n    ({why})");
+        crate::outln!("{host}:\n    ({})", crate::output::shown_line(why));
     }
 }

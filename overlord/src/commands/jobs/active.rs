@@ -85,7 +85,7 @@ impl Active {
                 "{}  {} {}\n    running ({}): {}\n    returned ({}): {}\n",
                 r.meta.id,
                 r.meta.function,
-                r.meta.args.join(" "),
+                crate::output::shown_line(&r.meta.args.join(" ")),
                 running.len(),
                 join(running.iter()),
                 returned.len(),
@@ -101,9 +101,14 @@ impl Active {
         }
         let mut others_doc = Vec::new();
         for (host, job) in &others {
+            // A row a minion wrote: every field kept on this one line.
+            let line = crate::output::shown_line;
             text.push_str(&format!(
                 "    {host}: {} {} (pid {}, caller {})\n",
-                job.id, job.method, job.pid, job.caller
+                line(&job.id),
+                line(&job.method),
+                job.pid,
+                line(&job.caller)
             ));
             others_doc.push(json!({"host": host, "id": job.id, "method": job.method, "pid": job.pid, "caller": job.caller}));
         }

@@ -33,7 +33,7 @@ impl Lookup {
             );
         } else {
             for (host, why) in &status.waiting {
-                crate::outln!("{host}: {why}");
+                crate::outln!("{host}: {}", crate::output::shown_line(why));
             }
         }
         Ok(0)
