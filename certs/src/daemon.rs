@@ -257,6 +257,7 @@ where
     let limits = Limits {
         max_body: MAX_REQUEST,
         max_depth: 16,
+        max_values: common::xmlrpc::DEFAULT_MAX_VALUES,
     };
     let call = match read_call(req, &limits, cm.config.header_timeout).await {
         Ok(call) => call,

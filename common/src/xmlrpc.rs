@@ -34,13 +34,22 @@ pub const FAULT_INVALID_REQUEST: i32 = -32600;
 pub struct Limits {
     pub max_body: usize,
     pub max_depth: usize,
+    /// Values (`<value>` elements) a document may hold: decoding costs
+    /// about ten times a document's size when it is all tiny values, so
+    /// the count is checked before anything is built.
+    pub max_values: usize,
 }
+
+/// Values a request or response may hold by default (the drop-in reader's
+/// default too): far above any method's answer, and about 30 MiB decoded.
+pub const DEFAULT_MAX_VALUES: usize = 250_000;
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_body: DEFAULT_MAX_BODY,
             max_depth: DEFAULT_MAX_DEPTH,
+            max_values: DEFAULT_MAX_VALUES,
         }
     }
 }
@@ -55,6 +64,8 @@ pub enum DecodeError {
     NotUtf8 { offset: usize },
     #[error("XML nesting deeper than {limit} elements")]
     TooDeep { limit: usize },
+    #[error("more than {limit} values in one document")]
+    TooManyValues { limit: usize },
     #[error("malformed XML-RPC {what}")]
     Malformed { what: &'static str },
     #[error("empty method name")]
@@ -193,6 +204,11 @@ fn checked_text_keeping<'a>(body: &'a [u8], limits: &Limits) -> Result<lenient::
             limit: limits.max_body,
         });
     }
+    if count_values(body) > limits.max_values {
+        return Err(DecodeError::TooManyValues {
+            limit: limits.max_values,
+        });
+    }
     let (text, kept) = lenient::normalise_keeping(body)?;
     if nesting_exceeds(&text, limits.max_depth) {
         return Err(DecodeError::TooDeep {
@@ -200,6 +216,23 @@ fn checked_text_keeping<'a>(body: &'a [u8], limits: &Limits) -> Result<lenient::
         });
     }
     Ok((text, kept))
+}
+
+/// How many `<value>` (or `<value/>`) tags `xml` holds: a linear scan of
+/// the bytes (a string's text cannot hold a raw `<`; CDATA that mentions
+/// one only counts against its sender).
+pub fn count_values(xml: &[u8]) -> usize {
+    const TAG: &[u8] = b"<value";
+    let mut count = 0;
+    let mut rest = xml;
+    while let Some(at) = rest.windows(TAG.len()).position(|w| w == TAG) {
+        let after = rest.get(at + TAG.len()).copied();
+        if matches!(after, Some(b'>' | b'/' | b' ' | b'\t' | b'\r' | b'\n')) {
+            count += 1;
+        }
+        rest = &rest[at + TAG.len()..];
+    }
+    count
 }
 
 /// Whether the element nesting of `xml` exceeds `limit`. A linear scan that
@@ -353,6 +386,7 @@ mod tests {
         let small = Limits {
             max_body: 10,
             max_depth: 10,
+            max_values: DEFAULT_MAX_VALUES,
         };
         assert!(matches!(
             decode_call(&[b' '; 11], &small),

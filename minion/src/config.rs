@@ -94,6 +94,10 @@ impl MinionConfig {
                     .u64("main", "max_nesting")?
                     .map(|v| v as usize)
                     .unwrap_or(common::xmlrpc::DEFAULT_MAX_DEPTH),
+                max_values: ini
+                    .u64("main", "max_request_values")?
+                    .map(|v| v.clamp(1, 100_000_000) as usize)
+                    .unwrap_or(common::xmlrpc::DEFAULT_MAX_VALUES),
             },
             handshake_timeout: secs("handshake_timeout", 5.0)?,
             header_timeout: secs("header_timeout", 30.0)?,

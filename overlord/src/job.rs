@@ -90,6 +90,7 @@ impl Report {
         let limits = common::xmlrpc::Limits {
             max_body: usize::MAX,
             max_depth: common::xmlrpc::DEFAULT_MAX_DEPTH,
+            max_values: usize::MAX,
         };
         match common::xmlrpc::decode_response(self.response_xml.as_bytes(), &limits) {
             Ok(Ok(v)) => v,

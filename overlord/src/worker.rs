@@ -129,6 +129,7 @@ async fn one_host(job: &Job, target: &Target, tls: Arc<Link>, limit: Duration) -
             let limits = xmlrpc::Limits {
                 max_body: usize::MAX,
                 max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+                max_values: usize::MAX,
             };
             match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
                 Ok(call) => client

@@ -114,3 +114,80 @@ fn a_transmit_request_cannot_move_func_to_another_root() {
     }
     assert!(!elsewhere.exists(), "nothing written below the request's root");
 }
+
+/// A rogue minion (a TLS server with m1's key and certificate) that
+/// answers every call with 60 MiB of empty `<value>` items, under
+/// `max_response_size`: func refuses the answer before decoding it (that
+/// cost ~9 bytes of memory per byte) and its peak RSS stays bounded.
+#[test]
+fn a_rogue_minions_huge_answer_keeps_funcs_memory_bounded() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut fleet = Fleet::start(&["m1"]);
+    let m1 = fleet.minion("m1");
+    let (addr, root) = (m1.addr, m1.root.clone());
+    m1.stop();
+    let creds = common::tls::Credentials {
+        key: root.minion_key("m1"),
+        cert: root.minion_cert("m1"),
+        ca: root.minion_ca_cert(),
+        crl: None,
+    };
+    let tls = std::sync::Arc::new(common::tls::server_config(&creds, Vec::new()).unwrap());
+    let mut body = b"<?xml version=\"1.0\"?><methodResponse><params><param><value><array><data>".to_vec();
+    let items = 60 * 1024 * 1024 / 15;
+    body.reserve(items * 15 + 64);
+    for _ in 0..items {
+        body.extend_from_slice(b"<value></value>");
+    }
+    body.extend_from_slice(b"</data></array></value></param></params></methodResponse>");
+    let body = std::sync::Arc::new(body);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt.block_on(tokio::net::TcpListener::bind(addr)).expect("m1's port is free again");
+    let served = body.clone();
+    rt.spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
+            let body = served.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\n\r\n", body.len());
+                let _ = tls.write_all(head.as_bytes()).await;
+                let _ = tls.write_all(&body).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    // func run by a Python parent that reports its children's peak RSS
+    // (func and its worker processes, all reaped).
+    let script = "import json, resource, subprocess, sys\n\
+                  r = subprocess.run(sys.argv[1:], capture_output=True)\n\
+                  print(json.dumps({'code': r.returncode, 'stdout': r.stdout.decode(errors='replace'), \
+                  'maxrss_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(bin("func"))
+        .arg("--root")
+        .arg(fleet.cm.root.dir())
+        .args(["--forks", "1", "-t", "60", "m1", "call", "test", "ping"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let stdout = report["stdout"].as_str().unwrap_or_default();
+    let head: String = stdout.chars().take(300).collect();
+    assert_eq!(report["code"], 1, "the host fails: {head}");
+    assert!(stdout.contains("values"), "and says why: {head}");
+    let peak_mib = report["maxrss_kib"].as_u64().unwrap() / 1024;
+    eprintln!("func's peak RSS against a 60 MiB answer of empty values: {peak_mib} MiB");
+    assert!(peak_mib < 200, "func's memory stays bounded: {peak_mib} MiB (was ~520 MiB)");
+    drop(rt);
+}

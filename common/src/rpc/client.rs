@@ -97,6 +97,7 @@ impl MinionClient {
             limits: Limits {
                 max_body: MAX_RESPONSE,
                 max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+                max_values: crate::xmlrpc::DEFAULT_MAX_VALUES,
             },
         })
     }

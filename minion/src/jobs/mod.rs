@@ -97,6 +97,7 @@ fn own_limits() -> xmlrpc::Limits {
     xmlrpc::Limits {
         max_body: usize::MAX,
         max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+        max_values: usize::MAX,
     }
 }
 

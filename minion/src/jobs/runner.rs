@@ -144,6 +144,7 @@ fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Calle
     let limits = xmlrpc::Limits {
         max_body: usize::MAX,
         max_depth: config.limits.max_depth,
+        max_values: usize::MAX,
     };
     let call = match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
         Ok(c) => c,

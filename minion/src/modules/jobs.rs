@@ -186,6 +186,7 @@ fn call_args(r: &JobRecord) -> Value {
     let limits = xmlrpc::Limits {
         max_body: usize::MAX,
         max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+        max_values: usize::MAX,
     };
     match xmlrpc::decode_call(r.call_xml.as_bytes(), &limits) {
         Ok(call) => Value::Array(call.params),
