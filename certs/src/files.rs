@@ -29,7 +29,8 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
         // Keys live in 0700 directories (tightened if an older install made them wider).
         common::private::private_dir(dir).map_err(|e| io("creating the directory of", e))?;
     } else {
-        fs::create_dir_all(dir).map_err(|e| io("creating the directory of", e))?;
+        common::private::state_dir(dir, common::private::PUBLIC_DIR_MODE)
+            .map_err(|e| io("creating the directory of", e))?;
     }
     let name = path
         .file_name()

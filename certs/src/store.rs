@@ -87,7 +87,8 @@ impl Store {
             path: path.clone(),
             source,
         };
-        fs::create_dir_all(path.parent().unwrap_or(self.root.dir())).map_err(io)?;
+        common::private::state_dir(path.parent().unwrap_or(self.root.dir()), common::private::PUBLIC_DIR_MODE)
+            .map_err(io)?;
         // 0600 (an older 0644 one is tightened): flock works on any open
         // descriptor, so a user who could read it could hold the lock and
         // stop enrollment and revocation.

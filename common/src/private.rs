@@ -6,8 +6,10 @@
 //!
 //! Older installs created such files 0644 in 0755 directories;
 //! [`private_dir`] and [`tighten`] bring those down at start-up. The umask
-//! is never changed: commands a minion runs for its callers inherit the one
-//! funcd was started with.
+//! is never changed (commands a minion runs for its callers inherit the one
+//! funcd was started with) and never decides a directory's mode: every
+//! directory is created with its own ([`state_dir`]), and the directories
+//! above state must not let another user replace it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -19,18 +21,29 @@ pub const FILE_MODE: u32 = 0o600;
 /// Mode of directories that hold private files.
 pub const DIR_MODE: u32 = 0o700;
 
-/// Makes `dir` exist as a 0700 directory: created so (its parents as usual),
-/// or tightened if an older install made it wider. A symlink in its place
-/// is refused.
+/// Mode of the directories on the way to state (`etc`, `var`, `var/lib`,
+/// `var/log`, `var/run`, the certificate directories): others may read
+/// and enter them, never write.
+pub const PUBLIC_DIR_MODE: u32 = 0o755;
+
+/// Makes `dir` exist as a 0700 directory (created so, or tightened if an
+/// older install made it wider), its missing parents 0755, and checks it
+/// as [`state_dir`] does. A symlink in its place is refused.
 pub fn private_dir(dir: &Path) -> io::Result<()> {
-    if let Some(parent) = dir.parent() {
-        fs::create_dir_all(parent)?;
-    }
-    match fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
+    state_dir(dir, DIR_MODE)
+}
+
+/// Makes `dir` exist with `mode` (created so, whatever the umask: a
+/// process started under umask 000 made `var`, `var/lib` 0777, and a local
+/// user could swap the state below them), its missing ancestors
+/// [`PUBLIC_DIR_MODE`]; then checks `dir` and every directory above it:
+/// each must belong to this process's user or root, and be writable by no
+/// one else (a sticky directory like /tmp excepted: others cannot move what
+/// is ours in it). A directory of ours that others can write is repaired
+/// (the group and others lose write; `dir` itself is brought to `mode`),
+/// anything else is refused with what to fix.
+pub fn state_dir(dir: &Path, mode: u32) -> io::Result<()> {
+    create_dirs(dir, mode)?;
     let meta = fs::symlink_metadata(dir)?;
     if !meta.is_dir() {
         return Err(io::Error::other(format!(
@@ -38,8 +51,68 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
             dir.display()
         )));
     }
-    if meta.permissions().mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE))?;
+    // A sticky directory (a root of /tmp) is safe as it is and not ours to narrow.
+    let current = meta.permissions().mode() & 0o7777;
+    if current & 0o1000 == 0 && current & !mode & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode))?;
+    }
+    check_ancestors(dir)
+}
+
+/// Creates `dir` (mode `mode`) and its missing ancestors (0755), each with
+/// its mode set explicitly after `mkdir`, never left to the umask.
+fn create_dirs(dir: &Path, mode: u32) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(path) = at {
+        match fs::symlink_metadata(path) {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(path),
+            Err(e) => return Err(e),
+        }
+        at = path.parent().filter(|p| !p.as_os_str().is_empty());
+    }
+    for path in missing.into_iter().rev() {
+        let want = if path == dir { mode } else { PUBLIC_DIR_MODE };
+        match fs::DirBuilder::new().mode(want).create(path) {
+            Ok(()) => fs::set_permissions(path, fs::Permissions::from_mode(want))?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Checks `dir` and every directory above it (see [`state_dir`]).
+fn check_ancestors(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let my_group = nix::unistd::getegid().as_raw();
+    let absolute = std::path::absolute(dir)?;
+    for path in absolute.ancestors() {
+        let meta = fs::metadata(path)?;
+        let mode = meta.mode() & 0o7777;
+        let sticky = mode & 0o1000 != 0;
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(io::Error::other(format!(
+                "{} belongs to uid {}, not to this user ({me}) or root: another user could replace what is below it",
+                path.display(),
+                meta.uid()
+            )));
+        }
+        let others_write = mode & 0o002 != 0 && !sticky;
+        let group_write = mode & 0o020 != 0 && !sticky && meta.gid() != my_group && meta.gid() != 0;
+        if !(others_write || group_write) {
+            continue;
+        }
+        if meta.uid() == me {
+            fs::set_permissions(path, fs::Permissions::from_mode(mode & !0o022))?;
+            continue;
+        }
+        return Err(io::Error::other(format!(
+            "{} is writable by others (mode {mode:o}): run chmod go-w on it",
+            path.display()
+        )));
     }
     Ok(())
 }

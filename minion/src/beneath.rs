@@ -54,6 +54,12 @@ pub struct Dir {
     fd: OwnedFd,
 }
 
+impl std::os::fd::AsRawFd for Dir {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 const DIR_FLAGS: OFlag = OFlag::O_RDONLY
     .union(OFlag::O_DIRECTORY)
     .union(OFlag::O_NOFOLLOW)
@@ -65,6 +71,13 @@ impl Dir {
     pub fn open_trusted(path: &Path) -> Result<Self, BeneathError> {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
         let fd = nix::fcntl::open(path, flags, Mode::empty())?;
+        Ok(Self { fd })
+    }
+
+    /// Opens the directory at `path` whose last component must not be a
+    /// symlink (the directories above it are the administrator's).
+    pub fn open_dir_nofollow(path: &Path) -> Result<Self, BeneathError> {
+        let fd = nix::fcntl::open(path, DIR_FLAGS, Mode::empty())?;
         Ok(Self { fd })
     }
 

@@ -46,7 +46,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.list_modules {
         return list_modules(&cli.root);
     }
-    std::fs::create_dir_all(&cli.root).with_context(|| format!("creating root {}", cli.root.display()))?;
+    common::private::state_dir(&cli.root, common::private::PUBLIC_DIR_MODE)
+        .with_context(|| format!("preparing root {}", cli.root.display()))?;
     let root_dir =
         std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
     let root = Root::new(root_dir);
@@ -94,8 +95,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         common::private::daemonise_logging_to(&log)
             .with_context(|| format!("daemonising (log {})", log.display()))?;
         let pid_file = root.run_dir().join("funcd.pid");
-        std::fs::create_dir_all(root.run_dir()).context("creating var/run")?;
-        std::fs::write(&pid_file, format!("{}\n", std::process::id()))
+        common::private::state_dir(&root.run_dir(), common::private::PUBLIC_DIR_MODE).context("preparing var/run")?;
+        common::private::write(&pid_file, format!("{}\n", std::process::id()).as_bytes(), false)
             .with_context(|| format!("writing {}", pid_file.display()))?;
     }
     listener

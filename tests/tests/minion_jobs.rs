@@ -151,8 +151,10 @@ fn jobs_come_from_a_zygote_that_is_replaced_when_killed_and_hold_no_daemon_descr
     let Some(Value::Integer(pid)) = job.get("pid").cloned() else {
         panic!("pid in {job:?}")
     };
-    // The job holds only its standard streams (on /dev/null): not the
-    // daemon's listener, store or sockets, nor the zygote's pipes.
+    // The job holds only its standard streams (on /dev/null) and the spool
+    // directory it opened itself (close-on-exec, so nothing it runs gets
+    // it): not the daemon's listener, store or sockets, nor the zygote's pipes.
+    let spool = m.root.status_dir().join("jobs");
     let fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .filter_map(Result::ok)
@@ -162,13 +164,20 @@ fn jobs_come_from_a_zygote_that_is_replaced_when_killed_and_hold_no_daemon_descr
         .iter()
         .map(|fd| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")))
         .collect();
-    assert!(
-        fds.iter().all(|fd| ["0", "1", "2"].contains(&fd.as_str())),
-        "{fds:?} {links:?}"
-    );
     for fd in &fds {
         let target = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap();
-        assert_eq!(target, std::path::Path::new("/dev/null"), "fd {fd}");
+        if ["0", "1", "2"].contains(&fd.as_str()) {
+            assert_eq!(target, std::path::Path::new("/dev/null"), "fd {fd}");
+            continue;
+        }
+        assert_eq!(target, spool, "fd {fd}: {fds:?} {links:?}");
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+            .unwrap();
+        assert!(flags & 0o2000000 != 0, "the spool descriptor is close-on-exec: {info}");
     }
     let zygotes = children_running(m.minion.pid(), "--job-zygote");
     assert_eq!(zygotes.len(), 1, "one zygote: {zygotes:?}");

@@ -30,7 +30,8 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
+    common::private::state_dir(&cli.root, common::private::PUBLIC_DIR_MODE)
+        .with_context(|| format!("root directory {}", cli.root.display()))?;
     let root = Root::new(std::fs::canonicalize(&cli.root).context("resolving the root")?);
     let config =
         CertmasterConfig::load(root.clone(), cli.listen, cli.autosign).context("reading certmaster.conf")?;
@@ -50,10 +51,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let log = root.log_dir().join("certmaster.log");
         common::private::daemonise_logging_to(&log)
             .with_context(|| format!("daemonising (log {})", log.display()))?;
-        std::fs::create_dir_all(root.run_dir())?;
-        std::fs::write(
-            root.run_dir().join("certmaster.pid"),
-            format!("{}\n", std::process::id()),
+        common::private::state_dir(&root.run_dir(), common::private::PUBLIC_DIR_MODE)?;
+        common::private::write(
+            &root.run_dir().join("certmaster.pid"),
+            format!("{}\n", std::process::id()).as_bytes(),
+            false,
         )?;
     }
     listener.set_nonblocking(true)?;

@@ -21,7 +21,7 @@ pub const IDLE_SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// Binds the notification socket below `run_dir` (replacing a stale one).
 pub fn bind(run_dir: &std::path::Path) -> std::io::Result<UnixListener> {
-    std::fs::create_dir_all(run_dir)?;
+    common::private::state_dir(run_dir, common::private::PUBLIC_DIR_MODE)?;
     let path = run_dir.join(SOCKET);
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)?;

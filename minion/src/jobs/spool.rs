@@ -9,15 +9,26 @@
 //!
 //! The daemon ingests `.done` files on notification, on every status query,
 //! on a periodic sweep and at start-up, then removes the job's files.
+//!
+//! The directory is checked once (0700, ours, below directories no one else
+//! can write: `common::private::private_dir`) and opened once; every file is
+//! then reached through that descriptor, never by path again, so a spool
+//! swapped under the same name later is not the one read or written.
 
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::store::JobRecord;
+use crate::beneath::Dir;
 
-/// The spool directory of a minion root.
+/// The spool directory of a minion root, open.
 #[derive(Debug, Clone)]
 pub struct Spool {
     dir: PathBuf,
+    fd: Arc<Dir>,
 }
 
 /// Whether `id` has the minion job id shape (`<digits>.<digits>-minion`),
@@ -33,10 +44,15 @@ pub fn is_job_id(id: &str) -> bool {
 }
 
 impl Spool {
-    /// The spool at `dir`, created 0700 (an older, wider one is tightened).
+    /// The spool at `dir`, created 0700 (an older, wider one is tightened),
+    /// checked, and opened (not through a symlink).
     pub fn new(dir: PathBuf) -> std::io::Result<Self> {
         common::private::private_dir(&dir)?;
-        Ok(Self { dir })
+        let fd = Dir::open_dir_nofollow(&dir).map_err(std::io::Error::other)?;
+        Ok(Self {
+            dir,
+            fd: Arc::new(fd),
+        })
     }
 
     /// Brings files an older install left wider down to 0600 (the daemon,
@@ -49,33 +65,69 @@ impl Spool {
         &self.dir
     }
 
-    fn path(&self, id: &str, ext: &str) -> PathBuf {
-        self.dir.join(format!("{id}.{ext}"))
+    fn name(id: &str, ext: &str) -> String {
+        format!("{id}.{ext}")
+    }
+
+    /// Writes a whole file through the descriptor: a new temporary file
+    /// (0600, `O_EXCL | O_NOFOLLOW`), renamed over `name`; with `durable`,
+    /// the data and the entry are fsynced.
+    fn write(&self, name: &str, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+        let tmp = format!(".{name}.tmp{}", std::process::id());
+        let tmp = OsStr::new(&tmp);
+        self.fd.remove(tmp);
+        let written = (|| {
+            let mut file = self
+                .fd
+                .create_new(tmp, common::private::FILE_MODE)
+                .map_err(std::io::Error::other)?
+                .ok_or_else(|| std::io::Error::other("temporary file name taken"))?;
+            file.write_all(bytes)?;
+            if durable {
+                file.sync_all()?;
+            }
+            self.fd.rename(tmp, OsStr::new(name)).map_err(std::io::Error::other)?;
+            if durable {
+                self.fd.sync().map_err(std::io::Error::other)?;
+            }
+            Ok(())
+        })();
+        if written.is_err() {
+            self.fd.remove(tmp);
+        }
+        written
+    }
+
+    /// A whole regular file of the spool (never through a link).
+    fn read(&self, name: &str) -> std::io::Result<Vec<u8>> {
+        let mut file = self.fd.open_existing(OsStr::new(name), false).map_err(|e| match e {
+            crate::beneath::BeneathError::Io(io) => io,
+            other => std::io::Error::other(other),
+        })?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
     }
 
     /// Writes the request a job process will read (no fsync: the store has
     /// the durable copy; this file only has to outlive the next second).
     pub fn write_request(&self, record: &JobRecord) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-        common::private::write(&self.path(&record.id, "job"), &bytes, false)
+        self.write(&Self::name(&record.id, "job"), &bytes, false)
     }
 
     pub fn read_request(&self, id: &str) -> std::io::Result<JobRecord> {
-        let bytes = std::fs::read(self.path(id, "job"))?;
+        let bytes = self.read(&Self::name(id, "job"))?;
         serde_json::from_slice(&bytes).map_err(std::io::Error::other)
     }
 
     pub fn write_pid(&self, id: &str, pid: u32, start: u64) -> std::io::Result<()> {
-        common::private::write(
-            &self.path(id, "pid"),
-            format!("{pid} {start}\n").as_bytes(),
-            false,
-        )
+        self.write(&Self::name(id, "pid"), format!("{pid} {start}\n").as_bytes(), false)
     }
 
     /// The job process's pid and start time, if it recorded them.
     pub fn read_pid(&self, id: &str) -> Option<(u32, u64)> {
-        let text = std::fs::read_to_string(self.path(id, "pid")).ok()?;
+        let text = String::from_utf8(self.read(&Self::name(id, "pid")).ok()?).ok()?;
         let mut words = text.split_whitespace();
         Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
     }
@@ -83,14 +135,14 @@ impl Spool {
     /// Writes the final record durably.
     pub fn write_done(&self, record: &JobRecord) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-        common::private::write(&self.path(&record.id, "done"), &bytes, true)
+        self.write(&Self::name(&record.id, "done"), &bytes, true)
     }
 
     /// The final record of `id`, if its job wrote one. An unreadable file
     /// (a disk error, hand editing) counts as a result too, so the job still
     /// ends instead of running forever.
     pub fn read_done(&self, id: &str) -> Option<Result<JobRecord, String>> {
-        let bytes = match std::fs::read(self.path(id, "done")) {
+        let bytes = match self.read(&Self::name(id, "done")) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => return Some(Err(e.to_string())),
@@ -116,7 +168,9 @@ impl Spool {
     }
 
     fn ids_with(&self, suffix: &str) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+        // The directory this spool holds open, not whatever has its name now.
+        let held = format!("/proc/self/fd/{}", self.fd.as_raw_fd());
+        let Ok(entries) = std::fs::read_dir(held) else {
             return Vec::new();
         };
         entries
@@ -128,8 +182,8 @@ impl Spool {
 
     /// Removes every file of `id` (after its result is in the store).
     pub fn remove(&self, id: &str) {
-        for ext in ["job", "pid", "done", "job.tmp", "pid.tmp", "done.tmp"] {
-            let _ = std::fs::remove_file(self.path(id, ext));
+        for ext in ["job", "pid", "done"] {
+            self.fd.remove(OsStr::new(&Self::name(id, ext)));
         }
     }
 }
@@ -162,7 +216,7 @@ mod tests {
         let spool = Spool::new(dir.path().join("jobs")).unwrap();
         let id = "5.25-minion";
         assert!(spool.read_done(id).is_none());
-        std::fs::write(spool.path(id, "done"), b"{ not json").unwrap();
+        std::fs::write(spool.dir().join(Spool::name(id, "done")), b"{ not json").unwrap();
         assert!(spool.read_done(id).unwrap().is_err());
         assert_eq!(spool.done_ids(), vec![id.to_string()]);
         spool.remove(id);

@@ -148,9 +148,13 @@ fn save(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("no directory"))?;
-    std::fs::create_dir_all(dir)?;
+    common::private::state_dir(dir, common::private::PUBLIC_DIR_MODE)?;
     let tmp = dir.join(format!(".groups.tmp{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp)?;
+    let _ = std::fs::remove_file(&tmp);
+    // 0644 whatever the umask, never through a link planted at the name.
+    let mut f = common::private::options().write(true).create_new(true).open(&tmp)?;
+    use std::os::unix::fs::PermissionsExt;
+    f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
     std::fs::rename(&tmp, path)
