@@ -217,3 +217,118 @@ fn the_overlord_store_logs_and_keys_are_private() {
     assert_private(root, &keys);
     assert_eq!(mode(&root.ca_dir()), 0o700);
 }
+
+/// Starts `bin_name ARGS` under umask 000 (through `sh -c 'umask 000; exec'`).
+fn under_umask_000(bin_name: &str, args: &[&std::ffi::OsStr]) -> func_tests::fixture::Daemon {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["-c".as_ref(), "umask 000; exec \"$0\" \"$@\"".as_ref()];
+    let exe = func_tests::fixture::bin(bin_name);
+    all.push(exe.as_os_str());
+    all.extend_from_slice(args);
+    func_tests::fixture::Daemon::spawn_exe(Path::new("/bin/sh"), &all).expect("starts")
+}
+
+/// Every directory and file below `dir` that its group or others may write.
+fn writable_by_others(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        if mode(&d) & 0o022 != 0 {
+            found.push(format!("{} {:o}", d.display(), mode(&d)));
+        }
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let meta = std::fs::symlink_metadata(e.path()).unwrap();
+            if meta.is_dir() {
+                dirs.push(e.path());
+            } else if meta.permissions().mode() & 0o022 != 0 && !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) {
+                found.push(format!("{} {:o}", e.path().display(), meta.permissions().mode() & 0o7777));
+            }
+        }
+    }
+    found
+}
+
+/// The daemons and func started under umask 000 leave nothing another user
+/// can write, so a local user can neither swap the minion's state directory
+/// nor plant or swap a spool file (a forged request there ran as root).
+#[test]
+fn under_umask_000_a_local_user_cannot_swap_state_or_plant_spool_files() {
+    let base = tempfile::Builder::new().prefix("func-umask-").tempdir().unwrap();
+    open_up(base.path());
+    let cm_root = common::paths::Root::new(base.path().join("cm"));
+    let m1_root = common::paths::Root::new(base.path().join("m1"));
+    let cm = under_umask_000(
+        "certmaster",
+        &["--root".as_ref(), cm_root.dir().as_os_str(), "--listen".as_ref(), "127.0.0.1:0".as_ref(), "--autosign".as_ref(), "--foreground".as_ref()],
+    );
+    let cm_addr = cm.addr.to_string();
+    let m1 = under_umask_000(
+        "funcd",
+        &[
+            "--root".as_ref(), m1_root.dir().as_os_str(), "--name".as_ref(), "m1".as_ref(),
+            "--listen".as_ref(), "127.0.0.1:0".as_ref(), "--certmaster".as_ref(), cm_addr.as_ref(), "--foreground".as_ref(),
+        ],
+    );
+    assert!(wait_until(Duration::from_secs(30), || m1_root.minion_cert("m1").exists()), "m1 enrolls");
+    let func = |args: &[&str]| {
+        Command::new("sh")
+            .args(["-c", "umask 000; exec \"$0\" \"$@\""])
+            .arg(func_tests::fixture::bin("func"))
+            .arg("--root")
+            .arg(cm_root.dir())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(func(&["m1", "ping"]).status.success());
+    assert!(func(&["m1", "call", "--async", "--nopoll", "test", "sleep", "30"]).status.success());
+    let spool = m1_root.status_dir().join("jobs");
+    assert!(wait_until(Duration::from_secs(20), || files_below(&spool).iter().any(|p| p.extension().is_some_and(|e| e == "job"))));
+    let wide = writable_by_others(base.path());
+    assert!(wide.is_empty(), "writable by others after a start under umask 000: {wide:?}");
+    // The attacks, as a local user: each line printed is one that worked.
+    let out = as_nobody(
+        r#"d=$1
+mv "$d/var/lib/func" "$d/var/lib/func.away" 2>/dev/null && echo "SWAPPED state"
+mkdir "$d/var/lib/evil" 2>/dev/null && echo "MKDIR in var/lib"
+mv "$d/var" "$d/var.away" 2>/dev/null && echo "SWAPPED var"
+for f in "$d"/var/lib/func/jobs/*.job; do echo '{}' > "$f.x" 2>/dev/null && echo "PLANTED"; mv "$f.x" "$f" 2>/dev/null && echo "SWAPPED $f"; done
+echo x > "$d/var/lib/func/jobs/1.5-minion.done" 2>/dev/null && echo "PLANTED done"
+true"#,
+        &[m1_root.dir().to_path_buf()],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "a local user changed the minion's state");
+    drop(m1);
+    drop(cm);
+    func_tests::fixture::kill_jobs(&m1_root);
+}
+
+/// State below a directory another user owns or can write is refused with
+/// what to fix; a directory of ours that others can write is repaired.
+#[test]
+fn state_below_a_directory_others_control_is_repaired_or_refused() {
+    let pki = Pki::new();
+    let root = pki.minion_root("m1");
+    let var_lib = root.dir().join("var/lib");
+    std::fs::create_dir_all(&var_lib).unwrap();
+    std::fs::set_permissions(&var_lib, std::fs::Permissions::from_mode(0o777)).unwrap();
+    open_up(root.dir());
+    let mut m = OneMinion::start_prepared(pki, root.clone(), "m1");
+    m.call("test.ping", vec![]).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || mode(&var_lib) == 0o755),
+        "ours, so repaired: {:o}",
+        mode(&var_lib)
+    );
+    m.minion.stop();
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipped the foreign-owner half: chown needs root");
+        return;
+    }
+    std::os::unix::fs::chown(&var_lib, Some(NOBODY), Some(NOBODY)).unwrap();
+    let mut again = func_tests::fixture::FuncdProcess::start(&root, "m1");
+    let err = match &mut again {
+        Ok(m) => m.daemon.exit_within(Duration::from_secs(10)).map(|(_, e)| e).unwrap_or_default(),
+        Err(e) => e.clone(),
+    };
+    assert!(err.contains("belongs to uid 65534"), "funcd refuses, naming the directory: {err}");
+}
