@@ -31,8 +31,9 @@ pub struct GlobalArgs {
     /// Print one JSON document on stdout (short for --out json).
     #[arg(short = 'j', long, global = true)]
     pub json: bool,
-    /// Output format of host results: json, yaml, or txt (one `host: value` line per host)
-    #[arg(long, global = true, value_name = "FORMAT", value_parser = ["json", "yaml", "txt"])]
+    /// Output format of host results: json, yaml, txt (one `host: value` line per host), or
+    /// xmlrpc (one XML-RPC methodResponse, every value with its XML-RPC type: for programs)
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = ["json", "yaml", "txt", "xmlrpc"])]
     pub out: Option<String>,
     /// Worker processes calling minions (default: the number of cores).
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]

@@ -23,6 +23,7 @@ pub mod batch;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
+pub mod func_transmit;
 pub mod groups;
 pub mod interrupt;
 pub mod job;

@@ -186,6 +186,9 @@ pub enum Format {
     Yaml,
     /// One `host: value` line per host (for grep and awk).
     Txt,
+    /// One XML-RPC `methodResponse`: host results keep every XML-RPC type
+    /// (base64, dateTime), for programs (Func's Python API reads it).
+    Xmlrpc,
 }
 
 /// `{host: result}` in `format`.
@@ -195,6 +198,7 @@ pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
         Format::Yaml => json_safe(yaml(&serde_json::Value::Object(
             results.iter().map(|(h, v)| (h.clone(), to_json(v))).collect(),
         ))),
+        Format::Xmlrpc => xmlrpc(Value::Struct(results.clone().into_iter().collect())),
         Format::Txt => {
             let mut out = String::new();
             for host in crate::report::natural(results.keys()) {
@@ -207,17 +211,25 @@ pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
 
 /// A document in `format` (`txt` prints it as compact JSON on one line).
 pub fn doc_as(format: Format, doc: &serde_json::Value) -> String {
-    json_safe(match format {
-        Format::Json => serde_json::to_string_pretty(doc).unwrap_or_default(),
-        Format::Yaml => yaml(doc),
-        Format::Txt => doc.to_string(),
-    })
+    match format {
+        Format::Xmlrpc => xmlrpc(from_json(doc)),
+        Format::Json => json_safe(serde_json::to_string_pretty(doc).unwrap_or_default()),
+        Format::Yaml => json_safe(yaml(doc)),
+        Format::Txt => json_safe(doc.to_string()),
+    }
 }
 
 /// Prints a command's document in the `--out` format (JSON by default).
 pub fn print_doc(format: Format, doc: &impl serde::Serialize) {
     let value = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
     crate::outln!("{}", doc_as(format, &value));
+}
+
+/// `value` as one XML-RPC `methodResponse` (what `xmlrpc.client.loads`
+/// reads); characters XML cannot carry become U+FFFD, as on the wire.
+pub fn xmlrpc(value: Value) -> String {
+    common::xmlrpc::encode_response(value, usize::MAX)
+        .unwrap_or_else(|e| common::xmlrpc::encode_fault(1, &e.to_string()))
 }
 
 /// One line: strings as they are (line breaks as `\n`), the rest as compact JSON.

@@ -301,6 +301,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<Plan, PlanErro
         out: match global.out.as_deref() {
             Some("yaml") => crate::output::Format::Yaml,
             Some("txt") => crate::output::Format::Txt,
+            Some("xmlrpc") => crate::output::Format::Xmlrpc,
             _ => crate::output::Format::Json,
         },
         forks: global.forks.map(usize::from),

@@ -126,9 +126,10 @@ impl Call {
                     "json" => globals.json = true,
                     "yaml" => globals.out = crate::output::Format::Yaml,
                     "txt" => globals.out = crate::output::Format::Txt,
+                    "xmlrpc" => globals.out = crate::output::Format::Xmlrpc,
                     other => {
                         return Err(PlanError::Usage(format!(
-                            "--out takes json, yaml or txt, not {other:?}"
+                            "--out takes json, yaml, txt or xmlrpc, not {other:?}"
                         )))
                     }
                 },

@@ -117,7 +117,8 @@ pub fn code_name(code: i32) -> &'static str {
 /// Prints the status with `--json` as one shape in every state:
 /// `{"job_id", "status" (Func's code), "state" (its name), "function",
 /// "results": {host: result} (finished hosts; {} when none or unknown),
-/// "waiting": {host: why}}`; else a status line and one block per host.
+/// "waiting": {host: why}}` (`--out xmlrpc`: Func's `[code, {host:
+/// result}]`); else a status line and one block per host.
 pub fn print(plan: &Plan, id: &str, status: &Status) {
     if plan.json {
         let results: serde_json::Map<String, serde_json::Value> = status
@@ -138,6 +139,14 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
             crate::output::Format::Txt => {
                 crate::outln!("{}", crate::output::results_as(plan.out, &status.results))
             }
+            // Func's own answer, typed: [code, {host: result}].
+            crate::output::Format::Xmlrpc => crate::outln!(
+                "{}",
+                crate::output::xmlrpc(common::Value::Array(vec![
+                    common::Value::Integer(status.code),
+                    common::Value::Struct(status.results.clone().into_iter().collect()),
+                ]))
+            ),
             _ => crate::output::print_doc(plan.out, &doc),
         }
         return;

@@ -1,0 +1,330 @@
+//! `func-transmit`: Func's program of that name, for scripts in any
+//! language. One request on stdin, one answer on stdout, both JSON
+//! (`--json`, the default) or YAML (`--yaml`), in Func's own shapes (DESIGN
+//! §11), so Func-era scripts run unchanged:
+//!
+//! - `{"clients": SPEC | [SPEC, ...], "module": M, "method": m,
+//!   "parameters": [..] | value, "async": bool, "nforks": N, "timeout": S}`
+//!   → `{host: result}`, or the bare job id when `"async": true`;
+//! - `{"method": "list_minions", "clients": ...}` → the names (no `clients`:
+//!   `*`; no match: `[]`);
+//! - `{"method": "job_status", "parameters": ID}` → `[code, {host: result}]`
+//!   with Func's codes (0 running, 1 finished, 2 lost, 3 partial).
+//!
+//! It is a front end of its own: each request becomes a `func` command line
+//! (the `func` beside this program, or `FUNC_BINARY`) run as a process, so
+//! its jobs are the CLI's jobs, in the same store, under the same limits and
+//! audit. A bad request is a clear error (`{"error": ...}`) and exit 2; the
+//! exit status is otherwise `func`'s (1 when a host failed, 3 for a job not
+//! finished yet).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+
+use clap::Parser;
+use serde_json::{json, Value as J};
+
+/// Largest request read from stdin.
+const MAX_REQUEST: u64 = 16 << 20;
+
+/// The keys a request may hold (Func's, plus `timeout`).
+const KEYS: &[&str] = &["clients", "module", "method", "parameters", "async", "nforks", "timeout"];
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "func-transmit",
+    version,
+    about = "Func's func-transmit: one request on stdin, one answer on stdout (JSON or YAML)",
+    after_help = "Request: {\"clients\": \"*\", \"module\": \"test\", \"method\": \"add\", \"parameters\": [1, 2], \"async\": false, \"nforks\": 1}\n\
+Also {\"method\": \"list_minions\"} and {\"method\": \"job_status\", \"parameters\": JOB_ID}.\n\
+Exit status: 0 every host succeeded, 1 a host failed, 2 a bad request, 3 a job not finished yet."
+)]
+pub struct Cli {
+    /// Read and write JSON (the default)
+    #[arg(long, conflicts_with = "yaml")]
+    pub json: bool,
+    /// Read and write YAML
+    #[arg(long)]
+    pub yaml: bool,
+    /// The overlord's root (the certmaster's); env FUNC_ROOT, default /
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
+
+/// A request, checked.
+#[derive(Debug, PartialEq)]
+enum Request {
+    ListMinions { spec: String },
+    JobStatus { id: String },
+    Call {
+        spec: String,
+        module: String,
+        method: String,
+        params: Vec<J>,
+        asynchronous: bool,
+        nforks: Option<u64>,
+        timeout: Option<f64>,
+    },
+}
+
+/// Why a request was refused.
+#[derive(Debug)]
+struct Bad(String);
+
+/// Runs the program; the exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let yaml = cli.yaml;
+    let mut text = String::new();
+    let read = std::io::stdin().take(MAX_REQUEST + 1).read_to_string(&mut text);
+    let answer = match read {
+        Err(e) => Err(Bad(format!("cannot read the request: {e}"))),
+        Ok(n) if n as u64 > MAX_REQUEST => Err(Bad(format!("the request is larger than {MAX_REQUEST} bytes"))),
+        Ok(_) => decode(&text, yaml).and_then(|req| check(&req)),
+    };
+    let (doc, code) = match answer {
+        Ok(request) => run(&cli, &request),
+        Err(Bad(why)) => (json!({"error": format!("func-transmit: {why}")}), 2),
+    };
+    if let Some(why) = doc.get("error").and_then(J::as_str) {
+        crate::errln!("{why}");
+    }
+    let out = match yaml {
+        true => yaml_serde::to_string(&doc).unwrap_or_else(|e| format!("error: {e}\n")),
+        false => format!("{doc}\n"),
+    };
+    crate::out!("{}", crate::output::json_safe(out));
+    ExitCode::from(code as u8)
+}
+
+/// The request document, from JSON or YAML.
+fn decode(text: &str, yaml: bool) -> Result<J, Bad> {
+    match yaml {
+        true => yaml_serde::from_str(text).map_err(|e| Bad(format!("the request is not YAML: {e}"))),
+        false => serde_json::from_str(text).map_err(|e| Bad(format!("the request is not JSON: {e}"))),
+    }
+}
+
+/// A request document as a checked [`Request`].
+fn check(doc: &J) -> Result<Request, Bad> {
+    let obj = doc
+        .as_object()
+        .ok_or_else(|| Bad("the request must be a mapping of keys to values".into()))?;
+    if let Some(unknown) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        let quoted: Vec<String> = KEYS.iter().map(|k| format!("{k:?}")).collect();
+        let quoted: Vec<&str> = quoted.iter().map(String::as_str).collect();
+        return Err(Bad(format!(
+            "unknown key {:?}{}; known keys: {}",
+            common::paths::shorten(unknown),
+            crate::cli::did_you_mean(&format!("{unknown:?}"), &quoted),
+            KEYS.join(", ")
+        )));
+    }
+    let text = |key: &str| -> Result<Option<String>, Bad> {
+        match obj.get(key) {
+            None | Some(J::Null) => Ok(None),
+            Some(J::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(Bad(format!("{key:?} must be a string, not {other}"))),
+        }
+    };
+    let spec = match obj.get("clients") {
+        None | Some(J::Null) => "*".to_string(),
+        Some(J::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(J::Array(list)) if !list.is_empty() && list.iter().all(|c| c.as_str().is_some_and(|s| !s.trim().is_empty())) => {
+            list.iter().filter_map(J::as_str).collect::<Vec<_>>().join(";")
+        }
+        Some(_) => return Err(Bad("\"clients\" must be a SPEC (\"*\", \"a;b\", \"@group\") or a list of them".into())),
+    };
+    let method = text("method")?.ok_or_else(|| Bad("a request needs \"method\"".into()))?;
+    match method.as_str() {
+        "list_minions" => return Ok(Request::ListMinions { spec }),
+        "job_status" => {
+            let id = match obj.get("parameters") {
+                Some(J::String(id)) => id.clone(),
+                Some(J::Array(one)) if one.len() == 1 && one[0].is_string() => one[0].as_str().unwrap_or_default().to_string(),
+                _ => return Err(Bad("job_status takes the job id as \"parameters\"".into())),
+            };
+            return Ok(Request::JobStatus { id });
+        }
+        _ => {}
+    }
+    let module = text("module")?.ok_or_else(|| Bad(format!("a call of {method:?} needs \"module\"")))?;
+    let params = match obj.get("parameters") {
+        None | Some(J::Null) => Vec::new(),
+        Some(J::Array(list)) => list.clone(),
+        // Func listified a single value.
+        Some(one) => vec![one.clone()],
+    };
+    let asynchronous = match obj.get("async") {
+        None | Some(J::Null) => false,
+        Some(J::Bool(b)) => *b,
+        Some(other) => return Err(Bad(format!("\"async\" must be true or false, not {other}"))),
+    };
+    let nforks = match obj.get("nforks") {
+        None | Some(J::Null) => None,
+        Some(n) => Some(n.as_u64().filter(|n| (1..=1024).contains(n)).ok_or_else(|| Bad(format!("\"nforks\" must be a whole number from 1 to 1024, not {n}")))?),
+    };
+    let timeout = match obj.get("timeout") {
+        None | Some(J::Null) => None,
+        Some(t) => Some(t.as_f64().filter(|t| *t > 0.0 && *t <= crate::plan::MAX_SECS).ok_or_else(|| {
+            Bad(format!("\"timeout\" must be seconds above 0 up to {} (30 days), not {t}", crate::plan::MAX_SECS))
+        })?),
+    };
+    Ok(Request::Call {
+        spec,
+        module,
+        method,
+        params,
+        asynchronous,
+        nforks,
+        timeout,
+    })
+}
+
+/// The `func` words a request stands for (after `--root`).
+fn words(request: &Request) -> Vec<String> {
+    let mut w: Vec<String> = vec!["--json".into()];
+    match request {
+        Request::ListMinions { spec } => w.extend([spec.clone(), "list_minions".into()]),
+        Request::JobStatus { id } => w.extend(["job_status".into(), id.clone()]),
+        Request::Call {
+            spec,
+            module,
+            method,
+            params,
+            asynchronous,
+            nforks,
+            timeout,
+        } => {
+            if let Some(n) = nforks {
+                w.extend(["--forks".into(), n.to_string()]);
+            }
+            if let Some(t) = timeout {
+                w.extend(["--timeout".into(), t.to_string()]);
+            }
+            w.extend([spec.clone(), "call".into()]);
+            if *asynchronous {
+                w.extend(["--async".into(), "--nopoll".into()]);
+            }
+            w.extend([
+                "--json-args".into(),
+                J::Array(params.clone()).to_string(),
+                "--".into(),
+                module.clone(),
+                method.clone(),
+            ]);
+        }
+    }
+    w
+}
+
+/// The `func` program: `FUNC_BINARY`, else the one beside this program,
+/// else `func` on the PATH.
+fn func_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("FUNC_BINARY") {
+        return PathBuf::from(path);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|me| Some(me.parent()?.join("func")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("func"))
+}
+
+/// Runs the request through `func`: the answer in Func's shape, and the exit status.
+fn run(cli: &Cli, request: &Request) -> (J, i32) {
+    let mut cmd = Command::new(func_binary());
+    if let Some(root) = &cli.root {
+        cmd.arg("--root").arg(root);
+    }
+    let out = match cmd
+        .args(words(request))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => return (json!({"error": format!("func-transmit: cannot run func: {e}")}), 1),
+    };
+    let code = out.status.code().unwrap_or(1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Nothing matched: Func answered an empty result, not an error.
+    if stderr.contains("can't find any minions matching") {
+        let empty = match request {
+            Request::ListMinions { .. } => json!([]),
+            _ => json!({}),
+        };
+        return (empty, 1);
+    }
+    let doc: J = match serde_json::from_slice(&out.stdout) {
+        Ok(doc) => doc,
+        Err(_) => {
+            let why = stderr.lines().last().unwrap_or("no answer").to_string();
+            return (json!({"error": format!("func: {}", common::paths::shorten(&why))}), code.max(1));
+        }
+    };
+    if doc.get("error").is_some() {
+        return (doc, code);
+    }
+    let answer = match request {
+        Request::ListMinions { .. } => {
+            let mut names: Vec<String> = doc.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+            names.sort_by(|a, b| crate::report::natural_cmp(a, b));
+            json!(names)
+        }
+        Request::JobStatus { .. } => json!([doc["status"], doc["results"]]),
+        Request::Call { asynchronous: true, .. } => doc["job_id"].clone(),
+        Request::Call { .. } => doc,
+    };
+    (answer, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(text: &str) -> Result<Request, Bad> {
+        check(&decode(text, false).unwrap())
+    }
+
+    #[test]
+    fn funcs_request_shapes() {
+        assert_eq!(req(r#"{"method": "list_minions"}"#).unwrap(), Request::ListMinions { spec: "*".into() });
+        assert_eq!(
+            req(r#"{"method": "list_minions", "clients": ["a", "@g"]}"#).unwrap(),
+            Request::ListMinions { spec: "a;@g".into() }
+        );
+        assert_eq!(
+            req(r#"{"method": "job_status", "parameters": "x-1.5", "clients": "*"}"#).unwrap(),
+            Request::JobStatus { id: "x-1.5".into() }
+        );
+        let Request::Call { params, spec, .. } =
+            req(r#"{"clients": "m1;*", "module": "command", "method": "run", "parameters": "/bin/echo hi"}"#).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((params, spec.as_str()), (vec![json!("/bin/echo hi")], "m1;*"), "a single value is listified");
+        let yaml = check(&decode("clients: '*'\nmodule: test\nmethod: add\nparameters: [1, 2]\nasync: true\nnforks: 4\n", true).unwrap()).unwrap();
+        let w = words(&yaml);
+        assert!(w.contains(&"--async".to_string()) && w.contains(&"[1,2]".to_string()) && w.contains(&"4".to_string()), "{w:?}");
+    }
+
+    #[test]
+    fn bad_requests_say_why() {
+        for (text, why) in [
+            (r#"[1]"#, "mapping"),
+            (r#"{"clients": "*"}"#, "needs \"method\""),
+            (r#"{"method": "add"}"#, "needs \"module\""),
+            (r#"{"method": "job_status"}"#, "job id"),
+            (r#"{"method": "ping", "module": "test", "aysnc": true}"#, "did you mean \"async\"?"),
+            (r#"{"method": "ping", "module": "test", "clients": []}"#, "clients"),
+            (r#"{"method": "ping", "module": "test", "nforks": 0}"#, "nforks"),
+            (r#"{"method": "ping", "module": "test", "timeout": 1e308}"#, "30 days"),
+        ] {
+            let Err(Bad(e)) = req(text) else { panic!("{text} accepted") };
+            assert!(e.contains(why), "{text}: {e}");
+        }
+    }
+}
