@@ -14,7 +14,9 @@ all: build
 # page test), setpriv (tests acting as an unprivileged user), and Perl's
 # RPC::XML and Frontier::RPC clients with LWP's https (the compatibility
 # suite: XML-RPC clients other than Python's). Installed from Debian's
-# packages only when missing.
+# packages only when missing. Python's yaml (func-transmit --yaml from
+# Func's own test), setuptools and wheel (pip install ./python) from PyPI
+# when the python3 in use lacks them.
 deps:
 	@missing=""; \
 	command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }; \
@@ -32,7 +34,10 @@ deps:
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	fi; \
+	$(PYTHON) -c 'import yaml, setuptools, wheel' 2>/dev/null || { \
+		echo "installing Python modules: pyyaml setuptools wheel"; \
+		$(PYTHON) -m pip install -q pyyaml setuptools wheel; }
 
 build: deps
 	$(CARGO) build --workspace --bins

@@ -5,7 +5,7 @@
 #            drop-in module directories with the example modules, and its
 #            configuration (/etc/func/minion.conf, /etc/certmaster/minion.conf,
 #            the ACL example) as conffiles;
-#   func   — the overlord side: func, certmaster, certmaster-ca, the
+#   func   — the overlord side: func, func-transmit, certmaster, certmaster-ca, the
 #            certmaster unit, man pages, completions, and their configuration.
 # Each carries maintainer scripts (dist/debian/*.in) for its daemon: started
 # on install and restarted on upgrade where systemd runs, stopped on removal
@@ -57,6 +57,12 @@ COPYRIGHT
 			-e "s|@BINARY@|/usr/sbin/$DAEMON|g" "dist/debian/$script.in" >"$root/DEBIAN/$script"
 		chmod 0755 "$root/DEBIAN/$script"
 	done
+	# func-transmit's YAML reader is unsafe-libyaml, a Rust translation of
+	# libyaml, not a copy of the C library lintian looks for.
+	if [ -e "$root/usr/bin/func-transmit" ]; then
+		install -d "$root/usr/share/lintian/overrides"
+		printf '%s: embedded-library libyaml [usr/bin/func-transmit]\n' "$name" >"$root/usr/share/lintian/overrides/$name"
+	fi
 	find "$root/etc" -type f 2>/dev/null | sed "s|^$root||" >"$root/DEBIAN/conffiles"
 	[ -s "$root/DEBIAN/conffiles" ] || rm -f "$root/DEBIAN/conffiles"
 	local size
@@ -69,7 +75,7 @@ Maintainer: func-rs <func-rs@example.org>
 Installed-Size: $size
 Section: admin
 Priority: optional
-Depends: libc6
+Depends: ${DEPENDS:-libc6}
 Homepage: https://localhost/func-rs
 Description: $summary
  Func in Rust: run a method on many machines at once, now or as a
@@ -87,11 +93,12 @@ DAEMON=funcd package funcd "minion daemon (funcd) of Func in Rust" \
 	usr/share/doc/funcd/examples/modules/example_py usr/share/doc/funcd/examples/modules/example_sh \
 	etc/func/minion.conf etc/certmaster/minion.conf etc/func/minion-acl.d/example.acl.sample
 
-overlord_files=(usr/bin/func usr/bin/certmaster-ca usr/sbin/certmaster usr/lib/systemd/system/certmaster.service
+overlord_files=(usr/bin/func usr/bin/func-transmit usr/bin/certmaster-ca usr/sbin/certmaster usr/lib/systemd/system/certmaster.service
 	usr/share/man/man8/certmaster.8 usr/share/man/man8/certmaster-ca.8
 	etc/func/overlord.conf etc/func/async_methods.conf etc/func/groups etc/certmaster/certmaster.conf)
 for f in "$stage"/all/usr/share/man/man1/*.1; do overlord_files+=("usr/share/man/man1/$(basename "$f")"); done
-for n in func certmaster certmaster-ca; do
+for f in $(cd "$stage/all" && find usr/lib/python3/dist-packages -name '*.py'); do overlord_files+=("$f"); done
+for n in func func-transmit certmaster certmaster-ca; do
 	overlord_files+=("usr/share/bash-completion/completions/$n" "usr/share/zsh/site-functions/_$n" "usr/share/fish/vendor_completions.d/$n.fish")
 done
-DAEMON=certmaster package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"
+DAEMON=certmaster DEPENDS="libc6, python3" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

@@ -51,6 +51,10 @@ class Fleet:
             proc.wait(timeout=10)
             raise RuntimeError("funcd did not start: " + proc.stderr.read().decode())
         port = int(line.rsplit(":", 1)[1])
+        # The overlord calls a minion at the address it advertised.
+        certs = os.path.join(self.ca_root, "var/lib/certmaster/certmaster/certs")
+        with open(os.path.join(certs, "%s.addr" % name), "w") as f:
+            f.write("127.0.0.1:%d\n" % port)
         return root, port
 
     def ca_cert(self):

@@ -7,6 +7,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+# Func's Python API, from the source tree (python/).
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py")
 result = unittest.TextTestRunner(verbosity=2).run(suite)

@@ -3,7 +3,6 @@ script in any language would: one JSON request on stdin, one JSON answer on
 stdout, the CLI's exit status."""
 
 import json
-import os
 import subprocess
 import unittest
 
@@ -15,10 +14,6 @@ class TransmitTest(unittest.TestCase):
     def setUpClass(cls):
         cls.fleet = Fleet()
         cls.root, cls.port = cls.fleet.start_minion("m1")
-        # The overlord calls a minion at the address it advertised.
-        certs = os.path.join(cls.fleet.ca_root, "var/lib/certmaster/certmaster/certs")
-        with open(os.path.join(certs, "m1.addr"), "w") as f:
-            f.write("127.0.0.1:%d\n" % cls.port)
 
     @classmethod
     def tearDownClass(cls):

@@ -269,6 +269,8 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     let overlord_files = listing(overlord);
     for f in [
         "./usr/bin/func",
+        "./usr/bin/func-transmit",
+        "./usr/lib/python3/dist-packages/func/overlord/client.py",
         "./usr/sbin/certmaster",
         "./usr/bin/certmaster-ca",
         "./usr/share/man/man1/func-call.1.gz",

@@ -365,7 +365,8 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
 /// `{"job_id": ID}` with `--json`.
 fn show_job_id(plan: &Plan, id: &str) {
     match plan.json {
-        true => crate::outln!("{}", serde_json::json!({ "job_id": id })),
+        true if plan.out == crate::output::Format::Json => crate::outln!("{}", serde_json::json!({ "job_id": id })),
+        true => crate::output::print_doc(plan.out, &serde_json::json!({ "job_id": id })),
         false => crate::outln!("JOB_ID: {}", crate::interrupt::shell_quote(id)),
     }
 }

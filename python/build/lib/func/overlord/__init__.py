@@ -1,0 +1,1 @@
+"""The overlord side of Func's Python API: `func.overlord.client`."""

@@ -1,0 +1,11 @@
+"""Func's async job status codes, as `Overlord.job_status` answers them."""
+
+JOB_ID_RUNNING = 0
+JOB_ID_FINISHED = 1
+JOB_ID_LOST_IN_SPACE = 2
+JOB_ID_PARTIAL = 3
+# Func's older names: JOB_ID_ASYNC_PARTIAL is JOB_ID_PARTIAL; a job is
+# reported finished as JOB_ID_FINISHED, so JOB_ID_ASYNC_FINISHED (4 in
+# Func) is defined for old scripts that test for it but never answered.
+JOB_ID_ASYNC_PARTIAL = 3
+JOB_ID_ASYNC_FINISHED = 4

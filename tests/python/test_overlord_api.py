@@ -1,0 +1,131 @@
+"""Func's Python overlord API (python/, `func.overlord.client`) against a
+real fleet: Func's own test/async_test.py flow ported to Python 3 (slow,
+quick, raising and unknown methods run async and polled with job_status until
+finished; the sync call), noglobs, list_minions, typed results, an
+unreachable host as a REMOTE_ERROR value, and `pip install ./python`."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from funcfixture import Fleet, binary
+
+from func.overlord.client import Client, FuncError, Overlord
+import func.jobthing as jobthing
+import func.utils
+
+TEST_SLEEP = 2
+EXTRA_SLEEP = 30
+
+
+def setUpModule():
+    global FLEET
+    FLEET = Fleet()
+    for name in ("m1", "m2"):
+        FLEET.start_minion(name)
+    # m3 is signed but never answers: its address is a closed port.
+    FLEET.enroll("m3")
+    certs = os.path.join(FLEET.ca_root, "var/lib/certmaster/certmaster/certs")
+    with open(os.path.join(certs, "m3.addr"), "w") as f:
+        f.write("127.0.0.1:1\n")
+    os.environ["FUNC_BINARY"] = binary("func")
+    os.environ["FUNC_ROOT"] = FLEET.ca_root
+
+
+def tearDownModule():
+    FLEET.close()
+
+
+class AsyncTest(unittest.TestCase):
+    """test/async_test.py: each kind of command async, polled until done."""
+
+    def run_async(self, call):
+        client = Client("m*", nforks=10, **{"async": True})
+        old = time.time()
+        job_id = call(client)
+        self.assertIsInstance(job_id, str)
+        seen = []
+        while True:
+            code, results = client.job_status(job_id)
+            seen.append(code)
+            if time.time() > old + TEST_SLEEP + EXTRA_SLEEP:
+                self.fail("time expired: %s %s" % (seen, results))
+            if code in (jobthing.JOB_ID_FINISHED, jobthing.JOB_ID_ASYNC_FINISHED):
+                return results
+            self.assertIn(code, (jobthing.JOB_ID_RUNNING, jobthing.JOB_ID_ASYNC_PARTIAL), results)
+            time.sleep(0.25)
+
+    def test_slow_command(self):
+        results = self.run_async(lambda c: c.test.sleep(TEST_SLEEP))
+        self.assertEqual(sorted(results), ["m1", "m2", "m3"])
+        self.assertTrue(all(isinstance(results[h], float) for h in ("m1", "m2")), results)
+        self.assertTrue(func.utils.is_error(results["m3"]), "unreachable: a REMOTE_ERROR value")
+
+    def test_quick_command(self):
+        results = self.run_async(lambda c: c.test.add(1, 2))
+        self.assertEqual((results["m1"], results["m2"]), (3, 3))
+
+    def test_command_that_raises(self):
+        results = self.run_async(lambda c: c.test.explode())
+        self.assertEqual(results["m1"][:2], [func.utils.REMOTE_ERROR, "exceptions.Exception"])
+
+    def test_command_that_does_not_exist(self):
+        results = self.run_async(lambda c: c.test.does_not_exist(1, 2))
+        self.assertTrue(func.utils.is_error(results["m1"]), results)
+
+    def test_non_async_call(self):
+        results = Client("m*", nforks=10, async_mode=False).test.sleep(1)
+        self.assertTrue(isinstance(results["m1"], float) and isinstance(results["m2"], float), results)
+        self.assertTrue(func.utils.is_error(results["m3"]), results)
+
+
+class ApiTest(unittest.TestCase):
+    def test_results_keep_their_types(self):
+        value = {"i": 7, "f": 1.5, "b": True, "s": "é✓", "l": [1, "two", None], "d": {"k": []}, "n": None}
+        self.assertEqual(Overlord("m1").test.echo(value), {"m1": value})
+        self.assertEqual(Overlord("m1").run("test", "add", [2, 3]), {"m1": 5})
+
+    def test_noglobs_gives_the_one_result(self):
+        self.assertEqual(Overlord("m1", noglobs=True).test.add(1, 2), 3)
+
+    def test_nothing_matching_is_an_empty_result(self):
+        self.assertEqual(Overlord("nosuch*").test.ping(), {})
+        self.assertEqual(Overlord("nosuch*").list_minions(), [])
+
+    def test_list_minions(self):
+        self.assertEqual(Overlord("*").list_minions(), ["m1", "m2", "m3"])
+
+    def test_a_remote_failure_is_a_value_and_a_bad_call_an_exception(self):
+        result = Overlord("m1").command.run("exit 3")
+        self.assertEqual(result["m1"][0], 3)
+        with self.assertRaises(FuncError):
+            Overlord("m1").test.echo(object())
+        with self.assertRaises(FuncError):
+            Overlord("m1", root="/nonexistent-func-root").test.ping()
+
+    def test_jobthing_codes(self):
+        self.assertEqual((jobthing.JOB_ID_RUNNING, jobthing.JOB_ID_FINISHED, jobthing.JOB_ID_LOST_IN_SPACE,
+                          jobthing.JOB_ID_PARTIAL, jobthing.JOB_ID_ASYNC_PARTIAL), (0, 1, 2, 3, 3))
+        self.assertEqual(Overlord("*").job_status("*-nope-nope-1.0")[0], jobthing.JOB_ID_LOST_IN_SPACE)
+
+
+class PipInstallTest(unittest.TestCase):
+    def test_pip_installs_the_package(self):
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+        with tempfile.TemporaryDirectory(prefix="func-pip-") as target:
+            done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-build-isolation",
+                                   "--no-deps", "--target", target, src],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(done.returncode, 0, done.stdout.decode())
+            check = subprocess.run([sys.executable, "-c",
+                                    "import func.overlord.client as c, func.jobthing, func.utils; print(c.Overlord.__name__)"],
+                                   cwd=target, env=dict(os.environ, PYTHONPATH=target),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(check.stdout.decode().strip(), "Overlord", check.stdout.decode())
+
+
+if __name__ == "__main__":
+    unittest.main()
