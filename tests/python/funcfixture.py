@@ -34,9 +34,12 @@ class Fleet:
         subprocess.run([binary("func-testpki"), "minion", self.ca_root, root, name], check=True, stdout=subprocess.DEVNULL)
         return root
 
-    def start_minion(self, name, conf=""):
-        """Starts funcd for `name`; `conf`: extra [main] lines of its minion.conf."""
+    def start_minion(self, name, conf="", prepare=None):
+        """Starts funcd for `name`; `conf`: extra [main] lines of its
+        minion.conf; `prepare(root)` runs before the start."""
         root = self.enroll(name)
+        if prepare:
+            prepare(root)
         if conf:
             path = os.path.join(root, "etc/func/minion.conf")
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)

@@ -21,11 +21,29 @@ TEST_SLEEP = 2
 EXTRA_SLEEP = 30
 
 
+TYPED_MODULE = """#!/bin/sh
+case "$1" in
+describe) echo '{"version": "1", "methods": {"get": {}}}' ;;
+call) echo '{"result": {"b": {"__base64__": "AAEC/w=="}, "d": {"__datetime__": "20261123T21:05:00"}}}' ;;
+esac
+"""
+
+
+def install_typed_module(root):
+    """A drop-in on m1 answering base64 and dateTime values."""
+    modules = os.path.join(root, "etc/func/modules.d")
+    os.makedirs(modules, mode=0o755, exist_ok=True)
+    path = os.path.join(modules, "typed")
+    with open(path, "w") as f:
+        f.write(TYPED_MODULE)
+    os.chmod(path, 0o755)
+
+
 def setUpModule():
     global FLEET
     FLEET = Fleet()
-    for name in ("m1", "m2"):
-        FLEET.start_minion(name)
+    FLEET.start_minion("m1", prepare=install_typed_module)
+    FLEET.start_minion("m2")
     # m3 is signed but never answers: its address is a closed port.
     FLEET.enroll("m3")
     certs = os.path.join(FLEET.ca_root, "var/lib/certmaster/certmaster/certs")
@@ -87,6 +105,11 @@ class ApiTest(unittest.TestCase):
         value = {"i": 7, "f": 1.5, "b": True, "s": "é✓", "l": [1, "two", None], "d": {"k": []}, "n": None}
         self.assertEqual(Overlord("m1").test.echo(value), {"m1": value})
         self.assertEqual(Overlord("m1").run("test", "add", [2, 3]), {"m1": 5})
+
+    def test_base64_and_datetime_results_keep_their_types(self):
+        import datetime
+        self.assertEqual(Overlord("m1", noglobs=True).typed.get(),
+                         {"b": b"\x00\x01\x02\xff", "d": datetime.datetime(2026, 11, 23, 21, 5)})
 
     def test_noglobs_gives_the_one_result(self):
         self.assertEqual(Overlord("m1", noglobs=True).test.add(1, 2), 3)
