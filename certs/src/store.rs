@@ -87,8 +87,11 @@ impl Store {
             path: path.clone(),
             source,
         };
-        common::private::state_dir(path.parent().unwrap_or(self.root.dir()), common::private::PUBLIC_DIR_MODE)
-            .map_err(io)?;
+        common::private::state_dir(
+            path.parent().unwrap_or(self.root.dir()),
+            common::private::PUBLIC_DIR_MODE,
+        )
+        .map_err(io)?;
         // 0600 (an older 0644 one is tightened): flock works on any open
         // descriptor, so a user who could read it could hold the lock and
         // stop enrollment and revocation.
@@ -364,17 +367,39 @@ mod tests {
         let (_dir, store, ca) = setup();
         let key = request::new_key().unwrap();
         let csr = request::csr("m1", &key).unwrap();
-        for bad in ["m1\u{202e}:51234", "m1\u{200b}.example.com:51234", "m1 :5", "m1", "m1:0", "m1:port", ":5", "m1\n:5"] {
+        for bad in [
+            "m1\u{202e}:51234",
+            "m1\u{200b}.example.com:51234",
+            "m1 :5",
+            "m1",
+            "m1:0",
+            "m1:port",
+            ":5",
+            "m1\n:5",
+        ] {
             assert!(
-                matches!(store.request(&ca, &csr, Some(bad), true).unwrap(), Outcome::Refused(_)),
+                matches!(
+                    store.request(&ca, &csr, Some(bad), true).unwrap(),
+                    Outcome::Refused(_)
+                ),
                 "{bad:?}"
             );
         }
-        assert!(!store.cert_path("m1").exists(), "nothing signed for a refused request");
-        assert!(matches!(store.request(&ca, &csr, Some("[::1]:51234"), true).unwrap(), Outcome::Signed { .. }));
+        assert!(
+            !store.cert_path("m1").exists(),
+            "nothing signed for a refused request"
+        );
+        assert!(matches!(
+            store.request(&ca, &csr, Some("[::1]:51234"), true).unwrap(),
+            Outcome::Signed { .. }
+        ));
         assert_eq!(store.address("m1").as_deref(), Some("[::1]:51234"));
         std::fs::write(store.addr_path("m1"), "m1\u{202e}:1\n").unwrap();
-        assert_eq!(store.address("m1"), None, "an old recorded bidi address is not used");
+        assert_eq!(
+            store.address("m1"),
+            None,
+            "an old recorded bidi address is not used"
+        );
     }
 
     #[test]

@@ -246,7 +246,11 @@ mod tests {
         .unwrap();
         assert_eq!(ini.str("main", "ca_fingerprint"), Some("SHA256 AB:CD"));
         assert_eq!(ini.u64("main", "port").unwrap(), Some(1));
-        assert_eq!(ini.str("main", "url"), Some("http://x/#frag"), "no space before: kept");
+        assert_eq!(
+            ini.str("main", "url"),
+            Some("http://x/#frag"),
+            "no space before: kept"
+        );
         assert_eq!(ini.str("main", "spec"), Some("web*;db1"));
         assert_eq!(ini.str("main", "empty"), None);
     }

@@ -237,7 +237,10 @@ mod tests {
         assert_eq!(fp.len(), 95);
         assert!(fingerprints_match(&fp, &fp.replace(':', "").to_lowercase()));
         assert!(fingerprints_match(&format!("sha256 Fingerprint={fp}"), &fp));
-        assert!(fingerprints_match(&format!("SHA256 {fp}"), &fp), "as the certmaster prints it");
+        assert!(
+            fingerprints_match(&format!("SHA256 {fp}"), &fp),
+            "as the certmaster prints it"
+        );
         assert!(fingerprints_match(&format!("sha256:{fp}"), &fp));
         assert!(!fingerprints_match(&fp, &fingerprint_sha256(b"y")));
         assert!(!fingerprints_match("", ""));

@@ -7,7 +7,10 @@
 //! characters XML 1.0 cannot carry, and Func's `REMOTE_ERROR` value.
 
 pub mod args;
+pub mod errors;
 pub mod lenient;
+
+pub use errors::{DecodeError, FAULT_ENCODING, FAULT_FUNC, FAULT_INVALID_REQUEST, FAULT_PARSE};
 
 use dxr::{Fault, FaultResponse, MethodCall, MethodResponse, Value};
 
@@ -19,15 +22,6 @@ pub const DEFAULT_MAX_DEPTH: usize = 256;
 
 /// First element of Func's error list: `["REMOTE_ERROR", type, message, detail]`.
 pub const REMOTE_ERROR: &str = "REMOTE_ERROR";
-
-/// Fault code for every fault a Func minion raises (ACL denial, unencodable
-/// result), as Python's `SimpleXMLRPCServer` does.
-pub const FAULT_FUNC: i32 = 1;
-/// Interoperability fault codes (xmlrpc-epi "specification for fault code
-/// interoperability") for requests that cannot be read at all.
-pub const FAULT_PARSE: i32 = -32700;
-pub const FAULT_ENCODING: i32 = -32701;
-pub const FAULT_INVALID_REQUEST: i32 = -32600;
 
 /// Size and depth limits applied to every decoded document.
 #[derive(Debug, Clone, Copy)]
@@ -51,36 +45,6 @@ impl Default for Limits {
             max_depth: DEFAULT_MAX_DEPTH,
             max_values: DEFAULT_MAX_VALUES,
         }
-    }
-}
-
-/// Why a document could not be decoded. Messages are short and never
-/// contain the document itself.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum DecodeError {
-    #[error("body of {size} bytes is over the limit of {limit} bytes")]
-    TooLarge { size: usize, limit: usize },
-    #[error("body is not valid UTF-8 (first bad byte at offset {offset})")]
-    NotUtf8 { offset: usize },
-    #[error("XML nesting deeper than {limit} elements")]
-    TooDeep { limit: usize },
-    #[error("more than {limit} values in one document")]
-    TooManyValues { limit: usize },
-    #[error("malformed XML-RPC {what}")]
-    Malformed { what: &'static str },
-    #[error("empty method name")]
-    EmptyMethod,
-}
-
-impl DecodeError {
-    /// The fault a server answers this error with.
-    pub fn fault(&self) -> Fault {
-        let code = match self {
-            DecodeError::NotUtf8 { .. } => FAULT_ENCODING,
-            DecodeError::EmptyMethod => FAULT_INVALID_REQUEST,
-            _ => FAULT_PARSE,
-        };
-        Fault::new(code, self.to_string())
     }
 }
 

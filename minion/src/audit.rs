@@ -123,7 +123,9 @@ impl AuditLog {
     /// (written as `key (user NAME)`).
     pub fn record(&self, peer: SocketAddr, who: &Caller, user: Option<&str>, method: &str, params: &[Value]) {
         let now = time::OffsetDateTime::now_utc();
-        let user = user.map(|u| format!(" (user {})", escape(&common::paths::shorten(u)))).unwrap_or_default();
+        let user = user
+            .map(|u| format!(" (user {})", escape(&common::paths::shorten(u))))
+            .unwrap_or_default();
         let line = format!(
             "{} {} {}{user} {} called with {}\n",
             now.format(&time::format_description::well_known::Rfc3339)

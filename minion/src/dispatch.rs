@@ -14,7 +14,7 @@ use common::Value;
 
 use crate::acl::Caller;
 use crate::modules::{Context, MethodError};
-use crate::server::Minion;
+use crate::state::Minion;
 
 /// The body of an HTTP 200 reply: a response or a fault.
 pub enum Reply {
@@ -58,7 +58,9 @@ pub async fn call(
         Some(inner) => (true, inner.to_string()),
         None => (false, method),
     };
-    minion.audit.record(peer, &caller, user.as_deref(), &method, &params);
+    minion
+        .audit
+        .record(peer, &caller, user.as_deref(), &method, &params);
     if !is_async && minion.registry.is_instant(&method) {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run(&minion, &method, &params, &caller)

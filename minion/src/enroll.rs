@@ -157,7 +157,9 @@ const UNREACHED_RETRY_MAX: Duration = Duration::from_secs(10);
 fn jittered(delay: Duration) -> Duration {
     use std::hash::{BuildHasher, Hasher};
     // A randomly keyed hasher: random bits without another dependency.
-    let bits = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let bits = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
     let factor = 0.5 + (bits % 1024) as f64 / 2048.0;
     delay.mul_f64(factor)
 }
@@ -408,7 +410,7 @@ impl ServerCertVerifier for CaVerifier {
 /// Fetches the CRL now and every `cfg.crl_refresh`, installing each new one:
 /// a certificate cleaned on the certmaster is refused within one interval.
 /// Failures are logged once per outage, not on every attempt.
-pub async fn refresh_crl(minion: Arc<crate::Minion>, cfg: EnrollConfig) {
+pub async fn refresh_crl(minion: Arc<crate::state::Minion>, cfg: EnrollConfig) {
     let root = minion.config.root.clone();
     let mut failing = false;
     loop {

@@ -4,6 +4,7 @@
 //! # Layout
 //! - [`cli`]: `funcd`'s command line.
 //! - [`config`]: `etc/func/minion.conf` plus command-line overrides.
+//! - [`state`]: a running minion's shared state.
 //! - [`server`]: accept loop, TLS handshake and HTTP/1.1 handling with limits.
 //! - [`dispatch`]: one call: ACL check, audit line, module lookup, blocking work
 //!   off the async threads, `REMOTE_ERROR` values and faults.
@@ -14,7 +15,9 @@
 //! - [`audit`]: `var/log/func/audit.log`, one line per call.
 //! - [`beneath`]: files below a directory reached through descriptors, never
 //!   through a symlink (copyfile's writes).
-//! - [`modules`]: the module trait, the registry, and one file per module.
+//! - [`method`]: what a method returns and how it describes itself (a leaf).
+//! - [`modules`]: the module interface (`module.rs`), the registry, one file per module.
+//! - [`jobproc`]: the job process: the zygote's side and the runner (above modules and jobs).
 //! - [`quickack`]: keeps Python keep-alive clients from 40 ms Nagle stalls.
 
 pub mod acl;
@@ -25,11 +28,15 @@ pub mod config;
 pub mod dispatch;
 pub mod dropin;
 pub mod enroll;
+pub mod jobproc;
 pub mod jobs;
 pub mod limits;
+pub mod method;
 pub mod modules;
 pub mod quickack;
 pub mod server;
+pub mod state;
 
 pub use config::MinionConfig;
-pub use server::{serve, Minion};
+pub use server::serve;
+pub use state::Minion;

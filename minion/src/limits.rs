@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use common::config::{ConfigError, Ini};
 
 use crate::acl::Caller;
-use crate::modules::MethodError;
+use crate::method::MethodError;
 
 /// Exception type of a call refused because its caller is over a limit.
 pub const BUSY: &str = "func.minion.Busy";

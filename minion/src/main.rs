@@ -24,7 +24,7 @@ fn main() -> std::process::ExitCode {
         // Before logging, threads or a runtime: the zygote forks jobs.
         let root = Root::new(cli.root.clone());
         let name = cli.name.clone().unwrap_or_default();
-        return std::process::ExitCode::from(minion::jobs::zygote::serve(&root, &name) as u8);
+        return std::process::ExitCode::from(minion::jobproc::zygote::serve(&root, &name) as u8);
     }
     // --list-modules prints every module's state itself: only errors are logged.
     let level = cli.log_level.as_deref().or(cli.list_modules.then_some("error"));
@@ -95,7 +95,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         common::private::daemonise_logging_to(&log)
             .with_context(|| format!("daemonising (log {})", log.display()))?;
         let pid_file = root.run_dir().join("funcd.pid");
-        common::private::state_dir(&root.run_dir(), common::private::PUBLIC_DIR_MODE).context("preparing var/run")?;
+        common::private::state_dir(&root.run_dir(), common::private::PUBLIC_DIR_MODE)
+            .context("preparing var/run")?;
         common::private::write(&pid_file, format!("{}\n", std::process::id()).as_bytes(), false)
             .with_context(|| format!("writing {}", pid_file.display()))?;
     }

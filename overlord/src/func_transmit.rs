@@ -29,7 +29,15 @@ use serde_json::{json, Value as J};
 const MAX_REQUEST: u64 = 16 << 20;
 
 /// The keys a request may hold (Func's, plus `timeout`).
-const KEYS: &[&str] = &["clients", "module", "method", "parameters", "async", "nforks", "timeout"];
+const KEYS: &[&str] = &[
+    "clients",
+    "module",
+    "method",
+    "parameters",
+    "async",
+    "nforks",
+    "timeout",
+];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -55,8 +63,12 @@ pub struct Cli {
 /// A request, checked.
 #[derive(Debug, PartialEq)]
 enum Request {
-    ListMinions { spec: String },
-    JobStatus { id: String },
+    ListMinions {
+        spec: String,
+    },
+    JobStatus {
+        id: String,
+    },
     Call {
         spec: String,
         module: String,
@@ -80,7 +92,9 @@ pub fn main() -> ExitCode {
     let read = std::io::stdin().take(MAX_REQUEST + 1).read_to_string(&mut text);
     let answer = match read {
         Err(e) => Err(Bad(format!("cannot read the request: {e}"))),
-        Ok(n) if n as u64 > MAX_REQUEST => Err(Bad(format!("the request is larger than {MAX_REQUEST} bytes"))),
+        Ok(n) if n as u64 > MAX_REQUEST => {
+            Err(Bad(format!("the request is larger than {MAX_REQUEST} bytes")))
+        }
         Ok(_) => decode(&text, yaml).and_then(|req| check(&req)),
     };
     let (doc, code) = match answer {
@@ -131,10 +145,19 @@ fn check(doc: &J) -> Result<Request, Bad> {
     let spec = match obj.get("clients") {
         None | Some(J::Null) => "*".to_string(),
         Some(J::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(J::Array(list)) if !list.is_empty() && list.iter().all(|c| c.as_str().is_some_and(|s| !s.trim().is_empty())) => {
+        Some(J::Array(list))
+            if !list.is_empty()
+                && list
+                    .iter()
+                    .all(|c| c.as_str().is_some_and(|s| !s.trim().is_empty())) =>
+        {
             list.iter().filter_map(J::as_str).collect::<Vec<_>>().join(";")
         }
-        Some(_) => return Err(Bad("\"clients\" must be a SPEC (\"*\", \"a;b\", \"@group\") or a list of them".into())),
+        Some(_) => {
+            return Err(Bad(
+                "\"clients\" must be a SPEC (\"*\", \"a;b\", \"@group\") or a list of them".into(),
+            ))
+        }
     };
     let method = text("method")?.ok_or_else(|| Bad("a request needs \"method\"".into()))?;
     match method.as_str() {
@@ -142,7 +165,9 @@ fn check(doc: &J) -> Result<Request, Bad> {
         "job_status" => {
             let id = match obj.get("parameters") {
                 Some(J::String(id)) => id.clone(),
-                Some(J::Array(one)) if one.len() == 1 && one[0].is_string() => one[0].as_str().unwrap_or_default().to_string(),
+                Some(J::Array(one)) if one.len() == 1 && one[0].is_string() => {
+                    one[0].as_str().unwrap_or_default().to_string()
+                }
                 _ => return Err(Bad("job_status takes the job id as \"parameters\"".into())),
             };
             return Ok(Request::JobStatus { id });
@@ -163,13 +188,24 @@ fn check(doc: &J) -> Result<Request, Bad> {
     };
     let nforks = match obj.get("nforks") {
         None | Some(J::Null) => None,
-        Some(n) => Some(n.as_u64().filter(|n| (1..=1024).contains(n)).ok_or_else(|| Bad(format!("\"nforks\" must be a whole number from 1 to 1024, not {n}")))?),
+        Some(n) => Some(n.as_u64().filter(|n| (1..=1024).contains(n)).ok_or_else(|| {
+            Bad(format!(
+                "\"nforks\" must be a whole number from 1 to 1024, not {n}"
+            ))
+        })?),
     };
     let timeout = match obj.get("timeout") {
         None | Some(J::Null) => None,
-        Some(t) => Some(t.as_f64().filter(|t| *t > 0.0 && *t <= crate::plan::MAX_SECS).ok_or_else(|| {
-            Bad(format!("\"timeout\" must be seconds above 0 up to {} (30 days), not {t}", crate::plan::MAX_SECS))
-        })?),
+        Some(t) => Some(
+            t.as_f64()
+                .filter(|t| *t > 0.0 && *t <= crate::plan::MAX_SECS)
+                .ok_or_else(|| {
+                    Bad(format!(
+                        "\"timeout\" must be seconds above 0 up to {} (30 days), not {t}",
+                        crate::plan::MAX_SECS
+                    ))
+                })?,
+        ),
     };
     Ok(Request::Call {
         spec,
@@ -246,7 +282,12 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
         .output()
     {
         Ok(out) => out,
-        Err(e) => return (json!({"error": format!("func-transmit: cannot run func: {e}")}), 1),
+        Err(e) => {
+            return (
+                json!({"error": format!("func-transmit: cannot run func: {e}")}),
+                1,
+            )
+        }
     };
     let code = out.status.code().unwrap_or(1);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -262,7 +303,10 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
         Ok(doc) => doc,
         Err(_) => {
             let why = stderr.lines().last().unwrap_or("no answer").to_string();
-            return (json!({"error": format!("func: {}", common::paths::shorten(&why))}), code.max(1));
+            return (
+                json!({"error": format!("func: {}", common::paths::shorten(&why))}),
+                code.max(1),
+            );
         }
     };
     if doc.get("error").is_some() {
@@ -270,12 +314,17 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
     }
     let answer = match request {
         Request::ListMinions { .. } => {
-            let mut names: Vec<String> = doc.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+            let mut names: Vec<String> = doc
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
             names.sort_by(|a, b| crate::report::natural_cmp(a, b));
             json!(names)
         }
         Request::JobStatus { .. } => json!([doc["status"], doc["results"]]),
-        Request::Call { asynchronous: true, .. } => doc["job_id"].clone(),
+        Request::Call {
+            asynchronous: true, ..
+        } => doc["job_id"].clone(),
         Request::Call { .. } => doc,
     };
     (answer, code)
@@ -291,7 +340,10 @@ mod tests {
 
     #[test]
     fn funcs_request_shapes() {
-        assert_eq!(req(r#"{"method": "list_minions"}"#).unwrap(), Request::ListMinions { spec: "*".into() });
+        assert_eq!(
+            req(r#"{"method": "list_minions"}"#).unwrap(),
+            Request::ListMinions { spec: "*".into() }
+        );
         assert_eq!(
             req(r#"{"method": "list_minions", "clients": ["a", "@g"]}"#).unwrap(),
             Request::ListMinions { spec: "a;@g".into() }
@@ -301,14 +353,31 @@ mod tests {
             Request::JobStatus { id: "x-1.5".into() }
         );
         let Request::Call { params, spec, .. } =
-            req(r#"{"clients": "m1;*", "module": "command", "method": "run", "parameters": "/bin/echo hi"}"#).unwrap()
+            req(r#"{"clients": "m1;*", "module": "command", "method": "run", "parameters": "/bin/echo hi"}"#)
+                .unwrap()
         else {
             panic!()
         };
-        assert_eq!((params, spec.as_str()), (vec![json!("/bin/echo hi")], "m1;*"), "a single value is listified");
-        let yaml = check(&decode("clients: '*'\nmodule: test\nmethod: add\nparameters: [1, 2]\nasync: true\nnforks: 4\n", true).unwrap()).unwrap();
+        assert_eq!(
+            (params, spec.as_str()),
+            (vec![json!("/bin/echo hi")], "m1;*"),
+            "a single value is listified"
+        );
+        let yaml = check(
+            &decode(
+                "clients: '*'\nmodule: test\nmethod: add\nparameters: [1, 2]\nasync: true\nnforks: 4\n",
+                true,
+            )
+            .unwrap(),
+        )
+        .unwrap();
         let w = words(&yaml);
-        assert!(w.contains(&"--async".to_string()) && w.contains(&"[1,2]".to_string()) && w.contains(&"4".to_string()), "{w:?}");
+        assert!(
+            w.contains(&"--async".to_string())
+                && w.contains(&"[1,2]".to_string())
+                && w.contains(&"4".to_string()),
+            "{w:?}"
+        );
     }
 
     #[test]
@@ -318,12 +387,23 @@ mod tests {
             (r#"{"clients": "*"}"#, "needs \"method\""),
             (r#"{"method": "add"}"#, "needs \"module\""),
             (r#"{"method": "job_status"}"#, "job id"),
-            (r#"{"method": "ping", "module": "test", "aysnc": true}"#, "did you mean \"async\"?"),
-            (r#"{"method": "ping", "module": "test", "clients": []}"#, "clients"),
+            (
+                r#"{"method": "ping", "module": "test", "aysnc": true}"#,
+                "did you mean \"async\"?",
+            ),
+            (
+                r#"{"method": "ping", "module": "test", "clients": []}"#,
+                "clients",
+            ),
             (r#"{"method": "ping", "module": "test", "nforks": 0}"#, "nforks"),
-            (r#"{"method": "ping", "module": "test", "timeout": 1e308}"#, "30 days"),
+            (
+                r#"{"method": "ping", "module": "test", "timeout": 1e308}"#,
+                "30 days",
+            ),
         ] {
-            let Err(Bad(e)) = req(text) else { panic!("{text} accepted") };
+            let Err(Bad(e)) = req(text) else {
+                panic!("{text} accepted")
+            };
             assert!(e.contains(why), "{text}: {e}");
         }
     }

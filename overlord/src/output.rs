@@ -124,7 +124,9 @@ fn scalar(value: &Value) -> Option<String> {
         Value::Double(d) => d.to_string(),
         Value::Boolean(b) => b.to_string(),
         Value::String(s) if s.is_empty() => "\"\"".into(),
-        Value::String(s) if !s.trim_end_matches('\n').contains('\n') => shown(s.trim_end_matches('\n')).into_owned(),
+        Value::String(s) if !s.trim_end_matches('\n').contains('\n') => {
+            shown(s.trim_end_matches('\n')).into_owned()
+        }
         Value::DateTime(d) => d.to_string(),
         Value::Base64(b) => format!("<{} bytes of binary data>", b.len()),
         Value::Nil => "None".into(),
@@ -351,7 +353,10 @@ mod tests {
     fn inert(text: &str) {
         assert!(!text.chars().any(hazard), "raw control characters: {text:?}");
         for line in text.lines() {
-            assert!(line == "m1:" || line.starts_with(' ') || line.is_empty(), "a forged line: {line:?} in {text:?}");
+            assert!(
+                line == "m1:" || line.starts_with(' ') || line.is_empty(),
+                "a forged line: {line:?} in {text:?}"
+            );
         }
     }
 
@@ -360,15 +365,27 @@ mod tests {
         let forged = "x\n\rm2:\n\r    1";
         let mut hostile = BTreeMap::new();
         hostile.insert("k\nm2:\n    - all good".to_string(), Value::String(forged.into()));
-        hostile.insert("csi\u{9b}2J".to_string(), Value::String("bidi \u{202e}olleh, esc \u{1b}[2J, nel \u{85}m2:, ls \u{2028}m2:".into()));
+        hostile.insert(
+            "csi\u{9b}2J".to_string(),
+            Value::String("bidi \u{202e}olleh, esc \u{1b}[2J, nel \u{85}m2:, ls \u{2028}m2:".into()),
+        );
         let mut results = BTreeMap::new();
         results.insert("m1".to_string(), Value::Struct(hostile.into_iter().collect()));
         inert(&human("test.echo", &results));
-        results.insert("m1".to_string(), common::xmlrpc::remote_error("x\nm2:", forged, "detail\n\u{9b}"));
+        results.insert(
+            "m1".to_string(),
+            common::xmlrpc::remote_error("x\nm2:", forged, "detail\n\u{9b}"),
+        );
         let text = human("test.echo", &results);
         inert(&text);
         assert!(text.contains("\\r") && text.contains("\\n"), "{text}");
-        results.insert("m1".to_string(), Value::Array(vec![Value::String(forged.into()), Value::Struct(vec![("a\u{202e}".to_string(), Value::Nil)].into_iter().collect())]));
+        results.insert(
+            "m1".to_string(),
+            Value::Array(vec![
+                Value::String(forged.into()),
+                Value::Struct(vec![("a\u{202e}".to_string(), Value::Nil)].into_iter().collect()),
+            ]),
+        );
         inert(&human("test.echo", &results));
         // txt: one line per host; json and yaml: the same data, inert.
         for format in [Format::Txt, Format::Json, Format::Yaml] {
@@ -380,9 +397,17 @@ mod tests {
         }
         let json = results_as(Format::Json, &results);
         let back: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(back["m1"][1]["a\u{202e}"], serde_json::Value::Null, "the same document: {json}");
+        assert_eq!(
+            back["m1"][1]["a\u{202e}"],
+            serde_json::Value::Null,
+            "the same document: {json}"
+        );
         assert!(back["m1"][1].as_object().unwrap().contains_key("a\u{202e}"));
-        assert_eq!(shown("plain\ttab"), "plain\ttab", "tabs and ordinary text untouched");
+        assert_eq!(
+            shown("plain\ttab"),
+            "plain\ttab",
+            "tabs and ordinary text untouched"
+        );
     }
 
     #[test]

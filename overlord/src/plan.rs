@@ -381,7 +381,10 @@ pub fn seconds(v: &str, zero: bool) -> Result<f64, String> {
         .filter(|t| t.is_finite() && (*t > 0.0 || (zero && *t == 0.0)) && *t <= MAX_SECS)
         .ok_or_else(|| {
             let low = if zero { "0" } else { "above 0" };
-            format!("takes seconds, {low} up to {MAX_SECS} (30 days), not {:?}", common::paths::shorten(v))
+            format!(
+                "takes seconds, {low} up to {MAX_SECS} (30 days), not {:?}",
+                common::paths::shorten(v)
+            )
         })
 }
 

@@ -301,13 +301,25 @@ fn the_readmes_minion_conf_block_works_as_written() {
         .nth(1)
         .and_then(|b| b.split("```").next())
         .expect("an ini block follows");
-    assert!(block.contains("AB:CD:..."), "the block shows a placeholder fingerprint: {block}");
+    assert!(
+        block.contains("AB:CD:..."),
+        "the block shows a placeholder fingerprint: {block}"
+    );
     let s = Setup::new(true);
-    let (host, port) = s.cm.addr().rsplit_once(':').map(|(h, p)| (h.to_string(), p.to_string())).unwrap();
+    let (host, port) =
+        s.cm.addr()
+            .rsplit_once(':')
+            .map(|(h, p)| (h.to_string(), p.to_string()))
+            .unwrap();
     let printed = s.cm.fingerprint();
-    let conf = block.replace("cm.example.com", &host).replace("AB:CD:...", &printed)
+    let conf = block
+        .replace("cm.example.com", &host)
+        .replace("AB:CD:...", &printed)
         + &format!("certmaster_port = {port}\n");
-    assert!(conf.contains(&format!("SHA256 {printed}")), "pasted as printed: {conf}");
+    assert!(
+        conf.contains(&format!("SHA256 {printed}")),
+        "pasted as printed: {conf}"
+    );
     let root = s.root("m1");
     write_file(&root.certmaster_minion_conf(), &conf);
     let m = FuncdProcess::start(&root, "m1").unwrap();

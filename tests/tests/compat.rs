@@ -43,7 +43,10 @@ fn lenient_input_that_python_accepts() {
     // Frontier cannot read <i8>); an <i8> sender gets <i8>.
     for tag in ["int", "i4"] {
         let got = answer(&m, &echo(&format!("<{tag}>4294967296</{tag}>")));
-        assert!(got.contains(&format!("<{tag}>4294967296</{tag}>")), "{tag}: {got}");
+        assert!(
+            got.contains(&format!("<{tag}>4294967296</{tag}>")),
+            "{tag}: {got}"
+        );
         assert!(!got.contains("<i8>"), "{tag}: {got}");
     }
     let got = answer(&m, &echo("<i8>4294967296</i8>"));

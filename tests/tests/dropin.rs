@@ -610,12 +610,22 @@ fn the_call_request_says_whether_the_caller_is_the_overlord() {
         }
     };
     // The module answers with the request it read, as a JSON string.
-    sh_module(&m.root, "whoami", "printf '{\"result\": %s}' \"$(cat | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g; s/^/\"/; s/$/\"/')\"");
+    sh_module(
+        &m.root,
+        "whoami",
+        "printf '{\"result\": %s}' \"$(cat | sed 's/\\\\/\\\\\\\\/g; s/\"/\\\\\"/g; s/^/\"/; s/$/\"/')\"",
+    );
     let me = request(m.call("whoami.run", vec![]).unwrap());
     assert_eq!(me["overlord"], true, "{me}");
     assert!(me["caller"].as_str().unwrap().starts_with("overlord-"), "{me}");
     let impostor = m.other_caller("overlord-1");
     let them = request(m.call_as(&impostor, "whoami.run", vec![]).unwrap());
-    assert_eq!(them["overlord"], false, "a minion named overlord-1 is not the overlord: {them}");
-    assert!(them["caller"].as_str().unwrap().starts_with("overlord-1-"), "{them}");
+    assert_eq!(
+        them["overlord"], false,
+        "a minion named overlord-1 is not the overlord: {them}"
+    );
+    assert!(
+        them["caller"].as_str().unwrap().starts_with("overlord-1-"),
+        "{them}"
+    );
 }

@@ -13,7 +13,10 @@ const K: usize = 100;
 
 #[test]
 fn a_hundred_minions_started_at_once_all_enroll_and_answer() {
-    let dir = tempfile::Builder::new().prefix("func-fleet100-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("func-fleet100-")
+        .tempdir()
+        .unwrap();
     // A tight per-address cap (default 16) so most first attempts are
     // turned away, as with a larger fleet behind one address.
     let cm_root = Root::new(dir.path().join("certmaster"));
@@ -44,7 +47,11 @@ fn a_hundred_minions_started_at_once_all_enroll_and_answer() {
         .iter()
         .map(|m| m.daemon.stderr_so_far().matches("retrying").count())
         .collect();
-    eprintln!("all {K} enrolled in {took:?}; retries per minion: max {:?}, total {}", retries.iter().max(), retries.iter().sum::<usize>());
+    eprintln!(
+        "all {K} enrolled in {took:?}; retries per minion: max {:?}, total {}",
+        retries.iter().max(),
+        retries.iter().sum::<usize>()
+    );
     let out = std::process::Command::new(func_tests::fixture::bin("func"))
         .arg("--root")
         .arg(cm.root.dir())
@@ -52,7 +59,9 @@ fn a_hundred_minions_started_at_once_all_enroll_and_answer() {
         .output()
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    let answered = doc.as_object().map_or(0, |o| o.values().filter(|v| **v == 1).count());
+    let answered = doc
+        .as_object()
+        .map_or(0, |o| o.values().filter(|v| **v == 1).count());
     assert_eq!(
         answered,
         K,

@@ -239,8 +239,14 @@ fn writable_by_others(dir: &Path) -> Vec<String> {
             let meta = std::fs::symlink_metadata(e.path()).unwrap();
             if meta.is_dir() {
                 dirs.push(e.path());
-            } else if meta.permissions().mode() & 0o022 != 0 && !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) {
-                found.push(format!("{} {:o}", e.path().display(), meta.permissions().mode() & 0o7777));
+            } else if meta.permissions().mode() & 0o022 != 0
+                && !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type())
+            {
+                found.push(format!(
+                    "{} {:o}",
+                    e.path().display(),
+                    meta.permissions().mode() & 0o7777
+                ));
             }
         }
     }
@@ -258,17 +264,34 @@ fn under_umask_000_a_local_user_cannot_swap_state_or_plant_spool_files() {
     let m1_root = common::paths::Root::new(base.path().join("m1"));
     let cm = under_umask_000(
         "certmaster",
-        &["--root".as_ref(), cm_root.dir().as_os_str(), "--listen".as_ref(), "127.0.0.1:0".as_ref(), "--autosign".as_ref(), "--foreground".as_ref()],
+        &[
+            "--root".as_ref(),
+            cm_root.dir().as_os_str(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--autosign".as_ref(),
+            "--foreground".as_ref(),
+        ],
     );
     let cm_addr = cm.addr.to_string();
     let m1 = under_umask_000(
         "funcd",
         &[
-            "--root".as_ref(), m1_root.dir().as_os_str(), "--name".as_ref(), "m1".as_ref(),
-            "--listen".as_ref(), "127.0.0.1:0".as_ref(), "--certmaster".as_ref(), cm_addr.as_ref(), "--foreground".as_ref(),
+            "--root".as_ref(),
+            m1_root.dir().as_os_str(),
+            "--name".as_ref(),
+            "m1".as_ref(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--certmaster".as_ref(),
+            cm_addr.as_ref(),
+            "--foreground".as_ref(),
         ],
     );
-    assert!(wait_until(Duration::from_secs(30), || m1_root.minion_cert("m1").exists()), "m1 enrolls");
+    assert!(
+        wait_until(Duration::from_secs(30), || m1_root.minion_cert("m1").exists()),
+        "m1 enrolls"
+    );
     let func = |args: &[&str]| {
         Command::new("sh")
             .args(["-c", "umask 000; exec \"$0\" \"$@\""])
@@ -280,11 +303,20 @@ fn under_umask_000_a_local_user_cannot_swap_state_or_plant_spool_files() {
             .unwrap()
     };
     assert!(func(&["m1", "ping"]).status.success());
-    assert!(func(&["m1", "call", "--async", "--nopoll", "test", "sleep", "30"]).status.success());
+    assert!(
+        func(&["m1", "call", "--async", "--nopoll", "test", "sleep", "30"])
+            .status
+            .success()
+    );
     let spool = m1_root.status_dir().join("jobs");
-    assert!(wait_until(Duration::from_secs(20), || files_below(&spool).iter().any(|p| p.extension().is_some_and(|e| e == "job"))));
+    assert!(wait_until(Duration::from_secs(20), || files_below(&spool)
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "job"))));
     let wide = writable_by_others(base.path());
-    assert!(wide.is_empty(), "writable by others after a start under umask 000: {wide:?}");
+    assert!(
+        wide.is_empty(),
+        "writable by others after a start under umask 000: {wide:?}"
+    );
     // The attacks, as a local user: each line printed is one that worked.
     let out = as_nobody(
         r#"d=$1
@@ -296,7 +328,11 @@ echo x > "$d/var/lib/func/jobs/1.5-minion.done" 2>/dev/null && echo "PLANTED don
 true"#,
         &[m1_root.dir().to_path_buf()],
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "a local user changed the minion's state");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "a local user changed the minion's state"
+    );
     drop(m1);
     drop(cm);
     func_tests::fixture::kill_jobs(&m1_root);
@@ -327,8 +363,15 @@ fn state_below_a_directory_others_control_is_repaired_or_refused() {
     std::os::unix::fs::chown(&var_lib, Some(NOBODY), Some(NOBODY)).unwrap();
     let mut again = func_tests::fixture::FuncdProcess::start(&root, "m1");
     let err = match &mut again {
-        Ok(m) => m.daemon.exit_within(Duration::from_secs(10)).map(|(_, e)| e).unwrap_or_default(),
+        Ok(m) => m
+            .daemon
+            .exit_within(Duration::from_secs(10))
+            .map(|(_, e)| e)
+            .unwrap_or_default(),
         Err(e) => e.clone(),
     };
-    assert!(err.contains("belongs to uid 65534"), "funcd refuses, naming the directory: {err}");
+    assert!(
+        err.contains("belongs to uid 65534"),
+        "funcd refuses, naming the directory: {err}"
+    );
 }

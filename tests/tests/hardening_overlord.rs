@@ -13,10 +13,16 @@ fn inert(text: &str, host: &str) {
         matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{61c}'
             | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
     };
-    assert!(!text.chars().any(hazard), "raw control characters reach the terminal: {text:?}");
+    assert!(
+        !text.chars().any(hazard),
+        "raw control characters reach the terminal: {text:?}"
+    );
     for line in text.lines() {
         assert!(
-            line == format!("{host}:") || line.starts_with(&format!("{host}: ")) || line.starts_with(' ') || line.is_empty(),
+            line == format!("{host}:")
+                || line.starts_with(&format!("{host}: "))
+                || line.starts_with(' ')
+                || line.is_empty(),
             "a forged line {line:?} in {text:?}"
         );
     }
@@ -38,9 +44,18 @@ fn a_minions_data_cannot_forge_the_screen() {
         assert_eq!(run.code, 0, "{run:?}");
         inert(&run.stdout, "m1");
         if out.is_empty() {
-            assert!(run.stdout.contains("\\n") && run.stdout.contains("\\u{9b}"), "escaped, not dropped: {}", run.stdout);
+            assert!(
+                run.stdout.contains("\\n") && run.stdout.contains("\\u{9b}"),
+                "escaped, not dropped: {}",
+                run.stdout
+            );
         } else {
-            assert_eq!(run.stdout.lines().count(), 1, "txt: one line per host: {}", run.stdout);
+            assert_eq!(
+                run.stdout.lines().count(),
+                1,
+                "txt: one line per host: {}",
+                run.stdout
+            );
         }
     }
     // A REMOTE_ERROR message with line breaks and CR (a drop-in's error).
@@ -60,9 +75,16 @@ fn a_minions_data_cannot_forge_the_screen() {
     inert(&run.stdout, "m1");
     // JSON stays a document with the same data, written inertly.
     let run = fleet.func(&["--json", "m1", "call", "--json-args", &hostile, "test", "echo"]);
-    assert!(!run.stdout.contains('\u{9b}') && !run.stdout.contains('\u{202e}'), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains('\u{9b}') && !run.stdout.contains('\u{202e}'),
+        "{}",
+        run.stdout
+    );
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(doc["m1"]["csi\u{9b}2J"], "bidi \u{202e}olleh \u{2028}m2: \u{85}m2:");
+    assert_eq!(
+        doc["m1"]["csi\u{9b}2J"],
+        "bidi \u{202e}olleh \u{2028}m2: \u{85}m2:"
+    );
 }
 
 #[test]
@@ -71,14 +93,29 @@ fn absurd_timeouts_are_usage_errors_never_a_panic() {
     for args in [
         &["-t", "1e308", "*", "ping"][..],
         &["*", "call", "-t", "1e308", "test", "ping"][..],
-        &["*", "call", "--batch", "1", "--batch-wait", "1e308", "test", "ping"][..],
+        &[
+            "*",
+            "call",
+            "--batch",
+            "1",
+            "--batch-wait",
+            "1e308",
+            "test",
+            "ping",
+        ][..],
         &["-t", "inf", "job_status", "last"][..],
     ] {
         let out = fleet.func(args);
         assert_eq!(out.code, 2, "{args:?}: {out:?}");
-        assert!(out.stderr.contains("30 days") && !out.stderr.contains("panicked"), "{out:?}");
+        assert!(
+            out.stderr.contains("30 days") && !out.stderr.contains("panicked"),
+            "{out:?}"
+        );
     }
-    let out = transmit(&fleet, r#"{"clients": "*", "module": "test", "method": "ping", "timeout": 1e308}"#);
+    let out = transmit(
+        &fleet,
+        r#"{"clients": "*", "module": "test", "method": "ping", "timeout": 1e308}"#,
+    );
     assert_eq!(out.0, 2, "{out:?}");
     assert!(out.1.contains("30 days"), "{out:?}");
 }
@@ -95,7 +132,10 @@ fn transmit(fleet: &Fleet, request: &str) -> (i32, String) {
         .unwrap();
     std::io::Write::write_all(child.stdin.as_mut().unwrap(), request.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[test]
@@ -142,15 +182,21 @@ fn a_rogue_minions_huge_answer_keeps_funcs_memory_bounded() {
     body.extend_from_slice(b"</data></array></value></param></params></methodResponse>");
     let body = std::sync::Arc::new(body);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let listener = rt.block_on(tokio::net::TcpListener::bind(addr)).expect("m1's port is free again");
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .expect("m1's port is free again");
     let served = body.clone();
     rt.spawn(async move {
         loop {
-            let Ok((tcp, _)) = listener.accept().await else { return };
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
             let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
             let body = served.clone();
             tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
                 let mut seen = Vec::new();
                 let mut buf = [0u8; 4096];
                 while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -159,7 +205,10 @@ fn a_rogue_minions_huge_answer_keeps_funcs_memory_bounded() {
                         Ok(n) => seen.extend_from_slice(&buf[..n]),
                     }
                 }
-                let head = format!("HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\n\r\n", body.len());
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
                 let _ = tls.write_all(head.as_bytes()).await;
                 let _ = tls.write_all(&body).await;
                 let _ = tls.shutdown().await;
@@ -188,6 +237,9 @@ fn a_rogue_minions_huge_answer_keeps_funcs_memory_bounded() {
     assert!(stdout.contains("values"), "and says why: {head}");
     let peak_mib = report["maxrss_kib"].as_u64().unwrap() / 1024;
     eprintln!("func's peak RSS against a 60 MiB answer of empty values: {peak_mib} MiB");
-    assert!(peak_mib < 200, "func's memory stays bounded: {peak_mib} MiB (was ~520 MiB)");
+    assert!(
+        peak_mib < 200,
+        "func's memory stays bounded: {peak_mib} MiB (was ~520 MiB)"
+    );
     drop(rt);
 }

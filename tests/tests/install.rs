@@ -343,14 +343,26 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     assert_eq!(daemons.running(), [true, true], "both daemons run");
     dpkg(&["-r", "funcd", "func"]);
     assert!(!root.join("usr/sbin/funcd").exists() && !root.join("usr/bin/func").exists());
-    assert!(daemons.all_ended(), "dpkg -r stopped funcd and the certmaster: {:?}", daemons.running());
+    assert!(
+        daemons.all_ended(),
+        "dpkg -r stopped funcd and the certmaster: {:?}",
+        daemons.running()
+    );
     // Removal (not purge) keeps the configuration, as for every Debian package.
     assert!(root.join("etc/func/minion.conf").is_file());
     // Purge removes the configuration and keeps the CA and the keys.
     dpkg(&["-P", "funcd", "func"]);
-    assert!(!root.join("etc/func/minion.conf").exists() && !root.join("etc/certmaster/certmaster.conf").exists());
-    assert!(root.join("etc/pki/certmaster/ca/certmaster.key").is_file(), "the CA key is kept");
-    assert!(root.join("etc/pki/certmaster/m1.pem").is_file(), "the minion key is kept");
+    assert!(
+        !root.join("etc/func/minion.conf").exists() && !root.join("etc/certmaster/certmaster.conf").exists()
+    );
+    assert!(
+        root.join("etc/pki/certmaster/ca/certmaster.key").is_file(),
+        "the CA key is kept"
+    );
+    assert!(
+        root.join("etc/pki/certmaster/m1.pem").is_file(),
+        "the minion key is kept"
+    );
 }
 
 /// funcd and the certmaster started with --daemon from an installed root;
@@ -363,10 +375,21 @@ impl Daemons {
     fn start(root: &Path) -> Self {
         let mut pids = Vec::new();
         for (exe, args, pid_file) in [
-            ("usr/sbin/certmaster", vec!["--listen", "127.0.0.1:0"], "var/run/certmaster.pid"),
+            (
+                "usr/sbin/certmaster",
+                vec!["--listen", "127.0.0.1:0"],
+                "var/run/certmaster.pid",
+            ),
             (
                 "usr/sbin/funcd",
-                vec!["--name", "m1", "--listen", "127.0.0.1:0", "--certmaster", "127.0.0.1:9"],
+                vec![
+                    "--name",
+                    "m1",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--certmaster",
+                    "127.0.0.1:9",
+                ],
                 "var/run/funcd.pid",
             ),
         ] {
@@ -384,7 +407,9 @@ impl Daemons {
             let mut pid = None;
             assert!(
                 func_tests::fixture::wait_until(std::time::Duration::from_secs(10), || {
-                    pid = std::fs::read_to_string(&file).ok().and_then(|t| t.trim().parse::<u32>().ok());
+                    pid = std::fs::read_to_string(&file)
+                        .ok()
+                        .and_then(|t| t.trim().parse::<u32>().ok());
                     pid.is_some()
                 }),
                 "{exe} wrote {pid_file}"
@@ -397,7 +422,10 @@ impl Daemons {
 
     /// Whether each runs now.
     fn running(&self) -> Vec<bool> {
-        self.pids.iter().map(|(pid, start)| common::process::alive(*pid, *start)).collect()
+        self.pids
+            .iter()
+            .map(|(pid, start)| common::process::alive(*pid, *start))
+            .collect()
     }
 
     /// Whether all have ended within 15 s (a stopped one may take a moment).
@@ -412,7 +440,10 @@ impl Drop for Daemons {
     fn drop(&mut self) {
         for (pid, start) in &self.pids {
             if common::process::alive(*pid, *start) {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
         }
     }
@@ -446,5 +477,8 @@ fn no_file_in_the_repository_refers_outside_it() {
         }
     }
     assert!(offenders.is_empty(), "files refer to {needle}: {offenders:?}");
-    assert!(top.join("bench/peers/salt/bench.sh").exists(), "the Salt peer scripts are here");
+    assert!(
+        top.join("bench/peers/salt/bench.sh").exists(),
+        "the Salt peer scripts are here"
+    );
 }

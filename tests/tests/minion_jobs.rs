@@ -177,7 +177,10 @@ fn jobs_come_from_a_zygote_that_is_replaced_when_killed_and_hold_no_daemon_descr
             .find_map(|l| l.strip_prefix("flags:"))
             .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
             .unwrap();
-        assert!(flags & 0o2000000 != 0, "the spool descriptor is close-on-exec: {info}");
+        assert!(
+            flags & 0o2000000 != 0,
+            "the spool descriptor is close-on-exec: {info}"
+        );
     }
     let zygotes = children_running(m.minion.pid(), "--job-zygote");
     assert_eq!(zygotes.len(), 1, "one zygote: {zygotes:?}");

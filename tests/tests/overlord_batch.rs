@@ -267,7 +267,9 @@ fn recover_raced_against_starting_batches_never_runs_a_host_twice() {
     };
     let mut ids = Vec::new();
     for round in 0..ROUNDS {
-        let out = fleet.func(&["-t", "30", "*", "call", "--batch", "1", "--async", "test", "sleep", "1"]);
+        let out = fleet.func(&[
+            "-t", "30", "*", "call", "--batch", "1", "--async", "test", "sleep", "1",
+        ]);
         assert_eq!(out.code, 0, "{out:?}");
         let id = job_id(&out.stdout);
         // Two recovers at once, right after the start; a status in between.
@@ -312,5 +314,8 @@ fn recover_raced_against_starting_batches_never_runs_a_host_twice() {
         );
     }
     let driver_log = std::fs::read_to_string(fleet.cm.root.log_dir().join("driver.log")).unwrap_or_default();
-    assert!(!driver_log.contains("another driver"), "no second driver even started: {driver_log}");
+    assert!(
+        !driver_log.contains("another driver"),
+        "no second driver even started: {driver_log}"
+    );
 }

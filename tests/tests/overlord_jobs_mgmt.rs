@@ -31,7 +31,10 @@ fn list_lookup_and_missing_with_hosts_down_before_and_after_dispatch() {
     }));
     fleet.minion("m4").stop();
     let out = fleet.func(&["-t", "8", "job_status", &id, "--wait"]);
-    assert_eq!(out.code, 3, "m4 never answers, so the job is not finished: {out:?}");
+    assert_eq!(
+        out.code, 3,
+        "m4 never answers, so the job is not finished: {out:?}"
+    );
     let missing = json(&fleet, &["jobs", "lookup", &id, "--missing"]);
     let missing = missing.as_object().unwrap();
     assert_eq!(missing.keys().collect::<Vec<_>>(), ["m4"]);

@@ -14,14 +14,21 @@ use crate::helper::{func_json as json, job_id};
 fn list_minions_is_in_natural_order() {
     let fleet = Fleet::start(&["m10", "m2", "m1"]);
     let out = fleet.func(&["*", "list_minions"]);
-    assert_eq!(out.stdout.lines().collect::<Vec<_>>(), ["m1", "m2", "m10"], "{out:?}");
+    assert_eq!(
+        out.stdout.lines().collect::<Vec<_>>(),
+        ["m1", "m2", "m10"],
+        "{out:?}"
+    );
 }
 
 #[test]
 fn salt_habits_get_the_func_spelling() {
     let fleet = Fleet::start(&["m1"]);
     for (args, hint) in [
-        (&["*", "call", "command.run", "uptime"][..], "try `call command run uptime`"),
+        (
+            &["*", "call", "command.run", "uptime"][..],
+            "try `call command run uptime`",
+        ),
         (&["*", "call", "test.ping"][..], "try `call test ping`"),
         (&["job-status", "last"][..], "did you mean job_status?"),
         (&["jobstatus", "last"][..], "did you mean job_status?"),
@@ -37,16 +44,43 @@ fn salt_habits_get_the_func_spelling() {
 #[test]
 fn typed_args_stay_typed_and_running_is_not_failed() {
     let fleet = Fleet::start(&["m1"]);
-    let out = fleet.func(&["m1", "call", "--async", "--nopoll", "--json-args", r#"["hostname"]"#, "command", "run"]);
+    let out = fleet.func(&[
+        "m1",
+        "call",
+        "--async",
+        "--nopoll",
+        "--json-args",
+        r#"["hostname"]"#,
+        "command",
+        "run",
+    ]);
     let typed = job_id(&out.stdout);
-    let out = fleet.func(&["m1", "call", "--async", "--nopoll", "--json-args", r#"[3, {"k": [true, 1.5]}]"#, "test", "echo"]);
+    let out = fleet.func(&[
+        "m1",
+        "call",
+        "--async",
+        "--nopoll",
+        "--json-args",
+        r#"[3, {"k": [true, 1.5]}]"#,
+        "test",
+        "echo",
+    ]);
     let mixed = job_id(&out.stdout);
     let list = json(&fleet, &["jobs", "list"]);
     let args_of = |id: &str| -> J {
-        list.as_array().unwrap().iter().find(|j| j["id"] == id).map(|j| j["args"].clone()).unwrap_or(J::Null)
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["id"] == id)
+            .map(|j| j["args"].clone())
+            .unwrap_or(J::Null)
     };
     assert_eq!(args_of(&typed), serde_json::json!(["hostname"]), "{list}");
-    assert_eq!(args_of(&mixed), serde_json::json!([3, {"k": [true, 1.5]}]), "{list}");
+    assert_eq!(
+        args_of(&mixed),
+        serde_json::json!([3, {"k": [true, 1.5]}]),
+        "{list}"
+    );
 
     // A job still running: its own exit status, and words that say so.
     let out = fleet.func(&["m1", "call", "--async", "--nopoll", "test", "sleep", "30"]);
@@ -56,7 +90,11 @@ fn typed_args_stay_typed_and_running_is_not_failed() {
     assert!(status.stdout.starts_with("JOB_STATUS: running ("), "{status:?}");
     assert!(!status.stdout.contains("partial (3)"), "{status:?}");
     assert_eq!(fleet.func(&["jobs", "lookup", &id]).code, 3);
-    assert_eq!(fleet.func(&["-t", "1", "job_status", &id, "--wait"]).code, 3, "still running at the deadline");
+    assert_eq!(
+        fleet.func(&["-t", "1", "job_status", &id, "--wait"]).code,
+        3,
+        "still running at the deadline"
+    );
     assert_eq!(fleet.func(&["jobs", "kill", &id]).code, 0);
     let killed = fleet.func(&["job_status", &id]);
     assert_eq!(killed.code, 1, "finished, failed: {killed:?}");
@@ -85,7 +123,10 @@ fn the_invoking_user_is_recorded_under_sudo() {
         assert_eq!(user, "alice", "{list}");
         assert!(audit.contains("(user alice) test.ping"), "{audit}");
     } else {
-        let me = nix::unistd::User::from_uid(nix::unistd::getuid()).unwrap().unwrap().name;
+        let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .unwrap()
+            .unwrap()
+            .name;
         assert_eq!(user, me, "SUDO_USER from a non-root user is not believed: {list}");
         assert!(!audit.contains("alice"), "{audit}");
     }

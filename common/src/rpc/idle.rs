@@ -141,7 +141,9 @@ where
         inner: service,
         activity: Arc::clone(&activity),
     };
-    builder.header_read_timeout(idle.saturating_mul(2)).keep_alive(true);
+    builder
+        .header_read_timeout(idle.saturating_mul(2))
+        .keep_alive(true);
     let mut conn = builder.serve_connection(TokioIo::new(io), service);
     let mut idled = false;
     loop {
@@ -211,7 +213,9 @@ mod tests {
             let (tcp, peer) = listener.accept().await.unwrap();
             let slot = crate::rpc::accept::Slot::standalone(peer.ip());
             let service = hyper::service::service_fn(|_req| async {
-                Ok::<_, Infallible>(Response::new(http_body_util::Full::new(bytes::Bytes::from_static(b"hi"))))
+                Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
+                    bytes::Bytes::from_static(b"hi"),
+                )))
             });
             let mut builder = http1::Builder::new();
             builder.timer(hyper_util::rt::TokioTimer::new());
@@ -229,7 +233,10 @@ mod tests {
         for _ in 0..3 {
             client.write_all(request).await.expect("no reset");
             tokio::task::yield_now().await;
-            client.write_all(b"{}").await.expect("no reset between the writes");
+            client
+                .write_all(b"{}")
+                .await
+                .expect("no reset between the writes");
         }
         assert_eq!(client.read(&mut [0u8; 16]).await.unwrap(), 0, "a clean end");
         drop(client);

@@ -22,7 +22,7 @@
 
 use std::borrow::Cow;
 
-use super::DecodeError;
+use super::errors::DecodeError;
 
 /// `body` as UTF-8 text the strict decoder reads.
 pub fn normalise(body: &[u8]) -> Result<Cow<'_, str>, DecodeError> {
@@ -113,8 +113,17 @@ fn declared_encoding(body: &[u8]) -> Option<&str> {
 /// Labels of US-ASCII (the WHATWG table maps them all to windows-1252).
 fn is_ascii_label(label: &str) -> bool {
     const ASCII: [&str; 11] = [
-        "us-ascii", "ascii", "ansi_x3.4-1968", "ansi_x3.4-1986", "iso-ir-6", "iso_646.irv:1991",
-        "iso646-us", "us", "ibm367", "cp367", "csascii",
+        "us-ascii",
+        "ascii",
+        "ansi_x3.4-1968",
+        "ansi_x3.4-1986",
+        "iso-ir-6",
+        "iso_646.irv:1991",
+        "iso646-us",
+        "us",
+        "ibm367",
+        "cp367",
+        "csascii",
     ];
     let label = label.trim();
     ASCII.iter().any(|a| a.eq_ignore_ascii_case(label))
@@ -300,7 +309,10 @@ mod tests {
     fn wide_ints_go_back_in_the_senders_tag() {
         let (text, sent) = normalise_keeping(b"<int>5</int><int>4294967296</int>").unwrap();
         assert_eq!(sent.wide_int_tag, Some("int"));
-        assert_eq!(restore(text.into_owned(), &sent), "<int>5</int><int>4294967296</int>");
+        assert_eq!(
+            restore(text.into_owned(), &sent),
+            "<int>5</int><int>4294967296</int>"
+        );
         let (_, sent) = normalise_keeping(b"<i4>-4294967296</i4>").unwrap();
         assert_eq!(sent.wide_int_tag, Some("i4"));
         let (text, sent) = normalise_keeping(b"<i8>4294967296</i8>").unwrap();

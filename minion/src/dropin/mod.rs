@@ -27,7 +27,7 @@ use common::Value;
 pub use describe::DropIn;
 use exec::{Bounds, Ended, Group, RunError};
 
-use crate::modules::{MethodError, MethodResult};
+use crate::method::{MethodError, MethodResult};
 
 /// Local drop-ins, below the root; they win over packaged ones.
 pub const LOCAL_DIR: &str = "/etc/func/modules.d";
@@ -438,7 +438,13 @@ impl DropIns {
     /// Runs `module.method(params)` for `caller`: the module is told its
     /// key (`<cn>-<hash>`) and whether it is the overlord's certificate (a
     /// minion may be named `overlord-1`: the key alone cannot say).
-    pub fn call(&self, module: &DropIn, method: &str, params: &[Value], caller: &crate::acl::Caller) -> MethodResult {
+    pub fn call(
+        &self,
+        module: &DropIn,
+        method: &str,
+        params: &[Value],
+        caller: &crate::acl::Caller,
+    ) -> MethodResult {
         let input = serde_json::json!({
             "args": params.iter().map(json::to_json).collect::<Vec<_>>(),
             "caller": caller.key,

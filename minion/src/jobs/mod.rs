@@ -20,7 +20,6 @@
 
 pub mod notify;
 pub mod proc;
-pub mod runner;
 pub mod spool;
 pub mod store;
 pub mod zygote;
@@ -33,7 +32,7 @@ use common::xmlrpc::{self, remote_error};
 use common::Value;
 
 use crate::acl::Caller;
-use crate::modules::MethodError;
+use crate::method::MethodError;
 use spool::Spool;
 use store::{JobRecord, Store, StoreError};
 
@@ -566,7 +565,7 @@ impl Jobs {
 }
 
 /// A record for a result whose request is gone.
-fn placeholder(id: &str) -> JobRecord {
+pub(crate) fn placeholder(id: &str) -> JobRecord {
     JobRecord {
         id: id.to_string(),
         method: String::new(),

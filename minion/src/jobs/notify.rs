@@ -10,11 +10,13 @@ use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
 use tokio::net::UnixListener;
 
-use super::runner::SOCKET;
 use super::{Jobs, NextSweep};
 
 /// How often the sweep runs while jobs run.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// File name of the daemon's notification socket in `var/run`.
+pub const SOCKET: &str = "funcd-jobs.sock";
 
 /// Longest an idle minion goes without a sweep.
 pub const IDLE_SWEEP_EVERY: Duration = Duration::from_secs(60);

@@ -86,7 +86,9 @@ impl Spool {
             if durable {
                 file.sync_all()?;
             }
-            self.fd.rename(tmp, OsStr::new(name)).map_err(std::io::Error::other)?;
+            self.fd
+                .rename(tmp, OsStr::new(name))
+                .map_err(std::io::Error::other)?;
             if durable {
                 self.fd.sync().map_err(std::io::Error::other)?;
             }
@@ -100,10 +102,13 @@ impl Spool {
 
     /// A whole regular file of the spool (never through a link).
     fn read(&self, name: &str) -> std::io::Result<Vec<u8>> {
-        let mut file = self.fd.open_existing(OsStr::new(name), false).map_err(|e| match e {
-            crate::beneath::BeneathError::Io(io) => io,
-            other => std::io::Error::other(other),
-        })?;
+        let mut file = self
+            .fd
+            .open_existing(OsStr::new(name), false)
+            .map_err(|e| match e {
+                crate::beneath::BeneathError::Io(io) => io,
+                other => std::io::Error::other(other),
+            })?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         Ok(bytes)
@@ -122,7 +127,11 @@ impl Spool {
     }
 
     pub fn write_pid(&self, id: &str, pid: u32, start: u64) -> std::io::Result<()> {
-        self.write(&Self::name(id, "pid"), format!("{pid} {start}\n").as_bytes(), false)
+        self.write(
+            &Self::name(id, "pid"),
+            format!("{pid} {start}\n").as_bytes(),
+            false,
+        )
     }
 
     /// The job process's pid and start time, if it recorded them.

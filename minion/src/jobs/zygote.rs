@@ -1,4 +1,5 @@
-//! The job zygote: `funcd --job-zygote`, spawned by the daemon when a job
+//! The daemon's side of the job zygote (the zygote's own side is
+//! `crate::jobproc::zygote`). The zygote: `funcd --job-zygote`, spawned by the daemon when a job
 //! first needs it (again if it ended) and kept while jobs come. It is
 //! single-threaded and never builds a runtime, so it may fork; for each job
 //! id the daemon writes on its stdin it forks a child that starts the job
@@ -19,13 +20,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout};
 use std::sync::Mutex;
 use std::time::Duration;
-
-use common::paths::Root;
-use nix::poll::{PollFd, PollFlags, PollTimeout};
-
-use super::{runner, spool};
 
 /// A zygote with no request for this long exits.
 pub const IDLE_EXIT: Duration = Duration::from_secs(60);
@@ -37,71 +35,7 @@ pub const IDLE_EXIT: Duration = Duration::from_secs(60);
 const ANSWER_WITHIN: Duration = Duration::from_secs(120);
 
 /// Longest request or answer line.
-const MAX_LINE: u64 = 512;
-
-/// `funcd --job-zygote`: serves job ids from stdin until EOF or an idle
-/// spell; returns the exit code.
-pub fn serve(root: &Root, name: &str) -> i32 {
-    let stdin = std::io::stdin();
-    let mut requests = BufReader::new(stdin.lock());
-    loop {
-        if requests.buffer().is_empty() && !readable(&stdin, IDLE_EXIT) {
-            return 0;
-        }
-        let mut line = String::new();
-        match (&mut requests).take(MAX_LINE).read_line(&mut line) {
-            Ok(0) | Err(_) => return 0,
-            Ok(_) => {}
-        }
-        let id = line.trim();
-        if !spool::is_job_id(id) {
-            answer("- FAILED not a job id\n");
-            continue;
-        }
-        start(root, name, id);
-    }
-}
-
-/// Forks the child that starts job `id` and reports it, then reaps that
-/// child (it exits right after the job's own fork).
-fn start(root: &Root, name: &str, id: &str) {
-    // SAFETY: the zygote is single-threaded and has no runtime.
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
-            let line = match runner::start_detached(root, name, id) {
-                Ok((pid, start)) => format!("{id} {pid} {start}\n"),
-                Err(why) => format!("{id} FAILED {why}\n"),
-            };
-            answer(&line);
-            // SAFETY: ends this child at once, without running the
-            // zygote's exit handlers or destructors.
-            unsafe { libc::_exit(0) }
-        }
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            let _ = nix::sys::wait::waitpid(child, None);
-        }
-        Err(e) => answer(&format!("{id} FAILED cannot fork: {e}\n")),
-    }
-}
-
-/// One answer line, in one write (shorter than PIPE_BUF, so never torn).
-fn answer(line: &str) {
-    let _ = nix::unistd::write(std::io::stdout().as_fd(), line.as_bytes());
-}
-
-/// Whether `fd` has data (or EOF) within `wait`.
-fn readable(fd: &impl AsFd, wait: Duration) -> bool {
-    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let timeout =
-        PollTimeout::try_from(wait.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
-    loop {
-        match nix::poll::poll(&mut fds, timeout) {
-            Ok(n) => return n > 0,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return false,
-        }
-    }
-}
+pub const MAX_LINE: u64 = 512;
 
 /// The daemon's handle on its zygote.
 pub struct Zygote {
@@ -234,6 +168,20 @@ impl Running {
         match (first.parse(), rest.and_then(|r| r.parse().ok())) {
             (Ok(pid), Some(start)) => Ok((pid, start)),
             _ => Err(unreadable()),
+        }
+    }
+}
+
+/// Whether `fd` has data (or EOF) within `wait`.
+pub(crate) fn readable(fd: &impl AsFd, wait: Duration) -> bool {
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    let timeout =
+        PollTimeout::try_from(wait.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
+    loop {
+        match nix::poll::poll(&mut fds, timeout) {
+            Ok(n) => return n > 0,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return false,
         }
     }
 }

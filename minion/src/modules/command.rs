@@ -11,8 +11,9 @@ use std::process::{Command as Process, Stdio};
 use common::xmlrpc::args::Args;
 use common::Value;
 
-use super::test::unreachable_method;
-use super::{ArgInfo, Context, MethodError, MethodInfo, MethodResult, Module};
+use super::module::{Context, Module};
+use crate::method::unreachable_method;
+use crate::method::{ArgInfo, MethodError, MethodInfo, MethodResult};
 
 /// Most bytes kept of each of stdout and stderr.
 pub const OUTPUT_CAP: usize = 8 << 20;

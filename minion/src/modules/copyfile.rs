@@ -15,9 +15,10 @@ use std::os::unix::fs::PermissionsExt;
 use common::xmlrpc::args::Args;
 use common::Value;
 
-use super::test::unreachable_method;
-use super::{ArgInfo, Context, MethodError, MethodInfo, MethodResult, Module};
+use super::module::{Context, Module};
 use crate::beneath::{BeneathError, Dir};
+use crate::method::unreachable_method;
+use crate::method::{ArgInfo, MethodError, MethodInfo, MethodResult};
 
 pub struct CopyFile;
 

@@ -13,8 +13,9 @@ use std::fs;
 use common::xmlrpc::{args::Args, int};
 use common::Value;
 
-use super::test::unreachable_method;
-use super::{record, strings, ArgInfo, Context, MethodInfo, MethodResult, Module};
+use super::module::{Context, Module};
+use crate::method::unreachable_method;
+use crate::method::{record, strings, ArgInfo, MethodInfo, MethodResult};
 
 pub struct Hardware;
 

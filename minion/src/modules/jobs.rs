@@ -11,10 +11,11 @@ use common::xmlrpc::{self, int};
 use common::Value;
 use nix::sys::signal::Signal;
 
-use super::{record, Context, MethodError, MethodInfo, MethodResult, Module};
+use super::module::{Context, Module};
 use crate::jobs::store::JobRecord;
 use crate::jobs::{proc, Jobs, FINISHED, RUNNING};
-use crate::modules::ArgInfo;
+use crate::method::ArgInfo;
+use crate::method::{record, MethodError, MethodInfo, MethodResult};
 
 pub struct JobsModule;
 
@@ -168,7 +169,10 @@ impl Module for JobsModule {
                 })?;
                 signal(jobs, ctx, &args.string(0, "job_id")?, sig)
             }
-            _ => Err(MethodError::new(super::INVALID_METHOD, format!("jobs.{method}"))),
+            _ => Err(MethodError::new(
+                crate::method::INVALID_METHOD,
+                format!("jobs.{method}"),
+            )),
         }
     }
 }

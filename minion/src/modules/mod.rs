@@ -11,6 +11,7 @@ pub mod command;
 pub mod copyfile;
 pub mod hardware;
 pub mod jobs;
+pub mod module;
 pub mod process;
 pub mod service;
 pub mod system;
@@ -20,14 +21,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::paths::Root;
-use common::xmlrpc::args::{ArgError, Args};
-use common::xmlrpc::remote_error;
+use common::xmlrpc::args::Args;
 use common::Value;
 
 use crate::dropin::{DropIn, DropIns, Snapshot};
-
-/// Python-style exception type for an unknown method, as Func reports it.
-pub const INVALID_METHOD: &str = "func.minion.codes.InvalidMethodException";
+pub use crate::method::{
+    record, strings, unreachable_method, ArgInfo, MethodError, MethodInfo, MethodResult, INVALID_METHOD,
+};
+pub use module::{Catalog, Context, Module};
 
 /// Func's per-module methods, answered by the registry for every module.
 pub const BASE_METHODS: [&str; 5] = [
@@ -37,114 +38,6 @@ pub const BASE_METHODS: [&str; 5] = [
     "list_methods",
     "get_method_args",
 ];
-
-/// A method's failure, returned to the caller as a `REMOTE_ERROR` list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MethodError {
-    pub kind: String,
-    pub message: String,
-    pub detail: String,
-}
-
-impl MethodError {
-    pub fn new(kind: &str, message: impl Into<String>) -> Self {
-        Self {
-            kind: kind.to_string(),
-            message: message.into(),
-            detail: String::new(),
-        }
-    }
-
-    /// An I/O or OS failure.
-    pub fn os(message: impl Into<String>) -> Self {
-        Self::new("OSError", message)
-    }
-
-    /// A refused or invalid input value.
-    pub fn value(message: impl Into<String>) -> Self {
-        Self::new("ValueError", message)
-    }
-
-    pub fn into_value(self) -> Value {
-        remote_error(&self.kind, &self.message, &self.detail)
-    }
-}
-
-impl From<ArgError> for MethodError {
-    fn from(e: ArgError) -> Self {
-        Self::new(e.kind, e.message)
-    }
-}
-
-pub type MethodResult = Result<Value, MethodError>;
-
-/// One argument of a method, for `get_method_args`.
-pub struct ArgInfo {
-    pub name: &'static str,
-    pub kind: &'static str,
-    pub optional: bool,
-    pub description: &'static str,
-}
-
-/// One method of a module.
-pub struct MethodInfo {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub args: &'static [ArgInfo],
-}
-
-/// What a module may use while it runs.
-pub struct Context<'a> {
-    /// The minion's `--root`; modules that touch files stay below it.
-    pub root: &'a Root,
-    /// Directories (absolute, below the root) that `copyfile` may write.
-    pub copyfile_dirs: &'a [String],
-    /// All modules, for `system.*`.
-    pub registry: &'a Registry,
-    /// The daemon's job table; `None` inside an async job process.
-    pub jobs: Option<&'a crate::jobs::Jobs>,
-    /// Who called: jobs belong to it, aggregate methods run only what it may call.
-    pub caller: &'a crate::acl::Caller,
-    /// The minion's ACLs.
-    pub acl: &'a crate::acl::Acl,
-}
-
-impl Context<'_> {
-    /// Whether the caller may call `method` (`module.method`): aggregate
-    /// methods (`system.grep`) run only what their caller could call itself.
-    pub fn may_call(&self, method: &str) -> bool {
-        self.acl.allows(self.caller, method)
-    }
-}
-
-/// A Func module: one file under `modules/`.
-pub trait Module: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
-    fn version(&self) -> &'static str {
-        env!("CARGO_PKG_VERSION")
-    }
-    fn api_version(&self) -> &'static str {
-        "0.0.1"
-    }
-    /// The module's own methods (not the five base ones).
-    fn methods(&self) -> &'static [MethodInfo];
-    /// Runs `method`, which is one of [`Module::methods`]. Called on a blocking
-    /// thread: modules may block.
-    fn call(&self, ctx: &Context<'_>, method: &str, args: Args<'_>) -> MethodResult;
-    /// Whether `method` answers at once (no I/O, no waiting, bounded work):
-    /// such calls run on the connection's own thread instead of a blocking
-    /// one, which saves two thread hand-offs per call.
-    fn is_instant(&self, _method: &str) -> bool {
-        false
-    }
-    /// How `method`'s results tell failure from success (beyond a
-    /// `REMOTE_ERROR`); the overlord judges by `common::outcome::rule`,
-    /// which must say the same (a unit test checks it).
-    fn result_rule(&self, _method: &str) -> common::outcome::ResultRule {
-        common::outcome::ResultRule::Value
-    }
-}
 
 /// All modules of this minion, by name.
 pub struct Registry {
@@ -393,14 +286,25 @@ fn no_args(args: Args<'_>) -> Result<(), MethodError> {
     Ok(args.arity(0, 0)?)
 }
 
-/// A list of strings as an XML-RPC array.
-pub fn strings<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Value {
-    Value::Array(items.into_iter().map(|s| Value::String(s.into())).collect())
-}
-
-/// A struct from `(key, value)` pairs.
-pub fn record<K: Into<String>>(pairs: impl IntoIterator<Item = (K, Value)>) -> Value {
-    Value::Struct(pairs.into_iter().map(|(k, v)| (k.into(), v)).collect())
+impl Catalog for Registry {
+    fn qualified_names(&self) -> Vec<String> {
+        Registry::qualified_names(self)
+    }
+    fn module_names(&self) -> Vec<String> {
+        Registry::module_names(self)
+    }
+    fn inventory(&self) -> Value {
+        Registry::inventory(self)
+    }
+    fn dropins(&self) -> Snapshot {
+        Registry::dropins(self)
+    }
+    fn builtins(&self) -> Vec<&dyn Module> {
+        self.modules().collect()
+    }
+    fn call(&self, ctx: &Context<'_>, qualified: &str, params: &[Value]) -> MethodResult {
+        Registry::call(self, ctx, qualified, params)
+    }
 }
 
 /// Func's `get_method_args` shape: `{method: {args: {arg: {type, optional,

@@ -10,8 +10,9 @@ use common::Value;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use super::test::unreachable_method;
-use super::{strings, ArgInfo, Context, MethodError, MethodInfo, MethodResult, Module};
+use super::module::{Context, Module};
+use crate::method::unreachable_method;
+use crate::method::{strings, ArgInfo, MethodError, MethodInfo, MethodResult};
 
 pub struct Process;
 
@@ -145,7 +146,7 @@ impl Module for Process {
                     .map(|f| f.join(" "))
                     .filter(|l| l.to_lowercase().contains(&word))
                     .collect();
-                Ok(super::record([("process.info", strings(lines))]))
+                Ok(crate::method::record([("process.info", strings(lines))]))
             }
             _ => unreachable_method(method),
         }

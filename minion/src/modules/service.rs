@@ -9,8 +9,9 @@ use std::process::Command as Process;
 use common::xmlrpc::args::Args;
 use common::Value;
 
-use super::test::unreachable_method;
-use super::{record, strings, ArgInfo, Context, MethodError, MethodInfo, MethodResult, Module};
+use super::module::{Context, Module};
+use crate::method::unreachable_method;
+use crate::method::{record, strings, ArgInfo, MethodError, MethodInfo, MethodResult};
 
 pub struct Service;
 

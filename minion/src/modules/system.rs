@@ -8,8 +8,9 @@
 use common::xmlrpc::args::Args;
 use common::Value;
 
-use super::test::unreachable_method;
-use super::{record, strings, ArgInfo, Context, MethodInfo, MethodResult, Module};
+use super::module::{Context, Module};
+use crate::method::unreachable_method;
+use crate::method::{record, strings, ArgInfo, MethodInfo, MethodResult};
 
 pub struct System;
 
@@ -100,7 +101,8 @@ impl Module for System {
                 let word = Value::String(args.string(0, "word")?);
                 let mut merged = std::collections::BTreeMap::new();
                 for module in reg
-                    .modules()
+                    .builtins()
+                    .into_iter()
                     .filter(|m| m.name() != "system" && m.methods().iter().any(|x| x.name == "grep"))
                     .filter(|m| ctx.may_call(&format!("{}.grep", m.name())))
                 {

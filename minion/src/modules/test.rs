@@ -3,8 +3,10 @@
 use common::xmlrpc::args::{describe, Args};
 use common::Value;
 
-use super::{Context, MethodError, MethodInfo, MethodResult, Module};
-use crate::modules::ArgInfo;
+use super::module::{Context, Module};
+use crate::method::unreachable_method;
+use crate::method::ArgInfo;
+use crate::method::{MethodError, MethodInfo, MethodResult};
 
 /// Longest `test.sleep`: a test method must not hold a thread for long.
 pub const MAX_SLEEP: u64 = 300;
@@ -176,15 +178,6 @@ pub fn now() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-/// The registry only routes listed methods here; this answers a mismatch
-/// between a module's method table and its `match` as an error, not a panic.
-pub fn unreachable_method(method: &str) -> MethodResult {
-    Err(MethodError::new(
-        super::INVALID_METHOD,
-        format!("method {method} is listed but not implemented"),
-    ))
 }
 
 #[cfg(test)]

@@ -73,7 +73,13 @@ pub fn create(
 
 /// Atomically takes batch `id` for `me` (see `record::claim`). `driving`:
 /// the claimant is the driver (not a `recover` about to spawn one).
-pub fn claim(store: &Store, id: &str, me: Proc, parent: Option<Proc>, driving: bool) -> Result<Claim, String> {
+pub fn claim(
+    store: &Store,
+    id: &str,
+    me: Proc,
+    parent: Option<Proc>,
+    driving: bool,
+) -> Result<Claim, String> {
     let mut found = Claim::Missing;
     store
         .change_batch(id, |bytes| {
@@ -128,7 +134,11 @@ pub fn drive(
     // Only the claim's winner drives: two drivers never run one batch.
     let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true)? {
         Claim::Taken { record, resumed } => (record, resumed),
-        Claim::Complete => return load(store, id)?.map(|(_, r)| r).ok_or_else(|| "no such batch in the store".into()),
+        Claim::Complete => {
+            return load(store, id)?
+                .map(|(_, r)| r)
+                .ok_or_else(|| "no such batch in the store".into())
+        }
         Claim::Held((pid, _)) => return Err(format!("another driver (pid {pid}) is driving this batch")),
         Claim::Missing => return Err("no such batch in the store".into()),
     };

@@ -341,7 +341,9 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
                 outcome.insert(id, json!("nothing to recover"));
             }
             Claim::Held((pid, _)) => {
-                out.line(format!("batch {id}: its driver (pid {pid}) is running (nothing to recover)"));
+                out.line(format!(
+                    "batch {id}: its driver (pid {pid}) is running (nothing to recover)"
+                ));
                 outcome.insert(id, json!("nothing to recover"));
             }
             Claim::Taken { .. } => {

@@ -167,7 +167,10 @@ impl Call {
         // Salt's habit: `call test.ping`, `call command.run uptime`.
         if let Some((module, method)) = positional.first().and_then(|w| w.split_once('.')) {
             if !module.is_empty() && !method.is_empty() && !method.contains('.') {
-                let rest: String = positional[1..].iter().map(|a| format!(" {}", crate::interrupt::shell_quote(a))).collect();
+                let rest: String = positional[1..]
+                    .iter()
+                    .map(|a| format!(" {}", crate::interrupt::shell_quote(a)))
+                    .collect();
                 return Err(PlanError::Usage(format!(
                     "call takes MODULE and METHOD as two words: try `call {module} {method}{rest}` (Salt's {module}.{method} is Func's {module} {method})"
                 )));
@@ -354,7 +357,10 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
         && !crate::interrupt::requested()
     {
         for (host, why) in &status.waiting {
-            crate::outln!("{host}:\n    (no result within -t: {})", crate::output::shown_line(why));
+            crate::outln!(
+                "{host}:\n    (no result within -t: {})",
+                crate::output::shown_line(why)
+            );
         }
     }
     let all_ok = report.as_mut().is_none_or(|r| r.finish());
@@ -365,7 +371,9 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
 /// `{"job_id": ID}` with `--json`.
 fn show_job_id(plan: &Plan, id: &str) {
     match plan.json {
-        true if plan.out == crate::output::Format::Json => crate::outln!("{}", serde_json::json!({ "job_id": id })),
+        true if plan.out == crate::output::Format::Json => {
+            crate::outln!("{}", serde_json::json!({ "job_id": id }))
+        }
         true => crate::output::print_doc(plan.out, &serde_json::json!({ "job_id": id })),
         false => crate::outln!("JOB_ID: {}", crate::interrupt::shell_quote(id)),
     }

@@ -152,7 +152,10 @@ fn save(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let tmp = dir.join(format!(".groups.tmp{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     // 0644 whatever the umask, never through a link planted at the name.
-    let mut f = common::private::options().write(true).create_new(true).open(&tmp)?;
+    let mut f = common::private::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
     use std::os::unix::fs::PermissionsExt;
     f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
     f.write_all(text.as_bytes())?;

@@ -166,7 +166,11 @@ pub fn print(plan: &Plan, id: &str, status: &Status) {
         // Func's codes 0 and 3 both mean the job is still running.
         code => crate::outln!(
             "JOB_STATUS: running ({code}{}): {finished} of {total} hosts finished, {} not yet",
-            if code == jobs::PARTIAL { ", partial" } else { ", nothing dispatched yet" },
+            if code == jobs::PARTIAL {
+                ", partial"
+            } else {
+                ", nothing dispatched yet"
+            },
             status.waiting.len()
         ),
     }

@@ -23,8 +23,17 @@ use crate::plan::PlanError;
 const COMMAND_KEYS: &[&str] = &["command", "timeout"];
 const JOB_STATUS_KEYS: &[&str] = &["job_status", "wait", "timeout"];
 const CALL_KEYS: &[&str] = &[
-    "clients", "module", "method", "parameters", "async", "nforks", "timeout", "exclude", "batch",
-    "batch_wait", "failhard",
+    "clients",
+    "module",
+    "method",
+    "parameters",
+    "async",
+    "nforks",
+    "timeout",
+    "exclude",
+    "batch",
+    "batch_wait",
+    "failhard",
 ];
 
 /// Refuses the first key of `obj` that is not in `known` (a `kind` request's keys).
@@ -72,8 +81,14 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
             return Err(bad("a request cannot be another transmit".into()));
         }
         // The root is the caller's (`func --root R transmit`), never the request's.
-        if list.iter().filter_map(J::as_str).any(|w| w == "--root" || w.starts_with("--root=")) {
-            return Err(bad("a request cannot choose the root (--root): it is the one func transmit runs with".into()));
+        if list
+            .iter()
+            .filter_map(J::as_str)
+            .any(|w| w == "--root" || w.starts_with("--root="))
+        {
+            return Err(bad(
+                "a request cannot choose the root (--root): it is the one func transmit runs with".into(),
+            ));
         }
         words.extend(list.iter().filter_map(|w| w.as_str().map(str::to_string)));
         return Ok(words);
@@ -163,7 +178,10 @@ mod tests {
     fn unknown_keys_are_refused_with_a_suggestion() {
         let err = |text: &str| request_words(text).unwrap_err().to_string();
         let e = err(r#"{"clients": "*", "module": "test", "method": "ping", "exlude": "m1"}"#);
-        assert!(e.contains(r#"unknown key "exlude""#) && e.contains(r#"did you mean "exclude"?"#), "{e}");
+        assert!(
+            e.contains(r#"unknown key "exlude""#) && e.contains(r#"did you mean "exclude"?"#),
+            "{e}"
+        );
         let e = err(r#"{"clients": "*", "module": "test", "method": "sleep", "asynk": true}"#);
         assert!(e.contains(r#"did you mean "async"?"#), "{e}");
         let e = err(r#"{"clients": "*", "module": "test", "method": "add", "paramters": [1, 2]}"#);

@@ -133,7 +133,11 @@ impl List {
 /// The job's arguments as sent: the typed values of `--json-args` (or a
 /// transmit request), else the words, as strings.
 fn args_json(meta: &crate::store::JobMeta) -> serde_json::Value {
-    match meta.typed_args.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+    match meta
+        .typed_args
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>)
+    {
         Some(Ok(typed @ serde_json::Value::Array(_))) => typed,
         _ => json!(meta.args),
     }

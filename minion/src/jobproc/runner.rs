@@ -16,13 +16,12 @@ use common::paths::Root;
 use common::xmlrpc::{self, remote_error};
 use common::Value;
 
-use super::spool::{self, Spool};
-use super::{encode_result, now, proc};
 use crate::config::{MinionConfig, Overrides};
-use crate::modules::{Context, MethodError, Registry};
-
-/// File name of the daemon's notification socket in `var/run`.
-pub const SOCKET: &str = "funcd-jobs.sock";
+use crate::jobs::notify::SOCKET;
+use crate::jobs::spool::{self, Spool};
+use crate::jobs::{encode_result, now, proc};
+use crate::method::MethodError;
+use crate::modules::{Context, Registry};
 
 /// Starts job `id` from a single-threaded process with no runtime: a new
 /// session, then a fork. Returns the job's pid and start time in the
@@ -81,7 +80,7 @@ fn run_detached(root: &Root, name: String, id: &str) -> std::io::Result<()> {
         Ok(r) => r,
         Err(e) => {
             // Without its request the job cannot run; still leave a result.
-            let mut r = super::placeholder(id);
+            let mut r = crate::jobs::placeholder(id);
             r.result_xml = Some(encode_result(remote_error(
                 "func.minion.JobError",
                 &format!("cannot read the job request: {e}"),
