@@ -62,7 +62,7 @@ impl GlobalArgs {
 }
 
 fn positive_secs(v: &str) -> Result<f64, String> {
-    crate::plan::seconds(v, false)
+    crate::settings::seconds(v, false)
 }
 
 const SPEC_HELP: &str = "\

@@ -198,11 +198,11 @@ fn check(doc: &J) -> Result<Request, Bad> {
         None | Some(J::Null) => None,
         Some(t) => Some(
             t.as_f64()
-                .filter(|t| *t > 0.0 && *t <= crate::plan::MAX_SECS)
+                .filter(|t| *t > 0.0 && *t <= crate::settings::MAX_SECS)
                 .ok_or_else(|| {
                     Bad(format!(
                         "\"timeout\" must be seconds above 0 up to {} (30 days), not {t}",
-                        crate::plan::MAX_SECS
+                        crate::settings::MAX_SECS
                     ))
                 })?,
         ),

@@ -32,8 +32,10 @@ pub mod out;
 pub mod output;
 pub mod plan;
 pub mod report;
+pub mod settings;
 pub mod store;
 pub mod targets;
+pub mod values;
 pub mod when;
 pub mod worker;
 

@@ -20,6 +20,8 @@ use std::fmt::Write as _;
 use common::xmlrpc::is_remote_error;
 use common::Value;
 
+pub use crate::values::{from_json, to_json};
+
 /// Whether every result of `method` is a success.
 pub fn all_ok(method: &str, results: &BTreeMap<String, Value>) -> bool {
     results.values().all(|v| common::outcome::ok(method, v))
@@ -86,7 +88,7 @@ pub fn json_safe(text: String) -> String {
 /// Human-readable blocks of `method`'s results.
 pub fn human(method: &str, results: &BTreeMap<String, Value>) -> String {
     let mut out = String::new();
-    for host in crate::report::natural(results.keys()) {
+    for host in crate::values::natural(results.keys()) {
         let value = &results[host];
         let _ = writeln!(out, "{host}:");
         if is_remote_error(value) {
@@ -101,20 +103,10 @@ pub fn human(method: &str, results: &BTreeMap<String, Value>) -> String {
     out
 }
 
-/// `ERROR (type): message` for a `REMOTE_ERROR` list.
+/// `ERROR (type): message` for a `REMOTE_ERROR` list, on one line and
+/// safe for a terminal (see [`shown_line`]).
 pub fn error_line(value: &Value) -> String {
-    let Value::Array(items) = value else {
-        return "ERROR".into();
-    };
-    let text = |i: usize| match items.get(i) {
-        Some(Value::String(s)) => shown_line(s.trim_end_matches('\n')).into_owned(),
-        _ => String::new(),
-    };
-    let message = text(2);
-    match message.is_empty() {
-        true => format!("ERROR ({})", text(1)),
-        false => format!("ERROR ({}): {message}", text(1)),
-    }
+    shown_line(&crate::values::error_text(value)).into_owned()
 }
 
 fn scalar(value: &Value) -> Option<String> {
@@ -203,7 +195,7 @@ pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
         Format::Xmlrpc => xmlrpc(Value::Struct(results.clone().into_iter().collect())),
         Format::Txt => {
             let mut out = String::new();
-            for host in crate::report::natural(results.keys()) {
+            for host in crate::values::natural(results.keys()) {
                 let _ = writeln!(out, "{}: {}", shown_line(host), txt(&to_json(&results[host])));
             }
             out.trim_end().to_string()
@@ -288,61 +280,50 @@ pub fn json(results: &BTreeMap<String, Value>) -> String {
     serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into())
 }
 
-/// An XML-RPC value as JSON: numbers, strings, lists, objects, `null`;
-/// binary as base64 text, dates as their XML-RPC text.
-pub fn to_json(value: &Value) -> serde_json::Value {
-    use serde_json::Value as J;
-    match value {
-        Value::Integer(i) => J::from(*i),
-        Value::Long(l) => J::from(*l),
-        Value::Double(d) => serde_json::Number::from_f64(*d)
-            .map(J::Number)
-            .unwrap_or_else(|| J::String(d.to_string())),
-        Value::Boolean(b) => J::Bool(*b),
-        Value::String(s) => J::String(s.clone()),
-        Value::DateTime(d) => J::String(d.to_string()),
-        Value::Base64(b) => J::String(base64(b)),
-        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
-        Value::Struct(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
-        _ => J::Null,
-    }
+/// What a command reports in lines: printed as they come, or with
+/// `--json` collected into one document `{"ok": bool, "messages": [...]}`
+/// (plus fields the command adds) printed by [`Lines::finish`].
+pub struct Lines {
+    json: bool,
+    format: Format,
+    messages: Vec<String>,
+    fields: serde_json::Map<String, serde_json::Value>,
 }
 
-/// A JSON value as an XML-RPC value (typed arguments): whole numbers as
-/// `<int>` or, beyond 32 bits, `<i8>`; other numbers `<double>`; `null`
-/// as `<nil/>`; objects as structs.
-pub fn from_json(value: &serde_json::Value) -> Value {
-    use serde_json::Value as J;
-    match value {
-        J::Null => Value::Nil,
-        J::Bool(b) => Value::Boolean(*b),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => common::xmlrpc::int(i),
-            None => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        J::String(s) => Value::String(s.clone()),
-        J::Array(items) => Value::Array(items.iter().map(from_json).collect()),
-        J::Object(m) => Value::Struct(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
-    }
-}
-
-fn base64(data: &[u8]) -> String {
-    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
+impl Lines {
+    pub fn new(json: bool, format: Format) -> Self {
+        Self {
+            json,
+            format,
+            messages: Vec::new(),
+            fields: serde_json::Map::new(),
         }
     }
-    out
+
+    /// One line of the report.
+    pub fn line(&mut self, text: String) {
+        match self.json {
+            true => self.messages.push(text),
+            false => crate::out::write(&format!("{text}\n")),
+        }
+    }
+
+    /// A field of the JSON document (ignored without `--json`).
+    pub fn field(&mut self, key: &str, value: serde_json::Value) {
+        self.fields.insert(key.to_string(), value);
+    }
+
+    /// Prints the JSON document (with `--json`); returns `code`.
+    pub fn finish(mut self, code: i32) -> i32 {
+        if self.json {
+            self.fields
+                .insert("ok".into(), serde_json::Value::Bool(code == 0));
+            self.fields
+                .insert("messages".into(), serde_json::json!(self.messages));
+            print_doc(self.format, &serde_json::Value::Object(self.fields));
+        }
+        code
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use std::io::IsTerminal;
 
 use common::Value;
 
+pub use crate::values::{natural, natural_cmp};
+
 use crate::plan::Plan;
 
 /// How one host ended.
@@ -61,46 +63,6 @@ fn green(text: &str, on: bool) -> String {
         true => format!("\x1b[32m{text}\x1b[0m"),
         false => text.to_string(),
     }
-}
-
-/// Natural order of host names: `web2` before `web10`.
-pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
-    loop {
-        match (x.first(), y.first()) {
-            (None, None) => return a.cmp(b),
-            (None, _) => return std::cmp::Ordering::Less,
-            (_, None) => return std::cmp::Ordering::Greater,
-            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
-                let n = x.iter().take_while(|c| c.is_ascii_digit()).count();
-                let m = y.iter().take_while(|c| c.is_ascii_digit()).count();
-                let (p, q) = (trim_zeros(&x[..n]), trim_zeros(&y[..m]));
-                let order = p.len().cmp(&q.len()).then(p.cmp(q));
-                if order != std::cmp::Ordering::Equal {
-                    return order;
-                }
-                (x, y) = (&x[n..], &y[m..]);
-            }
-            (Some(c), Some(d)) => {
-                if c != d {
-                    return c.cmp(d);
-                }
-                (x, y) = (&x[1..], &y[1..]);
-            }
-        }
-    }
-}
-
-fn trim_zeros(digits: &[u8]) -> &[u8] {
-    let zeros = digits.iter().take_while(|d| **d == b'0').count();
-    &digits[zeros.min(digits.len().saturating_sub(1))..]
-}
-
-/// Host names in natural order.
-pub fn natural<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<&'a String> {
-    let mut v: Vec<&String> = names.into_iter().collect();
-    v.sort_by(|a, b| natural_cmp(a, b));
-    v
 }
 
 /// One host's lines, as a command shows it.

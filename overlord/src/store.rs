@@ -72,7 +72,7 @@ impl JobMeta {
             .as_deref()
             .and_then(|t| serde_json::from_str(t).ok())
         {
-            Some(serde_json::Value::Array(items)) => items.iter().map(crate::output::from_json).collect(),
+            Some(serde_json::Value::Array(items)) => items.iter().map(crate::values::from_json).collect(),
             _ => self
                 .args
                 .iter()

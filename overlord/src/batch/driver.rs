@@ -144,9 +144,9 @@ pub fn drive(
     };
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
     let mut poller = Poller::new(
-        &crate::plan::credentials(root),
+        &crate::settings::credentials(root),
         limit,
-        crate::plan::max_response(root),
+        crate::settings::max_response(root),
     )?;
     let mut events = Vec::new();
     if recovering {
@@ -220,7 +220,7 @@ pub fn drive(
                         results.insert(host.clone(), v.clone());
                         events.push(Event::DispatchFailed {
                             host,
-                            why: crate::output::error_line(&v),
+                            why: crate::values::error_text(&v),
                         });
                     }
                     Reply::Unreachable(why) => events.push(Event::DispatchFailed { host, why }),

@@ -253,7 +253,7 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
             Some(rec.encode())
         })
         .map_err(config)?;
-    let mut out = crate::out::Lines::new(plan.json, plan.out);
+    let mut out = crate::output::Lines::new(plan.json, plan.out);
     out.field("job_id", json!(id));
     let Some((_, rec)) = found
         .then(|| driver::load(&store, id))
@@ -310,7 +310,7 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
             .map(|(m, _)| m.id)
             .collect(),
     };
-    let mut out = crate::out::Lines::new(plan.json, plan.out);
+    let mut out = crate::output::Lines::new(plan.json, plan.out);
     out.field("batches", json!({}));
     if targets.is_empty() {
         out.line("no batch needs recovering".into());

@@ -77,7 +77,7 @@ fn check_batch(v: &str) -> Result<(), PlanError> {
 }
 
 fn seconds(v: &str) -> Result<f64, PlanError> {
-    crate::plan::seconds(v, true).map_err(|why| PlanError::Usage(format!("--batch-wait {why}")))
+    crate::settings::seconds(v, true).map_err(|why| PlanError::Usage(format!("--batch-wait {why}")))
 }
 
 impl Call {

@@ -87,7 +87,7 @@ pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
     Poller::new(
         &plan.credentials(),
         Duration::from_secs_f64(plan.dispatch.timeout_secs),
-        crate::plan::max_response(&plan.root),
+        crate::settings::max_response(&plan.root),
     )
 }
 

@@ -17,7 +17,7 @@ use common::Value;
 use super::encode_result;
 use crate::dispatch::{self, Dispatch};
 use crate::job::Action;
-use crate::plan::WORKER_CONCURRENCY;
+use crate::settings::WORKER_CONCURRENCY;
 use crate::store::{HostState, HostUpdate, Store};
 use crate::targets::Target;
 
@@ -70,7 +70,7 @@ pub fn run_detached(
             return 2;
         }
     };
-    match drive(&crate::plan::store(&root), &root, &id) {
+    match drive(&crate::settings::store(&root), &root, &id) {
         Ok(()) => 0,
         Err(e) => {
             crate::errln!("func {subcommand} {id}: {e}");
@@ -105,7 +105,7 @@ fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
         forks: record.meta.forks.max(1),
         timeout_secs: record.meta.timeout_secs,
         concurrency: WORKER_CONCURRENCY,
-        max_response: crate::plan::max_response(root),
+        max_response: crate::settings::max_response(root),
     };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut pending: Vec<(String, HostUpdate)> = Vec::new();
@@ -122,7 +122,7 @@ fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
         // the other hosts do (a stalled host must not hide the others).
         dispatch::run_ticking(
             &exe,
-            &crate::plan::credentials(root),
+            &crate::settings::credentials(root),
             &targets,
             &Action::Call { call_xml },
             &how,

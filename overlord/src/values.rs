@@ -1,0 +1,119 @@
+//! Values as every layer needs them, with no I/O and no display: XML-RPC
+//! values to and from JSON, the text of a `REMOTE_ERROR`, and the natural
+//! order of host names (`web2` before `web10`).
+
+use common::Value;
+
+/// An XML-RPC value as JSON: numbers, strings, lists, objects, `null`;
+/// binary as base64 text, dates as their XML-RPC text.
+pub fn to_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        Value::Integer(i) => J::from(*i),
+        Value::Long(l) => J::from(*l),
+        Value::Double(d) => serde_json::Number::from_f64(*d)
+            .map(J::Number)
+            .unwrap_or_else(|| J::String(d.to_string())),
+        Value::Boolean(b) => J::Bool(*b),
+        Value::String(s) => J::String(s.clone()),
+        Value::DateTime(d) => J::String(d.to_string()),
+        Value::Base64(b) => J::String(base64(b)),
+        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Struct(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+        _ => J::Null,
+    }
+}
+
+/// A JSON value as an XML-RPC value (typed arguments): whole numbers as
+/// `<int>` or, beyond 32 bits, `<i8>`; other numbers `<double>`; `null`
+/// as `<nil/>`; objects as structs.
+pub fn from_json(value: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match value {
+        J::Null => Value::Nil,
+        J::Bool(b) => Value::Boolean(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => common::xmlrpc::int(i),
+            None => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => Value::String(s.clone()),
+        J::Array(items) => Value::Array(items.iter().map(from_json).collect()),
+        J::Object(m) => Value::Struct(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
+    }
+}
+
+fn base64(data: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Natural order of host names: `web2` before `web10`.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return a.cmp(b),
+            (None, _) => return std::cmp::Ordering::Less,
+            (_, None) => return std::cmp::Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let n = x.iter().take_while(|c| c.is_ascii_digit()).count();
+                let m = y.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (p, q) = (trim_zeros(&x[..n]), trim_zeros(&y[..m]));
+                let order = p.len().cmp(&q.len()).then(p.cmp(q));
+                if order != std::cmp::Ordering::Equal {
+                    return order;
+                }
+                (x, y) = (&x[n..], &y[m..]);
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(d);
+                }
+                (x, y) = (&x[1..], &y[1..]);
+            }
+        }
+    }
+}
+
+fn trim_zeros(digits: &[u8]) -> &[u8] {
+    let zeros = digits.iter().take_while(|d| **d == b'0').count();
+    &digits[zeros.min(digits.len().saturating_sub(1))..]
+}
+
+/// Host names in natural order.
+pub fn natural<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<&'a String> {
+    let mut v: Vec<&String> = names.into_iter().collect();
+    v.sort_by(|a, b| natural_cmp(a, b));
+    v
+}
+
+/// `ERROR (type): message` for a `REMOTE_ERROR` list, as sent (the
+/// display layer escapes it for a terminal).
+pub fn error_text(value: &Value) -> String {
+    let Value::Array(items) = value else {
+        return "ERROR".into();
+    };
+    let text = |i: usize| match items.get(i) {
+        Some(Value::String(s)) => s.trim_end_matches('\n').to_string(),
+        _ => String::new(),
+    };
+    let message = text(2);
+    match message.is_empty() {
+        true => format!("ERROR ({})", text(1)),
+        false => format!("ERROR ({}): {message}", text(1)),
+    }
+}
