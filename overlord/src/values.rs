@@ -117,3 +117,15 @@ pub fn error_text(value: &Value) -> String {
         false => format!("ERROR ({}): {message}", text(1)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_and_natural_order() {
+        assert_eq!(base64(b"hello!?"), "aGVsbG8hPw==");
+        let names = ["web10".to_string(), "web2".to_string(), "db1".to_string()];
+        assert_eq!(natural(names.iter()), ["db1", "web2", "web10"]);
+    }
+}
