@@ -48,9 +48,11 @@ release: deps
 demo: build
 	bash scripts/demo.sh
 
-# Integration tests run the binaries built by `build` (cargo test does not
-# rebuild other packages' binaries), then the Python wire suite.
+# No import cycle between the files of any crate (the layers stay layers),
+# then integration tests run the binaries built by `build` (cargo test does
+# not rebuild other packages' binaries), then the Python wire suite.
 test: build
+	$(PYTHON) scripts/import_cycles.py .
 	$(CARGO) test --workspace
 	$(PYTHON) tests/python/run.py
 

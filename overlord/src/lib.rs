@@ -20,6 +20,7 @@
 //! The XML-RPC client itself is `common::rpc::client`.
 
 pub mod batch;
+pub mod calling;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
@@ -30,9 +31,11 @@ pub mod job;
 pub mod jobs;
 pub mod out;
 pub mod output;
+pub mod parse;
 pub mod plan;
 pub mod report;
 pub mod settings;
+pub mod status;
 pub mod store;
 pub mod targets;
 pub mod values;

@@ -17,11 +17,11 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("__driver") {
         return ExitCode::from(overlord::jobs::driver::main(&args[1..]) as u8);
     }
-    let plan = match overlord::plan::parse(&args, std::env::var(common::paths::ROOT_ENV).ok()) {
-        Ok(plan) => plan,
+    let (plan, command) = match overlord::parse::parse(&args, std::env::var(common::paths::ROOT_ENV).ok()) {
+        Ok(parsed) => parsed,
         Err(e) => return fail(&e, wants_json(&args)),
     };
-    match overlord::commands::run(&plan) {
+    match overlord::commands::run(&plan, &command) {
         // A named minion that does not exist is a failure, whatever the others did.
         Ok(0) if !plan.missing().is_empty() => ExitCode::from(1),
         Ok(code) => ExitCode::from(code as u8),

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use common::config::Ini;
 
-use super::job_status;
 use crate::jobs;
 use crate::plan::{count, split_flag, Globals, Plan, PlanError};
 use crate::store::JobMeta;
@@ -201,9 +200,9 @@ impl Call {
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         if self.jobstatus {
-            let status = job_status::check(plan, &self.method, false)?;
-            job_status::print(plan, &self.method, &status);
-            return Ok(job_status::exit_code(&status));
+            let status = crate::status::check(plan, &self.method, false)?;
+            crate::status::print(plan, &self.method, &status);
+            return Ok(crate::status::exit_code(&status));
         }
         if let Some(spec) = &self.batch {
             return self.run_batch(plan, spec);
@@ -211,8 +210,8 @@ impl Call {
         if self.asynchronous || forced_async(&plan.root, &self.method) {
             return self.run_async(plan);
         }
-        let action = super::call_action(&self.method, self.meta(plan, 0, false).params())?;
-        super::call_and_show(plan, &self.method, &action, crate::report::block, &|v| v)
+        let action = crate::calling::call_action(&self.method, self.meta(plan, 0, false).params())?;
+        crate::calling::call_and_show(plan, &self.method, &action, crate::report::block, &|v| v)
     }
 
     fn meta(&self, plan: &Plan, hosts: usize, batch: bool) -> JobMeta {
@@ -291,8 +290,8 @@ impl Call {
             return Ok(crate::interrupt::EXIT);
         }
         if json {
-            let status = job_status::check(plan, &id, false)?;
-            job_status::print(plan, &id, &status);
+            let status = crate::status::check(plan, &id, false)?;
+            crate::status::print(plan, &id, &status);
         }
         if let Some(why) = &rec.state.halted {
             plan.say(&format!("batch halted: {why}"));
@@ -308,7 +307,7 @@ impl Call {
         plan.check_credentials()?;
         let meta = self.meta(plan, hosts.len(), false);
         let (id, mut driver) =
-            jobs::submit(&plan.store(), &plan.root, meta, hosts).map_err(PlanError::Config)?;
+            jobs::driver::submit(&plan.store(), &plan.root, meta, hosts).map_err(PlanError::Config)?;
         if self.nopoll {
             show_job_id(plan, &id);
             return Ok(0);
@@ -329,9 +328,9 @@ impl Call {
             return Ok(crate::interrupt::EXIT);
         }
         if plan.json {
-            job_status::print(plan, &id, &status);
+            crate::status::print(plan, &id, &status);
         }
-        Ok(job_status::exit_code(&status))
+        Ok(crate::status::exit_code(&status))
     }
 }
 
@@ -340,7 +339,7 @@ impl Call {
 fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs::Status, bool), PlanError> {
     let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
     let mut report: Option<crate::report::Report> = None;
-    let status = job_status::watch(plan, id, deadline, |status| {
+    let status = crate::status::watch(plan, id, deadline, |status| {
         tick();
         let report = report.get_or_insert_with(|| {
             let hosts = status.results.keys().chain(status.waiting.keys()).cloned();

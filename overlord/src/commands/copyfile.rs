@@ -35,7 +35,7 @@ impl CopyFile {
             uid: i64::from(meta.uid()),
             gid: i64::from(meta.gid()),
         };
-        super::call_and_show(plan, "copyfile.copyfile", &action, crate::report::block, &|v| v)
+        crate::calling::call_and_show(plan, "copyfile.copyfile", &action, crate::report::block, &|v| v)
     }
 }
 

@@ -19,7 +19,7 @@ impl Grep {
     }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let action = super::call_action("system.grep", vec![Value::String(self.word.clone())])?;
-        super::call_and_show(plan, "system.grep", &action, crate::report::block, &|v| v)
+        let action = crate::calling::call_action("system.grep", vec![Value::String(self.word.clone())])?;
+        crate::calling::call_and_show(plan, "system.grep", &action, crate::report::block, &|v| v)
     }
 }

@@ -14,13 +14,7 @@ pub mod ping;
 pub mod show;
 pub mod transmit;
 
-use std::collections::BTreeMap;
-
-use common::Value;
-
 use crate::cli::{SpecCommand, TopCommand};
-use crate::dispatch;
-use crate::job::Action;
 use crate::plan::{Globals, Plan, PlanError};
 
 /// A parsed subcommand.
@@ -89,9 +83,9 @@ impl Command {
     }
 }
 
-/// Carries out `plan`; returns the exit status.
-pub fn run(plan: &Plan) -> Result<i32, PlanError> {
-    match &plan.command {
+/// Carries out `command` with `plan`; returns the exit status.
+pub fn run(plan: &Plan, command: &Command) -> Result<i32, PlanError> {
+    match command {
         Command::Batch(c) => c.run(plan),
         Command::Call(c) => c.run(plan),
         Command::CopyFile(c) => c.run(plan),
@@ -103,59 +97,4 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
         Command::Ping => ping::run(plan),
         Command::Show(c) => c.run(plan),
     }
-}
-
-/// Calls `action` on the plan's targets and shows each host the moment
-/// it ends (`report.rs`: blocks rendered by `render`, a progress line naming
-/// the hosts awaited, a summary on stderr); `--json` prints one document at
-/// the end. `transform` may reshape a result before it is shown. Returns
-/// the exit status.
-pub fn call_and_show(
-    plan: &Plan,
-    method: &str,
-    action: &Action,
-    render: crate::report::Render,
-    transform: &dyn Fn(Value) -> Value,
-) -> Result<i32, PlanError> {
-    let targets = plan.targets()?;
-    let mut report = crate::report::Report::new(plan, method, targets.iter().map(|t| t.name.clone()), render);
-    let mut shown = BTreeMap::new();
-    dispatch_to(plan, &targets, action, |host, value| {
-        let value = transform(value.clone());
-        report.host(host, &value);
-        shown.insert(host.to_string(), value);
-    })?;
-    if plan.json {
-        crate::outln!("{}", crate::output::results_as(plan.out, &shown));
-    }
-    Ok(i32::from(!report.finish()))
-}
-
-/// Dispatches `action` to `targets`; `on_each` sees every host as it ends.
-pub fn dispatch_to(
-    plan: &Plan,
-    targets: &[crate::targets::Target],
-    action: &Action,
-    on_each: impl FnMut(&str, &Value),
-) -> Result<BTreeMap<String, Value>, PlanError> {
-    plan.check_credentials()?;
-    let exe = std::env::current_exe()
-        .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
-    plan.detail(targets);
-    dispatch::run(
-        &exe,
-        &plan.credentials(),
-        targets,
-        action,
-        &plan.dispatch,
-        on_each,
-    )
-    .map_err(|e| PlanError::Config(format!("cannot start workers: {e}")))
-}
-
-/// A call action for `method` with `params`.
-pub fn call_action(method: &str, params: Vec<Value>) -> Result<Action, PlanError> {
-    let call_xml = common::xmlrpc::encode_call(method, params, common::xmlrpc::DEFAULT_MAX_DEPTH)
-        .map_err(|e| PlanError::Usage(format!("cannot encode the call: {e}")))?;
-    Ok(Action::Call { call_xml })
 }

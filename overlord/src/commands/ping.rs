@@ -6,8 +6,8 @@ use common::Value;
 use crate::plan::{Plan, PlanError};
 
 pub fn run(plan: &Plan) -> Result<i32, PlanError> {
-    let action = super::call_action("test.ping", Vec::new())?;
-    super::call_and_show(plan, "test.ping", &action, line, &|v| v)
+    let action = crate::calling::call_action("test.ping", Vec::new())?;
+    crate::calling::call_and_show(plan, "test.ping", &action, line, &|v| v)
 }
 
 /// `[ ok ... ] host` or `[ FAILED ] host  (why)`.

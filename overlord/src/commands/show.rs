@@ -14,7 +14,7 @@ pub struct Show {
 
 impl Show {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let action = super::call_action("hardware.info", vec![Value::Boolean(false)])?;
+        let action = crate::calling::call_action("hardware.info", vec![Value::Boolean(false)])?;
         let pick = |value: Value| match value {
             Value::Struct(all) if !self.keys.is_empty() => Value::Struct(
                 all.into_iter()
@@ -23,6 +23,6 @@ impl Show {
             ),
             other => other,
         };
-        super::call_and_show(plan, "hardware.info", &action, crate::report::block, &pick)
+        crate::calling::call_and_show(plan, "hardware.info", &action, crate::report::block, &pick)
     }
 }

@@ -51,6 +51,21 @@ pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> st
     cmd.spawn()
 }
 
+/// Reserves a job id for `function(args)` on `targets` in the store, then
+/// starts its detached driver. Returns the id and the driver process (for
+/// a `func` that stays to poll to reap).
+pub fn submit(
+    store: &Store,
+    root: &Root,
+    meta: crate::store::JobMeta,
+    hosts: Vec<String>,
+) -> Result<(String, std::process::Child), String> {
+    let id = store.create(meta, &hosts).map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the func executable: {e}"))?;
+    let child = spawn(&exe, root, &id).map_err(|e| format!("cannot start the job driver: {e}"))?;
+    Ok((id, child))
+}
+
 /// `func __driver --root ROOT ID`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
     run_detached("__driver", args, drive)

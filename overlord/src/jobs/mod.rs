@@ -177,21 +177,6 @@ pub fn refresh(
     Ok(record.map_or_else(Status::lost, |r| status_of(r, &unreachable)))
 }
 
-/// Reserves a job id for `function(args)` on `targets` in the store, then
-/// starts its detached driver. Returns the id and the driver process (for
-/// a `func` that stays to poll to reap).
-pub fn submit(
-    store: &Store,
-    root: &Root,
-    meta: crate::store::JobMeta,
-    hosts: Vec<String>,
-) -> Result<(String, std::process::Child), String> {
-    let id = store.create(meta, &hosts).map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the func executable: {e}"))?;
-    let child = driver::spawn(&exe, root, &id).map_err(|e| format!("cannot start the job driver: {e}"))?;
-    Ok((id, child))
-}
-
 /// Ends every host of `record` that was never dispatched with `error`
 /// (only if still undispatched when written) and closes its dispatch.
 pub fn abandon_pending(store: &Store, record: &JobRecord, error: Value) -> Result<bool, StoreError> {
@@ -255,4 +240,21 @@ pub fn resolve_id(store: &crate::store::Store, id: &str, batch: bool) -> Result<
 /// Who runs `func` (the invoking user under sudo: `common::process::invoking_user`).
 pub fn current_user() -> String {
     common::process::invoking_user()
+}
+
+/// Host counts of a job as the store has it: (done, failed, pending).
+pub fn counts(record: &JobRecord) -> (usize, usize, usize) {
+    let (mut done, mut failed, mut pending) = (0, 0, 0);
+    for entry in record.hosts.values() {
+        match (&entry.state, &entry.result_xml) {
+            (HostState::Finished, Some(xml))
+                if !common::outcome::ok(&record.meta.function, &decode_result(xml)) =>
+            {
+                failed += 1
+            }
+            (HostState::Finished, _) => done += 1,
+            _ => pending += 1,
+        }
+    }
+    (done, failed, pending)
 }

@@ -27,8 +27,8 @@ struct Running {
 impl Active {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let targets = crate::targets::resolve(&plan.root, &self.spec, plan.exclude.as_deref())?;
-        let action = crate::commands::call_action("jobs.running", Vec::new())?;
-        let answers = crate::commands::dispatch_to(plan, &targets, &action, |_, _| {})?;
+        let action = crate::calling::call_action("jobs.running", Vec::new())?;
+        let answers = crate::calling::dispatch_to(plan, &targets, &action, |_, _| {})?;
         // Which overlord job each (host, minion job) belongs to.
         let store = plan.store();
         let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());

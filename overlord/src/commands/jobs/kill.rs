@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use common::xmlrpc::remote_error;
 use common::Value;
 
-use crate::commands::job_status;
 use crate::jobs::{self, poller::Reply};
 use crate::plan::{Plan, PlanError};
 use crate::targets::Target;
@@ -51,16 +50,16 @@ impl Kill {
             std::thread::sleep(Duration::from_millis(20));
             record = store.load(&self.id).map_err(config)?;
         }
-        let status = super::refreshed(plan, &self.id)?;
+        let status = crate::status::refreshed(plan, &self.id)?;
         let Some(record) = &status.record else {
-            job_status::print(plan, &self.id, &status);
+            crate::status::print(plan, &self.id, &status);
             return Ok(1);
         };
         if status.finished() {
             let q = crate::interrupt::shell_quote(&self.id);
             match plan.json {
                 // The same document as every `jobs kill --json`: the job's status.
-                true => job_status::print(plan, &self.id, &status),
+                true => crate::status::print(plan, &self.id, &status),
                 false => crate::outln!(
                     "job {q} already finished: nothing to kill (func job_status {q} shows its results)"
                 ),
@@ -80,7 +79,7 @@ impl Kill {
             .collect();
         let mut failed = false;
         if !calls.is_empty() {
-            let mut poller = job_status::new_poller(plan).map_err(PlanError::Config)?;
+            let mut poller = crate::status::new_poller(plan).map_err(PlanError::Config)?;
             let mut replies = poller.call_each(calls);
             replies.sort_by(|a, b| a.0.cmp(&b.0));
             for (host, reply) in replies {
@@ -99,8 +98,8 @@ impl Kill {
             }
         }
         // The minions now report the signalled jobs as ended; collect that.
-        let status = job_status::watch(plan, &self.id, Some(Instant::now() + limit), |_| {})?;
-        job_status::print(plan, &self.id, &status);
+        let status = crate::status::watch(plan, &self.id, Some(Instant::now() + limit), |_| {})?;
+        crate::status::print(plan, &self.id, &status);
         Ok(i32::from(failed || !status.finished()))
     }
 }

@@ -62,7 +62,7 @@ impl List {
         let rows: Vec<serde_json::Value> = records
             .iter()
             .map(|r| {
-                let (done, failed, pending) = super::counts(r);
+                let (done, failed, pending) = crate::jobs::counts(r);
                 let m = &r.meta;
                 json!({
                     "id": m.id,
@@ -95,7 +95,7 @@ impl List {
             "DONE/FAILED/PENDING".into(),
         ]];
         for r in &records {
-            let (done, failed, pending) = super::counts(r);
+            let (done, failed, pending) = crate::jobs::counts(r);
             table.push([
                 r.meta.id.clone(),
                 r.meta.function.clone(),

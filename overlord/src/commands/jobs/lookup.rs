@@ -3,7 +3,6 @@
 //! the hosts that have not returned, with why: not dispatched yet, running,
 //! or unreachable (and the error).
 
-use crate::commands::job_status;
 use crate::jobs;
 use crate::plan::{Plan, PlanError};
 
@@ -15,13 +14,13 @@ pub struct Lookup {
 
 impl Lookup {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let status = super::refreshed(plan, &self.id)?;
+        let status = crate::status::refreshed(plan, &self.id)?;
         if !self.missing {
-            job_status::print(plan, &self.id, &status);
-            return Ok(job_status::exit_code(&status));
+            crate::status::print(plan, &self.id, &status);
+            return Ok(crate::status::exit_code(&status));
         }
         if status.code == jobs::LOST_IN_SPACE {
-            job_status::print(plan, &self.id, &status);
+            crate::status::print(plan, &self.id, &status);
             return Ok(1);
         }
         if plan.json {

@@ -7,9 +7,7 @@ pub mod kill;
 pub mod list;
 pub mod lookup;
 
-use crate::jobs::{self, Status};
 use crate::plan::{Plan, PlanError};
-use crate::store::{HostState, JobRecord};
 
 #[derive(Debug)]
 pub enum Jobs {
@@ -38,26 +36,4 @@ impl Jobs {
             Jobs::Kill(c) => c.run(plan),
         }
     }
-}
-
-/// Host counts of a job as the store has it: (done, failed, pending).
-pub fn counts(record: &JobRecord) -> (usize, usize, usize) {
-    let (mut done, mut failed, mut pending) = (0, 0, 0);
-    for entry in record.hosts.values() {
-        match (&entry.state, &entry.result_xml) {
-            (HostState::Finished, Some(xml))
-                if !common::outcome::ok(&record.meta.function, &jobs::decode_result(xml)) =>
-            {
-                failed += 1
-            }
-            (HostState::Finished, _) => done += 1,
-            _ => pending += 1,
-        }
-    }
-    (done, failed, pending)
-}
-
-/// The status of job `id` after asking its unfinished hosts.
-pub fn refreshed(plan: &Plan, id: &str) -> Result<Status, PlanError> {
-    super::job_status::check(plan, id, false)
 }

@@ -1,0 +1,171 @@
+//! A job's status for a front end: asking its unfinished hosts (`check`,
+//! `watch`, with one poller whose connections are kept across rounds) and
+//! showing it (`print`, Func's codes, the exit status). Used by
+//! `job_status`, `call --async`, `jobs lookup` and `jobs kill`; it knows no
+//! command.
+//!
+//! Exit status: 0 when the job is finished and every host succeeded; 1
+//! when it is finished and a host failed, or the job is unknown or
+//! expired; [`EXIT_NOT_FINISHED`] (3) while it is not finished yet, so a
+//! script can tell "not done" from "failed" without reading the output.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::jobs::{self, poller::Poller, Status};
+use crate::output;
+use crate::plan::{Plan, PlanError};
+
+/// The job's status now, or (`wait`) once finished or at the `-t` deadline.
+pub fn check(plan: &Plan, id: &str, wait: bool) -> Result<Status, PlanError> {
+    let deadline = match wait {
+        true => plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t)),
+        false => Some(Instant::now()),
+    };
+    watch(plan, id, deadline, |_| {})
+}
+
+/// Polls job `id` — one poller, its connections kept across rounds — until
+/// it is finished or unknown, or `deadline` has passed; `each` sees every
+/// round's status.
+pub fn watch(
+    plan: &Plan,
+    id: &str,
+    deadline: Option<Instant>,
+    mut each: impl FnMut(&Status),
+) -> Result<Status, PlanError> {
+    let store = plan.store();
+    let mut poller = None;
+    let mut round = 0;
+    loop {
+        // Running hosts answer the moment their job ends (`jobs.wait_job`);
+        // a round waits at most a second so new dispatches are seen.
+        let wait = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()).min(LONGEST_WAIT),
+            None => LONGEST_WAIT,
+        };
+        let wait = (!wait.is_zero()).then_some(wait);
+        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || new_poller(plan), wait)
+            .map_err(|e| PlanError::Config(e.to_string()))?;
+        each(&status);
+        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+        let stop = out_of_time || crate::interrupt::requested();
+        if status.finished() || status.code == jobs::LOST_IN_SPACE || stop {
+            return Ok(status);
+        }
+        // Nothing was waited on (not dispatched yet, or unreachable): pause,
+        // longer the longer nothing is there to wait on.
+        if wait.is_none() || !status.waiting.values().any(|why| why == "running") {
+            std::thread::sleep(jobs::poll_pause(round));
+            round += 1;
+        } else {
+            round = 0;
+        }
+    }
+}
+
+/// Longest one round of `watch` waits on running hosts.
+const LONGEST_WAIT: Duration = Duration::from_secs(1);
+
+pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
+    Poller::new(
+        &plan.credentials(),
+        Duration::from_secs_f64(plan.dispatch.timeout_secs),
+        crate::settings::max_response(&plan.root),
+    )
+}
+
+/// The exit status of a job that is not finished yet (Func's codes 0 and
+/// 3: nothing dispatched yet, partial).
+pub const EXIT_NOT_FINISHED: i32 = 3;
+
+pub fn exit_code(status: &Status) -> i32 {
+    match status.code {
+        jobs::FINISHED => i32::from(!output::all_ok(status.method(), &status.results)),
+        jobs::RUNNING | jobs::PARTIAL => EXIT_NOT_FINISHED,
+        _ => 1,
+    }
+}
+
+/// Func's status name.
+pub fn code_name(code: i32) -> &'static str {
+    match code {
+        jobs::RUNNING => "running",
+        jobs::FINISHED => "finished",
+        jobs::LOST_IN_SPACE => "lost in space",
+        jobs::PARTIAL => "partial",
+        _ => "unknown",
+    }
+}
+
+/// Prints the status with `--json` as one shape in every state:
+/// `{"job_id", "status" (Func's code), "state" (its name), "function",
+/// "results": {host: result} (finished hosts; {} when none or unknown),
+/// "waiting": {host: why}}` (`--out xmlrpc`: Func's `[code, {host:
+/// result}]`); else a status line and one block per host.
+pub fn print(plan: &Plan, id: &str, status: &Status) {
+    if plan.json {
+        let results: serde_json::Map<String, serde_json::Value> = status
+            .results
+            .iter()
+            .map(|(h, v)| (h.clone(), output::to_json(v)))
+            .collect();
+        let doc = json!({
+            "job_id": id,
+            "status": status.code,
+            "state": code_name(status.code),
+            "function": status.method(),
+            "results": results,
+            "waiting": status.waiting,
+        });
+        // `--out txt`: the finished hosts' results as `host: value` lines.
+        match plan.out {
+            crate::output::Format::Txt => {
+                crate::outln!("{}", crate::output::results_as(plan.out, &status.results))
+            }
+            // Func's own answer, typed: [code, {host: result}].
+            crate::output::Format::Xmlrpc => crate::outln!(
+                "{}",
+                crate::output::xmlrpc(common::Value::Array(vec![
+                    common::Value::Integer(status.code),
+                    common::Value::Struct(status.results.clone().into_iter().collect()),
+                ]))
+            ),
+            _ => crate::output::print_doc(plan.out, &doc),
+        }
+        return;
+    }
+    if status.code == jobs::LOST_IN_SPACE {
+        crate::outln!(
+            "JOB_STATUS: {} (2): no job {} here (unknown, or expired)",
+            code_name(2),
+            common::paths::shorten(id)
+        );
+        return;
+    }
+    let total = status.results.len() + status.waiting.len();
+    let finished = status.results.len();
+    match status.code {
+        jobs::FINISHED => crate::outln!("JOB_STATUS: finished (1): {finished} of {total} hosts finished"),
+        // Func's codes 0 and 3 both mean the job is still running.
+        code => crate::outln!(
+            "JOB_STATUS: running ({code}{}): {finished} of {total} hosts finished, {} not yet",
+            if code == jobs::PARTIAL {
+                ", partial"
+            } else {
+                ", nothing dispatched yet"
+            },
+            status.waiting.len()
+        ),
+    }
+    crate::out!("{}", output::human(status.method(), &status.results));
+    for (host, why) in &status.waiting {
+        crate::outln!("{host}:\n    ({})", crate::output::shown_line(why));
+    }
+}
+
+/// The status of job `id` after asking its unfinished hosts.
+pub fn refreshed(plan: &Plan, id: &str) -> Result<Status, PlanError> {
+    check(plan, id, false)
+}

@@ -1,1 +1,0 @@
-"""The overlord side of Func's Python API: `func.overlord.client`."""
