@@ -36,31 +36,31 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
 /// Makes `dir` exist with `mode` (created so, whatever the umask: a
 /// process started under umask 000 made `var`, `var/lib` 0777, and a local
 /// user could swap the state below them), its missing ancestors
-/// [`PUBLIC_DIR_MODE`]; then checks `dir` and every directory above it:
-/// each must belong to this process's user or root, and be writable by no
-/// one else (a sticky directory like /tmp excepted: others cannot move what
-/// is ours in it). A directory of ours that others can write is repaired
-/// (the group and others lose write; `dir` itself is brought to `mode`),
-/// anything else is refused with what to fix.
+/// [`PUBLIC_DIR_MODE`]; then checks every directory from `/` down to
+/// `dir` (symlinks resolved first): each must belong to this process's user
+/// or root, and others must not be able to write it (a sticky directory
+/// like /tmp excepted: others cannot move what is ours in it; a group's
+/// write, such as Debian's `/var/log` for `adm`, is the administrator's
+/// choice). One of ours that others can write is repaired (`chmod go-w`),
+/// and `dir` itself is brought down to `mode`; anything else is refused
+/// with what to fix. The walk opens each directory relative to its parent
+/// without following links and checks and changes it through that
+/// descriptor, top down: a directory swapped for a link mid-walk is
+/// refused, never followed, and each level is safe before the next.
 pub fn state_dir(dir: &Path, mode: u32) -> io::Result<()> {
     create_dirs(dir, mode)?;
-    let meta = fs::symlink_metadata(dir)?;
-    if !meta.is_dir() {
+    if fs::symlink_metadata(dir)?.file_type().is_symlink() {
         return Err(io::Error::other(format!(
-            "{} is not a directory (a symlink or a file is in its place)",
+            "{} is a symlink: state directories must be real directories",
             dir.display()
         )));
     }
-    // A sticky directory (a root of /tmp) is safe as it is and not ours to narrow.
-    let current = meta.permissions().mode() & 0o7777;
-    if current & 0o1000 == 0 && current & !mode & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(mode))?;
-    }
-    check_ancestors(dir)
+    check_path(dir, mode)
 }
 
-/// Creates `dir` (mode `mode`) and its missing ancestors (0755), each with
-/// its mode set explicitly after `mkdir`, never left to the umask.
+/// Creates `dir` (mode `mode`) and its missing ancestors (0755). `mkdir`'s
+/// mode is only ever narrowed by the umask; [`check_path`] then sets the
+/// exact mode through the directory's descriptor.
 fn create_dirs(dir: &Path, mode: u32) -> io::Result<()> {
     let mut missing = Vec::new();
     let mut at = Some(dir);
@@ -75,7 +75,11 @@ fn create_dirs(dir: &Path, mode: u32) -> io::Result<()> {
     for path in missing.into_iter().rev() {
         let want = if path == dir { mode } else { PUBLIC_DIR_MODE };
         match fs::DirBuilder::new().mode(want).create(path) {
-            Ok(()) => fs::set_permissions(path, fs::Permissions::from_mode(want))?,
+            Ok(()) => {
+                // Exactly `want`, through a descriptor of what we just made.
+                let fd = open_dir_nofollow(nix::fcntl::AT_FDCWD, path)?;
+                nix::sys::stat::fchmod(&fd, nix::sys::stat::Mode::from_bits_truncate(want))?;
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
@@ -83,36 +87,59 @@ fn create_dirs(dir: &Path, mode: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// Checks `dir` and every directory above it (see [`state_dir`]).
-fn check_ancestors(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
+fn open_dir_nofollow<Fd: std::os::fd::AsFd>(at: Fd, name: &Path) -> io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    nix::fcntl::openat(at, name, flags, nix::sys::stat::Mode::empty()).map_err(|e| match e {
+        nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR => io::Error::other(format!(
+            "{} changed into a symlink or a file while it was checked: refused",
+            name.display()
+        )),
+        other => io::Error::from(other),
+    })
+}
+
+/// Walks `/` down to `dir` (see [`state_dir`]); `dir` ends at `mode` or narrower.
+fn check_path(dir: &Path, mode: u32) -> io::Result<()> {
     let me = nix::unistd::geteuid().as_raw();
-    let my_group = nix::unistd::getegid().as_raw();
-    let absolute = std::path::absolute(dir)?;
-    for path in absolute.ancestors() {
-        let meta = fs::metadata(path)?;
-        let mode = meta.mode() & 0o7777;
-        let sticky = mode & 0o1000 != 0;
-        if meta.uid() != me && meta.uid() != 0 {
+    let real = fs::canonicalize(dir)?;
+    let mut fd = open_dir_nofollow(nix::fcntl::AT_FDCWD, Path::new("/"))?;
+    let mut at = std::path::PathBuf::from("/");
+    let parts: Vec<_> = real.components().skip(1).collect();
+    for (i, part) in std::iter::once(None).chain(parts.iter().map(Some)).enumerate() {
+        if let Some(part) = part {
+            fd = open_dir_nofollow(&fd, Path::new(part.as_os_str()))?;
+            at.push(part.as_os_str());
+        }
+        let st = nix::sys::stat::fstat(&fd)?;
+        let current = (st.st_mode as u32) & 0o7777;
+        if st.st_uid != me && st.st_uid != 0 {
             return Err(io::Error::other(format!(
                 "{} belongs to uid {}, not to this user ({me}) or root: another user could replace what is below it",
-                path.display(),
-                meta.uid()
+                at.display(),
+                st.st_uid
             )));
         }
-        let others_write = mode & 0o002 != 0 && !sticky;
-        let group_write = mode & 0o020 != 0 && !sticky && meta.gid() != my_group && meta.gid() != 0;
-        if !(others_write || group_write) {
+        let last = i == parts.len();
+        let sticky = current & 0o1000 != 0;
+        let want = match (last, sticky) {
+            // `dir` itself: no wider than asked.
+            (true, false) => current & !(!mode & 0o077),
+            (_, true) => current,
+            // Others can write it: ours is closed to the group too.
+            (false, false) if current & 0o002 != 0 => current & !0o022,
+            (false, false) => current,
+        };
+        if want == current {
             continue;
         }
-        if meta.uid() == me {
-            fs::set_permissions(path, fs::Permissions::from_mode(mode & !0o022))?;
-            continue;
+        if st.st_uid != me {
+            return Err(io::Error::other(format!(
+                "{} is writable by others (mode {current:o}): run chmod o-w on it",
+                at.display()
+            )));
         }
-        return Err(io::Error::other(format!(
-            "{} is writable by others (mode {mode:o}): run chmod go-w on it",
-            path.display()
-        )));
+        nix::sys::stat::fchmod(&fd, nix::sys::stat::Mode::from_bits_truncate(want))?;
     }
     Ok(())
 }
@@ -221,6 +248,24 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_group_writable_ancestor_is_left_alone_and_an_open_one_of_ours_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let logs = tmp.path().join("var/log");
+        fs::create_dir_all(&logs).unwrap();
+        // Debian's /var/log: 0775, a group's to write; the administrator's choice.
+        fs::set_permissions(&logs, fs::Permissions::from_mode(0o775)).unwrap();
+        private_dir(&logs.join("func")).unwrap();
+        assert_eq!(mode(&logs), 0o775, "left alone");
+        fs::set_permissions(&logs, fs::Permissions::from_mode(0o777)).unwrap();
+        private_dir(&logs.join("func")).unwrap();
+        assert_eq!(mode(&logs), 0o755, "others could write it: closed");
+        // A state directory that is a symlink is refused, never followed.
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere"), tmp.path().join("var/lib")).unwrap();
+        fs::create_dir(tmp.path().join("elsewhere")).unwrap();
+        assert!(state_dir(&tmp.path().join("var/lib"), PUBLIC_DIR_MODE).is_err());
     }
 
     #[test]

@@ -46,6 +46,19 @@ pub fn invoking_user() -> String {
         .unwrap_or_else(|| uid.to_string())
 }
 
+/// Raises this process's soft limit on open files to its hard limit (a
+/// server holds up to `max_connections` sockets, plus its files; the
+/// common soft default of 1024 would make `accept` fail first). Returns
+/// the limit now in force.
+pub fn raise_open_files() -> Option<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return Some(hard);
+    }
+    Some(soft)
+}
+
 /// A signal by name (`TERM`, `SIGKILL`, `kill`) or number.
 pub fn parse_signal(text: &str) -> Option<nix::sys::signal::Signal> {
     use nix::sys::signal::Signal;

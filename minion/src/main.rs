@@ -106,6 +106,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // One async thread: a minion's calls are light and its blocking work
     // runs on blocking threads; a second worker only adds thread
     // hand-offs per call (and memory).
+    // Room for every connection slot and lingering socket, plus files.
+    common::process::raise_open_files();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(minion::limits::blocking_threads(&config.quotas))
         .enable_all()

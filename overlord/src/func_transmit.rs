@@ -104,11 +104,13 @@ pub fn main() -> ExitCode {
     if let Some(why) = doc.get("error").and_then(J::as_str) {
         crate::errln!("{why}");
     }
+    // JSON writes terminal hazards as \uXXXX (the same document); YAML's
+    // plain and single-quoted scalars have no escapes, so it is left as is.
     let out = match yaml {
         true => yaml_serde::to_string(&doc).unwrap_or_else(|e| format!("error: {e}\n")),
-        false => format!("{doc}\n"),
+        false => crate::output::json_safe(format!("{doc}\n")),
     };
-    crate::out!("{}", crate::output::json_safe(out));
+    crate::out!("{out}");
     ExitCode::from(code as u8)
 }
 
@@ -139,7 +141,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         match obj.get(key) {
             None | Some(J::Null) => Ok(None),
             Some(J::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(Bad(format!("{key:?} must be a string, not {other}"))),
+            Some(other) => Err(Bad(format!("{key:?} must be a string, not {}", kind(other)))),
         }
     };
     let spec = match obj.get("clients") {
@@ -184,13 +186,19 @@ fn check(doc: &J) -> Result<Request, Bad> {
     let asynchronous = match obj.get("async") {
         None | Some(J::Null) => false,
         Some(J::Bool(b)) => *b,
-        Some(other) => return Err(Bad(format!("\"async\" must be true or false, not {other}"))),
+        Some(other) => {
+            return Err(Bad(format!(
+                "\"async\" must be true or false, not {}",
+                kind(other)
+            )))
+        }
     };
     let nforks = match obj.get("nforks") {
         None | Some(J::Null) => None,
         Some(n) => Some(n.as_u64().filter(|n| (1..=1024).contains(n)).ok_or_else(|| {
             Bad(format!(
-                "\"nforks\" must be a whole number from 1 to 1024, not {n}"
+                "\"nforks\" must be a whole number from 1 to 1024, not {}",
+                kind(n)
             ))
         })?),
     };
@@ -201,8 +209,9 @@ fn check(doc: &J) -> Result<Request, Bad> {
                 .filter(|t| *t > 0.0 && *t <= crate::settings::MAX_SECS)
                 .ok_or_else(|| {
                     Bad(format!(
-                        "\"timeout\" must be seconds above 0 up to {} (30 days), not {t}",
-                        crate::settings::MAX_SECS
+                        "\"timeout\" must be seconds above 0 up to {} (30 days), not {}",
+                        crate::settings::MAX_SECS,
+                        kind(t)
                     ))
                 })?,
         ),
@@ -216,6 +225,19 @@ fn check(doc: &J) -> Result<Request, Bad> {
         nforks,
         timeout,
     })
+}
+
+/// What a request value is, for an error message (the value itself may be
+/// large: it is never echoed whole).
+fn kind(v: &J) -> String {
+    match v {
+        J::Null => "null".into(),
+        J::Bool(b) => b.to_string(),
+        J::Number(n) => common::paths::shorten(&n.to_string()),
+        J::String(s) => format!("the string {:?}", common::paths::shorten(s)),
+        J::Array(a) => format!("a list of {}", a.len()),
+        J::Object(o) => format!("a mapping of {} keys", o.len()),
+    }
 }
 
 /// The `func` words a request stands for (after `--root`).

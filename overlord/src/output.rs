@@ -222,8 +222,23 @@ pub fn print_doc(format: Format, doc: &impl serde::Serialize) {
 /// `value` as one XML-RPC `methodResponse` (what `xmlrpc.client.loads`
 /// reads); characters XML cannot carry become U+FFFD, as on the wire.
 pub fn xmlrpc(value: Value) -> String {
-    common::xmlrpc::encode_response(value, usize::MAX)
-        .unwrap_or_else(|e| common::xmlrpc::encode_fault(1, &e.to_string()))
+    let xml = common::xmlrpc::encode_response(value, usize::MAX)
+        .unwrap_or_else(|e| common::xmlrpc::encode_fault(1, &e.to_string()));
+    // Terminal hazards XML allows (CR, U+009B, U+202E) as character
+    // references: the same document to a parser, inert on a terminal.
+    if !xml.chars().any(hazard) {
+        return xml;
+    }
+    let mut out = String::with_capacity(xml.len() + 16);
+    for c in xml.chars() {
+        match hazard(c) {
+            true => {
+                let _ = write!(out, "&#x{:x};", c as u32);
+            }
+            false => out.push(c),
+        }
+    }
+    out
 }
 
 /// One line: strings as they are (line breaks as `\n`), the rest as compact JSON.

@@ -59,6 +59,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         )?;
     }
     listener.set_nonblocking(true)?;
+    // Room for every connection slot and lingering socket, plus files.
+    common::process::raise_open_files();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;

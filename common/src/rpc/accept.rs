@@ -39,6 +39,8 @@ pub struct Slot {
     evict: Arc<Notify>,
     /// Still counted in its address's `per_address`.
     counted: AtomicBool,
+    /// Tells the accept loop a slot became evictable (a lingering one).
+    evictable: Arc<Notify>,
 }
 
 impl Slot {
@@ -58,14 +60,15 @@ impl Slot {
 
     /// The connection is closed and its socket only lingers for the
     /// client to notice (`rpc::idle`): the slot may be taken back again,
-    /// before any connection still in its handshake, and it no longer
-    /// counts against its address's `per_address`.
+    /// before any connection still in its handshake (it still counts
+    /// against its address's `per_address`, so one address cannot pile up
+    /// lingering sockets), and an accept loop waiting for a slot is told.
     pub fn lingering(&self) {
-        self.uncount();
         self.early
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(self.seq, Arc::clone(&self.evict));
+        self.evictable.notify_one();
     }
 
     /// A slot of its own, outside any accept loop (for tests).
@@ -82,6 +85,7 @@ impl Slot {
             early: Arc::default(),
             evict: Arc::new(Notify::new()),
             counted: AtomicBool::new(true),
+            evictable: Arc::new(Notify::new()),
         }
     }
 }
@@ -120,6 +124,7 @@ pub async fn accept_loop(
     let slots = Arc::new(Semaphore::new(max_connections.max(1)));
     let counts: PerAddress = Arc::default();
     let early: Early = Arc::default();
+    let evictable = Arc::new(Notify::new());
     let mut seq = 0u64;
     let mut refused_logged = std::time::Instant::now() - Duration::from_secs(60);
     tokio::pin!(shutdown);
@@ -131,8 +136,11 @@ pub async fn accept_loop(
                 evict.notify_one();
             }
         }
+        let full = slots.available_permits() == 0;
         let permit = tokio::select! {
             _ = &mut shutdown => break,
+            // Full, and a slot became evictable meanwhile: evict it above.
+            _ = evictable.notified(), if full => continue,
             p = Arc::clone(&slots).acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
         let (tcp, peer) = tokio::select! {
@@ -175,6 +183,7 @@ pub async fn accept_loop(
             early: Arc::clone(&early),
             evict,
             counted: AtomicBool::new(true),
+            evictable: Arc::clone(&evictable),
         };
         on_connection(tcp, peer, slot);
     }

@@ -9,14 +9,15 @@
 //!
 //! - the connection is shut down here: TLS `close_notify`, then FIN;
 //! - the socket then *lingers*, reading and discarding, until the client
-//!   closes it (or its slot is needed, or an hour passes). Closing it at
+//!   closes it (or its slot is needed, or ten minutes pass). Closing it at
 //!   once would make the client's next request meet a TCP reset between
 //!   its header and body writes (http.client writes them apart), which
 //!   Python also reports as `SSLEOFError`. Lingering, the request is taken
 //!   and dropped, the client reads the `close_notify`, sees a clean end
 //!   (`RemoteDisconnected`), and its retry opens a new connection. A
-//!   lingering socket keeps no TLS state, and its accept slot may be taken
-//!   back for a new connection ([`Slot::lingering`]).
+//!   lingering socket keeps no TLS state, still counts against its
+//!   address's connection cap, and its accept slot may be taken back for a
+//!   new connection ([`Slot::lingering`]).
 //!
 //! Idle means no request is being served and none has started for `idle`;
 //! a client that sends a request head too slowly is ended the same way.
@@ -38,8 +39,10 @@ use tokio::time::Instant;
 
 use super::accept::Slot;
 
-/// Longest a closed idle socket lingers for its client to notice.
-const LINGER_MAX: Duration = Duration::from_secs(3600);
+/// Longest a closed idle socket lingers for its client to notice: a
+/// program that calls every few minutes with one connection reconnects
+/// cleanly; one that waits longer meets a reset, as with any server.
+const LINGER_MAX: Duration = Duration::from_secs(600);
 
 /// A connection's stream that can give back its TCP socket once shut down.
 pub trait IntoTcp: AsyncRead + AsyncWrite + Unpin + Send + 'static {

@@ -63,7 +63,15 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
             None | Some(J::Null) => Ok(None),
             Some(J::String(s)) => Ok(Some(s.clone())),
             Some(J::Number(n)) => Ok(Some(n.to_string())),
-            Some(other) => Err(bad(format!("{key:?} must be a string or a number, not {other}"))),
+            Some(other) => Err(bad(format!(
+                "{key:?} must be a string or a number, not {}",
+                match other {
+                    J::Bool(_) => "true or false",
+                    J::Array(_) => "a list",
+                    J::Object(_) => "a mapping",
+                    _ => "that",
+                }
+            ))),
         }
     };
     let flag = |key: &str| obj.get(key).and_then(J::as_bool).unwrap_or(false);
