@@ -4,6 +4,7 @@
 //! # Layout
 //! - [`cli`]: `funcd`'s command line.
 //! - [`config`]: `etc/func/minion.conf` plus command-line overrides.
+//! - [`run`]: a working minion started in full (background tasks + server).
 //! - [`state`]: a running minion's shared state.
 //! - [`server`]: accept loop, TLS handshake and HTTP/1.1 handling with limits.
 //! - [`dispatch`]: one call: ACL check, audit line, module lookup, blocking work
@@ -34,6 +35,7 @@ pub mod limits;
 pub mod method;
 pub mod modules;
 pub mod quickack;
+pub mod run;
 pub mod server;
 pub mod state;
 

@@ -121,24 +121,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .context("enrolling with the certmaster")?;
         let config_name = config.name.clone();
         let minion = Arc::new(Minion::new(config).context("preparing the minion")?);
-        match minion::jobs::notify::bind(&root.run_dir()) {
-            Ok(sock) => {
-                tokio::spawn(minion::jobs::notify::listen(Arc::clone(&minion.jobs), sock));
+        let ready = || {
+            // Enrolled and about to serve: what systemd's Type=notify waits for.
+            tracing::info!(name = %config_name, "enrolled; serving");
+            if !enrolled_at_start {
+                let _ = writeln!(std::io::stdout(), "funcd {config_name} listening on {bound}");
+                std::io::stdout().flush().ok();
             }
-            Err(e) => tracing::warn!(error = %e, "no job notification socket; results arrive by the sweep"),
-        }
-        tokio::spawn(minion::jobs::notify::sweep(Arc::clone(&minion.jobs)));
-        // Enrolled and about to serve: what systemd's Type=notify waits for.
-        tracing::info!(name = %config_name, "enrolled; serving");
-        if !enrolled_at_start {
-            let _ = writeln!(std::io::stdout(), "funcd {config_name} listening on {bound}");
-            std::io::stdout().flush().ok();
-        }
-        let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
-        if enroll_cfg.configured {
-            tokio::spawn(enroll::refresh_crl(Arc::clone(&minion), enroll_cfg));
-        }
-        minion::serve(minion, listener, shutdown_signal())
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+        };
+        minion::run::run(minion, listener, enroll_cfg, ready, shutdown_signal())
             .await
             .context("serving")
     });

@@ -61,6 +61,14 @@ impl Minion {
     /// that arrived while no daemon ran), reads the minion's TLS credentials
     /// and the last CRL fetched from the certmaster (if any).
     pub fn new(config: MinionConfig) -> Result<Self, StartError> {
+        let exe = std::env::current_exe().map_err(|e| StartError::Exe(e.to_string()))?;
+        Self::with_exe(config, exe)
+    }
+
+    /// As [`Minion::new`], with the `funcd` executable whose job zygote
+    /// (`funcd --job-zygote`) starts async jobs (a minion run in another
+    /// program, a test, names it).
+    pub fn with_exe(config: MinionConfig, exe: std::path::PathBuf) -> Result<Self, StartError> {
         if !common::identity::is_valid_host_name(&config.name) {
             return Err(StartError::BadName(common::paths::shorten(&config.name)));
         }
@@ -93,7 +101,6 @@ impl Minion {
             }
         };
         let tls = RwLock::new(Arc::new(common::tls::server_config(&creds, crls)?));
-        let exe = std::env::current_exe().map_err(|e| StartError::Exe(e.to_string()))?;
         let jobs = Jobs::open(root, &config.name, config.keep_jobs, exe, config.quotas.clone())?;
         let q = &config.quotas;
         Ok(Self {

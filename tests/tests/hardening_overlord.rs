@@ -74,9 +74,26 @@ fn a_minions_data_cannot_forge_the_screen() {
     assert!(run.stdout.contains("boom"), "{run:?}");
     inert(&run.stdout, "m1");
     // --out xmlrpc (for programs): the same characters as references.
-    let run = fleet.func(&["--out", "xmlrpc", "m1", "call", "--json-args", &hostile, "test", "echo"]);
-    assert!(!run.stdout.contains('\u{9b}') && !run.stdout.contains('\u{202e}') && !run.stdout.contains('\r'), "{}", run.stdout);
-    assert!(run.stdout.contains("&#x9b;") && run.stdout.contains("&#x202e;"), "{}", run.stdout);
+    let run = fleet.func(&[
+        "--out",
+        "xmlrpc",
+        "m1",
+        "call",
+        "--json-args",
+        &hostile,
+        "test",
+        "echo",
+    ]);
+    assert!(
+        !run.stdout.contains('\u{9b}') && !run.stdout.contains('\u{202e}') && !run.stdout.contains('\r'),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("&#x9b;") && run.stdout.contains("&#x202e;"),
+        "{}",
+        run.stdout
+    );
     // JSON stays a document with the same data, written inertly.
     let run = fleet.func(&["--json", "m1", "call", "--json-args", &hostile, "test", "echo"]);
     assert!(

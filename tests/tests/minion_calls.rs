@@ -275,3 +275,66 @@ fn concurrent_connections_are_all_answered_and_slow_methods_do_not_block() {
         sleeper.abort();
     });
 }
+
+/// The library starts a working minion in process (`minion::run::run`, what
+/// funcd calls after enrolling): its server answers, an async job's result
+/// arrives through the notification listener and the sweep, and it stops
+/// when its shutdown signal completes.
+#[test]
+fn a_minion_runs_in_process_through_the_library() {
+    use std::sync::Arc;
+    let pki = func_tests::fixture::Pki::new();
+    let root = pki.minion_root("inproc");
+    let config = minion::MinionConfig::load(
+        root.clone(),
+        minion::config::Overrides {
+            name: Some("inproc".into()),
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+        },
+    )
+    .unwrap();
+    let enroll = minion::enroll::EnrollConfig::load(&root, None).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let tls = func_tests::fixture::Pki::client_tls(&pki.overlord());
+    let answers = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let m = Arc::new(minion::Minion::with_exe(config, func_tests::fixture::bin("funcd")).unwrap());
+        let server = tokio::spawn(minion::run::run(m, listener, enroll, || {}, async {
+            let _ = stopped.await;
+        }));
+        let mut c = MinionClient::connect(addr, "inproc", tls, Duration::from_secs(20))
+            .await
+            .unwrap();
+        let ping = c.call("test.ping", vec![]).await.unwrap();
+        let Value::String(job) = c
+            .call("async.test.add", vec![Value::Integer(2), Value::Integer(3)])
+            .await
+            .unwrap()
+        else {
+            panic!("a job id")
+        };
+        let mut status = Value::Nil;
+        for _ in 0..200 {
+            status = c
+                .call("jobs.job_status", vec![Value::String(job.clone())])
+                .await
+                .unwrap();
+            if matches!(&status, Value::Array(a) if a[0] == Value::Integer(1)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = stop.send(());
+        let ended = tokio::time::timeout(Duration::from_secs(10), server).await;
+        (ping, status, ended.is_ok())
+    });
+    assert_eq!(answers.0, Value::Integer(1));
+    assert_eq!(
+        answers.1,
+        Value::Array(vec![Value::Integer(1), Value::Integer(5)])
+    );
+    assert!(answers.2, "the minion stops when its shutdown completes");
+    func_tests::fixture::kill_jobs(&root);
+}

@@ -37,7 +37,8 @@ pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
 /// `func __batch --root ROOT ID`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
     crate::jobs::driver::run_detached("__batch", args, |store, root, id| {
-        drive(store, root, id, |_, _, _| {}).map(|_| ())
+        // Detached: nothing but `batch stop` ends it early.
+        drive(store, root, id, &|| false, |_, _, _| {}).map(|_| ())
     })
 }
 
@@ -124,10 +125,13 @@ pub fn load(store: &Store, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, S
 }
 
 /// Drives batch `id` to its end; `on_end` sees each host as it ends.
+/// `cancelled` is asked every round: for a sync batch, the front end's
+/// Ctrl-C (the driver stops driving and records the batch as interrupted).
 pub fn drive(
     store: &Store,
     root: &Root,
     id: &str,
+    cancelled: &dyn Fn() -> bool,
     mut on_end: impl FnMut(&str, &HostEnd, Option<&Value>),
 ) -> Result<BatchRecord, String> {
     let (meta, _) = load(store, id)?.ok_or("no such batch in the store")?;
@@ -176,7 +180,7 @@ pub fn drive(
         // Ctrl-C on the `func` driving a sync batch: stop driving, and say
         // so in the record (not a mystery "driver gone"); in-flight hosts
         // keep running and `func batch recover` picks them up.
-        if rec.mode == "sync" && crate::interrupt::requested() {
+        if rec.mode == "sync" && cancelled() {
             rec.interrupted = true;
             save(store, id, &mut rec, &[], false)?;
             record::log_event(root, id, "interrupted", &rec);

@@ -273,13 +273,19 @@ impl Call {
         crate::interrupt::catch();
         let names = targets.iter().map(|t| t.name.clone());
         let mut report = crate::report::Report::new(plan, &self.method, names, crate::report::block);
-        let rec = driver::drive(&store, &plan.root, &id, |host, end, value| {
-            let shown = match (end, value) {
-                (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
-                _ => driver::end_error(end),
-            };
-            report.host(host, &shown);
-        })
+        let rec = driver::drive(
+            &store,
+            &plan.root,
+            &id,
+            &crate::interrupt::requested,
+            |host, end, value| {
+                let shown = match (end, value) {
+                    (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
+                    _ => driver::end_error(end),
+                };
+                report.host(host, &shown);
+            },
+        )
         .map_err(PlanError::Config)?;
         report.finish();
         if rec.interrupted {
