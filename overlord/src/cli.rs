@@ -323,27 +323,11 @@ pub struct GroupArgs {
 pub fn did_you_mean(word: &str, known: &[&str]) -> String {
     known
         .iter()
-        .map(|k| (distance(word, k), k))
+        .map(|k| (strsim::levenshtein(word, k), k))
         .filter(|(d, k)| *d <= 2.max(k.len() / 4))
         .min()
         .map(|(_, k)| format!(" (did you mean {k}?)"))
         .unwrap_or_default()
-}
-
-/// Levenshtein distance.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// The names of the SPEC commands.

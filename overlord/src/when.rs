@@ -3,39 +3,28 @@
 //! seconds, an age (`90s`, `10m`, `2h`, `7d`: that long ago) or a UTC date
 //! (`2026-11-21`, `2026-11-21T08:30`, `2026-11-21 08:30:15`).
 
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// `YYYY-MM-DD HH:MM:SS` (UTC).
 pub fn show(epoch: f64) -> String {
-    let secs = epoch.floor() as i64;
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let t = secs.rem_euclid(86_400);
+    let at = time::OffsetDateTime::from_unix_timestamp(epoch.floor() as i64)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        t / 3600,
-        t / 60 % 60,
-        t % 60
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
     )
+}
+
+/// Epoch seconds of a UTC civil date and time, if it is one.
+fn epoch_of(y: i64, m: i64, d: i64, hh: i64, mm: i64, ss: i64) -> Option<f64> {
+    let month = time::Month::try_from(u8::try_from(m).ok()?).ok()?;
+    let date = time::Date::from_calendar_date(i32::try_from(y).ok()?, month, u8::try_from(d).ok()?).ok()?;
+    // A leap second (:60) reads as the next second, as before.
+    let clock = time::Time::from_hms(u8::try_from(hh).ok()?, u8::try_from(mm).ok()?, 0).ok()?;
+    Some((date.with_time(clock).assume_utc().unix_timestamp() + ss) as f64)
 }
 
 /// Reads a `--since`/`--until` value relative to `now`.
@@ -73,7 +62,7 @@ pub fn parse(text: &str, now: f64) -> Option<f64> {
     if !valid || dparts.next().is_some() || tparts.next().is_some() || !(1970..=9999).contains(&y) {
         return None;
     }
-    Some((days_from_civil(y, m, d) * 86_400 + hh * 3600 + mm * 60 + ss) as f64)
+    epoch_of(y, m, d, hh, mm, ss)
 }
 
 #[cfg(test)]
