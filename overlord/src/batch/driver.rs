@@ -23,7 +23,7 @@ use super::machine::{BatchState, Event, HostEnd, Liveness};
 use super::record::{self, BatchRecord, Claim, Control, Proc};
 use crate::jobs::poller::{Answer, Poller, Reply};
 use crate::jobs::{encode_result, poll_pause};
-use crate::store::{HostUpdate, JobMeta, Store};
+use crate::store::{HostUpdate, JobMeta, JobStore};
 use crate::targets::Target;
 
 /// Longest a single call may take inside a round.
@@ -46,7 +46,7 @@ pub fn main(args: &[String]) -> i32 {
 /// held by this process (which drives it, or hands it to the driver it
 /// spawns: `hand_over`), so it never looks driverless.
 pub fn create(
-    store: &Store,
+    store: &dyn JobStore,
     meta: JobMeta,
     state: BatchState,
     mode: &str,
@@ -67,7 +67,7 @@ pub fn create(
         started: false,
     };
     store
-        .save_batch(&id, &record.encode(), &[], false, record::merge_control)
+        .save_batch_with(&id, &record.encode(), &[], false, &record::merge_control)
         .map_err(|e| e.to_string())?;
     Ok((id, record))
 }
@@ -75,7 +75,7 @@ pub fn create(
 /// Atomically takes batch `id` for `me` (see `record::claim`). `driving`:
 /// the claimant is the driver (not a `recover` about to spawn one).
 pub fn claim(
-    store: &Store,
+    store: &dyn JobStore,
     id: &str,
     me: Proc,
     parent: Option<Proc>,
@@ -83,7 +83,7 @@ pub fn claim(
 ) -> Result<Claim, String> {
     let mut found = Claim::Missing;
     store
-        .change_batch(id, |bytes| {
+        .change_batch_with(id, &mut |bytes| {
             let (new, claim) = record::claim(bytes, me, parent, driving);
             found = claim;
             new
@@ -93,7 +93,7 @@ pub fn claim(
 }
 
 /// Hands batch `id`, held by this process, to the driver it spawned.
-pub fn hand_over(store: &Store, id: &str, child: &Child) -> Result<(), String> {
+pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child) -> Result<(), String> {
     let pid = child.id();
     // A child that already ended has no start time: leave the batch with
     // this process, which ends soon, so `recover` can take it.
@@ -102,7 +102,7 @@ pub fn hand_over(store: &Store, id: &str, child: &Child) -> Result<(), String> {
     };
     let from = record::this_process();
     store
-        .change_batch(id, |bytes| record::hand_over(bytes, from, (pid, start)))
+        .change_batch_with(id, &mut |bytes| record::hand_over(bytes, from, (pid, start)))
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
@@ -114,7 +114,7 @@ fn parent() -> Option<Proc> {
 }
 
 /// Loads batch `id`.
-pub fn load(store: &Store, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, String> {
+pub fn load(store: &dyn JobStore, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, String> {
     let Some(bytes) = store.batch(id).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
@@ -128,7 +128,7 @@ pub fn load(store: &Store, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, S
 /// `cancelled` is asked every round: for a sync batch, the front end's
 /// Ctrl-C (the driver stops driving and records the batch as interrupted).
 pub fn drive(
-    store: &Store,
+    store: &dyn JobStore,
     root: &Root,
     id: &str,
     cancelled: &dyn Fn() -> bool,
@@ -309,7 +309,7 @@ pub fn drive(
 /// Saves the record (keeping a stop request stored meanwhile, which it
 /// then carries) and the host changes.
 fn save(
-    store: &Store,
+    store: &dyn JobStore,
     id: &str,
     rec: &mut BatchRecord,
     changes: &[(String, HostUpdate)],
@@ -317,7 +317,7 @@ fn save(
 ) -> Result<(), String> {
     rec.updated = crate::store::now();
     let saved = store
-        .save_batch(id, &rec.encode(), changes, done, record::merge_control)
+        .save_batch_with(id, &rec.encode(), changes, done, &record::merge_control)
         .map_err(|e| e.to_string())?;
     if let Ok(stored) = BatchRecord::decode(&saved) {
         rec.control = stored.control;

@@ -18,7 +18,7 @@ use super::encode_result;
 use crate::dispatch::{self, Dispatch};
 use crate::job::Action;
 use crate::settings::WORKER_CONCURRENCY;
-use crate::store::{HostState, HostUpdate, Store};
+use crate::store::{HostState, HostUpdate, JobStore};
 use crate::targets::Target;
 
 /// Results written per transaction at most, and the longest a result waits.
@@ -55,7 +55,7 @@ pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> st
 /// starts its detached driver. Returns the id and the driver process (for
 /// a `func` that stays to poll to reap).
 pub fn submit(
-    store: &Store,
+    store: &dyn JobStore,
     root: &Root,
     meta: crate::store::JobMeta,
     hosts: Vec<String>,
@@ -76,7 +76,7 @@ pub fn main(args: &[String]) -> i32 {
 pub fn run_detached(
     subcommand: &str,
     args: &[String],
-    drive: impl FnOnce(&Store, &Root, &str) -> Result<(), String>,
+    drive: impl FnOnce(&dyn JobStore, &Root, &str) -> Result<(), String>,
 ) -> i32 {
     let (root, id) = match args {
         [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
@@ -94,7 +94,7 @@ pub fn run_detached(
     }
 }
 
-fn drive(store: &Store, root: &Root, id: &str) -> Result<(), String> {
+fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
     let me = std::process::id();
     store
         .set_driver(id, me, common::process::start_time(me).unwrap_or(0))

@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::paths::Root;
 use common::Value;
 
-use crate::store::{HostState, HostUpdate, JobRecord, Store, StoreError};
+use crate::store::{HostState, HostUpdate, JobRecord, JobStore, StoreError};
 use crate::targets::Target;
 use poller::{Answer, Poller};
 
@@ -115,7 +115,7 @@ pub fn status_of(record: JobRecord, unreachable: &BTreeMap<String, String>) -> S
 /// With `wait`, hosts still running are given that long to end (each
 /// answers the moment its job ends), so callers that wait need no pause.
 pub fn refresh(
-    store: &Store,
+    store: &dyn JobStore,
     root: &Root,
     id: &str,
     poller: &mut Option<Poller>,
@@ -179,7 +179,7 @@ pub fn refresh(
 
 /// Ends every host of `record` that was never dispatched with `error`
 /// (only if still undispatched when written) and closes its dispatch.
-pub fn abandon_pending(store: &Store, record: &JobRecord, error: Value) -> Result<bool, StoreError> {
+pub fn abandon_pending(store: &dyn JobStore, record: &JobRecord, error: Value) -> Result<bool, StoreError> {
     let result_xml = encode_result(error);
     let changes: Vec<(String, HostUpdate)> = record
         .hosts

@@ -47,18 +47,40 @@ impl List {
             && self.until.is_none_or(|t| meta.started <= t)
     }
 
+    /// The ids of the matching jobs, newest first, up to `--limit`: read a
+    /// page at a time from the store (newest first), stopping once enough
+    /// matched or the jobs are older than `--since`.
+    fn matching_ids(
+        &self,
+        store: &dyn crate::store::JobStore,
+    ) -> Result<Vec<String>, crate::store::StoreError> {
+        const PAGE: usize = 500;
+        let limit = self.limit.unwrap_or(usize::MAX);
+        let mut ids = Vec::new();
+        let mut cursor: Option<crate::store::Cursor> = None;
+        while ids.len() < limit {
+            let page = store.list_page(PAGE, cursor.as_ref())?;
+            let Some(last) = page.last() else { break };
+            cursor = Some((last.started, last.id.clone()));
+            let older = self.since.is_some_and(|t| last.started < t);
+            ids.extend(
+                page.into_iter()
+                    .filter(|m| self.keeps(m))
+                    .map(|m| m.id)
+                    .take(limit - ids.len()),
+            );
+            if older {
+                break;
+            }
+        }
+        Ok(ids)
+    }
+
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let store = plan.store();
         let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());
-        let ids: Vec<String> = store
-            .list()
-            .map_err(config)?
-            .into_iter()
-            .filter(|m| self.keeps(m))
-            .take(self.limit.unwrap_or(usize::MAX))
-            .map(|m| m.id)
-            .collect();
-        let records = store.load_many(&ids).map_err(config)?;
+        let ids = self.matching_ids(&store).map_err(config)?;
+        let records = crate::store::JobStore::load_many(&store, &ids).map_err(config)?;
         let rows: Vec<serde_json::Value> = records
             .iter()
             .map(|r| {

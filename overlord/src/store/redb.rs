@@ -1,4 +1,4 @@
-//! The overlord's job store: `var/lib/func/overlord.redb` below the root.
+//! The embedded job store: `var/lib/func/overlord.redb` below the root.
 //!
 //! redb lets one process open a file at a time, and many `func` processes
 //! (and their background drivers) share this one, so every operation opens
@@ -14,173 +14,31 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use super::api::{Cursor, JobStore};
+use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
 
 const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
 const HOSTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("hosts");
 const STARTED: TableDefinition<(u64, &str), ()> = TableDefinition::new("started");
 const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
 const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("batches");
-
-/// Default retention of finished overlord jobs (overlord.conf `keep_jobs`).
-pub const DEFAULT_KEEP_JOBS: f64 = 86_400.0;
+/// `generation`: bumped by every write transaction ([`JobStore::generation`]).
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// How long one operation waits for other processes to let go of the file.
 const OPEN_PATIENCE: Duration = Duration::from_secs(60);
-
-/// One overlord job.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct JobMeta {
-    pub id: String,
-    pub spec: String,
-    /// `module.method`.
-    pub function: String,
-    pub args: Vec<String>,
-    pub user: String,
-    pub started: f64,
-    /// Set when every host is finished.
-    pub ended: Option<f64>,
-    /// Set when the driver has sent the call to every host.
-    pub dispatched: bool,
-    /// Number of hosts.
-    pub hosts: usize,
-    /// Per-host limit for connect + call (seconds).
-    pub timeout_secs: f64,
-    /// Worker processes the driver uses.
-    pub forks: usize,
-    /// The driver process (pid, start time), once it runs.
-    #[serde(default)]
-    pub driver: Option<(u32, u64)>,
-    /// A batch (its state is in the `batches` table; `batch recover`
-    /// resumes it, so a dead driver does not end its hosts).
-    #[serde(default)]
-    pub batch: bool,
-    /// Typed arguments (`--json-args`, as JSON text); when set they are
-    /// sent instead of `args` (which then only shows them).
-    #[serde(default)]
-    pub typed_args: Option<String>,
-}
-
-impl JobMeta {
-    /// The call's parameters: the typed ones, else the words as strings.
-    pub fn params(&self) -> Vec<common::Value> {
-        match self
-            .typed_args
-            .as_deref()
-            .and_then(|t| serde_json::from_str(t).ok())
-        {
-            Some(serde_json::Value::Array(items)) => items.iter().map(crate::values::from_json).collect(),
-            _ => self
-                .args
-                .iter()
-                .map(|a| common::Value::String(a.clone()))
-                .collect(),
-        }
-    }
-}
-
-/// Where one host stands.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub enum HostState {
-    /// Not called yet.
-    Pending,
-    /// Its minion job runs (`minion_job` set).
-    Dispatched,
-    /// Result known (`result_xml` set).
-    Finished,
-}
-
-/// One host of a job.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct HostEntry {
-    pub state: HostState,
-    pub minion_job: Option<String>,
-    /// The encoded `<methodResponse>` of the host's result.
-    pub result_xml: Option<String>,
-}
-
-impl HostEntry {
-    pub fn pending() -> Self {
-        Self {
-            state: HostState::Pending,
-            minion_job: None,
-            result_xml: None,
-        }
-    }
-}
-
-/// A job with its hosts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobRecord {
-    pub meta: JobMeta,
-    pub hosts: BTreeMap<String, HostEntry>,
-}
-
-impl JobRecord {
-    /// Hosts dispatched and not finished, with their minion job ids.
-    pub fn in_flight(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.hosts
-            .iter()
-            .filter(|(_, e)| e.state == HostState::Dispatched)
-            .filter_map(|(host, e)| Some((host.as_str(), e.minion_job.as_deref()?)))
-    }
-}
-
-/// A change to one host.
-#[derive(Debug, Clone)]
-pub enum HostUpdate {
-    Dispatched {
-        minion_job: String,
-    },
-    Finished {
-        result_xml: String,
-    },
-    /// Finished with this error, but only if never dispatched (its driver died).
-    Abandoned {
-        result_xml: String,
-    },
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("job store {path}: {message}")]
-    Open { path: String, message: String },
-    #[error("job store {path} stayed busy (another func process holds it) for {secs}s")]
-    Busy { path: String, secs: u64 },
-    #[error("job store: {0}")]
-    Db(String),
-}
 
 fn db_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Db(e.to_string())
 }
 
-pub fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 fn micros(epoch: f64) -> u64 {
     (epoch.max(0.0) * 1e6) as u64
-}
-
-/// Func's overlord job id: `<spec>-<module>-<method>-<epoch float>`, with
-/// `-` inside the parts turned into `_`.
-pub fn job_id(spec: &str, function: &str, stamp_us: u64) -> String {
-    let clean = |s: &str| s.replace('-', "_");
-    let (module, method) = function.rsplit_once('.').unwrap_or((function, ""));
-    format!(
-        "{}-{}-{}-{}",
-        clean(spec),
-        clean(module),
-        clean(method),
-        stamp_us as f64 / 1e6
-    )
 }
 
 /// The overlord store of one root.
@@ -266,6 +124,11 @@ impl Store {
         let txn = db.begin_write().map_err(db_err)?;
         let out = f(&txn)?;
         purge(&txn, now(), self.keep_secs)?;
+        {
+            let mut meta = txn.open_table(META).map_err(db_err)?;
+            let generation = meta.get("generation").map_err(db_err)?.map_or(0, |g| g.value());
+            meta.insert("generation", generation + 1).map_err(db_err)?;
+        }
         txn.commit().map_err(db_err)?;
         Ok(out)
     }
@@ -440,6 +303,79 @@ impl Store {
     }
 }
 
+impl JobStore for Store {
+    fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+        Store::create(self, meta, hosts)
+    }
+    fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
+        Store::load_many(self, ids)
+    }
+    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
+        Store::set_driver(self, id, pid, start)
+    }
+    fn update(
+        &self,
+        id: &str,
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+    ) -> Result<bool, StoreError> {
+        Store::update(self, id, changes, dispatch_done)
+    }
+    fn save_batch_with(
+        &self,
+        id: &str,
+        record: &[u8],
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+        merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        Store::save_batch(self, id, record, changes, dispatch_done, merge)
+    }
+    fn change_batch_with(
+        &self,
+        id: &str,
+        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
+    ) -> Result<bool, StoreError> {
+        Store::change_batch(self, id, change)
+    }
+    fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Store::batch(self, id)
+    }
+    fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
+        let db = self.open()?;
+        let txn = db.begin_read().map_err(db_err)?;
+        let (Some(started), Some(jobs)) = (read_table(&txn, STARTED)?, read_table(&txn, JOBS)?) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let range = match before {
+            Some((at, id)) => started.range(..(micros(*at), id.as_str())).map_err(db_err)?,
+            None => started.iter().map_err(db_err)?,
+        };
+        for entry in range.rev() {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, _) = entry.map_err(db_err)?;
+            if let Some(v) = jobs.get(key.value().1).map_err(db_err)? {
+                let meta: JobMeta = decode(v.value())?;
+                if !self.expired(&meta) {
+                    out.push(meta);
+                }
+            }
+        }
+        Ok(out)
+    }
+    fn generation(&self) -> Result<u64, StoreError> {
+        let db = self.open()?;
+        let txn = db.begin_read().map_err(db_err)?;
+        let Some(meta) = read_table(&txn, META)? else {
+            return Ok(0);
+        };
+        Ok(meta.get("generation").map_err(db_err)?.map_or(0, |g| g.value()))
+    }
+}
+
 /// [`Store::update`] inside a write transaction.
 fn apply_update(
     txn: &redb::WriteTransaction,
@@ -581,6 +517,36 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
 mod tests {
     use super::*;
 
+    #[test]
+    fn pages_newest_first_with_a_cursor_and_a_generation_that_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("o.redb"), 3600.0);
+        let g0 = JobStore::generation(&store).unwrap();
+        let ids: Vec<String> = (0..5)
+            .map(|i| {
+                store
+                    .create(meta("*", 1000.0 + f64::from(i)), &["h".into()])
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            JobStore::generation(&store).unwrap() >= g0 + 5,
+            "every write is a change"
+        );
+        let first = store.list_page(2, None).unwrap();
+        assert_eq!(
+            first.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
+            [ids[4].clone(), ids[3].clone()]
+        );
+        let cursor = (first[1].started, first[1].id.clone());
+        let next = store.list_page(10, Some(&cursor)).unwrap();
+        assert_eq!(
+            next.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
+            [ids[2].clone(), ids[1].clone(), ids[0].clone()]
+        );
+        assert_eq!(store.list().unwrap().len(), 5);
+    }
+
     pub fn meta(spec: &str, started: f64) -> JobMeta {
         JobMeta {
             id: String::new(),
@@ -674,7 +640,7 @@ mod tests {
     fn reads_the_v1_store_fixture() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("o.redb");
-        std::fs::write(&path, include_bytes!("../tests/fixtures/overlord-v1.redb")).unwrap();
+        std::fs::write(&path, include_bytes!("../../tests/fixtures/overlord-v1.redb")).unwrap();
         let store = Store::new(path, 1e12);
         let id = "*-test-add-1795262719.758776";
         let job = store.load(id).unwrap().expect("job in the fixture");

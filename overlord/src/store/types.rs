@@ -1,0 +1,156 @@
+//! What the overlord's job store holds, whatever keeps it: a job's
+//! metadata, its hosts and their states, the changes a driver makes, the
+//! store's errors, and the job id and clock every writer uses.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// Default retention of finished overlord jobs (overlord.conf `keep_jobs`).
+pub const DEFAULT_KEEP_JOBS: f64 = 86_400.0;
+
+/// One overlord job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobMeta {
+    pub id: String,
+    pub spec: String,
+    /// `module.method`.
+    pub function: String,
+    pub args: Vec<String>,
+    pub user: String,
+    pub started: f64,
+    /// Set when every host is finished.
+    pub ended: Option<f64>,
+    /// Set when the driver has sent the call to every host.
+    pub dispatched: bool,
+    /// Number of hosts.
+    pub hosts: usize,
+    /// Per-host limit for connect + call (seconds).
+    pub timeout_secs: f64,
+    /// Worker processes the driver uses.
+    pub forks: usize,
+    /// The driver process (pid, start time), once it runs.
+    #[serde(default)]
+    pub driver: Option<(u32, u64)>,
+    /// A batch (its state is in the `batches` table; `batch recover`
+    /// resumes it, so a dead driver does not end its hosts).
+    #[serde(default)]
+    pub batch: bool,
+    /// Typed arguments (`--json-args`, as JSON text); when set they are
+    /// sent instead of `args` (which then only shows them).
+    #[serde(default)]
+    pub typed_args: Option<String>,
+}
+
+impl JobMeta {
+    /// The call's parameters: the typed ones, else the words as strings.
+    pub fn params(&self) -> Vec<common::Value> {
+        match self
+            .typed_args
+            .as_deref()
+            .and_then(|t| serde_json::from_str(t).ok())
+        {
+            Some(serde_json::Value::Array(items)) => items.iter().map(crate::values::from_json).collect(),
+            _ => self
+                .args
+                .iter()
+                .map(|a| common::Value::String(a.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// Where one host stands.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum HostState {
+    /// Not called yet.
+    Pending,
+    /// Its minion job runs (`minion_job` set).
+    Dispatched,
+    /// Result known (`result_xml` set).
+    Finished,
+}
+
+/// One host of a job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostEntry {
+    pub state: HostState,
+    pub minion_job: Option<String>,
+    /// The encoded `<methodResponse>` of the host's result.
+    pub result_xml: Option<String>,
+}
+
+impl HostEntry {
+    pub fn pending() -> Self {
+        Self {
+            state: HostState::Pending,
+            minion_job: None,
+            result_xml: None,
+        }
+    }
+}
+
+/// A job with its hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    pub meta: JobMeta,
+    pub hosts: BTreeMap<String, HostEntry>,
+}
+
+impl JobRecord {
+    /// Hosts dispatched and not finished, with their minion job ids.
+    pub fn in_flight(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.hosts
+            .iter()
+            .filter(|(_, e)| e.state == HostState::Dispatched)
+            .filter_map(|(host, e)| Some((host.as_str(), e.minion_job.as_deref()?)))
+    }
+}
+
+/// A change to one host.
+#[derive(Debug, Clone)]
+pub enum HostUpdate {
+    Dispatched {
+        minion_job: String,
+    },
+    Finished {
+        result_xml: String,
+    },
+    /// Finished with this error, but only if never dispatched (its driver died).
+    Abandoned {
+        result_xml: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("job store {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("job store {path} stayed busy (another func process holds it) for {secs}s")]
+    Busy { path: String, secs: u64 },
+    #[error("job store: {0}")]
+    Db(String),
+}
+
+/// Seconds since the epoch, now.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Func's overlord job id: `<spec>-<module>-<method>-<epoch float>`, with
+/// `-` inside the parts turned into `_`.
+pub fn job_id(spec: &str, function: &str, stamp_us: u64) -> String {
+    let clean = |s: &str| s.replace('-', "_");
+    let (module, method) = function.rsplit_once('.').unwrap_or((function, ""));
+    format!(
+        "{}-{}-{}-{}",
+        clean(spec),
+        clean(module),
+        clean(method),
+        stamp_us as f64 / 1e6
+    )
+}
