@@ -330,6 +330,21 @@ pub fn did_you_mean(word: &str, known: &[&str]) -> String {
         .unwrap_or_default()
 }
 
+/// The first of `keys` that is not in `known`, as a message: the key
+/// (shortened, never a whole request), the closest known key, and the
+/// known ones. For request documents (`func transmit`, `func-transmit`).
+pub fn unknown_key<'a>(mut keys: impl Iterator<Item = &'a String>, known: &[&str]) -> Option<String> {
+    let unknown = keys.find(|k| !known.contains(&k.as_str()))?;
+    let quoted: Vec<String> = known.iter().map(|k| format!("{k:?}")).collect();
+    let quoted: Vec<&str> = quoted.iter().map(String::as_str).collect();
+    Some(format!(
+        "unknown key {:?}{}; known keys: {}",
+        common::paths::shorten(unknown),
+        did_you_mean(&format!("{unknown:?}"), &quoted),
+        known.join(", ")
+    ))
+}
+
 /// The names of the SPEC commands.
 pub fn spec_commands() -> Vec<String> {
     <SpecCli as clap::CommandFactory>::command()

@@ -127,15 +127,8 @@ fn check(doc: &J) -> Result<Request, Bad> {
     let obj = doc
         .as_object()
         .ok_or_else(|| Bad("the request must be a mapping of keys to values".into()))?;
-    if let Some(unknown) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        let quoted: Vec<String> = KEYS.iter().map(|k| format!("{k:?}")).collect();
-        let quoted: Vec<&str> = quoted.iter().map(String::as_str).collect();
-        return Err(Bad(format!(
-            "unknown key {:?}{}; known keys: {}",
-            common::paths::shorten(unknown),
-            crate::cli::did_you_mean(&format!("{unknown:?}"), &quoted),
-            KEYS.join(", ")
-        )));
+    if let Some(why) = crate::cli::unknown_key(obj.keys(), KEYS) {
+        return Err(Bad(why));
     }
     let text = |key: &str| -> Result<Option<String>, Bad> {
         match obj.get(key) {

@@ -38,17 +38,13 @@ const CALL_KEYS: &[&str] = &[
 
 /// Refuses the first key of `obj` that is not in `known` (a `kind` request's keys).
 fn only_known(obj: &serde_json::Map<String, J>, known: &[&str], kind: &str) -> Result<(), PlanError> {
-    let Some(unknown) = obj.keys().find(|k| !known.contains(&k.as_str())) else {
-        return Ok(());
-    };
-    let quoted: Vec<String> = known.iter().map(|k| format!("{k:?}")).collect();
-    let quoted: Vec<&str> = quoted.iter().map(String::as_str).collect();
-    let shown = common::paths::shorten(unknown);
-    Err(PlanError::Usage(format!(
-        "func transmit: unknown key {shown:?} in a {kind} request{}; known keys: {}",
-        crate::cli::did_you_mean(&format!("{unknown:?}"), &quoted),
-        known.join(", ")
-    )))
+    match crate::cli::unknown_key(obj.keys(), known) {
+        Some(why) => Err(PlanError::Usage(format!(
+            "func transmit: {}",
+            why.replacen("; known", &format!(" in a {kind} request; known"), 1)
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The command-line words a request stands for.

@@ -284,22 +284,7 @@ impl Store {
 
     /// Every job, newest first (metadata only).
     pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
-        let db = self.open()?;
-        let txn = db.begin_read().map_err(db_err)?;
-        let (Some(started), Some(jobs)) = (read_table(&txn, STARTED)?, read_table(&txn, JOBS)?) else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for entry in started.iter().map_err(db_err)?.rev() {
-            let (key, _) = entry.map_err(db_err)?;
-            if let Some(v) = jobs.get(key.value().1).map_err(db_err)? {
-                let meta: JobMeta = decode(v.value())?;
-                if !self.expired(&meta) {
-                    out.push(meta);
-                }
-            }
-        }
-        Ok(out)
+        self.list_page(usize::MAX, None)
     }
 }
 
