@@ -11,19 +11,25 @@
 //! - `{"method": "job_status", "parameters": ID}` → `[code, {host: result}]`
 //!   with Func's codes (0 running, 1 finished, 2 lost, 3 partial).
 //!
-//! It is a front end of its own: each request becomes a `func` command line
-//! (the `func` beside this program, or `FUNC_BINARY`) run as a process, so
-//! its jobs are the CLI's jobs, in the same store, under the same limits and
-//! audit. A bad request is a clear error (`{"error": ...}`) and exit 2; the
-//! exit status is otherwise `func`'s (1 when a host failed, 3 for a job not
-//! finished yet).
+//! It is a front end of its own over the engine: a request becomes a typed
+//! [`Request`], carried out in this process (targets, calls through the
+//! worker processes — this program re-spawned as `__worker` — the job store,
+//! async jobs with their detached `__driver`), so its jobs are the CLI's
+//! jobs, in the same store, under the same limits and audit. A bad request
+//! is a clear error (`{"error": ...}`) and exit 2; otherwise the exit status
+//! is as `func`'s (1 when a host failed, 3 for a job not finished yet).
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 use clap::Parser;
+use common::paths::Root;
 use serde_json::{json, Value as J};
+
+use crate::plan::{Plan, PlanError};
+use crate::store::JobMeta;
+use crate::targets::TargetError;
 
 /// Largest request read from stdin.
 const MAX_REQUEST: u64 = 16 << 20;
@@ -56,7 +62,7 @@ pub struct Cli {
     #[arg(long)]
     pub yaml: bool,
     /// The overlord's root (the certmaster's); env FUNC_ROOT, default /
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "FUNC_ROOT")]
     pub root: Option<PathBuf>,
 }
 
@@ -233,12 +239,44 @@ fn kind(v: &J) -> String {
     }
 }
 
-/// The `func` words a request stands for (after `--root`).
-fn words(request: &Request) -> Vec<String> {
-    let mut w: Vec<String> = vec!["--json".into()];
-    match request {
-        Request::ListMinions { spec } => w.extend([spec.clone(), "list_minions".into()]),
-        Request::JobStatus { id } => w.extend(["job_status".into(), id.clone()]),
+/// Carries out the request with the engine, in this process: the answer in
+/// Func's shape, and the exit status.
+fn run(cli: &Cli, request: &Request) -> (J, i32) {
+    let root = Root::new(
+        cli.root
+            .as_ref()
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/".into()),
+    );
+    match answer(root, request) {
+        Ok(done) => done,
+        // Nothing matched: Func answered an empty result, not an error.
+        Err(PlanError::Targets(TargetError::NoMatch(_))) => match request {
+            Request::ListMinions { .. } => (json!([]), 1),
+            _ => (json!({}), 1),
+        },
+        Err(e) => (json!({"error": format!("func-transmit: {e}")}), e.exit_code()),
+    }
+}
+
+fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
+    Ok(match request {
+        Request::ListMinions { spec } => {
+            let plan = Plan::for_program(root, spec, None, None)?;
+            let mut names = plan.target_names()?;
+            names.sort_by(|a, b| crate::values::natural_cmp(a, b));
+            (json!(names), 0)
+        }
+        Request::JobStatus { id } => {
+            let plan = Plan::for_program(root, "", None, None)?;
+            let status = crate::status::check(&plan, id, false)?;
+            let results: serde_json::Map<String, J> = status
+                .results
+                .iter()
+                .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+                .collect();
+            (json!([status.code, results]), crate::status::exit_code(&status))
+        }
         Request::Call {
             spec,
             module,
@@ -248,101 +286,36 @@ fn words(request: &Request) -> Vec<String> {
             nforks,
             timeout,
         } => {
-            if let Some(n) = nforks {
-                w.extend(["--forks".into(), n.to_string()]);
-            }
-            if let Some(t) = timeout {
-                w.extend(["--timeout".into(), t.to_string()]);
-            }
-            w.extend([spec.clone(), "call".into()]);
+            let plan = Plan::for_program(root, spec, nforks.map(|n| n as usize), *timeout)?;
+            let function = format!("{module}.{method}");
             if *asynchronous {
-                w.extend(["--async".into(), "--nopoll".into()]);
+                let hosts = plan.target_names()?;
+                plan.check_credentials()?;
+                let meta = JobMeta::new_call(
+                    spec,
+                    &function,
+                    Vec::new(),
+                    Some(J::Array(params.clone()).to_string()),
+                    hosts.len(),
+                    (plan.dispatch.timeout_secs, plan.dispatch.forks),
+                    false,
+                );
+                let (id, _driver) = crate::jobs::driver::submit(&plan.store(), &plan.root, meta, hosts)
+                    .map_err(PlanError::Config)?;
+                return Ok((J::String(id), 0));
             }
-            w.extend([
-                "--json-args".into(),
-                J::Array(params.clone()).to_string(),
-                "--".into(),
-                module.clone(),
-                method.clone(),
-            ]);
+            let targets = plan.targets()?;
+            let values: Vec<common::Value> = params.iter().map(crate::values::from_json).collect();
+            let action = crate::calling::call_action(&function, values)?;
+            let results = crate::calling::dispatch_to(&plan, &targets, &action, |_, _| {})?;
+            let ok = crate::output::all_ok(&function, &results);
+            let doc: serde_json::Map<String, J> = results
+                .iter()
+                .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+                .collect();
+            (J::Object(doc), i32::from(!ok))
         }
-    }
-    w
-}
-
-/// The `func` program: `FUNC_BINARY`, else the one beside this program,
-/// else `func` on the PATH.
-fn func_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("FUNC_BINARY") {
-        return PathBuf::from(path);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|me| Some(me.parent()?.join("func")))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("func"))
-}
-
-/// Runs the request through `func`: the answer in Func's shape, and the exit status.
-fn run(cli: &Cli, request: &Request) -> (J, i32) {
-    let mut cmd = Command::new(func_binary());
-    if let Some(root) = &cli.root {
-        cmd.arg("--root").arg(root);
-    }
-    let out = match cmd
-        .args(words(request))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            return (
-                json!({"error": format!("func-transmit: cannot run func: {e}")}),
-                1,
-            )
-        }
-    };
-    let code = out.status.code().unwrap_or(1);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    // Nothing matched: Func answered an empty result, not an error.
-    if stderr.contains("can't find any minions matching") {
-        let empty = match request {
-            Request::ListMinions { .. } => json!([]),
-            _ => json!({}),
-        };
-        return (empty, 1);
-    }
-    let doc: J = match serde_json::from_slice(&out.stdout) {
-        Ok(doc) => doc,
-        Err(_) => {
-            let why = stderr.lines().last().unwrap_or("no answer").to_string();
-            return (
-                json!({"error": format!("func: {}", common::paths::shorten(&why))}),
-                code.max(1),
-            );
-        }
-    };
-    if doc.get("error").is_some() {
-        return (doc, code);
-    }
-    let answer = match request {
-        Request::ListMinions { .. } => {
-            let mut names: Vec<String> = doc
-                .as_object()
-                .map(|m| m.keys().cloned().collect())
-                .unwrap_or_default();
-            names.sort_by(|a, b| crate::report::natural_cmp(a, b));
-            json!(names)
-        }
-        Request::JobStatus { .. } => json!([doc["status"], doc["results"]]),
-        Request::Call {
-            asynchronous: true, ..
-        } => doc["job_id"].clone(),
-        Request::Call { .. } => doc,
-    };
-    (answer, code)
+    })
 }
 
 #[cfg(test)]
@@ -386,12 +359,17 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        let w = words(&yaml);
-        assert!(
-            w.contains(&"--async".to_string())
-                && w.contains(&"[1,2]".to_string())
-                && w.contains(&"4".to_string()),
-            "{w:?}"
+        assert_eq!(
+            yaml,
+            Request::Call {
+                spec: "*".into(),
+                module: "test".into(),
+                method: "add".into(),
+                params: vec![json!(1), json!(2)],
+                asynchronous: true,
+                nforks: Some(4),
+                timeout: None,
+            }
         );
     }
 

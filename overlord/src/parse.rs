@@ -11,13 +11,12 @@
 
 use std::io::Read as _;
 
-use common::config::Ini;
 use common::paths::Root;
 
 use crate::commands::Command;
 use crate::dispatch::Dispatch;
 use crate::plan::{Globals, Plan, PlanError};
-use crate::settings::{max_response, store, DEFAULT_TIMEOUT, MAX_SECS, WORKER_CONCURRENCY};
+use crate::settings::store;
 
 /// What clap made of the command line.
 enum Parsed {
@@ -123,20 +122,9 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
         Parsed::Top(c) => Command::from_top(c)?,
     };
     command.resolve_last(&store(&globals.root))?;
-    let conf = Ini::load(&globals.root.overlord_conf()).map_err(|e| PlanError::Config(e.to_string()))?;
-    let conf_timeout = conf
-        .f64("main", "socket_timeout")
-        .map_err(|e| PlanError::Config(e.to_string()))?
-        .filter(|t| *t > 0.0)
-        .map(|t| t.min(MAX_SECS));
-    let default_forks = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
+    let dispatch = Dispatch::for_root(&globals.root, globals.forks, globals.timeout)?;
     let plan = Plan {
-        dispatch: Dispatch {
-            forks: globals.forks.unwrap_or(default_forks),
-            timeout_secs: globals.timeout.or(conf_timeout).unwrap_or(DEFAULT_TIMEOUT),
-            concurrency: WORKER_CONCURRENCY,
-            max_response: max_response(&globals.root),
-        },
+        dispatch,
         timeout: globals.timeout,
         missing: Default::default(),
         root: globals.root,

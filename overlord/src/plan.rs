@@ -52,6 +52,28 @@ pub struct Globals {
     pub quiet: bool,
 }
 
+impl Dispatch {
+    /// Dispatch settings below `root`: `forks` (default: the cores) and the
+    /// per-host timeout (`-t`, else `socket_timeout` of overlord.conf, else
+    /// [`DEFAULT_TIMEOUT`]).
+    pub fn for_root(root: &Root, forks: Option<usize>, timeout: Option<f64>) -> Result<Self, PlanError> {
+        let conf =
+            common::config::Ini::load(&root.overlord_conf()).map_err(|e| PlanError::Config(e.to_string()))?;
+        let conf_timeout = conf
+            .f64("main", "socket_timeout")
+            .map_err(|e| PlanError::Config(e.to_string()))?
+            .filter(|t| *t > 0.0)
+            .map(|t| t.min(MAX_SECS));
+        let default_forks = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
+        Ok(Dispatch {
+            forks: forks.unwrap_or(default_forks),
+            timeout_secs: timeout.or(conf_timeout).unwrap_or(DEFAULT_TIMEOUT),
+            concurrency: WORKER_CONCURRENCY,
+            max_response: max_response(root),
+        })
+    }
+}
+
 /// Everything `func` will do.
 #[derive(Debug)]
 pub struct Plan {
@@ -108,6 +130,28 @@ impl Plan {
         }
         self.missing.borrow_mut().extend(missing);
         Ok(found)
+    }
+
+    /// A plan for a program's request (`func-transmit`): quiet, JSON, the
+    /// given SPEC and dispatch settings.
+    pub fn for_program(
+        root: Root,
+        spec: &str,
+        forks: Option<usize>,
+        timeout: Option<f64>,
+    ) -> Result<Self, PlanError> {
+        Ok(Plan {
+            dispatch: Dispatch::for_root(&root, forks, timeout)?,
+            timeout,
+            missing: Default::default(),
+            root,
+            spec: spec.to_string(),
+            exclude: None,
+            json: true,
+            out: crate::output::Format::Json,
+            verbose: 0,
+            quiet: true,
+        })
     }
 
     /// An informational line on stderr (left out with `-q`).

@@ -215,25 +215,15 @@ impl Call {
     }
 
     fn meta(&self, plan: &Plan, hosts: usize, batch: bool) -> JobMeta {
-        JobMeta {
-            id: String::new(),
-            spec: plan.spec.clone(),
-            function: self.method.clone(),
-            args: match &self.typed_args {
-                Some(t) => vec![t.clone()],
-                None => self.args.clone(),
-            },
-            typed_args: self.typed_args.clone(),
-            user: jobs::current_user(),
-            started: crate::store::now(),
-            ended: None,
-            dispatched: false,
+        JobMeta::new_call(
+            &plan.spec,
+            &self.method,
+            self.args.clone(),
+            self.typed_args.clone(),
             hosts,
-            timeout_secs: plan.dispatch.timeout_secs,
-            forks: plan.dispatch.forks,
-            driver: None,
+            (plan.dispatch.timeout_secs, plan.dispatch.forks),
             batch,
-        }
+        )
     }
 
     /// `--batch`: a sliding window driven here (printing hosts as they

@@ -44,6 +44,39 @@ pub struct JobMeta {
 }
 
 impl JobMeta {
+    /// A new job's record before the store gives it an id: `function`
+    /// called with `args` (or typed `typed_args`, as JSON text) on `hosts`
+    /// hosts matched by `spec`, by the invoking user, now.
+    pub fn new_call(
+        spec: &str,
+        function: &str,
+        args: Vec<String>,
+        typed_args: Option<String>,
+        hosts: usize,
+        (timeout_secs, forks): (f64, usize),
+        batch: bool,
+    ) -> Self {
+        JobMeta {
+            id: String::new(),
+            spec: spec.to_string(),
+            function: function.to_string(),
+            args: match &typed_args {
+                Some(t) => vec![t.clone()],
+                None => args,
+            },
+            typed_args,
+            user: common::process::invoking_user(),
+            started: now(),
+            ended: None,
+            dispatched: false,
+            hosts,
+            timeout_secs,
+            forks,
+            driver: None,
+            batch,
+        }
+    }
+
     /// The call's parameters: the typed ones, else the words as strings.
     pub fn params(&self) -> Vec<common::Value> {
         match self
