@@ -300,8 +300,7 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
                     (plan.dispatch.timeout_secs, plan.dispatch.forks),
                     false,
                 );
-                let (id, _driver) = crate::jobs::driver::submit(&plan.store(), &plan.root, meta, hosts)
-                    .map_err(PlanError::Config)?;
+                let (id, _driver) = crate::jobs::driver::submit(&plan.store(), &plan.root, meta, hosts)?;
                 return Ok((J::String(id), 0));
             }
             let targets = plan.targets()?;

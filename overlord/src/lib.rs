@@ -24,6 +24,7 @@ pub mod calling;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
+pub mod error;
 pub mod func_transmit;
 pub mod groups;
 pub mod interrupt;

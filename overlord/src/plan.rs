@@ -25,6 +25,9 @@ pub enum PlanError {
     Targets(#[from] targets::TargetError),
     #[error("{0}")]
     Config(String),
+    /// A runtime failure of the engine.
+    #[error(transparent)]
+    Engine(#[from] crate::error::EngineError),
 }
 
 impl PlanError {
@@ -32,6 +35,7 @@ impl PlanError {
         match self {
             PlanError::Usage(_) => 2,
             PlanError::Help(_) => 0,
+            PlanError::Engine(e) => e.exit_status(),
             _ => 1,
         }
     }

@@ -21,6 +21,7 @@ use common::Value;
 
 use super::machine::{BatchState, Event, HostEnd, Liveness};
 use super::record::{self, BatchRecord, Claim, Control, Proc};
+use crate::error::EngineError;
 use crate::jobs::poller::{Answer, Poller, Reply};
 use crate::jobs::{encode_result, poll_pause};
 use crate::store::{HostUpdate, JobMeta, JobStore};
@@ -38,7 +39,9 @@ pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
 pub fn main(args: &[String]) -> i32 {
     crate::jobs::driver::run_detached("__batch", args, |store, root, id| {
         // Detached: nothing but `batch stop` ends it early.
-        drive(store, root, id, &|| false, |_, _, _| {}).map(|_| ())
+        drive(store, root, id, &|| false, |_, _, _| {})
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     })
 }
 
@@ -50,9 +53,9 @@ pub fn create(
     meta: JobMeta,
     state: BatchState,
     mode: &str,
-) -> Result<(String, BatchRecord), String> {
+) -> Result<(String, BatchRecord), EngineError> {
     let hosts: Vec<String> = state.pending.iter().cloned().collect();
-    let id = store.create(meta, &hosts).map_err(|e| e.to_string())?;
+    let id = store.create(meta, &hosts)?;
     let now = crate::store::now();
     let record = BatchRecord {
         state,
@@ -66,9 +69,7 @@ pub fn create(
         interrupted: false,
         started: false,
     };
-    store
-        .save_batch_with(&id, &record.encode(), &[], false, &record::merge_control)
-        .map_err(|e| e.to_string())?;
+    store.save_batch_with(&id, &record.encode(), &[], false, &record::merge_control)?;
     Ok((id, record))
 }
 
@@ -80,20 +81,18 @@ pub fn claim(
     me: Proc,
     parent: Option<Proc>,
     driving: bool,
-) -> Result<Claim, String> {
+) -> Result<Claim, EngineError> {
     let mut found = Claim::Missing;
-    store
-        .change_batch_with(id, &mut |bytes| {
-            let (new, claim) = record::claim(bytes, me, parent, driving);
-            found = claim;
-            new
-        })
-        .map_err(|e| e.to_string())?;
+    store.change_batch_with(id, &mut |bytes| {
+        let (new, claim) = record::claim(bytes, me, parent, driving);
+        found = claim;
+        new
+    })?;
     Ok(found)
 }
 
 /// Hands batch `id`, held by this process, to the driver it spawned.
-pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child) -> Result<(), String> {
+pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child) -> Result<(), EngineError> {
     let pid = child.id();
     // A child that already ended has no start time: leave the batch with
     // this process, which ends soon, so `recover` can take it.
@@ -104,7 +103,7 @@ pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child) -> Result<(), St
     store
         .change_batch_with(id, &mut |bytes| record::hand_over(bytes, from, (pid, start)))
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(EngineError::from)
 }
 
 /// The process that spawned this one, if it is still there.
@@ -114,14 +113,17 @@ fn parent() -> Option<Proc> {
 }
 
 /// Loads batch `id`.
-pub fn load(store: &dyn JobStore, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, String> {
-    let Some(bytes) = store.batch(id).map_err(|e| e.to_string())? else {
+pub fn load(store: &dyn JobStore, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, EngineError> {
+    let Some(bytes) = store.batch(id)? else {
         return Ok(None);
     };
-    let Some(job) = store.load(id).map_err(|e| e.to_string())? else {
+    let Some(job) = store.load(id)? else {
         return Ok(None);
     };
-    Ok(Some((job.meta, BatchRecord::decode(&bytes)?)))
+    Ok(Some((
+        job.meta,
+        BatchRecord::decode(&bytes).map_err(EngineError::Record)?,
+    )))
 }
 
 /// Drives batch `id` to its end; `on_end` sees each host as it ends.
@@ -133,25 +135,27 @@ pub fn drive(
     id: &str,
     cancelled: &dyn Fn() -> bool,
     mut on_end: impl FnMut(&str, &HostEnd, Option<&Value>),
-) -> Result<BatchRecord, String> {
-    let (meta, _) = load(store, id)?.ok_or("no such batch in the store")?;
+) -> Result<BatchRecord, EngineError> {
+    let (meta, _) =
+        load(store, id)?.ok_or_else(|| EngineError::Record("no such batch in the store".into()))?;
     // Only the claim's winner drives: two drivers never run one batch.
     let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true)? {
         Claim::Taken { record, resumed } => (record, resumed),
         Claim::Complete => {
             return load(store, id)?
                 .map(|(_, r)| r)
-                .ok_or_else(|| "no such batch in the store".into())
+                .ok_or_else(|| EngineError::Record("no such batch in the store".into()))
         }
-        Claim::Held((pid, _)) => return Err(format!("another driver (pid {pid}) is driving this batch")),
-        Claim::Missing => return Err("no such batch in the store".into()),
+        Claim::Held((pid, _)) => return Err(EngineError::Held(pid)),
+        Claim::Missing => return Err(EngineError::Record("no such batch in the store".into())),
     };
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
     let mut poller = Poller::new(
         &crate::settings::credentials(root),
         limit,
         crate::settings::max_response(root),
-    )?;
+    )
+    .map_err(EngineError::Credentials)?;
     let mut events = Vec::new();
     if recovering {
         // Hosts saved as in flight but without a minion job id were being
@@ -314,11 +318,9 @@ fn save(
     rec: &mut BatchRecord,
     changes: &[(String, HostUpdate)],
     done: bool,
-) -> Result<(), String> {
+) -> Result<(), EngineError> {
     rec.updated = crate::store::now();
-    let saved = store
-        .save_batch_with(id, &rec.encode(), changes, done, &record::merge_control)
-        .map_err(|e| e.to_string())?;
+    let saved = store.save_batch_with(id, &rec.encode(), changes, done, &record::merge_control)?;
     if let Ok(stored) = BatchRecord::decode(&saved) {
         rec.control = stored.control;
     }

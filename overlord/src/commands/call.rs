@@ -243,13 +243,12 @@ impl Call {
         );
         let store = plan.store();
         let mode = if self.asynchronous { "async" } else { "sync" };
-        let (id, _) = driver::create(&store, self.meta(plan, targets.len(), true), state, mode)
-            .map_err(PlanError::Config)?;
+        let (id, _) = driver::create(&store, self.meta(plan, targets.len(), true), state, mode)?;
         if self.asynchronous {
             let exe = std::env::current_exe().map_err(|e| PlanError::Config(e.to_string()))?;
             let child = driver::spawn(&exe, &plan.root, &id)
                 .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
-            driver::hand_over(&store, &id, &child).map_err(PlanError::Config)?;
+            driver::hand_over(&store, &id, &child)?;
             show_job_id(plan, &id);
             return Ok(0);
         }
@@ -275,8 +274,7 @@ impl Call {
                 };
                 report.host(host, &shown);
             },
-        )
-        .map_err(PlanError::Config)?;
+        )?;
         report.finish();
         if rec.interrupted {
             let q = crate::interrupt::shell_quote(&id);
@@ -302,8 +300,7 @@ impl Call {
         let hosts = plan.target_names()?;
         plan.check_credentials()?;
         let meta = self.meta(plan, hosts.len(), false);
-        let (id, mut driver) =
-            jobs::driver::submit(&plan.store(), &plan.root, meta, hosts).map_err(PlanError::Config)?;
+        let (id, mut driver) = jobs::driver::submit(&plan.store(), &plan.root, meta, hosts)?;
         if self.nopoll {
             show_job_id(plan, &id);
             return Ok(0);

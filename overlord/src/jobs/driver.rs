@@ -59,10 +59,17 @@ pub fn submit(
     root: &Root,
     meta: crate::store::JobMeta,
     hosts: Vec<String>,
-) -> Result<(String, std::process::Child), String> {
-    let id = store.create(meta, &hosts).map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the func executable: {e}"))?;
-    let child = spawn(&exe, root, &id).map_err(|e| format!("cannot start the job driver: {e}"))?;
+) -> Result<(String, std::process::Child), crate::error::EngineError> {
+    use crate::error::EngineError;
+    let id = store.create(meta, &hosts)?;
+    let exe = std::env::current_exe().map_err(|source| EngineError::Spawn {
+        what: "the job driver (its executable is not found)",
+        source,
+    })?;
+    let child = spawn(&exe, root, &id).map_err(|source| EngineError::Spawn {
+        what: "the job driver",
+        source,
+    })?;
     Ok((id, child))
 }
 
