@@ -269,7 +269,9 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
         }
         Request::JobStatus { id } => {
             let plan = Plan::for_program(root, "", None, None)?;
-            let status = crate::status::check(&plan, id, false)?;
+            // `last`: the newest job of the invoking user, as for func.
+            let id = crate::jobs::resolve_id(&plan.store(), id, false).map_err(PlanError::Config)?;
+            let status = crate::status::check(&plan, &id, false)?;
             let results: serde_json::Map<String, J> = status
                 .results
                 .iter()
