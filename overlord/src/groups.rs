@@ -19,7 +19,7 @@ impl Groups {
         match Ini::load(path) {
             Ok(ini) => Self::from_ini(&ini),
             Err(e) => {
-                crate::errln!("warning: ignoring groups file: {e}");
+                crate::log::line(&format!("warning: ignoring groups file: {e}"));
                 Self::default()
             }
         }

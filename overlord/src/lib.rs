@@ -30,6 +30,7 @@ pub mod groups;
 pub mod interrupt;
 pub mod job;
 pub mod jobs;
+pub mod log;
 pub mod out;
 pub mod output;
 pub mod parse;

@@ -52,15 +52,17 @@ pub fn colour(terminal: bool) -> bool {
 
 /// `text` in red (failures) when `on`.
 pub fn red(text: &str, on: bool) -> String {
+    use owo_colors::OwoColorize;
     match on {
-        true => format!("\x1b[31m{text}\x1b[0m"),
+        true => text.red().to_string(),
         false => text.to_string(),
     }
 }
 
 fn green(text: &str, on: bool) -> String {
+    use owo_colors::OwoColorize;
     match on {
-        true => format!("\x1b[32m{text}\x1b[0m"),
+        true => text.green().to_string(),
         false => text.to_string(),
     }
 }
@@ -94,7 +96,8 @@ pub struct Report<'a> {
     render: Render,
     waiting: BTreeSet<String>,
     ended: Vec<(String, Class)>,
-    progress: bool,
+    /// The line naming the hosts awaited, on a terminal's stderr only.
+    progress: Option<indicatif::ProgressBar>,
     colour_out: bool,
     colour_err: bool,
 }
@@ -113,7 +116,15 @@ impl<'a> Report<'a> {
             render,
             waiting: hosts.into_iter().collect(),
             ended: Vec::new(),
-            progress: plan.progress() && !plan.json,
+            progress: (plan.progress() && !plan.json).then(|| {
+                let bar =
+                    indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("{msg}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+                );
+                bar
+            }),
             colour_out: colour(std::io::stdout().is_terminal()),
             colour_err: colour(std::io::stderr().is_terminal()),
         };
@@ -128,20 +139,19 @@ impl<'a> Report<'a> {
         }
         self.ended.push((host.to_string(), class(&self.method, value)));
         if !self.plan.json {
-            self.clear_progress();
-            crate::out!("{}", (self.render)(&self.method, host, value, self.colour_out));
+            let block = (self.render)(&self.method, host, value, self.colour_out);
+            match &self.progress {
+                Some(bar) => bar.suspend(|| crate::out!("{block}")),
+                None => crate::out!("{block}"),
+            }
         }
         self.draw_progress();
     }
 
-    fn clear_progress(&self) {
-        if self.progress {
-            crate::err!("\r\x1b[K");
-        }
-    }
-
     fn draw_progress(&self) {
-        if !self.progress || self.waiting.is_empty() {
+        let Some(bar) = &self.progress else { return };
+        if self.waiting.is_empty() {
+            bar.finish_and_clear();
             return;
         }
         let names = natural(&self.waiting);
@@ -150,12 +160,12 @@ impl<'a> Report<'a> {
             true => format!(" and {} more", names.len() - 5),
             false => String::new(),
         };
-        crate::err!(
-            "\r\x1b[K{} host{} left: {}{more}",
+        bar.set_message(format!(
+            "{} host{} left: {}{more}",
             names.len(),
             if names.len() == 1 { "" } else { "s" },
             shown.join(", ")
-        );
+        ));
     }
 
     /// Hosts not ended yet.
@@ -166,7 +176,9 @@ impl<'a> Report<'a> {
     /// Clears the progress line and prints the summary on stderr (not
     /// with `-q`). Returns whether every host succeeded.
     pub fn finish(&mut self) -> bool {
-        self.clear_progress();
+        if let Some(bar) = &self.progress {
+            bar.finish_and_clear();
+        }
         let count = |c: Class| self.ended.iter().filter(|(_, k)| *k == c).count();
         let all_ok = self.ended.iter().all(|(_, k)| *k == Class::Ok) && self.waiting.is_empty();
         if self.plan.quiet || self.ended.is_empty() {

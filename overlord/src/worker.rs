@@ -28,20 +28,20 @@ pub const CHUNK: usize = 1 << 20;
 pub fn main() -> i32 {
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() {
-        crate::errln!("func worker: cannot read the job");
+        crate::log::line("func worker: cannot read the job");
         return 2;
     }
     let job: Job = match serde_json::from_str(&line) {
         Ok(job) => job,
         Err(e) => {
-            crate::errln!("func worker: bad job: {e}");
+            crate::log::line(&format!("func worker: bad job: {e}"));
             return 2;
         }
     };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            crate::errln!("func worker: no runtime: {e}");
+            crate::log::line(&format!("func worker: no runtime: {e}"));
             return 2;
         }
     };

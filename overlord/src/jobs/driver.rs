@@ -88,14 +88,16 @@ pub fn run_detached(
     let (root, id) = match args {
         [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
         _ => {
-            crate::errln!("func {subcommand}: usage: func {subcommand} --root ROOT JOB_ID");
+            crate::log::line(&format!(
+                "func {subcommand}: usage: func {subcommand} --root ROOT JOB_ID"
+            ));
             return 2;
         }
     };
     match drive(&crate::settings::store(&root), &root, &id) {
         Ok(()) => 0,
         Err(e) => {
-            crate::errln!("func {subcommand} {id}: {e}");
+            crate::log::line(&format!("func {subcommand} {id}: {e}"));
             1
         }
     }
@@ -136,7 +138,7 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         match store.update(id, pending, false) {
             Ok(_) => pending.clear(),
             // Kept for the next flush; the final one reports the error.
-            Err(e) => crate::errln!("func driver {id}: cannot record results yet: {e}"),
+            Err(e) => crate::log::line(&format!("func driver {id}: cannot record results yet: {e}")),
         }
     };
     if !targets.is_empty() {
