@@ -60,3 +60,21 @@ pub fn seconds(v: &str, zero: bool) -> Result<f64, String> {
             )
         })
 }
+
+/// What a driver needs to call minions, passed to it by its front end:
+/// the overlord's credentials and the largest answer accepted from one.
+#[derive(Debug, Clone)]
+pub struct Calling {
+    pub credentials: Credentials,
+    pub max_response: usize,
+}
+
+impl Calling {
+    /// As configured below `root`.
+    pub fn of_root(root: &Root) -> Self {
+        Calling {
+            credentials: credentials(root),
+            max_response: max_response(root),
+        }
+    }
+}

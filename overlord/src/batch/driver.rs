@@ -39,9 +39,16 @@ pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
 pub fn main(args: &[String]) -> i32 {
     crate::jobs::driver::run_detached("__batch", args, |store, root, id| {
         // Detached: nothing but `batch stop` ends it early.
-        drive(store, root, id, &|| false, |_, _, _| {})
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        drive(
+            store,
+            root,
+            id,
+            &crate::settings::Calling::of_root(root),
+            &|| false,
+            |_, _, _| {},
+        )
+        .map(|_| ())
+        .map_err(|e| e.to_string())
     })
 }
 
@@ -127,12 +134,14 @@ pub fn load(store: &dyn JobStore, id: &str) -> Result<Option<(JobMeta, BatchReco
 }
 
 /// Drives batch `id` to its end; `on_end` sees each host as it ends.
+/// `calling` has the credentials and limits to call minions with;
 /// `cancelled` is asked every round: for a sync batch, the front end's
 /// Ctrl-C (the driver stops driving and records the batch as interrupted).
 pub fn drive(
     store: &dyn JobStore,
     root: &Root,
     id: &str,
+    calling: &crate::settings::Calling,
     cancelled: &dyn Fn() -> bool,
     mut on_end: impl FnMut(&str, &HostEnd, Option<&Value>),
 ) -> Result<BatchRecord, EngineError> {
@@ -150,12 +159,8 @@ pub fn drive(
         Claim::Missing => return Err(EngineError::Record("no such batch in the store".into())),
     };
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
-    let mut poller = Poller::new(
-        &crate::settings::credentials(root),
-        limit,
-        crate::settings::max_response(root),
-    )
-    .map_err(EngineError::Credentials)?;
+    let mut poller =
+        Poller::new(&calling.credentials, limit, calling.max_response).map_err(EngineError::Credentials)?;
     let mut events = Vec::new();
     if recovering {
         // Hosts saved as in flight but without a minion job id were being

@@ -266,6 +266,10 @@ impl Call {
             &store,
             &plan.root,
             &id,
+            &crate::settings::Calling {
+                credentials: plan.credentials(),
+                max_response: plan.dispatch.max_response,
+            },
             &crate::interrupt::requested,
             |host, end, value| {
                 let shown = match (end, value) {
