@@ -35,6 +35,7 @@ pub mod out;
 pub mod output;
 pub mod parse;
 pub mod plan;
+pub mod pool;
 pub mod report;
 pub mod settings;
 pub mod status;

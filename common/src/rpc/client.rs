@@ -52,6 +52,8 @@ pub struct MinionClient {
     name: String,
     timeout: Duration,
     limits: Limits,
+    /// The user calls are made for, when not this process's ([`Self::set_user`]).
+    user: Option<http::HeaderValue>,
 }
 
 impl MinionClient {
@@ -99,6 +101,7 @@ impl MinionClient {
                 max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
                 max_values: crate::xmlrpc::DEFAULT_MAX_VALUES,
             },
+            user: None,
         })
     }
 
@@ -107,6 +110,23 @@ impl MinionClient {
     pub fn with_max_response(mut self, bytes: usize) -> Self {
         self.limits.max_body = bytes;
         self
+    }
+
+    /// Whether the connection has ended (the minion closed it): a kept
+    /// connection found closed is dropped, not used.
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// Calls from now on wait at most `timeout` for their answer.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Calls from now on name `user` in [`USER_HEADER`] (a service calling
+    /// for its own users, e.g. func-api's token names); `None`: this process's user.
+    pub fn set_user(&mut self, user: Option<&str>) {
+        self.user = user.and_then(|u| http::HeaderValue::from_str(u).ok());
     }
 
     /// Calls `method` with `params`; a fault becomes [`CallError::Fault`].
@@ -118,7 +138,7 @@ impl MinionClient {
             .header(header::HOST, self.name.as_str())
             .header(header::CONTENT_TYPE, "text/xml")
             .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")))
-            .header(USER_HEADER, on_behalf_of())
+            .header(USER_HEADER, self.user.clone().unwrap_or_else(on_behalf_of))
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| CallError::Http(e.to_string()))?;
         let exchange = async {

@@ -4,7 +4,9 @@
 //! - [`machine`]: the pure state machine.
 //! - [`record`]: what is persisted after every step, and the event log.
 //! - [`driver`]: the I/O loop around the machine (sync and async).
+//! - [`control`]: state in words and as a document, stop, recover.
 
+pub mod control;
 pub mod driver;
 pub mod machine;
 pub mod record;

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::batch::control::{self, counts_text, state_word, Recovered};
 use crate::batch::driver;
-use crate::batch::record::{self, BatchRecord, Claim, Control};
+use crate::batch::record::BatchRecord;
 use crate::plan::{Plan, PlanError};
 use crate::store::JobMeta;
 use crate::when;
@@ -50,35 +51,7 @@ fn config(e: impl std::fmt::Display) -> PlanError {
 
 /// Every batch the store holds, newest first.
 fn batches(plan: &Plan) -> Result<Vec<(JobMeta, BatchRecord)>, PlanError> {
-    let store = plan.store();
-    let mut out = Vec::new();
-    for meta in store.list().map_err(config)?.into_iter().filter(|m| m.batch) {
-        if let Some(found) = driver::load(&store, &meta.id).map_err(config)? {
-            out.push(found);
-        }
-    }
-    Ok(out)
-}
-
-fn state_word(rec: &BatchRecord) -> String {
-    match (rec.complete, &rec.state.halted, rec.orphaned()) {
-        (true, Some(why), _) => format!("halted ({why})"),
-        (true, None, _) => "complete".into(),
-        (false, _, true) if rec.interrupted => "interrupted (Ctrl-C): func batch recover resumes it".into(),
-        (false, _, true) => "driver gone: run func batch recover".into(),
-        (false, Some(why), false) => format!("draining ({why})"),
-        (false, None, false) => "running".into(),
-    }
-}
-
-fn counts_text(rec: &BatchRecord) -> String {
-    rec.state
-        .counts()
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    Ok(control::all(&plan.store())?)
 }
 
 fn list(plan: &Plan) -> Result<i32, PlanError> {
@@ -118,11 +91,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
     }
     let Some((meta, rec)) = driver::load(&plan.store(), id).map_err(config)? else {
         if plan.json {
-            let none = crate::batch::machine::BatchState::new(Vec::new(), 1, 0.0, false, 1.0);
-            let doc = json!({"job_id": id, "function": null, "size": null, "mode": null,
-                "state": "unknown", "halted": null, "complete": false, "interrupted": false,
-                "driver_alive": false, "driver_pid": null, "counts": none.counts(), "hosts": {}});
-            crate::output::print_doc(plan.out, &doc);
+            crate::output::print_doc(plan.out, &control::unknown_doc(id));
         } else {
             crate::outln!(
                 "no batch {} here (unknown, or expired)",
@@ -131,31 +100,9 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
         }
         return Ok(1);
     };
-    let mut hosts = serde_json::Map::new();
-    for h in &rec.state.pending {
-        hosts.insert(h.clone(), json!({"state": "pending"}));
-    }
-    for h in rec.state.active.keys() {
-        hosts.insert(
-            h.clone(),
-            json!({"state": "active", "minion_job": rec.minion_jobs.get(h)}),
-        );
-    }
-    for (h, end) in &rec.state.ended {
-        let why = match end {
-            crate::batch::machine::HostEnd::Timeout(w)
-            | crate::batch::machine::HostEnd::Unreachable(w)
-            | crate::batch::machine::HostEnd::Abandoned(w) => Some(w.clone()),
-            _ => None,
-        };
-        hosts.insert(h.clone(), json!({"state": end.name(), "reason": why}));
-    }
+    let hosts = control::hosts_doc(&rec);
     if plan.json {
-        let doc = json!({"job_id": meta.id, "function": meta.function, "size": rec.state.size, "mode": rec.mode,
-            "state": state_word(&rec), "halted": rec.state.halted, "complete": rec.complete,
-            "interrupted": rec.interrupted,
-            "driver_alive": !rec.orphaned() && !rec.complete, "driver_pid": rec.driver.map(|d| d.0), "counts": rec.state.counts(), "hosts": hosts});
-        crate::output::print_doc(plan.out, &doc);
+        crate::output::print_doc(plan.out, &control::status_doc(&meta, &rec));
     } else {
         crate::outln!(
             "{}  {}  batch {}: {}  [{}]",
@@ -173,12 +120,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
             crate::outln!("    {h}: {}{reason}", v["state"].as_str().unwrap_or(""));
         }
     }
-    let failed = rec
-        .state
-        .ended
-        .values()
-        .any(crate::batch::machine::HostEnd::is_failure);
-    Ok(i32::from(failed || rec.orphaned()))
+    Ok(i32::from(control::any_failed(&rec) || rec.orphaned()))
 }
 
 /// Prints the batch's lifecycle events as they are appended, until it ends.
@@ -242,24 +184,10 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
 
 fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
     let store = plan.store();
-    let control = if kill { Control::Kill } else { Control::Stop };
-    let found = store
-        .change_batch(id, |bytes| {
-            let mut rec = BatchRecord::decode(bytes).ok()?;
-            if rec.complete {
-                return None;
-            }
-            rec.control = crate::batch::record::stronger(rec.control, Some(control));
-            Some(rec.encode())
-        })
-        .map_err(config)?;
+    let found = control::request_stop(&store, id, kill)?;
     let mut out = crate::output::Lines::new(plan.json, plan.out);
     out.field("job_id", json!(id));
     let Some((_, rec)) = found
-        .then(|| driver::load(&store, id))
-        .transpose()
-        .map_err(config)?
-        .flatten()
     else {
         out.line(format!(
             "no batch {} here (unknown, or expired)",
@@ -324,8 +252,8 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
         // Take the batch first, in one transaction: of two recovers (or a
         // recover and a driver just starting) only one wins, and the other
         // sees a live holder. The driver spawned here is then handed it.
-        match driver::claim(&store, &id, record::this_process(), None, false).map_err(config)? {
-            Claim::Missing => {
+        match control::recover(&store, &plan.root, &exe, &id)? {
+            Recovered::Missing => {
                 out.line(format!(
                     "no batch {} here (unknown, or expired)",
                     common::paths::shorten(&id)
@@ -333,22 +261,17 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
                 outcome.insert(id, json!("unknown"));
                 code = 1;
             }
-            Claim::Complete => {
-                let word = driver::load(&store, &id)
-                    .map_err(config)?
-                    .map_or_else(|| "complete".to_string(), |(_, r)| state_word(&r));
+            Recovered::Ended(word) => {
                 out.line(format!("batch {id}: {word} (nothing to recover)"));
                 outcome.insert(id, json!("nothing to recover"));
             }
-            Claim::Held((pid, _)) => {
+            Recovered::Held(pid) => {
                 out.line(format!(
                     "batch {id}: its driver (pid {pid}) is running (nothing to recover)"
                 ));
                 outcome.insert(id, json!("nothing to recover"));
             }
-            Claim::Taken { .. } => {
-                let child = driver::spawn(&exe, &plan.root, &id).map_err(config)?;
-                driver::hand_over(&store, &id, &child).map_err(config)?;
+            Recovered::Resumed => {
                 out.line(format!("batch {id}: resumed by a new driver"));
                 outcome.insert(id, json!("resumed"));
             }

@@ -8,12 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use common::xmlrpc::remote_error;
-use common::Value;
-
-use crate::jobs::{self, poller::Reply};
+use crate::jobs::{self, kill::Signalled};
 use crate::plan::{Plan, PlanError};
-use crate::targets::Target;
 
 #[derive(Debug)]
 pub struct Kill {
@@ -44,7 +40,8 @@ impl Kill {
             .filter(|r| !r.meta.dispatched && !jobs::driver_gone(&r.meta))
         {
             if Instant::now() >= wait_until {
-                stop_driver(&store, r, signal).map_err(config)?;
+                let who = format!("{} via func jobs kill", jobs::current_user());
+                jobs::kill::stop_driver(&store, r, signal, &who).map_err(config)?;
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -66,30 +63,20 @@ impl Kill {
             }
             return Ok(0);
         }
-        let calls: Vec<(Target, String, Vec<Value>)> = record
-            .in_flight()
-            .map(|(host, job)| {
-                let params = vec![Value::String(job.to_string()), Value::String(self.signal.clone())];
-                (
-                    Target::enrolled(&plan.root, host),
-                    "jobs.signal_job".to_string(),
-                    params,
-                )
-            })
-            .collect();
+        let calls = jobs::kill::signal_calls(&plan.root, record, &self.signal);
         let mut failed = false;
         if !calls.is_empty() {
             let mut poller = crate::status::new_poller(plan).map_err(PlanError::Config)?;
             let mut replies = poller.call_each(calls);
             replies.sort_by(|a, b| a.0.cmp(&b.0));
             for (host, reply) in replies {
-                let line = match reply {
-                    Reply::Value(Value::String(msg)) => msg,
-                    Reply::Value(v) | Reply::Fault(v) => {
+                let line = match jobs::kill::signalled(reply) {
+                    Signalled::Sent(msg) => msg,
+                    Signalled::Failed(v) => {
                         failed = true;
                         crate::output::error_line(&v)
                     }
-                    Reply::Unreachable(why) => {
+                    Signalled::Unreachable(why) => {
                         failed = true;
                         format!("unreachable: {why}")
                     }
@@ -102,31 +89,4 @@ impl Kill {
         crate::status::print(plan, &self.id, &status);
         Ok(i32::from(failed || !status.finished()))
     }
-}
-
-/// Signals a live dispatch driver's process group (it and its workers),
-/// then ends the hosts it never reached as killed before dispatch.
-fn stop_driver(
-    store: &crate::store::Store,
-    record: &crate::store::JobRecord,
-    signal: nix::sys::signal::Signal,
-) -> Result<(), crate::store::StoreError> {
-    if let Some((pid, start)) = record.meta.driver {
-        if common::process::alive(pid, start) {
-            // Always KILL: a driver must not go on dispatching.
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-    let killed = remote_error(
-        "func.overlord.Killed",
-        &format!(
-            "killed before dispatch ({signal} by {} via func jobs kill)",
-            jobs::current_user()
-        ),
-        "",
-    );
-    jobs::abandon_pending(store, record, killed).map(|_| ())
 }

@@ -1,0 +1,69 @@
+//! Killing an async job, for every front end: a dispatch driver that is
+//! still running is stopped (and the hosts it never reached end as killed
+//! before dispatch), and each host still running the job is sent a signal
+//! (`jobs.signal_job`, which reaches the job's whole process group). The
+//! minions then report the signalled jobs as ended; collecting that is the
+//! caller's (a status refresh).
+
+use common::xmlrpc::remote_error;
+use common::Value;
+
+use super::poller::Reply;
+use crate::store::{JobRecord, JobStore, StoreError};
+use crate::targets::Target;
+
+/// How one host took the signal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Signalled {
+    /// The minion's answer (a message).
+    Sent(String),
+    /// Its error (the job was not signalled there).
+    Failed(Value),
+    Unreachable(String),
+}
+
+/// The `jobs.signal_job` calls for the hosts of `record` still running it.
+pub fn signal_calls(root: &common::paths::Root, record: &JobRecord, signal: &str) -> Vec<(Target, String, Vec<Value>)> {
+    record
+        .in_flight()
+        .map(|(host, job)| {
+            let params = vec![Value::String(job.to_string()), Value::String(signal.to_string())];
+            (Target::enrolled(root, host), "jobs.signal_job".to_string(), params)
+        })
+        .collect()
+}
+
+/// A minion's reply to `jobs.signal_job`.
+pub fn signalled(reply: Reply) -> Signalled {
+    match reply {
+        Reply::Value(Value::String(msg)) => Signalled::Sent(msg),
+        Reply::Value(v) | Reply::Fault(v) => Signalled::Failed(v),
+        Reply::Unreachable(why) => Signalled::Unreachable(why),
+    }
+}
+
+/// Stops a live dispatch driver (its process group: it and its workers,
+/// always with KILL: a driver must not go on dispatching), then ends the
+/// hosts it never reached as killed before dispatch, naming `signal` and
+/// `who` (e.g. "root via func jobs kill").
+pub fn stop_driver(
+    store: &dyn JobStore,
+    record: &JobRecord,
+    signal: nix::sys::signal::Signal,
+    who: &str,
+) -> Result<(), StoreError> {
+    if let Some((pid, start)) = record.meta.driver {
+        if common::process::alive(pid, start) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    let killed = remote_error(
+        "func.overlord.Killed",
+        &format!("killed before dispatch ({signal} by {who})"),
+        "",
+    );
+    super::abandon_pending(store, record, killed).map(|_| ())
+}

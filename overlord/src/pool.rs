@@ -1,0 +1,287 @@
+//! Warm connections to minions for a front end that lives long (func-api):
+//! a call takes a kept connection to its host if one is open, else opens
+//! one, and gives it back afterwards, so a request to many hosts costs no
+//! TLS handshake once the connections are warm.
+//!
+//! Bounds: at most [`PER_HOST`] idle connections per host and
+//! [`MAX_IDLE`] in all (more are closed); an idle connection older than
+//! [`IDLE_FOR`] is closed before the minion's own idle deadline (30 s by
+//! default) would end it under us; one the minion closed is dropped, never
+//! used. The CRL is checked as `func` checks it: the TLS configuration is
+//! rebuilt from the credentials (CA, CRL, the overlord's certificate) when
+//! the CRL file changes, and every kept connection (verified against the
+//! old list) is closed then.
+//!
+//! [`Pool::wait_end`] long-polls a minion job (`jobs.wait_job`) until it
+//! ends, over the same connections, for watchers of async jobs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::rpc::client::{CallError, MinionClient};
+use common::xmlrpc::{is_remote_error, remote_error};
+use common::Value;
+use tokio::sync::Semaphore;
+
+use crate::jobs::poller::{interpret, Answer};
+use crate::settings::Calling;
+use crate::targets::Target;
+use crate::worker::{call_error, connect, Link};
+
+/// Idle connections kept per host.
+pub const PER_HOST: usize = 4;
+/// Idle connections kept in all.
+pub const MAX_IDLE: usize = 8192;
+/// An idle connection older than this is closed.
+pub const IDLE_FOR: Duration = Duration::from_secs(20);
+/// Hosts one request calls at once.
+pub const CONCURRENCY: usize = 256;
+/// How long one `jobs.wait_job` asks the minion to wait.
+const WAIT_STEP: f64 = 5.0;
+
+struct Kept {
+    client: MinionClient,
+    addr: String,
+    since: Instant,
+}
+
+struct Tls {
+    link: Arc<Link>,
+    /// The CRL file's (modified time, length) when `link` was built.
+    crl: Option<(SystemTime, u64)>,
+    checked: Instant,
+}
+
+/// Warm connections to minions (see the module doc).
+pub struct Pool {
+    calling: Calling,
+    tls: Mutex<Tls>,
+    idle: Mutex<HashMap<String, Vec<Kept>>>,
+}
+
+/// Why a pool could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("the overlord's credentials: {0}")]
+pub struct PoolError(String);
+
+impl Pool {
+    pub fn new(calling: Calling) -> Result<Self, PoolError> {
+        let (link, crl) = build(&calling)?;
+        Ok(Self {
+            calling,
+            tls: Mutex::new(Tls {
+                link,
+                crl,
+                checked: Instant::now(),
+            }),
+            idle: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The TLS setup, rebuilt (and the kept connections closed) when the
+    /// CRL changed; looked at most once a second.
+    fn link(&self) -> Arc<Link> {
+        let mut tls = self.tls.lock().unwrap_or_else(|p| p.into_inner());
+        if tls.checked.elapsed() >= Duration::from_secs(1) {
+            tls.checked = Instant::now();
+            if crl_stamp(&self.calling) != tls.crl {
+                match build(&self.calling) {
+                    Ok((link, crl)) => {
+                        tls.link = link;
+                        tls.crl = crl;
+                        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                    }
+                    // Keep the old list rather than call with none.
+                    Err(e) => crate::log::line(&format!("func-api: CRL not reloaded: {e}")),
+                }
+            }
+        }
+        Arc::clone(&tls.link)
+    }
+
+    fn take(&self, target: &Target) -> Option<MinionClient> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = idle.get_mut(&target.name)?;
+        while let Some(k) = kept.pop() {
+            if k.addr == target.addr && !k.client.is_closed() && k.since.elapsed() < IDLE_FOR {
+                return Some(k.client);
+            }
+        }
+        None
+    }
+
+    fn give_back(&self, target: &Target, client: MinionClient) {
+        if client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.values().map(Vec::len).sum::<usize>() >= MAX_IDLE {
+            idle.retain(|_, kept| {
+                kept.retain(|k| k.since.elapsed() < IDLE_FOR && !k.client.is_closed());
+                !kept.is_empty()
+            });
+            if idle.values().map(Vec::len).sum::<usize>() >= MAX_IDLE {
+                return;
+            }
+        }
+        let kept = idle.entry(target.name.clone()).or_default();
+        kept.retain(|k| k.since.elapsed() < IDLE_FOR);
+        if kept.len() < PER_HOST {
+            kept.push(Kept {
+                client,
+                addr: target.addr.clone(),
+                since: Instant::now(),
+            });
+        }
+    }
+
+    /// Idle connections kept now.
+    pub fn idle_count(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).values().map(Vec::len).sum()
+    }
+
+    /// Calls `method` on `target` within `limit`, for `user`; any failure is
+    /// the host's `REMOTE_ERROR` value, as from the worker processes. A kept
+    /// connection that fails before answering is replaced once (the minion
+    /// may have closed it as it was taken).
+    pub async fn call(&self, target: &Target, method: &str, params: Vec<Value>, limit: Duration, user: Option<&str>) -> Value {
+        match tokio::time::timeout(limit, self.call_inner(target, method, params, limit, user)).await {
+            Ok(v) => v,
+            Err(_) => remote_error(
+                "socket.timeout",
+                &format!("no answer from {} within {:?}", target.addr, limit),
+                "",
+            ),
+        }
+    }
+
+    async fn call_inner(&self, target: &Target, method: &str, params: Vec<Value>, limit: Duration, user: Option<&str>) -> Value {
+        let kept = self.take(target);
+        let reused = kept.is_some();
+        let mut client = match kept {
+            Some(c) => c,
+            None => match connect(target, self.link(), limit).await {
+                Ok(c) => c,
+                Err(e) => return e,
+            },
+        };
+        client.set_timeout(limit);
+        client.set_user(user);
+        let mut outcome = client.call(method, params.clone()).await;
+        // Only a connection that broke before any answer is retried: a
+        // request the minion never read (hyper reports it as an HTTP error).
+        if reused && matches!(&outcome, Err(CallError::Http(_))) {
+            client = match connect(target, self.link(), limit).await {
+                Ok(c) => c,
+                Err(e) => return e,
+            };
+            client.set_timeout(limit);
+            client.set_user(user);
+            outcome = client.call(method, params).await;
+        }
+        match outcome {
+            Ok(v) => {
+                self.give_back(target, client);
+                v
+            }
+            Err(e @ CallError::Fault { .. }) => {
+                self.give_back(target, client);
+                call_error(e)
+            }
+            Err(e) => call_error(e),
+        }
+    }
+
+    /// Calls `method(params)` on every target, [`CONCURRENCY`] at a time;
+    /// `on_each` sees each host as it ends. Returns every host's value.
+    pub async fn call_all(
+        self: &Arc<Self>,
+        targets: &[Target],
+        method: &str,
+        params: &[Value],
+        limit: Duration,
+        user: Option<&str>,
+        mut on_each: impl FnMut(&str, &Value),
+    ) -> BTreeMap<String, Value> {
+        let slots = Arc::new(Semaphore::new(CONCURRENCY));
+        let mut tasks = tokio::task::JoinSet::new();
+        for target in targets {
+            let (pool, slots, target) = (Arc::clone(self), Arc::clone(&slots), target.clone());
+            let (method, params, user) = (method.to_string(), params.to_vec(), user.map(str::to_string));
+            tasks.spawn(async move {
+                let _slot = slots.acquire_owned().await;
+                let value = pool.call(&target, &method, params, limit, user.as_deref()).await;
+                (target.name, value)
+            });
+        }
+        let mut out = BTreeMap::new();
+        while let Some(joined) = tasks.join_next().await {
+            if let Ok((host, value)) = joined {
+                on_each(&host, &value);
+                out.insert(host, value);
+            }
+        }
+        out
+    }
+
+    /// Waits until minion job `job` on `target` ends and returns its final
+    /// result: `jobs.wait_job` again and again (or polls `jobs.job_status`
+    /// on a minion without it). A silent host is asked again after a pause
+    /// that grows to 5 s; whoever awaits this decides when to give up.
+    pub async fn wait_end(&self, target: &Target, job: &str) -> Value {
+        let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
+        let mut long_poll = true;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let (method, params, patience) = if long_poll {
+                let params = vec![Value::String(job.to_string()), Value::Double(WAIT_STEP)];
+                ("jobs.wait_job", params, limit + Duration::from_secs_f64(WAIT_STEP))
+            } else {
+                ("jobs.job_status", vec![Value::String(job.to_string())], limit)
+            };
+            let value = self.call(target, method, params, patience, None).await;
+            if is_remote_error(&value) {
+                let kind = match &value {
+                    Value::Array(items) => items.get(1).cloned(),
+                    _ => None,
+                };
+                // A fault or method error on wait_job: an older minion; poll.
+                let unreachable = matches!(&kind, Some(Value::String(k)) if k.starts_with("socket.") || k.starts_with("ssl.") || k == "func.overlord.CallError");
+                if long_poll && !unreachable {
+                    long_poll = false;
+                    continue;
+                }
+                if !unreachable {
+                    return value;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+                continue;
+            }
+            pause = Duration::from_millis(100);
+            match interpret(&target.name, job, value) {
+                Answer::Finished(result) => return result,
+                _ if long_poll => {}
+                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+    }
+}
+
+fn crl_stamp(calling: &Calling) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(calling.credentials.crl.as_ref()?).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn build(calling: &Calling) -> Result<(Arc<Link>, Option<(SystemTime, u64)>), PoolError> {
+    let crl = crl_stamp(calling);
+    let tls = common::tls::client_config(&calling.credentials).map_err(|e| PoolError(e.to_string()))?;
+    Ok((
+        Arc::new(Link {
+            tls: Arc::new(tls),
+            max_response: calling.max_response,
+        }),
+        crl,
+    ))
+}
