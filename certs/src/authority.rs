@@ -100,6 +100,22 @@ impl Authority {
         self.sign(name.to_string(), params, key)
     }
 
+    /// Issues a TLS server certificate for a service on this host (func-api):
+    /// CN `names[0]`, every name a subject alternative name (an IP address
+    /// becomes an IP SAN).
+    pub fn issue_service(&self, names: &[String], key: &KeyPair) -> Result<Signed> {
+        let first = names.first().cloned().unwrap_or_else(|| "localhost".into());
+        let mut params = leaf_params(&first, &[ExtendedKeyUsagePurpose::ServerAuth])?;
+        params.subject_alt_names = names
+            .iter()
+            .map(|n| match n.parse::<std::net::IpAddr>() {
+                Ok(ip) => Ok(rcgen::SanType::IpAddress(ip)),
+                Err(_) => n.clone().try_into().map(rcgen::SanType::DnsName),
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        self.sign(first, params, key)
+    }
+
     /// A CRL listing `revoked` (serial, revocation time), PEM. Its CRL
     /// number is the time in ns, and always above `previous` (the number of
     /// the CRL it replaces): minions refuse a CRL numbered lower than theirs.

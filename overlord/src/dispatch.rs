@@ -30,6 +30,11 @@ pub struct Dispatch {
 
 /// Runs `action` on every target; `on_result` sees each host as it finishes.
 /// Returns every host's result.
+/// Worker processes by default: one per core.
+pub fn default_forks() -> usize {
+    std::thread::available_parallelism().map(usize::from).unwrap_or(1)
+}
+
 pub fn run(
     exe: &Path,
     creds: &common::tls::Credentials,

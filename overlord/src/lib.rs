@@ -19,6 +19,7 @@
 //!
 //! The XML-RPC client itself is `common::rpc::client`.
 
+pub mod api;
 pub mod batch;
 pub mod calling;
 pub mod cli;

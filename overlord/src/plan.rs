@@ -68,9 +68,8 @@ impl Dispatch {
             .map_err(|e| PlanError::Config(e.to_string()))?
             .filter(|t| *t > 0.0)
             .map(|t| t.min(MAX_SECS));
-        let default_forks = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
         Ok(Dispatch {
-            forks: forks.unwrap_or(default_forks),
+            forks: forks.unwrap_or_else(crate::dispatch::default_forks),
             timeout_secs: timeout.or(conf_timeout).unwrap_or(DEFAULT_TIMEOUT),
             concurrency: WORKER_CONCURRENCY,
             max_response: max_response(root),

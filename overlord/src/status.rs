@@ -11,7 +11,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 
 use crate::jobs::{self, poller::Poller, Status};
 use crate::output;
@@ -88,16 +87,7 @@ pub fn exit_code(status: &Status) -> i32 {
     }
 }
 
-/// Func's status name.
-pub fn code_name(code: i32) -> &'static str {
-    match code {
-        jobs::RUNNING => "running",
-        jobs::FINISHED => "finished",
-        jobs::LOST_IN_SPACE => "lost in space",
-        jobs::PARTIAL => "partial",
-        _ => "unknown",
-    }
-}
+pub use crate::jobs::code_name;
 
 /// Prints the status with `--json` as one shape in every state:
 /// `{"job_id", "status" (Func's code), "state" (its name), "function",
@@ -106,19 +96,7 @@ pub fn code_name(code: i32) -> &'static str {
 /// result}]`); else a status line and one block per host.
 pub fn print(plan: &Plan, id: &str, status: &Status) {
     if plan.json {
-        let results: serde_json::Map<String, serde_json::Value> = status
-            .results
-            .iter()
-            .map(|(h, v)| (h.clone(), output::to_json(v)))
-            .collect();
-        let doc = json!({
-            "job_id": id,
-            "status": status.code,
-            "state": code_name(status.code),
-            "function": status.method(),
-            "results": results,
-            "waiting": status.waiting,
-        });
+        let doc = status.doc(id);
         // `--out txt`: the finished hosts' results as `host: value` lines.
         match plan.out {
             crate::output::Format::Txt => {

@@ -57,6 +57,36 @@ impl Status {
     pub fn finished(&self) -> bool {
         self.code == FINISHED
     }
+
+    /// `job_status --json` of job `id`: `{"job_id", "status" (Func's code),
+    /// "state" (its name), "function", "results": {host: result} (finished
+    /// hosts), "waiting": {host: why}}`.
+    pub fn doc(&self, id: &str) -> serde_json::Value {
+        let results: serde_json::Map<String, serde_json::Value> = self
+            .results
+            .iter()
+            .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+            .collect();
+        serde_json::json!({
+            "job_id": id,
+            "status": self.code,
+            "state": code_name(self.code),
+            "function": self.method(),
+            "results": results,
+            "waiting": self.waiting,
+        })
+    }
+}
+
+/// The name of a Func status code.
+pub fn code_name(code: i32) -> &'static str {
+    match code {
+        RUNNING => "running",
+        FINISHED => "finished",
+        LOST_IN_SPACE => "lost in space",
+        PARTIAL => "partial",
+        _ => "unknown",
+    }
 }
 
 /// Decodes a stored `<methodResponse>`.

@@ -1,0 +1,121 @@
+//! Who is asking: `Authorization: Bearer TOKEN`, else the browser's
+//! session cookie (from `POST /api/v1/login`), else a client certificate
+//! with the overlord mark (an admin). Nothing valid: 401, before any body
+//! is read. The caller is checked again while an event stream is open, so
+//! the stream ends when its token expires or is revoked.
+
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+
+use super::reply::ApiError;
+use super::tokens::{self, Rights};
+use super::{Api, Peer};
+
+/// The session cookie's name.
+pub const COOKIE: &str = "func_session";
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token's name, or `cert:<CN>`.
+    pub name: String,
+    pub rights: Rights,
+    /// How to check again that the caller is still let in.
+    pub proof: Proof,
+}
+
+#[derive(Debug, Clone)]
+pub enum Proof {
+    Token { hash: String },
+    Session { id: String, hash: String },
+    Certificate,
+}
+
+impl Caller {
+    /// The user its jobs are recorded for (and named to the minions).
+    pub fn user(&self) -> String {
+        format!("api:{}", self.name)
+    }
+
+    /// Whether it is still let in (its token neither expired nor revoked).
+    pub fn still_valid(&self, api: &Api) -> bool {
+        match &self.proof {
+            Proof::Certificate => true,
+            Proof::Token { hash } => api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(hash).is_some(),
+            Proof::Session { id, hash } => {
+                api.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id).is_some()
+                    && api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(hash).is_some()
+            }
+        }
+    }
+}
+
+fn unauthorized(why: &str) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, why)
+}
+
+/// The value of cookie `name` in the request's Cookie headers.
+pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Finds the caller of a request.
+pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
+    if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .ok_or_else(|| unauthorized("Authorization must be \"Bearer TOKEN\""))?;
+        let hash = tokens::hash(token);
+        let found = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);
+        let token = found.ok_or_else(|| unauthorized("unknown, expired or revoked token"))?;
+        return Ok(Caller {
+            name: token.name,
+            rights: rights_of(token.admin, token.allow),
+            proof: Proof::Token { hash },
+        });
+    }
+    if let Some(id) = cookie(&parts.headers, COOKIE) {
+        let session = api.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id);
+        let hash = session.ok_or_else(|| unauthorized("session ended: log in again"))?;
+        let found = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);
+        let token = found.ok_or_else(|| unauthorized("session's token expired or revoked: log in again"))?;
+        return Ok(Caller {
+            name: token.name,
+            rights: rights_of(token.admin, token.allow),
+            proof: Proof::Session { id: id.to_string(), hash },
+        });
+    }
+    if let Some(cn) = parts.extensions.get::<Peer>().and_then(|p| p.overlord.clone()) {
+        return Ok(Caller {
+            name: format!("cert:{cn}"),
+            rights: Rights::admin(),
+            proof: Proof::Certificate,
+        });
+    }
+    Err(unauthorized("credentials needed: Authorization: Bearer TOKEN (func-api token create)"))
+}
+
+fn rights_of(admin: bool, rules: Vec<tokens::Rule>) -> Rights {
+    Rights { admin, rules }
+}
+
+impl FromRequestParts<Arc<Api>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, api: &Arc<Api>) -> Result<Self, Self::Rejection> {
+        authenticate(api, parts)
+    }
+}

@@ -1,0 +1,64 @@
+//! `[api]` in overlord.conf: where func-api listens, its certificate, and
+//! its limits. Every key is optional; `func-api --listen` overrides `listen`.
+
+use std::path::PathBuf;
+
+use common::config::Ini;
+use common::paths::Root;
+
+/// func-api's port (DESIGN §14).
+pub const DEFAULT_PORT: u16 = 51236;
+
+/// func-api's settings.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    /// `listen = ADDR:PORT` (default `0.0.0.0:51236`).
+    pub listen: String,
+    /// `cert`, `key`: the service's certificate and key (PEM); by default
+    /// a certificate for this host issued by the local CA at first start.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// `max_body`: the largest request body (default 1 MiB): larger is 413.
+    pub max_body: usize,
+    /// `calls_per_token`: calls one caller may have in progress (default 8): more is 429.
+    pub calls_per_token: usize,
+    /// `event_backlog`: events kept for `Last-Event-ID` resumes (default 10,000).
+    pub event_backlog: usize,
+    /// `sessions`: browser sessions kept at most (default 10,000; the oldest goes).
+    pub sessions: usize,
+}
+
+impl ApiSettings {
+    /// As configured below `root`; a malformed value is an error.
+    pub fn load(root: &Root) -> Result<Self, String> {
+        let ini = match Ini::load(&root.overlord_conf()) {
+            Ok(ini) => Some(ini),
+            Err(e) if !root.overlord_conf().exists() => {
+                let _ = e;
+                None
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let num = |key: &str, default: u64, max: u64| -> Result<usize, String> {
+            let v = match &ini {
+                Some(ini) => ini.u64("api", key).map_err(|e| e.to_string())?,
+                None => None,
+            };
+            match v {
+                Some(v) if v == 0 || v > max => Err(format!("[api] {key} = {v}: from 1 to {max}")),
+                Some(v) => Ok(v as usize),
+                None => Ok(default as usize),
+            }
+        };
+        let text = |key: &str| ini.as_ref().and_then(|i| i.str("api", key)).map(str::to_string);
+        Ok(ApiSettings {
+            listen: text("listen").unwrap_or_else(|| format!("0.0.0.0:{DEFAULT_PORT}")),
+            cert: text("cert").map(|p| root.join(&p)),
+            key: text("key").map(|p| root.join(&p)),
+            max_body: num("max_body", 1 << 20, 64 << 20)?,
+            calls_per_token: num("calls_per_token", 8, 1024)?,
+            event_backlog: num("event_backlog", 10_000, 1_000_000)?,
+            sessions: num("sessions", 10_000, 1_000_000)?,
+        })
+    }
+}

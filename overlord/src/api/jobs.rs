@@ -1,0 +1,247 @@
+//! `GET /api/v1/jobs[?limit=&before=&function=&target=]`: jobs newest first,
+//! a page at a time (`next` is the `before` of the next page), filtered by
+//! globs over the function and the SPEC; each page reads only its share of
+//! the store's start-time index, so it stays fast at 100,000 jobs.
+//! `GET /api/v1/jobs/{id}`: the `job_status --json` document (`last`: the
+//! caller's newest job). `POST /api/v1/jobs/{id}/kill {"signal"}`: signals
+//! the hosts still running it. A limited token sees and kills only jobs
+//! whose every host its rights allow with the job's function.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::auth::Caller;
+use super::reply::{ApiError, Body};
+use super::Api;
+use crate::jobs::kill::{self as killing, Signalled};
+use crate::store::{JobMeta, JobRecord, JobStore};
+
+/// Page size by default and at most; jobs looked at per request at most.
+const DEFAULT_LIMIT: usize = 50;
+const MAX_LIMIT: usize = 500;
+const MAX_SCAN: usize = 20_000;
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    limit: Option<usize>,
+    before: Option<String>,
+    function: Option<String>,
+    target: Option<String>,
+}
+
+fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiError> {
+    text.filter(|t| !t.is_empty())
+        .map(|t| {
+            if t.len() > 1000 {
+                return Err(ApiError::bad(format!("{what}: at most 1000 characters")));
+            }
+            glob::Pattern::new(t).map_err(|e| ApiError::bad(format!("{what}: bad glob: {e}")))
+        })
+        .transpose()
+}
+
+fn row(meta: &JobMeta) -> serde_json::Value {
+    json!({"id": meta.id, "function": meta.function, "target": meta.spec, "user": meta.user,
+        "started": meta.started, "ended": meta.ended, "hosts": meta.hosts, "batch": meta.batch,
+        "finished": meta.ended.is_some()})
+}
+
+/// Whether `caller` may see job `record`.
+fn may_see(api: &Api, caller: &Caller, record: &JobRecord) -> bool {
+    caller.rights.forbidden(&api.root, &record.meta.function, record.hosts.keys()).is_none()
+}
+
+/// `GET /api/v1/jobs`.
+pub async fn list(caller: Caller, State(api): State<Arc<Api>>, Query(q): Query<ListQuery>) -> Result<Json<serde_json::Value>, ApiError> {
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad(format!("limit: from 1 to {MAX_LIMIT}")));
+    }
+    let function = glob(q.function.as_deref(), "function")?;
+    let target = glob(q.target.as_deref(), "target")?;
+    let before = q.before.filter(|b| !b.is_empty());
+    tokio::task::spawn_blocking(move || {
+        let store = &api.store;
+        let mut cursor = match before {
+            Some(id) => Some(cursor_of(store, &id)?),
+            None => None,
+        };
+        let mut jobs: Vec<serde_json::Value> = Vec::new();
+        let mut last_returned = None;
+        let (mut scanned, mut exhausted, mut cut) = (0, false, false);
+        while jobs.len() < limit && scanned < MAX_SCAN {
+            let want = if function.is_none() && target.is_none() && caller.rights.admin {
+                limit - jobs.len()
+            } else {
+                (limit * 4).clamp(50, 1000)
+            };
+            let page = store.list_page(want, cursor.as_ref()).map_err(ApiError::store)?;
+            let Some(last) = page.last() else {
+                exhausted = true;
+                break;
+            };
+            cursor = Some((last.started, last.id.clone()));
+            scanned += page.len();
+            exhausted = page.len() < want;
+            let mut kept: Vec<JobMeta> = page
+                .into_iter()
+                .filter(|m| function.as_ref().is_none_or(|g| g.matches(&m.function)))
+                .filter(|m| target.as_ref().is_none_or(|g| g.matches(&m.spec)))
+                .collect();
+            if !caller.rights.admin {
+                let ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
+                let records = store.load_many(&ids).map_err(ApiError::store)?;
+                let ok: std::collections::HashSet<String> = records
+                    .iter()
+                    .filter(|r| may_see(&api, &caller, r))
+                    .map(|r| r.meta.id.clone())
+                    .collect();
+                kept.retain(|m| ok.contains(&m.id));
+            }
+            let total = kept.len();
+            for (i, meta) in kept.into_iter().enumerate() {
+                jobs.push(row(&meta));
+                last_returned = Some(meta.id);
+                if jobs.len() == limit {
+                    cut = i + 1 < total;
+                    break;
+                }
+            }
+            if exhausted {
+                break;
+            }
+        }
+        // Full: go on below the last job shown. Cut short by the scan
+        // bound: below the last job looked at. Nothing more: null.
+        let next = if exhausted && !cut {
+            None
+        } else if jobs.len() == limit {
+            last_returned
+        } else {
+            cursor.map(|c| c.1)
+        };
+        Ok(Json(json!({"jobs": jobs, "next": next})))
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
+/// Where a page below job `id` starts: its start time (from the store, or
+/// from the id's own stamp if the job expired meanwhile).
+fn cursor_of(store: &dyn JobStore, id: &str) -> Result<(f64, String), ApiError> {
+    if let Some(rec) = store.load(id).map_err(ApiError::store)? {
+        return Ok((rec.meta.started, id.to_string()));
+    }
+    id.rsplit('-')
+        .next()
+        .and_then(|t| t.parse::<f64>().ok())
+        .filter(|t| t.is_finite())
+        .map(|t| (t, id.to_string()))
+        .ok_or_else(|| ApiError::bad("before: not a job id"))
+}
+
+/// The record of job `id` (`last`: the caller's newest), if the caller may see it.
+fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
+    let store = &api.store;
+    let id = if id == "last" {
+        newest_of(store, &caller.user())?.ok_or_else(|| ApiError::not_found("no job of this caller"))?
+    } else {
+        id.to_string()
+    };
+    let unknown = || ApiError::not_found(format!("no job {} (unknown, or expired)", common::paths::shorten(&id)));
+    let record = store.load(&id).map_err(ApiError::store)?.ok_or_else(unknown)?;
+    if !may_see(api, caller, &record) {
+        // As an unknown id: a limited token learns nothing of others' jobs.
+        return Err(unknown());
+    }
+    Ok(record)
+}
+
+fn newest_of(store: &dyn JobStore, user: &str) -> Result<Option<String>, ApiError> {
+    let mut cursor = None;
+    for _ in 0..(MAX_SCAN / 500) {
+        let page = store.list_page(500, cursor.as_ref()).map_err(ApiError::store)?;
+        if let Some(m) = page.iter().find(|m| m.user == user) {
+            return Ok(Some(m.id.clone()));
+        }
+        let Some(last) = page.last() else { break };
+        cursor = Some((last.started, last.id.clone()));
+    }
+    Ok(None)
+}
+
+/// `GET /api/v1/jobs/{id}`.
+pub async fn one(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    tokio::task::spawn_blocking(move || {
+        let record = load_visible(&api, &caller, &id)?;
+        let id = record.meta.id.clone();
+        let status = crate::jobs::status_of(record, &BTreeMap::new());
+        Ok(Json(status.doc(&id)))
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct KillRequest {
+    #[serde(default)]
+    signal: Option<String>,
+}
+
+/// `POST /api/v1/jobs/{id}/kill`: 200 `{"job_id", "signalled": {host:
+/// message | {"error"}}}`; the hosts' ends then come as events and in the
+/// job's status.
+pub async fn kill(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<String>, Body(req): Body<KillRequest>) -> Result<Json<serde_json::Value>, ApiError> {
+    let signal_name = req.signal.unwrap_or_else(|| "KILL".into());
+    let signal = common::process::parse_signal(&signal_name)
+        .ok_or_else(|| ApiError::bad(format!("unknown signal {:?}", common::paths::shorten(&signal_name))))?;
+    let api2 = Arc::clone(&api);
+    let caller2 = caller.clone();
+    let record = tokio::task::spawn_blocking(move || -> Result<JobRecord, ApiError> {
+        let mut record = load_visible(&api2, &caller2, &id)?;
+        // A live driver may finish dispatching (10 s), so every job it
+        // started is signalled; then it is stopped.
+        let until = Instant::now() + Duration::from_secs(10);
+        while !record.meta.dispatched && !record.meta.batch && !crate::jobs::driver_gone(&record.meta) {
+            if Instant::now() >= until {
+                let who = format!("{} via func-api", caller2.user());
+                killing::stop_driver(&api2.store, &record, signal, &who).map_err(ApiError::store)?;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            record = api2.store.load(&record.meta.id).map_err(ApiError::store)?.ok_or_else(|| ApiError::not_found("job expired"))?;
+        }
+        Ok(record)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    let hosts: Vec<String> = record.hosts.keys().cloned().collect();
+    let limit = Duration::from_secs(10);
+    let user = caller.user();
+    let mut signalled = serde_json::Map::new();
+    for (target, method, params) in killing::signal_calls(&api.root, &record, &signal_name) {
+        let value = api.pool.call(&target, &method, params, limit, Some(&user)).await;
+        let reply = if common::xmlrpc::is_remote_error(&value) {
+            Signalled::Failed(value)
+        } else {
+            killing::signalled(crate::jobs::poller::Reply::Value(value))
+        };
+        signalled.insert(
+            target.name,
+            match reply {
+                Signalled::Sent(msg) => json!(msg),
+                Signalled::Failed(v) => json!({"error": crate::values::error_text(&v)}),
+                Signalled::Unreachable(why) => json!({"error": why}),
+            },
+        );
+    }
+    api.audit.line(&caller.name, &format!("kill {}", record.meta.id), &hosts, 200);
+    Ok(Json(json!({"job_id": record.meta.id, "signalled": signalled})))
+}

@@ -1,0 +1,107 @@
+//! `GET /api/v1/minions[?spec=]`: the signed minions a SPEC names (all by
+//! default), with their addresses, in natural order — for a limited token
+//! only those its rights reach. `GET /api/v1/minions/{name}/methods`: the
+//! minion's modules, their methods and arguments (Func's
+//! `get_method_args`), for forms; a limited token sees the methods it may call.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use common::Value;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::auth::Caller;
+use super::reply::ApiError;
+use super::Api;
+use crate::targets::{Target, TargetError};
+
+#[derive(Deserialize)]
+pub struct Filter {
+    spec: Option<String>,
+}
+
+/// `GET /api/v1/minions`.
+pub async fn list(caller: Caller, State(api): State<Arc<Api>>, Query(f): Query<Filter>) -> Result<Json<serde_json::Value>, ApiError> {
+    let spec = f.spec.unwrap_or_else(|| "*".into());
+    super::calls::check_spec(&spec)?;
+    let root = api.root.clone();
+    let targets = tokio::task::spawn_blocking(move || {
+        let found = crate::targets::resolve(&root, &spec, None);
+        let allowed = (!caller.rights.admin).then(|| caller.rights.hosts_for(&root, None));
+        (found, allowed)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let mut targets = match targets.0 {
+        Ok(t) => t
+            .into_iter()
+            .filter(|t| targets.1.as_ref().is_none_or(|a| a.contains(&t.name)))
+            .collect(),
+        Err(TargetError::NoMatch(_)) => Vec::new(),
+        Err(e) => return Err(ApiError::bad(e.to_string())),
+    };
+    targets.sort_by(|a: &Target, b: &Target| crate::values::natural_cmp(&a.name, &b.name));
+    let minions: Vec<_> = targets
+        .iter()
+        .map(|t| json!({"name": t.name, "address": t.addr}))
+        .collect();
+    Ok(Json(json!({"minions": minions})))
+}
+
+/// `GET /api/v1/minions/{name}/methods`.
+pub async fn methods(caller: Caller, State(api): State<Arc<Api>>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    if !common::identity::is_valid_host_name(&name) || !crate::targets::all_minions(&api.root).contains(&name) {
+        return Err(ApiError::not_found(format!("no minion {:?}", common::paths::shorten(&name))));
+    }
+    let groups = crate::groups::Groups::load(&api.root.groups_file());
+    if !caller.rights.admin && caller.rights.hosts_for(&api.root, None).get(&name).is_none() {
+        return Err(ApiError::forbidden(format!("this token may not call {name}")));
+    }
+    let target = Target::enrolled(&api.root, &name);
+    let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
+    let user = caller.user();
+    let modules = api
+        .pool
+        .call(&target, "system.list_modules", Vec::new(), limit, Some(&user))
+        .await;
+    let Value::Array(modules) = modules else {
+        return Err(ApiError::new(
+            axum::http::StatusCode::BAD_GATEWAY,
+            format!("{name}: {}", crate::values::error_text(&modules)),
+        ));
+    };
+    let names: Vec<String> = modules
+        .into_iter()
+        .filter_map(|m| match m {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+        .take(1000)
+        .collect();
+    let mut asks = tokio::task::JoinSet::new();
+    for module in names {
+        let (pool, target, user) = (Arc::clone(&api.pool), target.clone(), user.clone());
+        asks.spawn(async move {
+            let args = pool
+                .call(&target, &format!("{module}.get_method_args"), Vec::new(), limit, Some(&user))
+                .await;
+            (module, args)
+        });
+    }
+    let mut out = BTreeMap::new();
+    while let Some(Ok((module, args))) = asks.join_next().await {
+        let mut methods = match crate::values::to_json(&args) {
+            serde_json::Value::Object(m) if !common::xmlrpc::is_remote_error(&args) => m,
+            _ => serde_json::Map::new(),
+        };
+        methods.retain(|method, _| caller.rights.allows(&name, &format!("{module}.{method}"), &groups));
+        if !methods.is_empty() || caller.rights.admin {
+            out.insert(module, serde_json::Value::Object(methods));
+        }
+    }
+    Ok(Json(json!({"minion": name, "modules": out})))
+}

@@ -1,0 +1,97 @@
+//! JSON in and out: request bodies read under the size limit and parsed
+//! into typed values (a bad one is 400, too large 413, never echoed), and
+//! every error as `{"error": "…"}` with its status.
+
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+    pub fn bad(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, message)
+    }
+    pub fn internal(message: impl std::fmt::Display) -> Self {
+        tracing::warn!(error = %message, "request failed");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message.to_string())
+    }
+    /// The job store failed: 503, the service stays up.
+    pub fn store(e: impl std::fmt::Display) -> Self {
+        tracing::warn!(error = %e, "job store");
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, format!("job store: {e}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut r = (self.status, axum::Json(json!({"error": self.message}))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"func-api\""),
+            );
+        }
+        r
+    }
+}
+
+/// A JSON body of type `T`; a missing or empty body is `{}`.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
+            let status = e.status();
+            match status {
+                StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(status, "request body too large"),
+                _ => ApiError::new(status, "cannot read the request body"),
+            }
+        })?;
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
+        serde_json::from_slice(text)
+            .map(Body)
+            .map_err(|e| ApiError::bad(format!("bad JSON body: {}", short(&e.to_string()))))
+    }
+}
+
+/// Keeps an error message short (serde names the offending field and
+/// position, never the body).
+fn short(s: &str) -> String {
+    common::paths::shorten(s)
+}
+
+/// `GET /api/v1/openapi.json`.
+pub async fn openapi() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+        .into_response()
+}
+
+/// Any other path.
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint (see /api/v1/openapi.json)")
+}

@@ -1,0 +1,394 @@
+//! The watcher: follows every unfinished job and batch in the store —
+//! whichever front end started it, the `func` CLI included — records each
+//! host's result the moment it ends, and announces it on the bus.
+//!
+//! - New jobs are found when the store changes (its file's time and size
+//!   are looked at every 200 ms; the store is opened only then): `new`.
+//! - For each host of an unfinished job that is running on its minion, a
+//!   task long-polls `jobs.wait_job` over the warm pool and the result is
+//!   recorded in the store, so a `--nopoll` job ends without anyone running
+//!   `job_status`. Batch jobs are left to their drivers, which record.
+//! - Whoever recorded a host's result (this watcher, a `func job_status`,
+//!   a batch driver), the change is seen in the store: `ret/<host>`, and
+//!   `complete` once every host is finished.
+//! - Batch lifecycle events are read from `var/log/func/batch-events.log`
+//!   as the drivers append them: `batch/<id>/<event>` with Salt's payloads.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead as _, Seek as _};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use common::Value;
+use serde_json::json;
+
+use super::bus::MAX_RESULT_BYTES;
+use super::Api;
+use crate::jobs::{decode_result, encode_result};
+use crate::store::{HostState, HostUpdate, JobMeta, JobRecord, JobStore};
+use crate::targets::Target;
+
+/// How often the store's file is looked at.
+const TICK: Duration = Duration::from_millis(200);
+/// Jobs looked at per page when scanning.
+const PAGE: usize = 200;
+/// A job whose start is this much older than the newest seen is not new.
+const SLACK: f64 = 120.0;
+
+/// The running watcher.
+pub struct Watcher {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watcher {
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts watching (call inside the service's runtime).
+pub fn start(api: Arc<Api>) -> Watcher {
+    let stop = Arc::new(AtomicBool::new(false));
+    let rt = tokio::runtime::Handle::current();
+    let flag = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("func-api-watch".into())
+        .spawn(move || State::new(api, rt).run(&flag))
+        .ok();
+    Watcher { stop, thread }
+}
+
+struct Tracked {
+    function: String,
+    hosts: Vec<String>,
+    finished: BTreeSet<String>,
+    failed: BTreeSet<String>,
+    batch: bool,
+    started: f64,
+    /// Long-polls in progress, per host.
+    polls: HashMap<String, tokio::task::AbortHandle>,
+}
+
+struct State {
+    api: Arc<Api>,
+    rt: tokio::runtime::Handle,
+    tracked: HashMap<String, Tracked>,
+    /// Finished jobs seen lately (id → start), so they are not new again.
+    seen: HashMap<String, f64>,
+    newest: f64,
+    stamp: Option<(SystemTime, u64)>,
+    ends_tx: mpsc::Sender<(String, String, Value)>,
+    ends_rx: mpsc::Receiver<(String, String, Value)>,
+    batch_log: u64,
+}
+
+impl State {
+    fn new(api: Arc<Api>, rt: tokio::runtime::Handle) -> Self {
+        let (ends_tx, ends_rx) = mpsc::channel();
+        let batch_log = std::fs::metadata(batch_log_path(&api)).map_or(0, |m| m.len());
+        State {
+            api,
+            rt,
+            tracked: HashMap::new(),
+            seen: HashMap::new(),
+            newest: 0.0,
+            stamp: None,
+            ends_tx,
+            ends_rx,
+            batch_log,
+        }
+    }
+
+    fn run(mut self, stop: &AtomicBool) {
+        // What is unfinished now is followed; history is not announced.
+        let mut first = true;
+        while !stop.load(Ordering::Relaxed) {
+            let recorded = self.record_ends();
+            let stamp = file_stamp(self.api.store.path());
+            if first || recorded || stamp != self.stamp {
+                self.stamp = stamp;
+                match self.scan(first) {
+                    Ok(()) => first = false,
+                    Err(e) => tracing::warn!(error = %e, "watcher: job store"),
+                }
+            }
+            self.batch_events();
+        }
+        for t in self.tracked.values() {
+            for poll in t.polls.values() {
+                poll.abort();
+            }
+        }
+    }
+
+    /// Waits a tick for hosts that ended and records them; whether any were.
+    fn record_ends(&mut self) -> bool {
+        let mut ends: HashMap<String, Vec<(String, HostUpdate)>> = HashMap::new();
+        if let Ok(end) = self.ends_rx.recv_timeout(TICK) {
+            let mut take = |(job, host, value): (String, String, Value)| {
+                let update = HostUpdate::Finished {
+                    result_xml: encode_result(value),
+                };
+                ends.entry(job).or_default().push((host, update));
+            };
+            take(end);
+            while let Ok(end) = self.ends_rx.try_recv() {
+                take(end);
+            }
+        }
+        let any = !ends.is_empty();
+        for (job, changes) in ends {
+            // Only hosts still running there: a result someone else
+            // recorded meanwhile stays.
+            let still: Vec<(String, HostUpdate)> = match self.api.store.load(&job) {
+                Ok(Some(rec)) => changes
+                    .into_iter()
+                    .filter(|(h, _)| rec.hosts.get(h).is_some_and(|e| e.state == HostState::Dispatched))
+                    .collect(),
+                Ok(None) => Vec::new(),
+                Err(e) => {
+                    tracing::warn!(error = %e, job = %job, "watcher: cannot record results; will ask again");
+                    if let Some(t) = self.tracked.get_mut(&job) {
+                        t.polls.clear();
+                    }
+                    continue;
+                }
+            };
+            if let Some(t) = self.tracked.get_mut(&job) {
+                for (h, _) in &still {
+                    t.polls.remove(h);
+                }
+            }
+            if !still.is_empty() {
+                if let Err(e) = self.api.store.update(&job, &still, false) {
+                    tracing::warn!(error = %e, job = %job, "watcher: cannot record results; will ask again");
+                    if let Some(t) = self.tracked.get_mut(&job) {
+                        t.polls.clear();
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// Finds new jobs, then brings every followed job up to date.
+    fn scan(&mut self, first: bool) -> Result<(), crate::store::StoreError> {
+        let api = Arc::clone(&self.api);
+        let store = &api.store;
+        let mut cursor = None;
+        let mut found: Vec<JobMeta> = Vec::new();
+        'pages: loop {
+            let page = store.list_page(PAGE, cursor.as_ref())?;
+            let Some(last) = page.last() else { break };
+            cursor = Some((last.started, last.id.clone()));
+            for meta in page {
+                if !first && meta.started < self.newest - SLACK {
+                    break 'pages;
+                }
+                if self.tracked.contains_key(&meta.id) || self.seen.contains_key(&meta.id) {
+                    continue;
+                }
+                found.push(meta);
+            }
+        }
+        for meta in found.into_iter().rev() {
+            self.newest = self.newest.max(meta.started);
+            if first {
+                if meta.ended.is_some() {
+                    self.seen.insert(meta.id.clone(), meta.started);
+                    continue;
+                }
+            }
+            self.follow(meta, !first);
+        }
+        let horizon = self.newest - 2.0 * SLACK;
+        self.seen.retain(|_, started| *started >= horizon);
+        let ids: Vec<String> = self.tracked.keys().cloned().collect();
+        for chunk in ids.chunks(PAGE) {
+            let records = store.load_many(chunk)?;
+            let present: BTreeSet<&str> = records.iter().map(|r| r.meta.id.as_str()).collect();
+            for gone in chunk.iter().filter(|id| !present.contains(id.as_str())) {
+                // Expired or deleted: nothing more will come.
+                if let Some(t) = self.tracked.remove(gone) {
+                    t.polls.values().for_each(tokio::task::AbortHandle::abort);
+                }
+            }
+            for rec in records {
+                self.update(rec);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts following a job (announcing it if `announce`).
+    fn follow(&mut self, meta: JobMeta, announce: bool) {
+        let hosts = match self.api.store.load(&meta.id) {
+            Ok(Some(rec)) => rec.hosts.keys().cloned().collect::<Vec<_>>(),
+            _ => return,
+        };
+        if announce {
+            let data = json!({"function": meta.function, "hosts": hosts});
+            self.api
+                .bus
+                .publish(format!("job/{}/new", meta.id), &data, &meta.function, hosts.clone());
+        }
+        self.tracked.insert(
+            meta.id.clone(),
+            Tracked {
+                function: meta.function,
+                hosts,
+                finished: BTreeSet::new(),
+                failed: BTreeSet::new(),
+                batch: meta.batch,
+                started: meta.started,
+                polls: HashMap::new(),
+            },
+        );
+    }
+
+    /// Announces what changed in a followed job and starts long-polls for
+    /// its running hosts.
+    fn update(&mut self, mut rec: JobRecord) {
+        let id = rec.meta.id.clone();
+        if !rec.meta.dispatched && !rec.meta.batch && crate::jobs::driver_gone(&rec.meta) {
+            let lost = common::xmlrpc::remote_error(
+                "func.overlord.DriverDied",
+                "the job's dispatch driver ended before calling this host",
+                "",
+            );
+            if crate::jobs::abandon_pending(&self.api.store, &rec, lost).is_ok() {
+                match self.api.store.load(&id) {
+                    Ok(Some(r)) => rec = r,
+                    _ => return,
+                }
+            }
+        }
+        let Some(t) = self.tracked.get_mut(&id) else { return };
+        for (host, entry) in &rec.hosts {
+            if entry.state != HostState::Finished || t.finished.contains(host) {
+                continue;
+            }
+            t.finished.insert(host.clone());
+            if let Some(poll) = t.polls.remove(host) {
+                poll.abort();
+            }
+            let value = entry.result_xml.as_deref().map(decode_result).unwrap_or(Value::Nil);
+            let ok = common::outcome::failure(&t.function, &value).is_none();
+            if !ok {
+                t.failed.insert(host.clone());
+            }
+            let result = crate::values::to_json(&value);
+            let data = if result.to_string().len() > MAX_RESULT_BYTES {
+                json!({"result": null, "ok": ok, "truncated": true})
+            } else {
+                json!({"result": result, "ok": ok})
+            };
+            self.api
+                .bus
+                .publish(format!("job/{id}/ret/{host}"), &data, &t.function, vec![host.clone()]);
+        }
+        if t.finished.len() >= t.hosts.len() || rec.meta.ended.is_some() {
+            let failed: Vec<&String> = t.failed.iter().collect();
+            let data = json!({"ok": failed.is_empty(), "failed": failed});
+            self.api
+                .bus
+                .publish(format!("job/{id}/complete"), &data, &t.function, t.hosts.clone());
+            if let Some(t) = self.tracked.remove(&id) {
+                t.polls.values().for_each(tokio::task::AbortHandle::abort);
+                self.seen.insert(id, t.started);
+            }
+            return;
+        }
+        if t.batch {
+            return;
+        }
+        for (host, job) in rec.in_flight() {
+            if t.polls.contains_key(host) {
+                continue;
+            }
+            let target = Target::enrolled(&self.api.root, host);
+            let (pool, tx) = (Arc::clone(&self.api.pool), self.ends_tx.clone());
+            let (jid, host_name, mjob) = (id.clone(), host.to_string(), job.to_string());
+            let task = self.rt.spawn(async move {
+                let value = pool.wait_end(&target, &mjob).await;
+                let _ = tx.send((jid, host_name, value));
+            });
+            t.polls.insert(host.to_string(), task.abort_handle());
+        }
+    }
+
+    /// Announces batch lifecycle events appended since the last look.
+    fn batch_events(&mut self) {
+        let path = batch_log_path(&self.api);
+        let Ok(mut f) = std::fs::File::open(&path) else { return };
+        let len = f.metadata().map_or(0, |m| m.len());
+        if len < self.batch_log {
+            self.batch_log = 0; // rotated
+        }
+        if len == self.batch_log || f.seek(std::io::SeekFrom::Start(self.batch_log)).is_err() {
+            return;
+        }
+        let mut reader = std::io::BufReader::new(f);
+        let mut line = String::new();
+        while matches!(reader.read_line(&mut line), Ok(n) if n > 0) && line.ends_with('\n') {
+            let line = std::mem::take(&mut line);
+            self.batch_log += line.len() as u64;
+            let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+            let (Some(id), Some(event)) = (ev["job_id"].as_str(), ev["event"].as_str()) else { continue };
+            let (function, hosts) = match self.tracked.get(id) {
+                Some(t) => (t.function.clone(), t.hosts.clone()),
+                None => match self.api.store.load(id) {
+                    Ok(Some(r)) => (r.meta.function.clone(), r.hosts.keys().cloned().collect()),
+                    _ => (String::new(), Vec::new()),
+                },
+            };
+            let (tag, data) = salt_batch_event(id, event, &ev);
+            self.api.bus.publish(tag, &data, &function, hosts);
+        }
+    }
+}
+
+/// A batch log line as Salt 3008's event: progress `{total, completed,
+/// active, pending, failed, iter}`, halted `{reason, abandoned_active,
+/// abandoned_pending}`; the others carry the counts.
+pub fn salt_batch_event(id: &str, event: &str, ev: &serde_json::Value) -> (String, serde_json::Value) {
+    let c = &ev["counts"];
+    let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    let ended = ["done", "failed", "timeout", "unreachable", "killed", "abandoned"];
+    let completed: u64 = ended.iter().map(|k| n(k)).sum();
+    let failed: u64 = ended.iter().skip(1).map(|k| n(k)).sum();
+    let total = completed + n("active") + n("pending");
+    let tag = match event {
+        // A sync batch stopped by Ctrl-C is halted, as Salt would say.
+        "interrupted" => "halted",
+        other => other,
+    };
+    let data = match tag {
+        "halted" => json!({
+            "reason": ev["halted"].as_str().unwrap_or(if event == "interrupted" { "interrupted" } else { "stopped" }),
+            "abandoned_active": n("active"),
+            "abandoned_pending": n("pending"),
+        }),
+        _ => json!({
+            "total": total, "completed": completed, "active": n("active"),
+            "pending": n("pending"), "failed": failed, "iter": ev["iter"].as_u64().unwrap_or(completed),
+            "counts": c,
+        }),
+    };
+    (format!("batch/{id}/{tag}"), data)
+}
+
+fn batch_log_path(api: &Api) -> std::path::PathBuf {
+    api.root.log_dir().join("batch-events.log")
+}
+
+fn file_stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}

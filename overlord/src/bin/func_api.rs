@@ -1,0 +1,223 @@
+//! `func-api` (DESIGN §14): the overlord's REST API and live events. Parses
+//! the command line, then either manages tokens or binds, optionally
+//! daemonises (before any runtime starts), and serves `overlord::api`.
+//! Like `func`, it is also its own worker and job and batch driver, which
+//! the engine re-spawns (`__worker`, `__driver`, `__batch`).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use common::paths::Root;
+use overlord::api::{self, config::ApiSettings, tokens};
+
+#[derive(Parser, Debug)]
+#[command(name = "func-api", version, about = "Func's REST API and live event stream (HTTPS)")]
+struct Cli {
+    /// Read and write only below DIR.
+    #[arg(long, env = "FUNC_ROOT", default_value = "/")]
+    root: PathBuf,
+    /// Listen on ADDR:PORT (default [api] listen, else 0.0.0.0:51236).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Stay in the foreground (the default).
+    #[arg(long, conflicts_with = "daemon")]
+    foreground: bool,
+    /// Detach; log to var/log/func/func-api.log.
+    #[arg(long)]
+    daemon: bool,
+    /// Log level (error, warn, info, debug) or a tracing filter.
+    #[arg(long)]
+    log_level: Option<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create, list and revoke API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Create token NAME and print it once (its last line of output).
+    Create {
+        name: String,
+        /// Every right.
+        #[arg(long, conflicts_with = "allow")]
+        admin: bool,
+        /// SPEC=METHOD_GLOB[,METHOD_GLOB…]: hosts and the methods they may be called with (repeatable).
+        #[arg(long, value_name = "SPEC=METHOD_GLOB,…", required_unless_present = "admin")]
+        allow: Vec<String>,
+        /// Lifetime in seconds (default 43200, 12 hours; at most a year).
+        #[arg(long, value_name = "SECS")]
+        expires: Option<String>,
+    },
+    /// List tokens (names, rights, expiry; never the tokens).
+    List,
+    /// Revoke token NAME (open event streams of it end).
+    Revoke { name: String },
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a.starts_with("__")) {
+        // Started by the service, which ignores SIGCHLD: these wait for
+        // their own workers, so they need the default back.
+        // SAFETY: setting a signal disposition before any thread starts.
+        unsafe {
+            let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGCHLD, nix::sys::signal::SigHandler::SigDfl);
+        }
+    }
+    let engine = match args.first().map(String::as_str) {
+        Some("__worker") => Some(overlord::worker::main()),
+        Some("__driver") => Some(overlord::jobs::driver::main(&args[1..])),
+        Some("__batch") => Some(overlord::batch::driver::main(&args[1..])),
+        _ => None,
+    };
+    if let Some(code) = engine {
+        return ExitCode::from(code as u8);
+    }
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Some(Command::Token(t)) => token(&cli, t),
+        None => serve(&cli),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("func-api: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root_of(cli: &Cli) -> anyhow::Result<Root> {
+    let dir = std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
+    Ok(Root::new(dir))
+}
+
+fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
+    let root = root_of(cli)?;
+    let mut out = std::io::stdout().lock();
+    match command {
+        TokenCommand::Create {
+            name,
+            admin,
+            allow,
+            expires,
+        } => {
+            let rules = allow
+                .iter()
+                .map(|a| tokens::Rule::parse(a))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(anyhow::Error::msg)?;
+            let life = match expires {
+                Some(v) => overlord::settings::seconds(v, false)
+                    .ok()
+                    .filter(|s| *s <= tokens::MAX_EXPIRES)
+                    .with_context(|| format!("--expires takes seconds above 0, at most a year, not {v:?}"))?,
+                None => tokens::DEFAULT_EXPIRES,
+            };
+            let (secret, tok) = tokens::create(&root, name, *admin, rules, life).map_err(anyhow::Error::msg)?;
+            let _ = writeln!(out, "token {} created, expires {}", tok.name, overlord::when::show(tok.expires));
+            let _ = writeln!(out, "it is shown only now; use it as: Authorization: Bearer TOKEN");
+            let _ = writeln!(out, "{secret}");
+        }
+        TokenCommand::List => {
+            let now = overlord::store::now();
+            let all = tokens::list(&root).map_err(anyhow::Error::msg)?;
+            if all.is_empty() {
+                let _ = writeln!(out, "no tokens (func-api token create NAME --admin)");
+            }
+            for t in all {
+                let rights = if t.admin {
+                    "admin".to_string()
+                } else {
+                    t.allow
+                        .iter()
+                        .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let state = if t.expired(now) { "expired" } else { "expires" };
+                let _ = writeln!(
+                    out,
+                    "{}  {}  {state} {}",
+                    overlord::output::shown_line(&t.name),
+                    overlord::output::shown_line(&rights),
+                    overlord::when::show(t.expires)
+                );
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            if !tokens::revoke(&root, name).map_err(anyhow::Error::msg)? {
+                anyhow::bail!("no token named {:?}", common::paths::shorten(name));
+            }
+            let _ = writeln!(out, "token {name} revoked");
+        }
+    }
+    Ok(())
+}
+
+fn serve(cli: &Cli) -> anyhow::Result<()> {
+    let root = root_of(cli)?;
+    let mut settings = ApiSettings::load(&root).map_err(anyhow::Error::msg).context("overlord.conf")?;
+    if let Some(l) = &cli.listen {
+        settings.listen = l.clone();
+    }
+    init_logging(cli);
+    let listener = std::net::TcpListener::bind(&settings.listen).with_context(|| format!("binding {}", settings.listen))?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    // Made before the line below, so a failure is said at once.
+    let api = api::Api::new(root.clone(), settings)?;
+    let _ = writeln!(std::io::stdout(), "func-api listening on {bound}");
+    let _ = std::io::stdout().flush();
+    if cli.daemon {
+        let log = root.log_dir().join("func-api.log");
+        common::private::daemonise_logging_to(&log).with_context(|| format!("daemonising (log {})", log.display()))?;
+    }
+    // The job and batch drivers it starts are never waited for: let the
+    // kernel reap them (they restore the default for their own children).
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe {
+        let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGCHLD, nix::sys::signal::SigHandler::SigIgn);
+    }
+    common::process::raise_open_files();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        api::serve(Arc::new(api), listener, shutdown()).await
+    })
+}
+
+fn init_logging(cli: &Cli) {
+    let filter = match cli.log_level.as_deref() {
+        Some(level) => tracing_subscriber::EnvFilter::new(level),
+        None => tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !cli.daemon)
+        .init();
+}
+
+async fn shutdown() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+        }
+        _ => std::future::pending::<()>().await,
+    }
+}
