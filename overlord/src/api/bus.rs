@@ -22,9 +22,10 @@ pub struct Event {
     pub tag: String,
     /// The payload, JSON text.
     pub data: String,
-    /// Who may see it: the job's function and the hosts it concerns.
+    /// Who may see it: the job's function and all its hosts (shared by
+    /// every event of the job).
     pub function: String,
-    pub hosts: Vec<String>,
+    pub hosts: Arc<[String]>,
 }
 
 struct Inner {
@@ -52,8 +53,11 @@ impl Bus {
     }
 
     /// Announces an event; returns its id.
-    pub fn publish(&self, tag: String, data: &serde_json::Value, function: &str, hosts: Vec<String>) -> u64 {
+    pub fn publish(&self, tag: String, data: &serde_json::Value, function: &str, hosts: Arc<[String]>) -> u64 {
         let data = data.to_string();
+        // A tag is one line of the stream (job ids come from SPECs typed
+        // anywhere): control characters become '_'.
+        let tag: String = tag.chars().map(|c| if c.is_control() { '_' } else { c }).collect();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.next += 1;
         let id = inner.next;
@@ -107,7 +111,7 @@ mod tests {
     fn backlog_is_bounded_and_resumes_without_repeats() {
         let bus = Bus::new(3);
         let ids: Vec<u64> = (0..5)
-            .map(|i| bus.publish(format!("t/{i}"), &serde_json::json!({}), "f", vec![]))
+            .map(|i| bus.publish(format!("t/{i}"), &serde_json::json!({}), "f", Arc::from(Vec::new())))
             .collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(bus.len(), 3);

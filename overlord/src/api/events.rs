@@ -17,6 +17,7 @@ use futures_util::Stream;
 
 use super::auth::Caller;
 use super::bus::Event;
+use super::reply::ApiError;
 use super::Api;
 use crate::groups::Groups;
 
@@ -24,6 +25,41 @@ use crate::groups::Groups;
 const BATCH: usize = 256;
 /// How often the caller's token is checked again.
 const RECHECK: Duration = Duration::from_secs(1);
+/// Streams one caller may hold open at once.
+pub const STREAMS_PER_CALLER: usize = 16;
+
+/// One of a caller's open streams; given back when the stream ends.
+struct Slot {
+    api: Arc<Api>,
+    name: String,
+}
+
+impl Slot {
+    fn take(api: &Arc<Api>, name: &str) -> Option<Slot> {
+        let mut open = api.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(name.to_string()).or_default();
+        if *n >= STREAMS_PER_CALLER {
+            return None;
+        }
+        *n += 1;
+        Some(Slot {
+            api: Arc::clone(api),
+            name: name.to_string(),
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.api.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.name) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.name);
+            }
+        }
+    }
+}
 
 struct Follow {
     api: Arc<Api>,
@@ -34,15 +70,28 @@ struct Follow {
     wake: tokio::sync::watch::Receiver<u64>,
     ended: bool,
     checked: std::time::Instant,
+    _slot: Slot,
 }
 
+/// As for the job listing: a limited caller sees the events of jobs and
+/// batches whose every host its rights allow with their function.
 fn visible(caller: &Caller, groups: &Groups, e: &Event) -> bool {
     caller.rights.admin
-        || (!e.hosts.is_empty() && e.hosts.iter().any(|h| caller.rights.allows(h, &e.function, groups)))
+        || (!e.hosts.is_empty() && e.hosts.iter().all(|h| caller.rights.allows(h, &e.function, groups)))
 }
 
 /// `GET /api/v1/events`.
-pub async fn stream(caller: Caller, State(api): State<Arc<Api>>, headers: HeaderMap) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+pub async fn stream(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let slot = Slot::take(&api, &caller.name).ok_or_else(|| {
+        ApiError::new(
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            format!("{STREAMS_PER_CALLER} event streams of this caller are open"),
+        )
+    })?;
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -59,6 +108,7 @@ pub async fn stream(caller: Caller, State(api): State<Arc<Api>>, headers: Header
         pending: Default::default(),
         ended: false,
         checked: std::time::Instant::now(),
+        _slot: slot,
     };
     let events = futures_util::stream::unfold(state, |mut s| async move {
         loop {
@@ -94,5 +144,5 @@ pub async fn stream(caller: Caller, State(api): State<Arc<Api>>, headers: Header
             }
         }
     });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

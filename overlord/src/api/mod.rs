@@ -64,6 +64,8 @@ pub struct Api {
     pub bus: Arc<bus::Bus>,
     /// Calls in progress per caller (a semaphore each).
     pub busy: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Event streams open per caller.
+    pub streams: Mutex<HashMap<String, usize>>,
     /// Our own executable: the drivers of async jobs and batches.
     pub exe: PathBuf,
     pub audit: audit::Audit,
@@ -82,6 +84,7 @@ impl Api {
             sessions: Mutex::new(session::Sessions::default()),
             bus: Arc::new(bus::Bus::new(settings.event_backlog)),
             busy: Mutex::new(HashMap::new()),
+            streams: Mutex::new(HashMap::new()),
             exe: std::env::current_exe().context("finding func-api's own executable")?,
             audit: audit::Audit::new(&root),
             settings,

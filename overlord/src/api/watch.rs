@@ -66,7 +66,7 @@ pub fn start(api: Arc<Api>) -> Watcher {
 
 struct Tracked {
     function: String,
-    hosts: Vec<String>,
+    hosts: Arc<[String]>,
     finished: BTreeSet<String>,
     failed: BTreeSet<String>,
     batch: bool,
@@ -228,15 +228,15 @@ impl State {
 
     /// Starts following a job (announcing it if `announce`).
     fn follow(&mut self, meta: JobMeta, announce: bool) {
-        let hosts = match self.api.store.load(&meta.id) {
-            Ok(Some(rec)) => rec.hosts.keys().cloned().collect::<Vec<_>>(),
+        let hosts: Arc<[String]> = match self.api.store.load(&meta.id) {
+            Ok(Some(rec)) => rec.hosts.keys().cloned().collect(),
             _ => return,
         };
         if announce {
-            let data = json!({"function": meta.function, "hosts": hosts});
+            let data = json!({"function": meta.function, "hosts": &hosts[..]});
             self.api
                 .bus
-                .publish(format!("job/{}/new", meta.id), &data, &meta.function, hosts.clone());
+                .publish(format!("job/{}/new", meta.id), &data, &meta.function, Arc::clone(&hosts));
         }
         self.tracked.insert(
             meta.id.clone(),
@@ -291,14 +291,14 @@ impl State {
             };
             self.api
                 .bus
-                .publish(format!("job/{id}/ret/{host}"), &data, &t.function, vec![host.clone()]);
+                .publish(format!("job/{id}/ret/{host}"), &data, &t.function, Arc::clone(&t.hosts));
         }
         if t.finished.len() >= t.hosts.len() || rec.meta.ended.is_some() {
             let failed: Vec<&String> = t.failed.iter().collect();
             let data = json!({"ok": failed.is_empty(), "failed": failed});
             self.api
                 .bus
-                .publish(format!("job/{id}/complete"), &data, &t.function, t.hosts.clone());
+                .publish(format!("job/{id}/complete"), &data, &t.function, Arc::clone(&t.hosts));
             if let Some(t) = self.tracked.remove(&id) {
                 t.polls.values().for_each(tokio::task::AbortHandle::abort);
                 self.seen.insert(id, t.started);
@@ -341,11 +341,11 @@ impl State {
             self.batch_log += line.len() as u64;
             let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
             let (Some(id), Some(event)) = (ev["job_id"].as_str(), ev["event"].as_str()) else { continue };
-            let (function, hosts) = match self.tracked.get(id) {
-                Some(t) => (t.function.clone(), t.hosts.clone()),
+            let (function, hosts): (String, Arc<[String]>) = match self.tracked.get(id) {
+                Some(t) => (t.function.clone(), Arc::clone(&t.hosts)),
                 None => match self.api.store.load(id) {
                     Ok(Some(r)) => (r.meta.function.clone(), r.hosts.keys().cloned().collect()),
-                    _ => (String::new(), Vec::new()),
+                    _ => (String::new(), Arc::from(Vec::new())),
                 },
             };
             let (tag, data) = salt_batch_event(id, event, &ev);

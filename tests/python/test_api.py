@@ -1,0 +1,453 @@
+"""func-api (DESIGN §14) over loopback with real minions: authentication on
+every endpoint, sync / async / batch calls, a limited token's rights judged
+before anything is sent, expiry and revocation (ending an open event
+stream), tokens stored hashed, Server-Sent Events for a CLI --nopoll job
+and an async batch, Last-Event-ID resume, kill, paging, bad input, and
+schemathesis against the OpenAPI document. Standard library only (but
+schemathesis, run as a program when installed by `make deps`)."""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import ssl
+import stat
+import subprocess
+import threading
+import time
+import unittest
+
+from funcfixture import Fleet, binary
+
+ENDPOINTS = [
+    ("GET", "/api/v1/minions"),
+    ("GET", "/api/v1/minions/m1/methods"),
+    ("POST", "/api/v1/calls"),
+    ("GET", "/api/v1/jobs"),
+    ("GET", "/api/v1/jobs/last"),
+    ("POST", "/api/v1/jobs/x-1/kill"),
+    ("GET", "/api/v1/batches/x-1"),
+    ("POST", "/api/v1/batches/x-1/stop"),
+    ("POST", "/api/v1/batches/x-1/recover"),
+    ("GET", "/api/v1/events"),
+]
+
+
+def wait_until(limit, cond, pause=0.05):
+    end = time.time() + limit
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(pause)
+    return cond()
+
+
+class Api:
+    """A real func-api below the fleet's CA root, on an ephemeral port."""
+
+    def __init__(self, fleet, conf=""):
+        self.fleet = fleet
+        self.root = fleet.ca_root
+        if conf:
+            path = os.path.join(self.root, "etc/func/overlord.conf")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "a") as f:
+                f.write(conf)
+        self.proc = subprocess.Popen(
+            [binary("func-api"), "--root", self.root, "--listen", "127.0.0.1:0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, RUST_LOG="warn"))
+        line = self.proc.stdout.readline().decode()
+        if "func-api listening on" not in line:
+            self.proc.wait(timeout=10)
+            raise RuntimeError("func-api did not start: " + self.proc.stderr.read().decode())
+        self.port = int(line.rsplit(":", 1)[1])
+        self.ctx = ssl.create_default_context(cafile=fleet.ca_cert())
+
+    def token(self, name, *args):
+        out = subprocess.run([binary("func-api"), "--root", self.root, "token", "create", name] + list(args),
+                             check=True, capture_output=True, text=True).stdout
+        return out.strip().splitlines()[-1]
+
+    def conn(self, ctx=None):
+        return http.client.HTTPSConnection("localhost", self.port, context=ctx or self.ctx, timeout=60)
+
+    def request(self, method, path, token=None, body=None, headers=None, ctx=None, raw=None):
+        c = self.conn(ctx)
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = "Bearer " + token
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        if data is not None:
+            h.setdefault("Content-Type", "application/json")
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        text = r.read().decode()
+        c.close()
+        try:
+            doc = json.loads(text) if text else None
+        except ValueError:
+            doc = text
+        return r.status, doc, r
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+class Events:
+    """An open event stream, read on a thread; events collected in order."""
+
+    def __init__(self, api, token, last_id=None):
+        self.conn = api.conn()
+        headers = {"Authorization": "Bearer " + token}
+        if last_id is not None:
+            headers["Last-Event-ID"] = str(last_id)
+        self.conn.request("GET", "/api/v1/events", headers=headers)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.events = []
+        self.ended = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        ev = {}
+        try:
+            while True:
+                line = self.resp.readline()
+                if not line:
+                    break
+                line = line.decode().rstrip("\n")
+                if line == "":
+                    if "event" in ev:
+                        ev["data"] = json.loads(ev.get("data", "null"))
+                        self.events.append(ev)
+                    ev = {}
+                elif line.startswith(":"):
+                    continue
+                else:
+                    k, _, v = line.partition(":")
+                    ev[k] = v[1:] if v.startswith(" ") else v
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            pass  # closed by close(), or by the server
+        self.ended = True
+
+    def tags(self, prefix=""):
+        return [e["event"] for e in list(self.events) if e["event"].startswith(prefix)]
+
+    def close(self):
+        try:
+            self.conn.sock.shutdown(2)
+        except OSError:
+            pass
+        self.conn.close()
+
+
+class ApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.fleet = Fleet()
+        cls.minion_roots = {}
+        for name in ("m1", "m2", "m3"):
+            root, _ = cls.fleet.start_minion(name)
+            cls.minion_roots[name] = root
+        cls.api = Api(cls.fleet)
+        cls.admin = cls.api.token("admin", "--admin")
+        cls.limited = cls.api.token("web", "--allow", "m1;m2=test.*")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.api.close()
+        cls.fleet.close()
+
+    def func(self, *args):
+        return subprocess.run([binary("func"), "--root", self.fleet.ca_root] + list(args),
+                              capture_output=True, text=True, timeout=120)
+
+    def test_every_endpoint_refuses_missing_or_wrong_credentials(self):
+        for method, path in ENDPOINTS:
+            for token in (None, "fapi_wrong"):
+                status, doc, r = self.api.request(method, path, token=token, body={} if method == "POST" else None)
+                self.assertEqual(status, 401, (method, path, token, doc))
+                self.assertIn("error", doc)
+                self.assertIn("Bearer", r.getheader("WWW-Authenticate"))
+        status, doc, _ = self.api.request("GET", "/api/v1/minions", headers={"Authorization": "Basic eDp5"})
+        self.assertEqual(status, 401)
+
+    def test_the_overlord_certificate_is_an_admin_and_a_minion_certificate_is_not(self):
+        ctx = self.fleet.context()  # the overlord's
+        ctx.check_hostname = True
+        status, doc, _ = self.api.request("GET", "/api/v1/minions", ctx=ctx)
+        self.assertEqual(status, 200, doc)
+        self.assertEqual([m["name"] for m in doc["minions"]], ["m1", "m2", "m3"])
+        m1 = self.minion_roots["m1"]
+        minion_ctx = self.fleet.context(cert=os.path.join(m1, "etc/pki/certmaster/m1.cert"),
+                                        key=os.path.join(m1, "etc/pki/certmaster/m1.pem"))
+        status, _, _ = self.api.request("GET", "/api/v1/minions", ctx=minion_ctx)
+        self.assertEqual(status, 401)
+
+    def test_tokens_are_stored_hashed_and_private(self):
+        path = os.path.join(self.fleet.ca_root, "var/lib/func/api/tokens.json")
+        with open(path) as f:
+            text = f.read()
+        self.assertNotIn(self.admin, text)
+        self.assertNotIn(self.limited, text)
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode), 0o700)
+        listing = subprocess.run([binary("func-api"), "--root", self.fleet.ca_root, "token", "list"],
+                                 capture_output=True, text=True, check=True).stdout
+        self.assertIn("web", listing)
+        self.assertNotIn(self.admin, listing)
+
+    def test_sync_async_and_batch_calls(self):
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "*", "module": "test", "method": "add", "args": [2, 3]})
+        self.assertEqual(status, 200, doc)
+        self.assertEqual(doc, {"m1": 5, "m2": 5, "m3": 5})
+        # Typed arguments stay typed; a failing host is a REMOTE_ERROR value.
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "m1", "module": "test", "method": "echo", "args": [{"a": [1, 2.5, None]}]})
+        self.assertEqual(doc, {"m1": {"a": [1, 2.5, None]}})
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "m1", "module": "nope", "method": "x"})
+        self.assertEqual(status, 200)
+        self.assertEqual(doc["m1"][0], "REMOTE_ERROR")
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "*", "module": "test", "method": "ping", "async": True})
+        self.assertEqual(status, 202, doc)
+        job = doc["job_id"]
+        self.assertTrue(wait_until(30, lambda: self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["status"] == 1))
+        status, doc, _ = self.api.request("GET", "/api/v1/jobs/" + job, self.admin)
+        self.assertEqual(doc["results"], {"m1": 1, "m2": 1, "m3": 1})
+        self.assertEqual(doc["state"], "finished")
+        # The CLI sees the API's job as its own kind.
+        out = self.func("job_status", job, "--json")
+        self.assertEqual(json.loads(out.stdout)["results"], {"m1": 1, "m2": 1, "m3": 1})
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "*", "module": "test", "method": "ping", "batch": "50%"})
+        self.assertEqual(status, 202, doc)
+        batch = doc["job_id"]
+        self.assertTrue(wait_until(30, lambda: self.api.request("GET", "/api/v1/batches/" + batch, self.admin)[1]["complete"]))
+        status, doc, _ = self.api.request("GET", "/api/v1/batches/" + batch, self.admin)
+        self.assertEqual(doc["size"], 1)
+        self.assertEqual(doc["counts"]["done"], 3)
+        self.assertEqual(doc["state"], "complete")
+
+    def test_a_limited_token_is_judged_before_anything_is_sent(self):
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.limited,
+                                          {"spec": "m1", "module": "test", "method": "ping"})
+        self.assertEqual((status, doc), (200, {"m1": 1}))
+        audit = os.path.join(self.minion_roots["m1"], "var/log/func/audit.log")
+        audit3 = os.path.join(self.minion_roots["m3"], "var/log/func/audit.log")
+        before = open(audit).read()
+        before3 = open(audit3).read() if os.path.exists(audit3) else ""
+        for body in ({"spec": "m1", "module": "command", "method": "run", "args": ["touch /tmp/pwned"]},
+                     {"spec": "*", "module": "test", "method": "ping"},
+                     {"spec": "m3", "module": "test", "method": "ping", "async": True},
+                     {"spec": "*", "module": "test", "method": "ping", "batch": 1}):
+            status, doc, _ = self.api.request("POST", "/api/v1/calls", self.limited, body)
+            self.assertEqual(status, 403, (body, doc))
+        time.sleep(0.3)
+        self.assertEqual(open(audit).read(), before, "nothing arrived at m1")
+        self.assertEqual(open(audit3).read() if os.path.exists(audit3) else "", before3, "nothing arrived at m3")
+        # It lists only the minions it reaches, and sees only its methods.
+        status, doc, _ = self.api.request("GET", "/api/v1/minions", self.limited)
+        self.assertEqual([m["name"] for m in doc["minions"]], ["m1", "m2"])
+        status, doc, _ = self.api.request("GET", "/api/v1/minions/m1/methods", self.limited)
+        self.assertEqual(list(doc["modules"]), ["test"])
+        self.assertEqual(self.api.request("GET", "/api/v1/minions/m3/methods", self.limited)[0], 403)
+        # Others' jobs are unknown to it, and cannot be killed by it.
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "*", "module": "test", "method": "ping", "async": True})
+        other = doc["job_id"]
+        self.assertEqual(self.api.request("GET", "/api/v1/jobs/" + other, self.limited)[0], 404)
+        self.assertEqual(self.api.request("POST", "/api/v1/jobs/%s/kill" % other, self.limited, {})[0], 404)
+        ids = [j["id"] for j in self.api.request("GET", "/api/v1/jobs?limit=500", self.limited)[1]["jobs"]]
+        self.assertNotIn(other, ids)
+        log = os.path.join(self.fleet.ca_root, "var/log/func/api-audit.log")
+        self.assertEqual(stat.S_IMODE(os.stat(log).st_mode), 0o600)
+        lines = [json.loads(l) for l in open(log)]
+        self.assertTrue(any(l["who"] == "web" and l["status"] == 403 and l["action"] == "call command.run" for l in lines))
+
+    def test_expiry_and_revocation_end_access_and_open_streams(self):
+        short = self.api.token("short", "--admin", "--expires", "3")
+        revoked = self.api.token("gone", "--admin")
+        s1 = Events(self.api, short)
+        s2 = Events(self.api, revoked)
+        self.assertEqual((s1.status, s2.status), (200, 200))
+        self.assertEqual(self.api.request("GET", "/api/v1/minions", revoked)[0], 200)
+        subprocess.run([binary("func-api"), "--root", self.fleet.ca_root, "token", "revoke", "gone"], check=True,
+                       capture_output=True)
+        self.assertEqual(self.api.request("GET", "/api/v1/minions", revoked)[0], 401)
+        self.assertTrue(wait_until(10, lambda: s2.ended), "the revoked token's stream ended")
+        self.assertIn("auth/expired", s2.tags())
+        self.assertTrue(wait_until(15, lambda: s1.ended), "the expired token's stream ended")
+        self.assertEqual(self.api.request("GET", "/api/v1/minions", short)[0], 401)
+        s1.close()
+        s2.close()
+
+    def test_browser_login_sets_a_strict_cookie(self):
+        status, doc, r = self.api.request("POST", "/api/v1/login", body={"token": self.admin})
+        self.assertEqual(status, 200)
+        cookie = r.getheader("Set-Cookie")
+        for attr in ("HttpOnly", "Secure", "SameSite=Strict", "Path=/"):
+            self.assertIn(attr, cookie)
+        session = cookie.split(";")[0]
+        self.assertEqual(self.api.request("GET", "/api/v1/minions", headers={"Cookie": session})[0], 200)
+        self.api.request("POST", "/api/v1/logout", headers={"Cookie": session})
+        self.assertEqual(self.api.request("GET", "/api/v1/minions", headers={"Cookie": session})[0], 401)
+        self.assertEqual(self.api.request("POST", "/api/v1/login", body={"token": "fapi_nope"})[0], 401)
+
+    def test_events_for_a_cli_nopoll_job_and_an_async_batch_and_resume(self):
+        stream = self.api_events = Events(self.api, self.admin)
+        self.addCleanup(stream.close)
+        out = self.func("*", "call", "test", "sleep", "1", "--async", "--nopoll")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        job = out.stdout.split("JOB_ID:")[1].strip().strip("'")
+        prefix = "job/%s/" % job
+        self.assertTrue(wait_until(30, lambda: prefix + "complete" in stream.tags(prefix)), stream.tags())
+        tags = stream.tags(prefix)
+        self.assertEqual(tags[0], prefix + "new")
+        self.assertEqual(sorted(tags[1:-1]), [prefix + "ret/m1", prefix + "ret/m2", prefix + "ret/m3"])
+        new = [e for e in stream.events if e["event"] == prefix + "new"][0]
+        self.assertEqual(new["data"], {"function": "test.sleep", "hosts": ["m1", "m2", "m3"]})
+        ret = [e for e in stream.events if e["event"] == prefix + "ret/m2"][0]
+        self.assertTrue(ret["data"]["ok"])
+        done = [e for e in stream.events if e["event"] == prefix + "complete"][0]
+        self.assertEqual(done["data"], {"ok": True, "failed": []})
+        # Nobody ran job_status: the service recorded the results.
+        status = json.loads(self.func("job_status", job, "--json").stdout)
+        self.assertEqual(status["status"], 1)
+        # An async batch: new, progress with Salt's keys, complete.
+        out = self.func("*", "call", "test", "ping", "--async", "--batch", "1")
+        batch = out.stdout.split("JOB_ID:")[1].split()[0].strip("'") if "JOB_ID:" in out.stdout else out.stdout.strip()
+        bprefix = "batch/%s/" % batch
+        self.assertTrue(wait_until(30, lambda: bprefix + "complete" in stream.tags(bprefix)), stream.tags())
+        btags = stream.tags(bprefix)
+        self.assertEqual(btags[0], bprefix + "new")
+        self.assertIn(bprefix + "progress", btags)
+        progress = [e for e in stream.events if e["event"] == bprefix + "progress"][-1]["data"]
+        for key in ("total", "completed", "active", "pending", "failed", "iter"):
+            self.assertIn(key, progress)
+        self.assertEqual(progress["total"], 3)
+        ids = [int(e["id"]) for e in stream.events]
+        self.assertEqual(ids, sorted(set(ids)), "ids increase, no repeats")
+        # Resume from the middle: exactly what came after, no repeats.
+        middle = stream.events[len(stream.events) // 2]
+        resumed = Events(self.api, self.admin, last_id=middle["id"])
+        want = [e["id"] for e in stream.events if int(e["id"]) > int(middle["id"])]
+        self.assertTrue(wait_until(10, lambda: len(resumed.events) >= len(want)))
+        self.assertEqual([e["id"] for e in resumed.events][:len(want)], want)
+        resumed.close()
+        stream_of_admin = lambda: [e["event"] for e in self.api_events.events]
+        # A limited token's stream carries only what its rights reach.
+        lim = Events(self.api, self.limited)
+        hidden = [self.func("*", "call", "test", "ping", "--async", "--nopoll"),
+                  self.func("m1", "call", "command", "run", "true", "--async", "--nopoll")]
+        hidden = [o.stdout.split("JOB_ID:")[1].strip().strip("'") for o in hidden]
+        shown = self.func("m1;m2", "call", "test", "ping", "--async", "--nopoll")
+        shown = shown.stdout.split("JOB_ID:")[1].strip().strip("'")
+        self.assertTrue(wait_until(30, lambda: "job/%s/complete" % shown in lim.tags("job/")))
+        for job in hidden:
+            self.assertTrue(wait_until(30, lambda: "job/%s/complete" % job in stream_of_admin()), job)
+        self.assertEqual(sorted(lim.tags("job/%s/ret/" % shown)), ["job/%s/ret/m1" % shown, "job/%s/ret/m2" % shown])
+        for e in lim.events:
+            self.assertFalse(any(job in e["event"] for job in hidden), e["event"])
+        lim.close()
+
+    def test_kill(self):
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "m1;m2", "module": "test", "method": "sleep", "args": [60], "async": True})
+        job = doc["job_id"]
+        self.assertTrue(wait_until(30, lambda: not self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["waiting"]
+                                   or all("running" in w for w in self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["waiting"].values())))
+        status, doc, _ = self.api.request("POST", "/api/v1/jobs/%s/kill" % job, self.admin, {})
+        self.assertEqual(status, 200, doc)
+        self.assertEqual(sorted(doc["signalled"]), ["m1", "m2"])
+        self.assertTrue(wait_until(30, lambda: self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["status"] == 1))
+        results = self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["results"]
+        for host in ("m1", "m2"):
+            self.assertEqual(results[host][0], "REMOTE_ERROR", results)
+        self.assertEqual(self.api.request("POST", "/api/v1/jobs/%s/kill" % job, self.admin, {"signal": "NOPE"})[0], 400)
+
+    def test_paging_newest_first(self):
+        ids = []
+        for _ in range(5):
+            status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                              {"spec": "m1", "module": "test", "method": "add", "args": [1, 1], "async": True})
+            ids.append(doc["job_id"])
+        seen, before = [], None
+        while True:
+            path = "/api/v1/jobs?limit=2&function=test.add" + ("&before=" + before.replace("*", "%2A") if before else "")
+            status, doc, _ = self.api.request("GET", path, self.admin)
+            self.assertEqual(status, 200, doc)
+            self.assertLessEqual(len(doc["jobs"]), 2)
+            seen += [j["id"] for j in doc["jobs"]]
+            before = doc["next"]
+            if not before:
+                break
+        self.assertEqual(seen[:5], list(reversed(ids)), "newest first, no gaps or repeats")
+        self.assertEqual(len(seen), len(set(seen)))
+        self.assertEqual(self.api.request("GET", "/api/v1/jobs?limit=0", self.admin)[0], 400)
+        self.assertEqual(self.api.request("GET", "/api/v1/jobs?limit=x", self.admin)[0], 400)
+
+    def test_bad_input_is_refused_clearly_and_the_service_goes_on(self):
+        cases = [
+            ("POST", "/api/v1/calls", "{bad", 400),
+            ("POST", "/api/v1/calls", json.dumps({"spec": "*", "module": "test"}), 400),
+            ("POST", "/api/v1/calls", json.dumps({"spec": "*", "module": "test", "method": "ping", "evil": 1}), 400),
+            ("POST", "/api/v1/calls", json.dumps({"spec": "nomatch*", "module": "test", "method": "ping"}), 404),
+            ("POST", "/api/v1/calls", json.dumps({"spec": "*", "module": "../x", "method": "ping"}), 400),
+            ("POST", "/api/v1/calls", json.dumps({"spec": "*", "module": "test", "method": "ping", "timeout": -1}), 400),
+            ("POST", "/api/v1/calls", json.dumps({"spec": "*", "module": "test", "method": "ping", "batch": "0%x"}), 400),
+            ("GET", "/api/v1/jobs/unknown-1.5", None, 404),
+            ("GET", "/api/v1/batches/unknown-1.5", None, 404),
+            ("GET", "/api/v1/nothing", None, 404),
+        ]
+        for method, path, raw, want in cases:
+            status, doc, _ = self.api.request(method, path, self.admin, raw=raw)
+            self.assertEqual(status, want, (path, raw, doc))
+            self.assertIn("error", doc)
+        huge = json.dumps({"spec": "*", "module": "test", "method": "echo", "args": ["x" * (2 << 20)]})
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin, raw=huge)
+        self.assertEqual(status, 413)
+        self.assertLess(len(json.dumps(doc)), 200, "the body is never echoed")
+        status, doc, _ = self.api.request("GET", "/api/v1/minions", self.admin)
+        self.assertEqual(status, 200, "still answers")
+
+    def test_openapi_document_and_schemathesis(self):
+        status, doc, _ = self.api.request("GET", "/api/v1/openapi.json")
+        self.assertEqual(status, 200)
+        self.assertTrue(doc["openapi"].startswith("3."))
+        for path in ("/api/v1/calls", "/api/v1/jobs", "/api/v1/events", "/api/v1/batches/{id}/stop"):
+            self.assertIn(path, doc["paths"])
+        st = shutil.which("st") or shutil.which("schemathesis")
+        if st is None:
+            self.fail("schemathesis is not installed (make deps installs it)")
+        # Random calls, but only of harmless methods.
+        fuzz = self.api.token("fuzz", "--allow", "*=test.ping,test.add,test.echo")
+        base = "https://localhost:%d" % self.api.port
+        env = dict(os.environ, REQUESTS_CA_BUNDLE=self.fleet.ca_cert(), SSL_CERT_FILE=self.fleet.ca_cert())
+        out = subprocess.run(
+            [st, "run", base + "/api/v1/openapi.json", "--url", base,
+             "--checks", "not_a_server_error", "--exclude-path", "/api/v1/events",
+             "-H", "Authorization: Bearer " + fuzz, "--max-examples", "30",
+             "--tls-verify", self.fleet.ca_cert(), "--request-timeout", "30"],
+            capture_output=True, text=True, env=env, timeout=600)
+        self.assertEqual(out.returncode, 0, out.stdout[-3000:] + out.stderr[-2000:])
+        # It really ran: every operation, many cases.
+        self.assertIn("/api/v1/calls", out.stdout)
+        status, _, _ = self.api.request("GET", "/api/v1/minions", self.admin)
+        self.assertEqual(status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
