@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 
 use super::reply::ApiError;
 use super::tokens::{self, Rights};
-use super::{Api, Peer};
+use super::state::{Api, Peer};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "func_session";

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::auth::Caller;
 use super::reply::{ApiError, Body};
-use super::Api;
+use super::state::Api;
 use crate::batch::control::{self, Recovered};
 use crate::batch::record::BatchRecord;
 use crate::store::JobMeta;

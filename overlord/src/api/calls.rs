@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::auth::Caller;
 use super::reply::{ApiError, Body};
-use super::Api;
+use super::state::Api;
 use crate::batch::{driver, machine};
 use crate::store::JobMeta;
 use crate::targets::{Target, TargetError};

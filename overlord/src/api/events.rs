@@ -18,7 +18,7 @@ use futures_util::Stream;
 use super::auth::Caller;
 use super::bus::Event;
 use super::reply::ApiError;
-use super::Api;
+use super::state::Api;
 use crate::groups::Groups;
 
 /// Events sent per wake-up at most.

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::auth::Caller;
 use super::reply::{ApiError, Body};
-use super::Api;
+use super::state::Api;
 use crate::jobs::kill::{self as killing, Signalled};
 use crate::store::{JobMeta, JobRecord, JobStore};
 

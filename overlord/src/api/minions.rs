@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::auth::Caller;
 use super::reply::ApiError;
-use super::Api;
+use super::state::Api;
 use crate::targets::{Target, TargetError};
 
 #[derive(Deserialize)]

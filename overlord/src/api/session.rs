@@ -1,10 +1,7 @@
 //! Browser sessions: `POST /api/v1/login {"token"}` sets an HttpOnly,
 //! Secure, SameSite=Strict cookie that lasts as long as the token; `POST
-//! /api/v1/logout` ends it. Sessions live in memory, bounded (the oldest
-//! goes first), so logging in again and again cannot exhaust it
-//! (salt-api's #60955).
+//! /api/v1/logout` ends it. The sessions themselves: `sessions.rs`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -15,52 +12,8 @@ use serde_json::json;
 
 use super::auth::COOKIE;
 use super::reply::{ApiError, Body};
-use super::{tokens, Api};
-
-struct Session {
-    hash: String,
-    expires: f64,
-    created: f64,
-}
-
-/// Live sessions: id → the token's hash.
-#[derive(Default)]
-pub struct Sessions {
-    live: HashMap<String, Session>,
-}
-
-impl Sessions {
-    /// The token hash of live session `id`.
-    pub fn get(&self, id: &str) -> Option<String> {
-        let s = self.live.get(id)?;
-        (crate::store::now() < s.expires).then(|| s.hash.clone())
-    }
-
-    fn insert(&mut self, id: String, hash: String, expires: f64, max: usize) {
-        let now = crate::store::now();
-        self.live.retain(|_, s| s.expires > now);
-        while self.live.len() >= max {
-            let oldest = self
-                .live
-                .iter()
-                .min_by(|a, b| a.1.created.total_cmp(&b.1.created))
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(k) => self.live.remove(&k),
-                None => break,
-            };
-        }
-        self.live.insert(id, Session { hash, expires, created: now });
-    }
-
-    pub fn len(&self) -> usize {
-        self.live.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
-    }
-}
+use super::state::Api;
+use super::tokens;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -92,7 +45,7 @@ pub async fn login(State(api): State<Arc<Api>>, Body(body): Body<Login>) -> Resu
 pub async fn logout(State(api): State<Arc<Api>>, headers: HeaderMap) -> Response {
     let id = super::auth::cookie(&headers, COOKIE).map(str::to_string);
     if let Some(id) = id {
-        api.sessions.lock().unwrap_or_else(|p| p.into_inner()).live.remove(&id);
+        api.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     }
     let cookie = format!("{COOKIE}=; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=0");
     ([(header::SET_COOKIE, cookie)], axum::Json(json!({"ok": true}))).into_response()

@@ -25,7 +25,7 @@ use common::Value;
 use serde_json::json;
 
 use super::bus::MAX_RESULT_BYTES;
-use super::Api;
+use super::state::Api;
 use crate::jobs::{decode_result, encode_result};
 use crate::store::{HostState, HostUpdate, JobMeta, JobRecord, JobStore};
 use crate::targets::Target;

@@ -1,0 +1,99 @@
+//! The service's server: our accept loop (a per-address cap, eviction of
+//! slow handshakes), TLS with an optional client certificate (the
+//! overlord's is an admin), idle close, and the axum router of every
+//! endpoint. [`serve`] takes a bound listener and a shutdown signal.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioTimer;
+use tokio::net::{TcpListener, TcpStream};
+use tower::Service as _;
+
+use super::state::{Api, Peer};
+use super::{batches, calls, events, jobs, minions, reply, session, tls, watch};
+
+/// Connections served at once, and from one address.
+const MAX_CONNECTIONS: usize = 1024;
+const PER_ADDRESS: usize = 256;
+/// TLS handshake deadline, and how long a connection may stay idle.
+const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
+const IDLE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The routes.
+pub fn router(api: Arc<Api>) -> Router {
+    Router::new()
+        .route("/api/v1/login", post(session::login))
+        .route("/api/v1/logout", post(session::logout))
+        .route("/api/v1/minions", get(minions::list))
+        .route("/api/v1/minions/{name}/methods", get(minions::methods))
+        .route("/api/v1/calls", post(calls::call))
+        .route("/api/v1/jobs", get(jobs::list))
+        .route("/api/v1/jobs/{id}", get(jobs::one))
+        .route("/api/v1/jobs/{id}/kill", post(jobs::kill))
+        .route("/api/v1/batches/{id}", get(batches::status))
+        .route("/api/v1/batches/{id}/stop", post(batches::stop))
+        .route("/api/v1/batches/{id}/recover", post(batches::recover))
+        .route("/api/v1/events", get(events::stream))
+        .route("/api/v1/openapi.json", get(reply::openapi))
+        .fallback(reply::not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(api.settings.max_body))
+        .with_state(api)
+}
+
+/// Serves `listener` until `shutdown` completes; the watcher of jobs and
+/// batches runs meanwhile.
+pub async fn serve(api: Arc<Api>, listener: TcpListener, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let tls = Arc::new(tls::server_config(&api.root, &api.settings)?);
+    let watcher = watch::start(Arc::clone(&api));
+    let app = router(Arc::clone(&api));
+    common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, PER_ADDRESS, shutdown, |tcp, addr, slot| {
+        let (tls, app) = (Arc::clone(&tls), app.clone());
+        tokio::spawn(async move {
+            connection(tls, app, tcp, addr, &slot).await;
+            drop(slot);
+        });
+    })
+    .await;
+    watcher.stop();
+    Ok(())
+}
+
+async fn connection(
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+    tcp: TcpStream,
+    addr: SocketAddr,
+    slot: &common::rpc::accept::Slot,
+) {
+    let _ = tcp.set_nodelay(true);
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let accepted = tokio::select! {
+        a = tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)) => a,
+        _ = slot.evicted() => return,
+    };
+    let Ok(Ok(stream)) = accepted else { return };
+    slot.established();
+    let overlord = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|certs| certs.first())
+        .and_then(|der| common::identity::PeerIdentity::from_der(der).ok())
+        .filter(|id| id.overlord)
+        .map(|id| id.cn);
+    let peer = Peer { addr, overlord };
+    let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(peer.clone());
+        let mut app = app.clone();
+        async move { Ok::<_, Infallible>(app.call(req.map(axum::body::Body::new)).await.unwrap_or_else(|e| match e {})) }
+    });
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new());
+    let _ = common::rpc::idle::serve(&mut builder, stream, service, IDLE, slot).await;
+}

@@ -1,0 +1,56 @@
+//! Browser sessions in memory: session id → the token's hash, with the
+//! token's expiry. Bounded: past the limit the oldest goes first, so
+//! logging in again and again cannot exhaust memory (salt-api's #60955).
+
+use std::collections::HashMap;
+
+struct Session {
+    hash: String,
+    expires: f64,
+    created: f64,
+}
+
+/// Live sessions: id → the token's hash.
+#[derive(Default)]
+pub struct Sessions {
+    live: HashMap<String, Session>,
+}
+
+impl Sessions {
+    /// The token hash of live session `id`.
+    pub fn get(&self, id: &str) -> Option<String> {
+        let s = self.live.get(id)?;
+        (crate::store::now() < s.expires).then(|| s.hash.clone())
+    }
+
+    pub fn insert(&mut self, id: String, hash: String, expires: f64, max: usize) {
+        let now = crate::store::now();
+        self.live.retain(|_, s| s.expires > now);
+        while self.live.len() >= max {
+            let oldest = self
+                .live
+                .iter()
+                .min_by(|a, b| a.1.created.total_cmp(&b.1.created))
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => self.live.remove(&k),
+                None => break,
+            };
+        }
+        self.live.insert(id, Session { hash, expires, created: now });
+    }
+
+    /// Ends session `id`.
+    pub fn remove(&mut self, id: &str) {
+        self.live.remove(id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+}
+

@@ -1,0 +1,65 @@
+//! What every handler shares ([`Api`]: the root, settings, the job store,
+//! the warm pool, tokens, sessions, the event bus, limits, the audit log)
+//! and what a connection tells its requests ([`Peer`]).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use common::paths::Root;
+use tokio::sync::Semaphore;
+
+use super::{audit, bus, config, sessions, tokens};
+use crate::pool::Pool;
+use crate::store::Store;
+
+/// Everything the handlers share.
+pub struct Api {
+    pub root: Root,
+    pub settings: config::ApiSettings,
+    pub store: Store,
+    pub pool: Arc<Pool>,
+    pub tokens: Mutex<tokens::Tokens>,
+    pub sessions: Mutex<sessions::Sessions>,
+    pub bus: Arc<bus::Bus>,
+    /// Calls in progress per caller (a semaphore each).
+    pub busy: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Event streams open per caller.
+    pub streams: Mutex<HashMap<String, usize>>,
+    /// Our own executable: the drivers of async jobs and batches.
+    pub exe: PathBuf,
+    pub audit: audit::Audit,
+}
+
+impl Api {
+    /// The service's state below `root`.
+    pub fn new(root: Root, settings: config::ApiSettings) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let calling = crate::settings::Calling::of_root(&root);
+        let pool = Pool::new(calling).context("the overlord's certificate (is the certmaster set up below this root?)")?;
+        Ok(Api {
+            store: crate::settings::store(&root),
+            pool: Arc::new(pool),
+            tokens: Mutex::new(tokens::Tokens::new(&root)),
+            sessions: Mutex::new(sessions::Sessions::default()),
+            bus: Arc::new(bus::Bus::new(settings.event_backlog)),
+            busy: Mutex::new(HashMap::new()),
+            streams: Mutex::new(HashMap::new()),
+            exe: std::env::current_exe().context("finding func-api's own executable")?,
+            audit: audit::Audit::new(&root),
+            settings,
+            root,
+        })
+    }
+}
+
+/// What the connection tells a request: the peer, and whether it showed
+/// the overlord's certificate.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    /// The CN of a client certificate with the overlord mark.
+    pub overlord: Option<String>,
+}
+
