@@ -15,8 +15,9 @@ all: build
 # RPC::XML and Frontier::RPC clients with LWP's https (the compatibility
 # suite: XML-RPC clients other than Python's). Installed from Debian's
 # packages only when missing. Python's yaml (func-transmit --yaml from
-# Func's own test), setuptools and wheel (pip install ./python) from PyPI
-# when the python3 in use lacks them.
+# Func's own test), setuptools and wheel (pip install ./python), and
+# schemathesis (runs func-api's OpenAPI document) from PyPI when the
+# python3 in use lacks them.
 deps:
 	@missing=""; \
 	command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }; \
@@ -37,7 +38,10 @@ deps:
 	fi; \
 	$(PYTHON) -c 'import yaml, setuptools, wheel' 2>/dev/null || { \
 		echo "installing Python modules: pyyaml setuptools wheel"; \
-		$(PYTHON) -m pip install -q pyyaml setuptools wheel; }
+		$(PYTHON) -m pip install -q pyyaml setuptools wheel; }; \
+	$(PYTHON) -c 'import schemathesis' 2>/dev/null || { \
+		echo "installing Python module: schemathesis (func-api's OpenAPI test)"; \
+		$(PYTHON) -m pip install -q schemathesis; }
 
 build: deps
 	$(CARGO) build --workspace --bins

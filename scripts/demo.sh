@@ -2,7 +2,7 @@
 # The demo fleet: a certmaster (--autosign) and three minions (web1, web2,
 # db1) that enroll with it, on loopback, each with its own --root below .demo/
 # and an ephemeral port. Runs a few `func` commands, shows Python's
-# xmlrpc.client talking to the same minions, then (in a terminal) keeps the
+# xmlrpc.client talking to the same minions, func-api and curl, then (in a terminal) keeps the
 # fleet up for another shell until Enter or Ctrl-C. Everything started is
 # stopped on exit.
 set -euo pipefail
@@ -46,10 +46,29 @@ echo "\$ python3 scripts/demo_call.py .demo/certmaster ${targets[0]}   # Python'
 python3 scripts/demo_call.py .demo/certmaster "${targets[0]}"
 echo
 
+# func-api: the same engine over HTTPS, for programs and browsers.
+fleet_api
+echo "func-api on $FLEET_API (its URL is in .demo/api-url)"
+printf '$ func-api token create demo --admin | tail -1\n'
+token=$(target/debug/func-api token create demo --admin | tail -1)
+echo "${token:0:9}... (printed once, stored only as a hash)"
+echo "$token" >.demo/api-token
+chmod 600 .demo/api-token
+ca=$FUNC_ROOT/etc/pki/certmaster/ca/certmaster.crt
+api() { # shown with $TOKEN, not the token itself
+	echo "\$ curl --cacert \$CA -H \"Authorization: Bearer \$TOKEN\" ${2:+-d '$2' }$FLEET_API$1"
+	curl -sS -w '\n' --cacert "$ca" -H "Authorization: Bearer $token" ${2:+-d "$2"} "$FLEET_API$1"
+	echo
+}
+api /api/v1/minions
+api /api/v1/calls '{"spec": "web*", "module": "test", "method": "add", "args": [1, 2]}'
+api /api/v1/jobs?limit=2
+
 if [ -t 0 ]; then
 	echo "The fleet is running. From another shell:"
 	echo "  export FUNC_ROOT=$FUNC_ROOT"
 	echo "  $PWD/target/debug/func '*' call test add 1 2"
+	echo "  curl --cacert \$FUNC_ROOT/etc/pki/certmaster/ca/certmaster.crt -H \"Authorization: Bearer \$(cat .demo/api-token)\" \$(cat .demo/api-url)/api/v1/jobs"
 	echo "Press Enter or Ctrl-C to stop it."
 	read -r _ || true
 else

@@ -86,3 +86,14 @@ fleet_minions() {
 		FLEET_ADDRS+=("$FLEET_ADDR")
 	done
 }
+
+# Starts func-api on the certmaster's root (loopback, ephemeral port) and
+# sets FLEET_API to its https://localhost:PORT URL.
+fleet_api() {
+	RUST_LOG=warn "$FLEET_BIN/func-api" --root "$FLEET_DIR/certmaster" --listen 127.0.0.1:0 \
+		>"$FLEET_DIR/func-api.out" 2>"$FLEET_DIR/func-api.log" &
+	FLEET_PIDS+=($!)
+	fleet_wait_for "func-api listening on" "$FLEET_DIR/func-api.out" func-api || return 1
+	FLEET_API="https://localhost:$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$FLEET_DIR/func-api.out")"
+	echo "$FLEET_API" >"$FLEET_DIR/api-url"
+}

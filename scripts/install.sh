@@ -9,7 +9,7 @@ PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 PROFILE=${PROFILE:-release}
 B=target/$PROFILE
-for bin in func func-transmit funcd certmaster certmaster-ca func-gendocs; do
+for bin in func func-transmit func-api funcd certmaster certmaster-ca func-gendocs; do
 	[ -x "$B/$bin" ] || { echo "install: $B/$bin is not built (make ${PROFILE/debug/build})" >&2; exit 1; }
 done
 root="$DESTDIR$PREFIX"
@@ -19,7 +19,7 @@ install -m 0755 "$B/func" "$B/func-transmit" "$B/certmaster-ca" "$root/bin/"
 for f in $(cd python && find func -name '*.py'); do
 	install -D -m 0644 "python/$f" "$root/lib/python3/dist-packages/$f"
 done
-install -m 0755 "$B/funcd" "$B/certmaster" "$root/sbin/"
+install -m 0755 "$B/funcd" "$B/certmaster" "$B/func-api" "$root/sbin/"
 docs=$(mktemp -d)
 trap 'rm -rf "$docs"' EXIT
 "$B/func-gendocs" "$docs" >/dev/null

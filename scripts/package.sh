@@ -5,7 +5,7 @@
 #            drop-in module directories with the example modules, and its
 #            configuration (/etc/func/minion.conf, /etc/certmaster/minion.conf,
 #            the ACL example) as conffiles;
-#   func   — the overlord side: func, func-transmit, certmaster, certmaster-ca, the
+#   func   — the overlord side: func, func-transmit, func-api, certmaster, certmaster-ca, the
 #            certmaster unit, man pages, completions, and their configuration.
 # Each carries maintainer scripts (dist/debian/*.in) for its daemon: started
 # on install and restarted on upgrade where systemd runs, stopped on removal
@@ -94,11 +94,12 @@ DAEMON=funcd package funcd "minion daemon (funcd) of Func in Rust" \
 	etc/func/minion.conf etc/certmaster/minion.conf etc/func/minion-acl.d/example.acl.sample
 
 overlord_files=(usr/bin/func usr/bin/func-transmit usr/bin/certmaster-ca usr/sbin/certmaster usr/lib/systemd/system/certmaster.service
-	usr/share/man/man8/certmaster.8 usr/share/man/man8/certmaster-ca.8
+	usr/sbin/func-api usr/lib/systemd/system/func-api.service
+	usr/share/man/man8/certmaster.8 usr/share/man/man8/certmaster-ca.8 usr/share/man/man8/func-api.8 usr/share/man/man8/func-api-token.8
 	etc/func/overlord.conf etc/func/async_methods.conf etc/func/groups etc/certmaster/certmaster.conf)
 for f in "$stage"/all/usr/share/man/man1/*.1; do overlord_files+=("usr/share/man/man1/$(basename "$f")"); done
 for f in $(cd "$stage/all" && find usr/lib/python3/dist-packages -name '*.py'); do overlord_files+=("$f"); done
-for n in func func-transmit certmaster certmaster-ca; do
+for n in func func-transmit func-api certmaster certmaster-ca; do
 	overlord_files+=("usr/share/bash-completion/completions/$n" "usr/share/zsh/site-functions/_$n" "usr/share/fish/vendor_completions.d/$n.fish")
 done
 DAEMON=certmaster DEPENDS="libc6, python3" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

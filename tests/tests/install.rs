@@ -270,6 +270,9 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     for f in [
         "./usr/bin/func",
         "./usr/bin/func-transmit",
+        "./usr/sbin/func-api",
+        "./usr/lib/systemd/system/func-api.service",
+        "./usr/share/man/man8/func-api.8.gz",
         "./usr/lib/python3/dist-packages/func/overlord/client.py",
         "./usr/sbin/certmaster",
         "./usr/bin/certmaster-ca",

@@ -17,6 +17,7 @@ pub mod auth;
 pub mod batches;
 pub mod bus;
 pub mod calls;
+pub mod cli;
 pub mod config;
 pub mod events;
 pub mod jobs;

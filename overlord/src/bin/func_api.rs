@@ -5,64 +5,14 @@
 //! the engine re-spawns (`__worker`, `__driver`, `__batch`).
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::Parser as _;
 use common::paths::Root;
+use overlord::api::cli::{Cli, Command, TokenCommand};
 use overlord::api::{self, config::ApiSettings, tokens};
-
-#[derive(Parser, Debug)]
-#[command(name = "func-api", version, about = "Func's REST API and live event stream (HTTPS)")]
-struct Cli {
-    /// Read and write only below DIR.
-    #[arg(long, env = "FUNC_ROOT", default_value = "/")]
-    root: PathBuf,
-    /// Listen on ADDR:PORT (default [api] listen, else 0.0.0.0:51236).
-    #[arg(long)]
-    listen: Option<String>,
-    /// Stay in the foreground (the default).
-    #[arg(long, conflicts_with = "daemon")]
-    foreground: bool,
-    /// Detach; log to var/log/func/func-api.log.
-    #[arg(long)]
-    daemon: bool,
-    /// Log level (error, warn, info, debug) or a tracing filter.
-    #[arg(long)]
-    log_level: Option<String>,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Create, list and revoke API tokens.
-    #[command(subcommand)]
-    Token(TokenCommand),
-}
-
-#[derive(Subcommand, Debug)]
-enum TokenCommand {
-    /// Create token NAME and print it once (its last line of output).
-    Create {
-        name: String,
-        /// Every right.
-        #[arg(long, conflicts_with = "allow")]
-        admin: bool,
-        /// SPEC=METHOD_GLOB[,METHOD_GLOB…]: hosts and the methods they may be called with (repeatable).
-        #[arg(long, value_name = "SPEC=METHOD_GLOB,…", required_unless_present = "admin")]
-        allow: Vec<String>,
-        /// Lifetime in seconds (default 43200, 12 hours; at most a year).
-        #[arg(long, value_name = "SECS")]
-        expires: Option<String>,
-    },
-    /// List tokens (names, rights, expiry; never the tokens).
-    List,
-    /// Revoke token NAME (open event streams of it end).
-    Revoke { name: String },
-}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

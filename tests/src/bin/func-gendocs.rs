@@ -1,5 +1,5 @@
 //! `func-gendocs DIR`: man pages and shell completions (bash, zsh, fish) of
-//! the five binaries, generated from their clap definitions (the same ones
+//! the six binaries, generated from their clap definitions (the same ones
 //! they parse with), into `DIR/man/` and `DIR/completions/{bash,zsh,fish}/`.
 //! `make docs` runs it into `target/docs`.
 
@@ -14,6 +14,7 @@ fn main() -> anyhow::Result<()> {
     let commands = [
         ("1", overlord::cli::docs_command()),
         ("1", overlord::func_transmit::Cli::command()),
+        ("8", overlord::api::cli::Cli::command()),
         ("8", minion::cli::Cli::command()),
         ("8", certs::cli::CertmasterCli::command()),
         ("8", certs::cli::CertmasterCaCli::command()),
