@@ -48,6 +48,15 @@ ROWS = [
     ("idle PSS, all minions", "idle_all_minions_pss", "idle_after_startup_all_minions_pss", "MiB"),
     ("RSS of all minions after the workload", "after_workload_all_minions_rss", "idle_after_workload_all_minions_rss", "MiB"),
     ("overlord side: peak RSS of func (Salt: master, idle)", "func_peak_rss", "idle_after_startup_master_rss", "MiB"),
+    ("func-api: CPU per host, sync ping of all (warm)", "api_cpu_per_host_sync_ping", "", "us"),
+    ("func-api: sync ping of all, one request (warm)", "api_sync_ping", "", "ms"),
+    ("func-api: sync test.ping on one minion, 1 connection", "api_calls_per_s_1conn", "", "calls/s"),
+    ("func-api: the same, 8 connections", "api_calls_per_s_8conn", "", "calls/s"),
+    ("func-api: events to 10 SSE clients, live (async pings)", "api_events_live_per_s", "", "events/s"),
+    ("func-api: events to 10 SSE clients, backlog replay", "api_events_replay_per_s", "", "events/s"),
+    ("func-api: `GET /jobs?limit=50` at 100,000 jobs", "api_jobs_page_100k", "", "ms"),
+    ("  a page 50,000 jobs deep", "api_jobs_deep_page_100k", "", "ms"),
+    ("`func jobs list --limit 50` at 100,000 jobs", "cli_jobs_list_100k", "", "ms"),
 ]
 ONE = [
     ("test.ping over 1 keep-alive connection (Rust client)", "keepalive_pings"),
@@ -101,7 +110,7 @@ def fmt(v, unit):
         return "—"
     if unit == "ms":
         return "%.0f" % v if v >= 100 else "%.1f" % v
-    if unit == "calls/s":
+    if unit in ("calls/s", "events/s"):
         return "{:,.0f}".format(v)
     return "%.1f" % v
 
@@ -243,6 +252,10 @@ for k in sizes:
     v = median(ours, "cpu_per_host_sync_ping")
     if v is not None:
         target("overlord CPU per host, sync ping", "%.0f µs" % v, "≤ 100 µs", v <= 100, "cpu_per_host_sync_ping")
+    v = median(ours, "api_cpu_per_host_sync_ping")
+    if v is not None:
+        target("func-api CPU per host, sync ping (warm)", "%.0f µs" % v, "≤ 100 µs", v <= 100,
+               "api_cpu_per_host_sync_ping")
     v = median(ours, "async_until_finished")
     if v is not None and k >= 1000:
         goal = 3 if k < 10000 else 30

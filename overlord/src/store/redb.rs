@@ -171,6 +171,38 @@ impl Store {
         Ok(self.load_many(&[id.to_string()])?.pop())
     }
 
+    /// Writes whole jobs as they are (ids, hosts, states, results) in one
+    /// transaction: history brought from elsewhere, or a store filled for
+    /// a benchmark. A job whose id is already here is left alone; returns
+    /// how many were written.
+    pub fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError> {
+        self.write(|txn| {
+            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
+            let mut hosts = txn.open_table(HOSTS).map_err(db_err)?;
+            let mut started = txn.open_table(STARTED).map_err(db_err)?;
+            let mut expiry = txn.open_table(EXPIRY).map_err(db_err)?;
+            let mut written = 0;
+            for rec in records {
+                let id = rec.meta.id.as_str();
+                if jobs.get(id).map_err(db_err)?.is_some() {
+                    continue;
+                }
+                jobs.insert(id, encode(&rec.meta)?.as_slice()).map_err(db_err)?;
+                for (host, entry) in &rec.hosts {
+                    hosts
+                        .insert((id, host.as_str()), encode(entry)?.as_slice())
+                        .map_err(db_err)?;
+                }
+                started.insert((micros(rec.meta.started), id), ()).map_err(db_err)?;
+                if let Some(ended) = rec.meta.ended {
+                    expiry.insert((micros(ended), id), ()).map_err(db_err)?;
+                }
+                written += 1;
+            }
+            Ok(written)
+        })
+    }
+
     /// The jobs of `ids` the store still has, in one read transaction.
     pub fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         let db = self.open()?;
