@@ -58,6 +58,8 @@ pub struct Pool {
     calling: Calling,
     tls: Mutex<Tls>,
     idle: Mutex<HashMap<String, Vec<Kept>>>,
+    /// When each host last answered a call (epoch seconds).
+    seen: Mutex<HashMap<String, f64>>,
 }
 
 /// Why a pool could not be made.
@@ -76,6 +78,7 @@ impl Pool {
                 checked: Instant::now(),
             }),
             idle: Mutex::new(HashMap::new()),
+            seen: Mutex::new(HashMap::new()),
         })
     }
 
@@ -136,6 +139,18 @@ impl Pool {
         }
     }
 
+    fn answered(&self, host: &str) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() < 1_000_000 || seen.contains_key(host) {
+            seen.insert(host.to_string(), crate::store::now());
+        }
+    }
+
+    /// When `host` last answered a call made through this pool.
+    pub fn last_seen(&self, host: &str) -> Option<f64> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).get(host).copied()
+    }
+
     /// Idle connections kept now.
     pub fn idle_count(&self) -> usize {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).values().map(Vec::len).sum()
@@ -183,10 +198,12 @@ impl Pool {
         match outcome {
             Ok(v) => {
                 self.give_back(target, client);
+                self.answered(&target.name);
                 v
             }
             Err(e @ CallError::Fault { .. }) => {
                 self.give_back(target, client);
+                self.answered(&target.name);
                 call_error(e)
             }
             Err(e) => call_error(e),

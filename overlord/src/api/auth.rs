@@ -16,6 +16,8 @@ use super::state::{Api, Peer};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "func_session";
+/// The header the web UI sends with every change it makes.
+pub const CSRF_HEADER: &str = "x-func-csrf";
 
 /// An authenticated caller.
 #[derive(Debug, Clone)]
@@ -88,6 +90,12 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
         });
     }
     if let Some(id) = cookie(&parts.headers, COOKIE) {
+        // A cookie goes along with requests other sites make the browser
+        // send; a change needs a header only our own page's script sets
+        // (no other site can, without a CORS preflight we never allow).
+        if parts.method != axum::http::Method::GET && !parts.headers.contains_key(CSRF_HEADER) {
+            return Err(ApiError::forbidden(format!("a session's changes need the {CSRF_HEADER} header")));
+        }
         let session = api.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id);
         let hash = session.ok_or_else(|| unauthorized("session ended: log in again"))?;
         let found = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);

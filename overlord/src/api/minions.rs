@@ -1,5 +1,6 @@
 //! `GET /api/v1/minions[?spec=]`: the signed minions a SPEC names (all by
-//! default), with their addresses, in natural order — for a limited token
+//! default), with their addresses and when each last answered func-api
+//! (`last_seen`, epoch seconds, or null), in natural order — for a limited token
 //! only those its rights reach. `GET /api/v1/minions/{name}/methods`: the
 //! minion's modules, their methods and arguments (Func's
 //! `get_method_args`), for forms; a limited token sees the methods it may call.
@@ -47,7 +48,7 @@ pub async fn list(caller: Caller, State(api): State<Arc<Api>>, Query(f): Query<F
     targets.sort_by(|a: &Target, b: &Target| crate::values::natural_cmp(&a.name, &b.name));
     let minions: Vec<_> = targets
         .iter()
-        .map(|t| json!({"name": t.name, "address": t.addr}))
+        .map(|t| json!({"name": t.name, "address": t.addr, "last_seen": api.pool.last_seen(&t.name)}))
         .collect();
     Ok(Json(json!({"minions": minions})))
 }

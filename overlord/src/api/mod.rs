@@ -11,6 +11,7 @@
 //!   [`batches`], [`session`], [`events`] (Server-Sent Events from the
 //!   [`bus`], fed by the [`watch`]er of every unfinished job and batch).
 //! - [`reply`]: JSON bodies in and out, errors as `{"error"}`.
+//! - [`web`]: the web UI's pages, built into the binary.
 
 pub mod audit;
 pub mod auth;
@@ -30,6 +31,7 @@ pub mod state;
 pub mod tls;
 pub mod tokens;
 pub mod watch;
+pub mod web;
 
 pub use server::serve;
 pub use state::Api;

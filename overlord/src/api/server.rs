@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::Service as _;
 
 use super::state::{Api, Peer};
-use super::{batches, calls, events, jobs, minions, reply, session, tls, watch};
+use super::{batches, calls, events, jobs, minions, reply, session, tls, watch, web};
 
 /// Connections served at once, and from one address.
 const MAX_CONNECTIONS: usize = 1024;
@@ -41,6 +41,14 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/batches/{id}/recover", post(batches::recover))
         .route("/api/v1/events", get(events::stream))
         .route("/api/v1/openapi.json", get(reply::openapi))
+        .route("/", get(web::page))
+        .route("/run", get(web::page))
+        .route("/jobs", get(web::page))
+        .route("/jobs/{id}", get(web::page))
+        .route("/batches/{id}", get(web::page))
+        .route("/minions/{name}", get(web::page))
+        .route("/ui/app.js", get(web::script))
+        .route("/ui/app.css", get(web::style))
         .fallback(reply::not_found)
         .layer(axum::extract::DefaultBodyLimit::max(api.settings.max_body))
         .with_state(api)

@@ -1,0 +1,586 @@
+// Func's web UI: a small single-page app over func-api (no framework, no
+// build step). Every text that comes from a minion or a job is put in the
+// page as text (textContent / text nodes), never as markup.
+'use strict';
+
+const main = () => document.getElementById('main');
+
+// el('tag.class', {attr}, children...): children that are not nodes become text.
+function el(spec, attrs, ...children) {
+  const [tag, ...classes] = spec.split('.');
+  const e = document.createElement(tag);
+  if (classes.length) e.className = classes.join(' ');
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'value') e.value = v;
+    else if (k === 'checked') e.checked = !!v;
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function show(...nodes) {
+  const m = main();
+  m.replaceChildren(...nodes);
+}
+
+function message(text, kind) {
+  return el('div.msg.' + (kind || 'error'), {}, text);
+}
+
+class Unauthorized extends Error {}
+
+// A call to func-api. State changes carry X-Func-CSRF: a header no other
+// site can make a browser send (with the SameSite=Strict cookie).
+async function api(method, path, body) {
+  const opts = { method, credentials: 'same-origin', headers: { 'X-Func-CSRF': '1' } };
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  let doc = null;
+  try { doc = await r.json(); } catch (e) { doc = null; }
+  if (r.status === 401) throw new Unauthorized((doc && doc.error) || 'log in');
+  if (!r.ok) throw new Error((doc && doc.error) || ('HTTP ' + r.status));
+  return { status: r.status, doc };
+}
+
+function link(href, ...text) {
+  return el('a', { href, 'data-link': true }, ...text);
+}
+
+function go(path) {
+  history.pushState(null, '', path);
+  route();
+}
+
+document.addEventListener('click', (ev) => {
+  const a = ev.target.closest && ev.target.closest('a[data-link]');
+  if (a && !ev.ctrlKey && !ev.metaKey && ev.button === 0) {
+    ev.preventDefault();
+    go(a.getAttribute('href'));
+  }
+});
+window.addEventListener('popstate', () => route());
+
+// ---- results: how a value looks, whether it failed ----------------------
+
+function isRemoteError(v) {
+  return Array.isArray(v) && v.length >= 3 && v[0] === 'REMOTE_ERROR';
+}
+
+// 'ok' | 'failed' | 'unreachable' for a finished host's result.
+function verdict(v, okHint) {
+  if (isRemoteError(v)) {
+    const kind = String(v[1] || '');
+    return /^(socket\.|ssl\.)/.test(kind) || kind === 'func.overlord.CallError' ? 'unreachable' : 'failed';
+  }
+  if (okHint === false) return 'failed';
+  return 'ok';
+}
+
+function copyButton(text) {
+  return el('button.plain.copy', { type: 'button', title: 'copy to the clipboard', onclick: () => navigator.clipboard && navigator.clipboard.writeText(text) }, 'copy');
+}
+
+// command.run's [rc, stdout, stderr]: the exit status, then the output as text.
+function commandNode(v) {
+  const [rc, out, err] = v;
+  const parts = [el('div', {}, el('span.badge.' + (rc === 0 ? 'ok' : 'failed'), {}, 'exit ' + rc))];
+  if (out) parts.push(textBlock(String(out)));
+  if (err) parts.push(el('div.error-text', {}, textBlock(String(err))));
+  return el('div', {}, parts);
+}
+
+function textBlock(text) {
+  const pre = el('pre', {}, text);
+  const long = text.length > 300 || text.split('\n').length > 6;
+  if (!long) return el('div.row', {}, pre, text.length > 20 ? copyButton(text) : null);
+  const first = text.split('\n')[0].slice(0, 120);
+  return el('details', {}, el('summary', {}, first + ' … (' + text.length + ' characters)', copyButton(text)), pre);
+}
+
+function resultNode(v, truncated, fn) {
+  if (truncated) return el('span.muted', {}, 'result too large for the event stream: reload the page to see it');
+  if (isRemoteError(v)) {
+    const text = String(v[1]) + ': ' + String(v[2]) + (v[3] ? '\n' + String(v[3]) : '');
+    return el('pre.error-text', {}, text);
+  }
+  if (fn === 'command.run' && Array.isArray(v) && v.length === 3 && typeof v[0] === 'number') return commandNode(v);
+  const text = typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+  const pre = el('pre', {}, text);
+  const copy = text.length > 20 ? copyButton(text) : null;
+  if (text.length > 300 || text.split('\n').length > 6) {
+    const first = text.split('\n')[0].slice(0, 120);
+    return el('details', {}, el('summary', {}, first + ' … (' + text.length + ' characters)', copy), pre);
+  }
+  return el('div.row', {}, pre, copy);
+}
+
+// Rows appended a slice per animation frame: a job of 1,000 hosts never
+// freezes the page.
+function renderer(tbody) {
+  const queue = [];
+  let scheduled = false;
+  function flush() {
+    scheduled = false;
+    const slice = queue.splice(0, 150);
+    for (const [key, row] of slice) {
+      const old = tbody.querySelector('tr[data-host="' + CSS.escape(key) + '"]');
+      if (old) old.replaceWith(row); else tbody.append(row);
+    }
+    if (queue.length) { scheduled = true; requestAnimationFrame(flush); }
+  }
+  return (key, row) => {
+    queue.push([key, row]);
+    if (!scheduled) { scheduled = true; requestAnimationFrame(flush); }
+  };
+}
+
+// ---- the event stream (fetch + a small SSE parser: tags are dynamic) ----
+
+function follow(onEvent, onOpen) {
+  const ctrl = new AbortController();
+  let last = null;
+  let stopped = false;
+  (async function run() {
+    while (!stopped) {
+      try {
+        const headers = last ? { 'Last-Event-ID': last } : {};
+        const r = await fetch('/api/v1/events', { credentials: 'same-origin', headers, signal: ctrl.signal });
+        if (r.status === 401) { route(); return; }
+        if (!r.ok || !r.body) throw new Error('HTTP ' + r.status);
+        if (onOpen) { const f = onOpen; onOpen = null; await f(); }
+        const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const ev = { id: null, event: 'message', data: '' };
+            for (const line of block.split('\n')) {
+              if (line.startsWith(':')) continue;
+              const j = line.indexOf(':');
+              const k = j < 0 ? line : line.slice(0, j);
+              let v = j < 0 ? '' : line.slice(j + 1);
+              if (v.startsWith(' ')) v = v.slice(1);
+              if (k === 'id') ev.id = v; else if (k === 'event') ev.event = v; else if (k === 'data') ev.data += v;
+            }
+            if (ev.id) last = ev.id;
+            if (ev.event === 'auth/expired') { stopped = true; route(); return; }
+            let data = null;
+            try { data = JSON.parse(ev.data); } catch (e) { data = null; }
+            onEvent(ev.event, data);
+          }
+        }
+      } catch (e) {
+        if (stopped) return;
+      }
+      if (!stopped) await new Promise((res) => setTimeout(res, 1000));
+    }
+  })();
+  return () => { stopped = true; ctrl.abort(); };
+}
+
+let leave = null; // what the current page stops when another is shown
+
+// ---- pages ---------------------------------------------------------------
+
+function nav(who) {
+  const n = document.getElementById('nav');
+  if (!who) { n.replaceChildren(); return; }
+  n.replaceChildren(
+    link('/', 'Minions'), link('/run', 'Run'), link('/jobs', 'Jobs'),
+    el('a.right', { href: '#', onclick: async (ev) => { ev.preventDefault(); await api('POST', '/api/v1/logout'); go('/'); } }, 'Log out'));
+}
+
+function loginPage(why) {
+  nav(null);
+  const input = el('input', { type: 'password', name: 'token', id: 'token', autocomplete: 'off', placeholder: 'fapi_…', required: true });
+  const status = el('div');
+  const form = el('form.card.login', {
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      status.replaceChildren();
+      try {
+        await api('POST', '/api/v1/login', { token: input.value.trim() });
+        route();
+      } catch (e) {
+        status.replaceChildren(message(e.message));
+      }
+    },
+  },
+  el('h1', {}, 'Log in to Func'),
+  el('p.muted', {}, 'With a token from func-api token create NAME --admin (or --allow SPEC=METHODS).'),
+  el('label.field', {}, el('span', {}, 'Token'), input), ' ',
+  el('button', { type: 'submit', id: 'login' }, 'Log in'),
+  status);
+  show(form);
+  if (why) status.append(message(why, 'info'));
+  input.focus();
+}
+
+function ago(t) {
+  if (!t) return 'not seen since func-api started';
+  const s = Math.max(0, Date.now() / 1000 - t);
+  if (s < 60) return 'seen ' + Math.round(s) + ' s ago';
+  if (s < 3600) return 'seen ' + Math.round(s / 60) + ' min ago';
+  return 'seen ' + new Date(t * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+}
+
+function globToRegex(text) {
+  const esc = text.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(text.includes('*') || text.includes('?') ? '^' + esc + '$' : esc, 'i');
+}
+
+async function minionsPage() {
+  const { doc } = await api('GET', '/api/v1/minions');
+  const filter = el('input', { type: 'text', id: 'filter', placeholder: 'filter: web* or part of a name' });
+  const tbody = el('tbody');
+  const count = el('span.muted');
+  const state = new Map();
+  function draw() {
+    let re;
+    try { re = globToRegex(filter.value.trim()); } catch (e) { re = /.*/; }
+    const shown = doc.minions.filter((m) => re.test(m.name));
+    count.textContent = shown.length + ' of ' + doc.minions.length + ' minions';
+    tbody.replaceChildren(...shown.map((m) => {
+      const st = state.get(m.name);
+      return el('tr', { 'data-host': m.name },
+        el('td', {}, link('/minions/' + encodeURIComponent(m.name), m.name)),
+        el('td.muted', {}, m.address),
+        el('td', {}, st ? el('span.badge.' + st, {}, st) : '', ' ', el('span.muted', {}, ago(m.last_seen))));
+    }));
+  }
+  filter.addEventListener('input', draw);
+  const ping = el('button.plain', {
+    type: 'button', id: 'ping', onclick: async () => {
+      ping.disabled = true;
+      try {
+        const r = await api('POST', '/api/v1/calls', { spec: '*', module: 'test', method: 'ping' });
+        for (const [h, v] of Object.entries(r.doc)) state.set(h, verdict(v));
+        const fresh = await api('GET', '/api/v1/minions');
+        doc.minions = fresh.doc.minions;
+      } catch (e) {
+        main().prepend(message(e.message));
+      }
+      ping.disabled = false;
+      draw();
+    },
+  }, 'Ping all');
+  show(el('h1', {}, 'Minions'), el('div.row', {}, filter, ping, count),
+    el('table', { id: 'minions' }, el('thead', {}, el('tr', {}, el('th', {}, 'name'), el('th', {}, 'address'), el('th', {}, 'state'))), tbody));
+  draw();
+  filter.focus();
+}
+
+// A call form: SPEC, options, the method's arguments; the hosts are shown
+// before anything is sent.
+function callForm(spec, module, method, args, fixedArgs) {
+  const specIn = el('input', { type: 'text', name: 'spec', value: spec, required: true });
+  const asyncIn = el('input', { type: 'checkbox', name: 'async' });
+  const batchIn = el('input', { type: 'text', name: 'batch', placeholder: 'e.g. 10 or 25%', size: 8 });
+  const failIn = el('input', { type: 'checkbox', name: 'failhard' });
+  const inputs = [];
+  const fields = [];
+  const ordered = Object.entries(args || {}).sort((a, b) => (a[1].order || 0) - (b[1].order || 0));
+  for (const [name, meta] of ordered) {
+    const type = String(meta.type || 'string');
+    let input;
+    if (type === 'bool' || type === 'boolean') input = el('input', { type: 'checkbox', name });
+    else if (type === 'int' || type === 'integer' || type === 'float' || type === 'double') input = el('input', { type: 'number', step: 'any', name });
+    else if (type === 'list' || type === 'hash' || type === 'array' || type === 'struct') input = el('textarea', { name, placeholder: type === 'list' || type === 'array' ? '["a", "b"] (JSON)' : '{"k": "v"} (JSON)' });
+    else input = el('input', { type: 'text', name });
+    inputs.push([name, type, meta, input]);
+    fields.push(el('label.field', { title: meta.description || '' },
+      el('span', {}, name + (meta.optional ? ' (optional)' : '')), input, ' ', el('span.muted', {}, type + (meta.description ? ' — ' + meta.description : ''))));
+  }
+  const out = el('div');
+  function values() {
+    if (fixedArgs) return fixedArgs;
+    const list = [];
+    for (const [name, type, meta, input] of inputs) {
+      let v;
+      if (input.type === 'checkbox') v = input.checked;
+      else if (input.value === '' && meta.optional) break; // the rest are left out
+      else if (input.type === 'number') v = Number(input.value);
+      else if (input.tagName === 'TEXTAREA') {
+        try { v = JSON.parse(input.value || (type === 'hash' || type === 'struct' ? '{}' : '[]')); } catch (e) { throw new Error(name + ': not JSON'); }
+      } else v = input.value;
+      list.push(v);
+    }
+    return list;
+  }
+  const form = el('form.card', {
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      out.replaceChildren();
+      let req;
+      try {
+        req = { spec: specIn.value.trim(), module, method, args: values(), async: asyncIn.checked, failhard: failIn.checked || undefined };
+        if (batchIn.value.trim()) req.batch = batchIn.value.trim();
+        if (!req.batch) delete req.failhard;
+      } catch (e) { out.replaceChildren(message(e.message)); return; }
+      let hosts;
+      try { hosts = (await api('GET', '/api/v1/minions?spec=' + encodeURIComponent(req.spec))).doc.minions.map((m) => m.name); } catch (e) { out.replaceChildren(message(e.message)); return; }
+      if (!hosts.length) { out.replaceChildren(message('No minion matches ' + req.spec)); return; }
+      const confirm = el('button', {
+        type: 'button', class: 'confirm', onclick: async () => {
+          confirm.disabled = true;
+          try {
+            const r = await api('POST', '/api/v1/calls', req);
+            if (r.status === 202) { go((req.batch ? '/batches/' : '/jobs/') + encodeURIComponent(r.doc.job_id)); return; }
+            out.replaceChildren(resultsTable(module + '.' + method, r.doc));
+          } catch (e) { out.replaceChildren(message(e.message)); }
+        },
+      }, 'Run ' + module + '.' + method + ' on ' + hosts.length + (hosts.length === 1 ? ' host' : ' hosts'));
+      out.replaceChildren(el('div.card', {},
+        el('div', {}, 'Will run on ' + hosts.length + (hosts.length === 1 ? ' host:' : ' hosts:')),
+        el('div.hosts', { id: 'resolved' }, hosts.join(' ')), confirm));
+    },
+  },
+  el('h2', {}, module + '.' + method),
+  el('label.field', {}, el('span', {}, 'SPEC'), specIn),
+  ...fields,
+  el('div.row', {}, el('label', {}, asyncIn, ' async'), el('label', {}, 'batch ', batchIn), el('label', {}, failIn, ' failhard (batch)')),
+  el('button', { type: 'submit' }, 'Show hosts'), out);
+  return form;
+}
+
+function resultsTable(fn, results) {
+  const hosts = Object.keys(results);
+  const counts = { ok: 0, failed: 0, unreachable: 0 };
+  const tbody = el('tbody');
+  const add = renderer(tbody);
+  const rows = hosts.map((h) => [h, verdict(results[h], commandFailed(fn, results[h]))]).sort(byState);
+  for (const [h, state] of rows) {
+    counts[state]++;
+    add(h, hostRow(h, state, results[h], false, fn));
+  }
+  return el('div', {},
+    el('div.counts', {}, el('span.badge.ok', {}, counts.ok + ' ok'), el('span.badge.failed', {}, counts.failed + ' failed'), el('span.badge.unreachable', {}, counts.unreachable + ' unreachable')),
+    el('table.results', {}, el('thead', {}, el('tr', {}, el('th', {}, 'host'), el('th', {}, 'state'), el('th', {}, 'result'))), tbody));
+}
+
+function hostRow(host, state, value, truncated, fn) {
+  return el('tr.' + state, { 'data-host': host },
+    el('td', {}, host), el('td', {}, el('span.badge.' + state, {}, state)),
+    el('td', {}, state === 'waiting' ? el('span.muted', {}, String(value || '')) : resultNode(value, truncated, fn)));
+}
+
+const RANK = { failed: 0, unreachable: 1, waiting: 2, ok: 3 };
+// Problems first, then hosts still running, then the rest; natural order (web2 before web10).
+function byState(a, b) {
+  return (RANK[a[1]] - RANK[b[1]]) || a[0].localeCompare(b[0], undefined, { numeric: true });
+}
+
+function commandFailed(fn, v) {
+  return fn === 'command.run' && Array.isArray(v) && typeof v[0] === 'number' && v[0] !== 0 ? false : undefined;
+}
+
+async function minionPage(name) {
+  const { doc } = await api('GET', '/api/v1/minions/' + encodeURIComponent(name) + '/methods');
+  const modules = Object.keys(doc.modules).sort();
+  const list = el('div');
+  for (const m of modules) {
+    const methods = Object.keys(doc.modules[m]).sort();
+    const box = el('details.card', { 'data-module': m }, el('summary', {}, m + ' (' + methods.length + ' methods)'));
+    for (const meth of methods) {
+      const info = doc.modules[m][meth] || {};
+      const d = el('details', { 'data-method': m + '.' + meth }, el('summary', {}, meth, ' ', el('span.muted', {}, info.description || '')));
+      d.addEventListener('toggle', () => {
+        if (d.open && d.children.length === 1) d.append(callForm(name, m, meth, info.args));
+      }, { once: false });
+      box.append(d);
+    }
+    list.append(box);
+  }
+  show(el('h1', {}, 'Minion ', name), el('p.muted', {}, 'Modules and methods (get_method_args); open a method for its form.'), list);
+}
+
+function runPage() {
+  const module = el('input', { type: 'text', name: 'module', placeholder: 'test' });
+  const method = el('input', { type: 'text', name: 'method', placeholder: 'ping' });
+  const argsIn = el('textarea', { name: 'args', placeholder: '[] — the arguments, as a JSON list' });
+  const slot = el('div');
+  const form = el('form.card', {
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      let args;
+      try { args = JSON.parse(argsIn.value || '[]'); } catch (e) { slot.replaceChildren(message('arguments: not JSON')); return; }
+      if (!Array.isArray(args)) { slot.replaceChildren(message('arguments: a JSON list')); return; }
+      if (!module.value.trim() || !method.value.trim()) { slot.replaceChildren(message('module and method, please')); return; }
+      const f = callForm('*', module.value.trim(), method.value.trim(), {}, args);
+      f.querySelector('h2').after(el('p.muted', {}, 'arguments: ' + JSON.stringify(args)));
+      slot.replaceChildren(f);
+    },
+  }, el('label.field', {}, el('span', {}, 'module'), module), el('label.field', {}, el('span', {}, 'method'), method),
+  el('label.field', {}, el('span', {}, 'arguments'), argsIn), el('button', { type: 'submit' }, 'Next'));
+  show(el('h1', {}, 'Run a method'), form, slot);
+}
+
+async function jobsPage() {
+  const params = new URLSearchParams(location.search);
+  const fn = el('input', { type: 'text', name: 'function', placeholder: 'function glob: test.*', value: params.get('function') || '' });
+  const tgt = el('input', { type: 'text', name: 'target', placeholder: 'target glob', value: params.get('target') || '' });
+  const q = new URLSearchParams({ limit: '50' });
+  if (fn.value) q.set('function', fn.value);
+  if (tgt.value) q.set('target', tgt.value);
+  if (params.get('before')) q.set('before', params.get('before'));
+  const { doc } = await api('GET', '/api/v1/jobs?' + q);
+  const rows = doc.jobs.map((j) => el('tr', {},
+    el('td', {}, link((j.batch ? '/batches/' : '/jobs/') + encodeURIComponent(j.id), j.id)),
+    el('td', {}, j.function), el('td', {}, j.target), el('td.muted', {}, j.user),
+    el('td.muted', {}, new Date(j.started * 1000).toISOString().replace('T', ' ').slice(0, 19)),
+    el('td', {}, el('span.badge.' + (j.finished ? 'ok' : 'waiting'), {}, j.finished ? 'finished' : 'running')),
+    el('td.muted', {}, String(j.hosts))));
+  const apply = el('form.row', {
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      const p = new URLSearchParams();
+      if (fn.value.trim()) p.set('function', fn.value.trim());
+      if (tgt.value.trim()) p.set('target', tgt.value.trim());
+      go('/jobs' + (p.toString() ? '?' + p : ''));
+    },
+  }, fn, tgt, el('button', { type: 'submit' }, 'Filter'));
+  const pager = el('div.row');
+  if (params.get('before')) pager.append(el('button.plain', { type: 'button', onclick: () => history.back() }, '← newer'));
+  if (doc.next) {
+    const p = new URLSearchParams(params);
+    p.set('before', doc.next);
+    pager.append(link('/jobs?' + p, 'older →'));
+  }
+  show(el('h1', {}, 'Jobs'), apply,
+    el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['job', 'function', 'target', 'user', 'started (UTC)', 'state', 'hosts'].map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
+    doc.jobs.length ? '' : el('p.muted', {}, 'No jobs.'), pager);
+}
+
+async function jobPage(id) {
+  const state = new Map(); // host → 'ok' | 'failed' | 'unreachable' | 'waiting'
+  const counts = el('div.counts');
+  const title = el('div.muted');
+  const tbody = el('tbody');
+  const add = renderer(tbody);
+  const info = el('div');
+  let fn = '';
+  function recount() {
+    const c = { ok: 0, failed: 0, unreachable: 0, waiting: 0 };
+    for (const s of state.values()) c[s]++;
+    counts.replaceChildren(
+      el('span.badge.ok', { id: 'count-ok' }, c.ok + ' ok'), el('span.badge.failed', { id: 'count-failed' }, c.failed + ' failed'),
+      el('span.badge.unreachable', { id: 'count-unreachable' }, c.unreachable + ' unreachable'), el('span.badge.waiting', { id: 'count-waiting' }, c.waiting + ' waiting'));
+    kill.disabled = c.waiting === 0;
+  }
+  function setHost(host, s, value, truncated) {
+    if (state.get(host) && state.get(host) !== 'waiting' && s === 'waiting') return;
+    state.set(host, s);
+    add(host, hostRow(host, s, value, truncated, fn));
+  }
+  const kill = el('button.danger', {
+    type: 'button', id: 'kill', onclick: async () => {
+      kill.disabled = true;
+      try { await api('POST', '/api/v1/jobs/' + encodeURIComponent(id) + '/kill', {}); info.replaceChildren(message('Kill sent to the hosts still running it.', 'info')); } catch (e) { info.replaceChildren(message(e.message)); }
+    },
+  }, 'Kill');
+  show(el('h1', {}, 'Job'), el('p', {}, el('code', {}, id)), title, el('div.row', {}, counts, kill), info,
+    el('table.results', { id: 'results' }, el('thead', {}, el('tr', {}, el('th', {}, 'host'), el('th', {}, 'state'), el('th', {}, 'result'))), tbody));
+  const prefix = 'job/' + id + '/';
+  async function load() {
+    try {
+      const { doc } = await api('GET', '/api/v1/jobs/' + encodeURIComponent(id));
+      fn = doc.function;
+      title.textContent = doc.function + ' — ' + doc.state;
+      const rows = Object.entries(doc.waiting || {}).map(([h, why]) => [h, 'waiting', why])
+        .concat(Object.entries(doc.results || {}).map(([h, v]) => [h, verdict(v, commandFailed(fn, v)), v]))
+        .sort(byState);
+      for (const [h, s, v] of rows) setHost(h, s, v);
+      recount();
+    } catch (e) {
+      if (e instanceof Unauthorized) throw e;
+      info.replaceChildren(message(e.message));
+    }
+  }
+  // The stream first, then the status: nothing falls between the two.
+  leave = follow((tag, data) => {
+    if (!tag.startsWith(prefix) || !data) return;
+    const rest = tag.slice(prefix.length);
+    if (rest.startsWith('ret/')) {
+      const host = rest.slice(4);
+      setHost(host, verdict(data.result, data.ok), data.result, data.truncated);
+      recount();
+    } else if (rest === 'complete') {
+      title.textContent = (fn || title.textContent.split(' — ')[0]) + ' — finished';
+    }
+  }, load);
+}
+
+async function batchPage(id) {
+  const counts = el('div.counts');
+  const head = el('div.muted');
+  const tbody = el('tbody');
+  const info = el('div');
+  async function load() {
+    const { doc } = await api('GET', '/api/v1/batches/' + encodeURIComponent(id));
+    const c = doc.counts || {};
+    const failed = ['failed', 'timeout', 'unreachable', 'killed', 'abandoned'].reduce((n, k) => n + (c[k] || 0), 0);
+    head.textContent = doc.function + ' — batch of ' + doc.size + ' (' + doc.mode + ') — ' + doc.state;
+    counts.replaceChildren(el('span.badge.ok', { id: 'b-done' }, (c.done || 0) + ' done'), el('span.badge.waiting', { id: 'b-active' }, (c.active || 0) + ' active'),
+      el('span.badge', { id: 'b-pending' }, (c.pending || 0) + ' pending'), el('span.badge.failed', { id: 'b-failed' }, failed + ' failed'));
+    tbody.replaceChildren(...Object.entries(doc.hosts || {}).map(([h, s]) => el('tr', { 'data-host': h }, el('td', {}, h),
+      el('td', {}, el('span.badge.' + (s.state === 'done' ? 'ok' : s.state === 'active' ? 'waiting' : s.state === 'pending' ? 'x' : 'failed'), {}, s.state)),
+      el('td.muted', {}, s.reason || ''))));
+    stop.disabled = kill.disabled = !!doc.complete;
+    head.dataset.state = doc.state;
+  }
+  const control = (killToo) => async () => {
+    stop.disabled = kill.disabled = true;
+    try {
+      await api('POST', '/api/v1/batches/' + encodeURIComponent(id) + '/stop', { kill: killToo });
+      info.replaceChildren(message(killToo ? 'Stop and kill requested.' : 'Stop requested: no new hosts; running ones finish.', 'info'));
+      await load();
+    } catch (e) { info.replaceChildren(message(e.message)); }
+  };
+  const stop = el('button.plain', { type: 'button', id: 'stop', onclick: control(false) }, 'Stop');
+  const kill = el('button.danger', { type: 'button', id: 'stop-kill', onclick: control(true) }, 'Stop and kill');
+  show(el('h1', {}, 'Batch'), el('p', {}, el('code', {}, id), ' ', link('/jobs/' + encodeURIComponent(id), 'results per host')), head,
+    el('div.row', {}, counts, stop, kill), info,
+    el('table', { id: 'batch-hosts' }, el('thead', {}, el('tr', {}, el('th', {}, 'host'), el('th', {}, 'state'), el('th', {}, 'why'))), tbody));
+  let pending = false;
+  leave = follow((tag) => {
+    if (!tag.startsWith('batch/' + id + '/') && !tag.startsWith('job/' + id + '/')) return;
+    if (pending) return;
+    pending = true;
+    setTimeout(() => { pending = false; load().catch(() => {}); }, 100);
+  }, load);
+}
+
+async function route() {
+  if (leave) { leave(); leave = null; }
+  const path = location.pathname;
+  const part = (prefix) => decodeURIComponent(path.slice(prefix.length));
+  try {
+    nav(true);
+    if (path === '/' || path === '') await minionsPage();
+    else if (path.startsWith('/minions/')) await minionPage(part('/minions/'));
+    else if (path === '/run') runPage();
+    else if (path === '/jobs') await jobsPage();
+    else if (path.startsWith('/jobs/')) await jobPage(part('/jobs/'));
+    else if (path.startsWith('/batches/')) await batchPage(part('/batches/'));
+    else show(message('No such page'));
+  } catch (e) {
+    if (e instanceof Unauthorized) loginPage(null);
+    else show(message(e.message));
+  }
+}
+
+route();
