@@ -186,6 +186,19 @@ class WebTest(unittest.TestCase):
         with open(os.path.join(SHOTS, "thousand.json"), "w") as f:
             json.dump({"first_row_s": round(first, 3), "all_rows_s": round(done, 3)}, f)
 
+    def test_z_a_job_with_an_unreachable_host(self):
+        """Last (it stops m3): a host that cannot be reached stands out."""
+        m3 = self.fleet.procs[3]
+        m3.terminate()
+        m3.wait(timeout=10)
+        job = self.job_id(self.func("*", "call", "command", "run", "uname -sr; echo to stderr >&2", "--async", "--nopoll"))
+        b = self.browser
+        b.get(self.base + "/jobs/" + enc(job))
+        b.until(30, lambda: b.text("#count-ok") == "3 ok" and b.text("#count-unreachable") == "1 unreachable")
+        first = b.js("return document.querySelector('#results tbody tr').dataset.host")
+        self.assertEqual(first, "m3", "problems first")
+        b.screenshot(os.path.join(SHOTS, "job-mixed.png"))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -104,8 +104,9 @@ class Browser:
         self.s("POST", "/element/%s/value" % el, {"text": text})
 
     def text(self, css):
-        found = self.find_all(css)
-        return self.s("GET", "/element/%s/text" % found[0]) if found else ""
+        """The rendered text of the first match, read in one step (the page
+        may replace the element at any moment)."""
+        return self.js("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''", css)
 
     def js(self, script, *args):
         return self.s("POST", "/execute/sync", {"script": script, "args": list(args)})

@@ -133,7 +133,12 @@ function renderer(tbody) {
     const slice = queue.splice(0, 150);
     for (const [key, row] of slice) {
       const old = tbody.querySelector('tr[data-host="' + CSS.escape(key) + '"]');
-      if (old) old.replaceWith(row); else tbody.append(row);
+      if (row.classList.contains('failed') || row.classList.contains('unreachable')) {
+        // A failure moves up among the failures, where it is seen.
+        if (old) old.remove();
+        const firstFine = [...tbody.children].find((r) => !r.classList.contains('failed') && !r.classList.contains('unreachable'));
+        tbody.insertBefore(row, firstFine || null);
+      } else if (old) old.replaceWith(row); else tbody.append(row);
     }
     if (queue.length) { scheduled = true; requestAnimationFrame(flush); }
   }
