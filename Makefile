@@ -12,7 +12,8 @@ all: build
 # Tools the tests and modules use besides cargo and python3: the openssl CLI
 # (cross-checks of certificate hashes), ps (process.info), groff (the man
 # page test), setpriv (tests acting as an unprivileged user), and Perl's
-# Chromium and ChromeDriver (the web UI's browser tests), and
+# Chromium and ChromeDriver (the web UI's browser tests), PostgreSQL's
+# server (the shared store's tests start a private one), and
 # RPC::XML and Frontier::RPC clients with LWP's https (the compatibility
 # suite: XML-RPC clients other than Python's). Installed from Debian's
 # packages only when missing. Python's yaml (func-transmit --yaml from
@@ -31,6 +32,7 @@ deps:
 	command -v lintian >/dev/null || missing="$$missing lintian"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
 	perl -MRPC::XML::Client -e1 2>/dev/null || missing="$$missing librpc-xml-perl"; \
 	perl -MFrontier::Client -e1 2>/dev/null || missing="$$missing libfrontier-rpc-perl"; \

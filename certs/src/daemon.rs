@@ -136,6 +136,8 @@ impl Certmaster {
         if !store.crl_path().exists() {
             store.publish_crl(&ca)?;
         }
+        // Minions signed before a shared store was configured are listed too.
+        store.share();
         let ca_der = crate::authority::pem_to_der(ca.cert_pem()).ok_or(crate::CertError::BadCertificate)?;
         let mut chain = common::tls::load_certs(&cert_path, "certmaster certificate").map_err(tls_error)?;
         chain.push(ca_der.clone().into());
@@ -304,6 +306,7 @@ fn answer(
             match outcome {
                 Outcome::Signed(cert) => {
                     tracing::info!(address = ?address, "certificate handed out");
+                    cm.store.share();
                     Ok(Value::Array(vec![
                         Value::Boolean(true),
                         Value::String(cert),

@@ -210,6 +210,29 @@ impl Store {
             .filter(|s| is_host_port(s))
     }
 
+    /// With `[store] url` in certmaster.conf, makes the shared store's
+    /// minion list match the signed certificates here (names and
+    /// addresses; a name no longer signed is marked revoked), so overlords
+    /// on other hosts resolve SPECs from it. A store that cannot be reached
+    /// is logged and tried again at the next change (or start).
+    pub fn share(&self) {
+        let Ok(ini) = common::config::Ini::load(&self.root.certmaster_conf()) else { return };
+        let Some(url) = ini.str("store", "url").map(str::trim).filter(|u| !u.is_empty()) else { return };
+        let url = match common::pg::StoreUrl::parse(url) {
+            Ok(url) => url,
+            Err(e) => {
+                tracing::warn!(error = %e, "certmaster.conf [store] url");
+                return;
+            }
+        };
+        let signed: Vec<(String, Option<String>)> =
+            self.signed().into_iter().map(|n| { let a = self.address(&n); (n, a) }).collect();
+        match common::pg::sync_minions(&url, &signed) {
+            Ok(()) => tracing::debug!(minions = signed.len(), store = url.shown(), "minion list shared"),
+            Err(e) => tracing::warn!(error = %e, "cannot share the minion list"),
+        }
+    }
+
     /// Whether `name` has a pending request.
     pub fn is_pending(&self, name: &str) -> bool {
         self.csr_path(name).exists()

@@ -19,6 +19,7 @@ pub mod config;
 pub mod identity;
 pub mod outcome;
 pub mod paths;
+pub mod pg;
 pub mod private;
 pub mod process;
 pub mod rpc;

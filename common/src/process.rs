@@ -74,6 +74,23 @@ pub fn parse_signal(text: &str) -> Option<nix::sys::signal::Signal> {
     name.parse().ok()
 }
 
+/// This overlord's name, where several overlords share a store (batch
+/// leases, job drivers): `FUNC_HOST` if set (several overlords
+/// sharing one machine, or containers sharing a host name), else the host
+/// name.
+pub fn overlord_host() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        if let Some(name) = std::env::var("FUNC_HOST").ok().filter(|h| !h.is_empty() && h.len() <= 255) {
+            return name;
+        }
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "localhost".into())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,6 +119,11 @@ pub enum TopCommand {
         #[command(subcommand)]
         command: BatchCommand,
     },
+    /// The job store: status, import (a shared PostgreSQL store: [store] url)
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// For programs: one JSON request on stdin, one JSON answer on stdout
     Transmit,
     /// SPEC COMMAND [OPTIONS] [ARGS...] (see below)
@@ -181,6 +186,14 @@ pub struct JobsListArgs {
     /// At most N jobs
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+}
+
+#[derive(Subcommand, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreCommand {
+    /// Which store (backend, location without password), its schema version and counts
+    Status,
+    /// Copy the local (redb) history into the configured shared store (idempotent)
+    Import,
 }
 
 #[derive(Subcommand, Debug)]

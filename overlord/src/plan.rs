@@ -113,7 +113,9 @@ impl Plan {
     /// that matched no minion; no address is read.
     pub fn target_names(&self) -> Result<Vec<String>, PlanError> {
         let certs = self.root.signed_certs_dir();
-        if let Err(e) = std::fs::metadata(&certs) {
+        // With a shared store the minions may all come from it.
+        let shared = crate::settings::store_url(&self.root).is_some();
+        if let (Err(e), false) = (std::fs::metadata(&certs), shared) {
             let why = match e.kind() {
                 std::io::ErrorKind::NotFound => "does not exist".to_string(),
                 _ => e.to_string(),

@@ -32,14 +32,38 @@ pub fn max_response(root: &Root) -> usize {
         .map_or(common::rpc::client::MAX_RESPONSE, |v| v.max(1024) as usize)
 }
 
-/// The job store below `root`, with `keep_jobs` from overlord.conf.
+/// The job store of `root`, with `keep_jobs` from overlord.conf: the
+/// PostgreSQL store of `[store] url` when set, else the embedded file below
+/// the root. A malformed URL gives a store whose every use says why.
 pub fn store(root: &Root) -> Store {
-    let keep = Ini::load(&root.overlord_conf())
-        .ok()
+    let ini = Ini::load(&root.overlord_conf()).ok();
+    let keep = ini
+        .as_ref()
         .and_then(|ini| ini.f64("main", "keep_jobs").ok().flatten())
         .filter(|k| k.is_finite() && *k >= 0.0)
         .unwrap_or(crate::store::DEFAULT_KEEP_JOBS);
-    Store::new(root.status_dir().join("overlord.redb"), keep)
+    match store_url(root) {
+        Some(Ok(url)) => Store::Postgres(std::sync::Arc::new(crate::store::postgres::PgStore::new(url, keep))),
+        Some(Err(e)) => Store::Broken(e.to_string()),
+        None => Store::embedded(root, keep),
+    }
+}
+
+/// `[store] url` of overlord.conf, parsed, if set.
+pub fn store_url(root: &Root) -> Option<Result<common::pg::StoreUrl, common::pg::PgError>> {
+    let ini = Ini::load(&root.overlord_conf()).ok()?;
+    let url = ini.str("store", "url")?.trim().to_string();
+    (!url.is_empty()).then(|| common::pg::StoreUrl::parse(&url))
+}
+
+/// `[store] batch_lease`: how long a batch driver's lease lasts unrenewed
+/// before another overlord may take the batch over (default 30 s).
+pub fn batch_lease(root: &Root) -> f64 {
+    Ini::load(&root.overlord_conf())
+        .ok()
+        .and_then(|ini| ini.f64("store", "batch_lease").ok().flatten())
+        .filter(|v| v.is_finite() && *v >= 1.0)
+        .map_or(30.0, |v| v.min(MAX_SECS))
 }
 
 /// Longest time any option takes (30 days): a larger one (`-t 1e308`)

@@ -46,8 +46,58 @@ pub enum TargetError {
     UnknownGroup(String),
 }
 
-/// Names of every signed minion, sorted.
+/// Names of every signed minion, sorted: the certmaster's certificates
+/// below the root, and with a shared store (`[store] url`) the minions the
+/// store lists (what a certmaster configured with it signed), so an
+/// overlord host without the certmaster resolves SPECs too.
 pub fn all_minions(root: &Root) -> Vec<String> {
+    let mut names = local_minions(root);
+    if let Some(shared) = shared_minions(root) {
+        names.extend(shared.into_iter().map(|(n, _)| n));
+        names.sort();
+        names.dedup();
+    }
+    names
+}
+
+/// The minions a shared store lists (name, address), read at most every
+/// 2 s per process; `None` without one. An unreachable store is said once
+/// per process and the local certificates are used.
+fn shared_minions(root: &Root) -> Option<Vec<(String, Option<String>)>> {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+    type Cache = Option<(Instant, std::path::PathBuf, Vec<(String, Option<String>)>)>;
+    static CACHE: Mutex<Cache> = Mutex::new(None);
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let url = match crate::settings::store_url(root)? {
+        Ok(url) => url,
+        Err(_) => return None, // the store itself says why, where it is used
+    };
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((at, dir, list)) = cache.as_ref() {
+        if at.elapsed() < Duration::from_secs(2) && dir == root.dir() {
+            return Some(list.clone());
+        }
+    }
+    match common::pg::minions(&url) {
+        Ok(list) => {
+            let list: Vec<(String, Option<String>)> = list
+                .into_iter()
+                .filter(|(n, _)| common::identity::is_valid_host_name(n))
+                .collect();
+            *cache = Some((Instant::now(), root.dir().to_path_buf(), list.clone()));
+            Some(list)
+        }
+        Err(e) => {
+            if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                crate::log::line(&format!("func: minion list: {e} (using the certificates below the root)"));
+            }
+            None
+        }
+    }
+}
+
+fn local_minions(root: &Root) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(root.signed_certs_dir())
         .into_iter()
         .flatten()
@@ -172,12 +222,20 @@ fn with_addresses(root: &Root, names: Vec<String>) -> Vec<Target> {
         .collect()
 }
 
-/// Where `name` said it can be reached.
+/// Where `name` said it can be reached (its `.addr` file below the root,
+/// else the shared store's record of it, else `<name>:51234`).
 pub fn address(root: &Root, name: &str) -> String {
+    let usable = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty() && s.len() < 300);
     std::fs::read_to_string(root.signed_certs_dir().join(format!("{name}.addr")))
         .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty() && s.len() < 300)
+        .and_then(usable)
+        .or_else(|| {
+            shared_minions(root)?
+                .into_iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, a)| a)
+                .and_then(usable)
+        })
         .unwrap_or_else(|| format!("{name}:{DEFAULT_PORT}"))
 }
 

@@ -134,6 +134,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             }
         }
     }
+    if !cli.sign.is_empty() || !cli.clean.is_empty() {
+        store.share();
+    }
     if let Some(globs) = &cli.list_signed {
         for name in filtered(store.signed(), globs) {
             say!("{name}");

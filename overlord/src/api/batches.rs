@@ -94,7 +94,8 @@ pub async fn recover(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path
         let outcome = match control::recover(&api.store, &api.root, &api.exe, &id).map_err(engine)? {
             Recovered::Missing => return Err(unknown(&id)),
             Recovered::Ended(word) => json!({"job_id": meta.id, "outcome": "nothing to recover", "state": word}),
-            Recovered::Held(pid) => json!({"job_id": meta.id, "outcome": "nothing to recover", "state": "running", "driver_pid": pid}),
+            Recovered::Held { pid, host, lease_left } => json!({"job_id": meta.id, "outcome": "nothing to recover",
+                "state": "running", "driver_pid": pid, "driver_host": host, "lease_left": lease_left}),
             Recovered::Resumed => json!({"job_id": meta.id, "outcome": "resumed", "state": "running"}),
         };
         api.audit.line(&caller.name, &format!("batch recover {id}"), &hosts, 200);

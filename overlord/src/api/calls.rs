@@ -213,12 +213,12 @@ async fn start_job(api: &Arc<Api>, caller: &Caller, call: &Call, names: Vec<Stri
         };
         let size = machine::size(&batch, names.len()).map_err(crate::error::EngineError::Record)?;
         let state = machine::BatchState::new(names, size, wait, failhard, timeout);
-        let (id, _) = driver::create(&api2.store, meta, state, "async")?;
+        let (id, _) = driver::create(&api2.store, meta, state, "async", crate::settings::batch_lease(&api2.root))?;
         let child = driver::spawn(&api2.exe, &api2.root, &id).map_err(|source| crate::error::EngineError::Spawn {
             what: "the batch driver",
             source,
         })?;
-        driver::hand_over(&api2.store, &id, &child)?;
+        driver::hand_over(&api2.store, &id, &child, crate::settings::batch_lease(&api2.root))?;
         Ok(id)
     })
     .await

@@ -2,8 +2,9 @@
 //! whichever front end started it, the `func` CLI included — records each
 //! host's result the moment it ends, and announces it on the bus.
 //!
-//! - New jobs are found when the store changes (its file's time and size
-//!   are looked at every 200 ms; the store is opened only then): `new`.
+//! - New jobs are found when the store changes (the embedded store's file
+//!   time and size, looked at every 200 ms; PostgreSQL's notifications):
+//!   `new`.
 //! - For each host of an unfinished job that is running on its minion, a
 //!   task long-polls `jobs.wait_job` over the warm pool and the result is
 //!   recorded in the store, so a `--nopoll` job ends without anyone running
@@ -11,11 +12,10 @@
 //! - Whoever recorded a host's result (this watcher, a `func job_status`,
 //!   a batch driver), the change is seen in the store: `ret/<host>`, and
 //!   `complete` once every host is finished.
-//! - Batch lifecycle events are read from `var/log/func/batch-events.log`
-//!   as the drivers append them: `batch/<id>/<event>` with Salt's payloads.
+//! - Batch lifecycle events are read from the store's event log as the
+//!   drivers append them: `batch/<id>/<event>` with Salt's payloads.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead as _, Seek as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -83,6 +83,7 @@ struct State {
     seen: HashMap<String, f64>,
     newest: f64,
     stamp: Option<(SystemTime, u64)>,
+    changes: Changes,
     ends_tx: mpsc::Sender<(String, String, Value)>,
     ends_rx: mpsc::Receiver<(String, String, Value)>,
     batch_log: u64,
@@ -91,8 +92,9 @@ struct State {
 impl State {
     fn new(api: Arc<Api>, rt: tokio::runtime::Handle) -> Self {
         let (ends_tx, ends_rx) = mpsc::channel();
-        let batch_log = std::fs::metadata(batch_log_path(&api)).map_or(0, |m| m.len());
+        let batch_log = api.store.batch_events(None).map_or(0, |(_, end)| end);
         State {
+            changes: Changes::new(&api),
             api,
             rt,
             tracked: HashMap::new(),
@@ -110,7 +112,7 @@ impl State {
         let mut first = true;
         while !stop.load(Ordering::Relaxed) {
             let recorded = self.record_ends();
-            let stamp = file_stamp(self.api.store.path());
+            let stamp = self.changes.stamp();
             if first || recorded || stamp != self.stamp {
                 self.stamp = stamp;
                 match self.scan(first) {
@@ -323,23 +325,17 @@ impl State {
         }
     }
 
-    /// Announces batch lifecycle events appended since the last look.
+    /// Announces batch lifecycle events logged since the last look.
     fn batch_events(&mut self) {
-        let path = batch_log_path(&self.api);
-        let Ok(mut f) = std::fs::File::open(&path) else { return };
-        let len = f.metadata().map_or(0, |m| m.len());
-        if len < self.batch_log {
-            self.batch_log = 0; // rotated
-        }
-        if len == self.batch_log || f.seek(std::io::SeekFrom::Start(self.batch_log)).is_err() {
-            return;
-        }
-        let mut reader = std::io::BufReader::new(f);
-        let mut line = String::new();
-        while matches!(reader.read_line(&mut line), Ok(n) if n > 0) && line.ends_with('\n') {
-            let line = std::mem::take(&mut line);
-            self.batch_log += line.len() as u64;
-            let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        let (lines, next) = match self.api.store.batch_events(Some(self.batch_log)) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "watcher: batch events");
+                return;
+            }
+        };
+        self.batch_log = next;
+        for ev in lines {
             let (Some(id), Some(event)) = (ev["job_id"].as_str(), ev["event"].as_str()) else { continue };
             let (function, hosts): (String, Arc<[String]>) = match self.tracked.get(id) {
                 Some(t) => (t.function.clone(), Arc::clone(&t.hosts)),
@@ -350,6 +346,55 @@ impl State {
             };
             let (tag, data) = salt_batch_event(id, event, &ev);
             self.api.bus.publish(tag, &data, &function, hosts);
+        }
+    }
+}
+
+/// How the watcher learns that the store changed: the embedded store's
+/// file time and size (looked at each tick, without opening it); for
+/// PostgreSQL, a thread that `LISTEN`s and counts the notifications every
+/// overlord's writes send.
+enum Changes {
+    File(std::path::PathBuf),
+    Notified(Arc<std::sync::atomic::AtomicU64>),
+    Never,
+}
+
+impl Changes {
+    fn new(api: &Arc<Api>) -> Self {
+        match &api.store {
+            crate::store::Store::Redb(s) => Changes::File(s.path().to_path_buf()),
+            crate::store::Store::Postgres(pg) => {
+                let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+                let (pg, seen) = (Arc::clone(pg), Arc::clone(&count));
+                let _ = std::thread::Builder::new().name("func-api-listen".into()).spawn(move || {
+                    let mut listener = None;
+                    loop {
+                        match pg.wait_change(&mut listener, Duration::from_secs(5)) {
+                            Ok(true) => {
+                                seen.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(false) => {}
+                            Err(e) => {
+                                tracing::warn!(error = %e, "watcher: cannot listen for changes; trying again");
+                                // Changes may have been missed: look again.
+                                seen.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(Duration::from_secs(1));
+                            }
+                        }
+                    }
+                });
+                Changes::Notified(count)
+            }
+            crate::store::Store::Broken(_) => Changes::Never,
+        }
+    }
+
+    fn stamp(&self) -> Option<(SystemTime, u64)> {
+        match self {
+            Changes::File(path) => file_stamp(path),
+            Changes::Notified(n) => Some((SystemTime::UNIX_EPOCH, n.load(Ordering::Relaxed))),
+            Changes::Never => None,
         }
     }
 }
@@ -382,10 +427,6 @@ pub fn salt_batch_event(id: &str, event: &str, ev: &serde_json::Value) -> (Strin
         }),
     };
     (format!("batch/{id}/{tag}"), data)
-}
-
-fn batch_log_path(api: &Api) -> std::path::PathBuf {
-    api.root.log_dir().join("batch-events.log")
 }
 
 fn file_stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {

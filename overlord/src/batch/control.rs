@@ -105,8 +105,9 @@ pub enum Recovered {
     Missing,
     /// It had ended (its state in words).
     Ended(String),
-    /// Its driver (this pid) is alive.
-    Held(u32),
+    /// Its driver (this pid, on this overlord host; elsewhere, its lease
+    /// runs this many more seconds) is alive.
+    Held { pid: u32, host: Option<String>, lease_left: Option<f64> },
     /// A new driver runs it.
     Resumed,
 }
@@ -114,18 +115,26 @@ pub enum Recovered {
 /// Takes batch `id` if its driver is gone and starts a new driver (`exe
 /// __batch`) for it, handing it over.
 pub fn recover(store: &dyn JobStore, root: &Root, exe: &Path, id: &str) -> Result<Recovered, EngineError> {
-    Ok(match driver::claim(store, id, record::this_process(), None, false)? {
+    Ok(match driver::claim(store, id, record::this_process(), None, false, crate::settings::batch_lease(root))? {
         Claim::Missing => Recovered::Missing,
         Claim::Complete => Recovered::Ended(
             driver::load(store, id)?.map_or_else(|| "complete".to_string(), |(_, r)| state_word(&r)),
         ),
-        Claim::Held((pid, _)) => Recovered::Held(pid),
+        Claim::Held((pid, _)) => {
+            let rec = driver::load(store, id)?.map(|(_, r)| r);
+            let elsewhere = rec.as_ref().filter(|r| !r.held_here());
+            Recovered::Held {
+                pid,
+                host: elsewhere.and_then(|r| r.holder_host.clone()),
+                lease_left: elsewhere.and_then(|r| r.lease_until).map(|u| (u - crate::store::now()).max(0.0)),
+            }
+        }
         Claim::Taken { .. } => {
             let child = driver::spawn(exe, root, id).map_err(|source| EngineError::Spawn {
                 what: "the batch driver",
                 source,
             })?;
-            driver::hand_over(store, id, &child)?;
+            driver::hand_over(store, id, &child, crate::settings::batch_lease(root))?;
             Recovered::Resumed
         }
     })

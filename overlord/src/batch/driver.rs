@@ -60,11 +60,12 @@ pub fn create(
     meta: JobMeta,
     state: BatchState,
     mode: &str,
+    lease: f64,
 ) -> Result<(String, BatchRecord), EngineError> {
     let hosts: Vec<String> = state.pending.iter().cloned().collect();
     let id = store.create(meta, &hosts)?;
     let now = crate::store::now();
-    let record = BatchRecord {
+    let mut record = BatchRecord {
         state,
         minion_jobs: BTreeMap::new(),
         mode: mode.to_string(),
@@ -75,7 +76,10 @@ pub fn create(
         complete: false,
         interrupted: false,
         started: false,
+        holder_host: None,
+        lease_until: None,
     };
+    record.hold(record::this_process(), lease);
     store.save_batch_with(&id, &record.encode(), &[], false, &record::merge_control)?;
     Ok((id, record))
 }
@@ -88,10 +92,11 @@ pub fn claim(
     me: Proc,
     parent: Option<Proc>,
     driving: bool,
+    lease: f64,
 ) -> Result<Claim, EngineError> {
     let mut found = Claim::Missing;
     store.change_batch_with(id, &mut |bytes| {
-        let (new, claim) = record::claim(bytes, me, parent, driving);
+        let (new, claim) = record::claim(bytes, me, parent, driving, lease);
         found = claim;
         new
     })?;
@@ -99,7 +104,7 @@ pub fn claim(
 }
 
 /// Hands batch `id`, held by this process, to the driver it spawned.
-pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child) -> Result<(), EngineError> {
+pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child, lease: f64) -> Result<(), EngineError> {
     let pid = child.id();
     // A child that already ended has no start time: leave the batch with
     // this process, which ends soon, so `recover` can take it.
@@ -108,7 +113,7 @@ pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child) -> Result<(), En
     };
     let from = record::this_process();
     store
-        .change_batch_with(id, &mut |bytes| record::hand_over(bytes, from, (pid, start)))
+        .change_batch_with(id, &mut |bytes| record::hand_over(bytes, from, (pid, start), lease))
         .map(|_| ())
         .map_err(EngineError::from)
 }
@@ -148,7 +153,8 @@ pub fn drive(
     let (meta, _) =
         load(store, id)?.ok_or_else(|| EngineError::Record("no such batch in the store".into()))?;
     // Only the claim's winner drives: two drivers never run one batch.
-    let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true)? {
+    let lease = crate::settings::batch_lease(root);
+    let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true, lease)? {
         Claim::Taken { record, resumed } => (record, resumed),
         Claim::Complete => {
             return load(store, id)?
@@ -178,9 +184,9 @@ pub fn drive(
                 poller.watch(Target::enrolled(root, host), job.clone());
             }
         }
-        record::log_event(root, id, "recover", &rec);
+        record::log_event(store, id, "recover", &rec);
     } else {
-        record::log_event(root, id, "new", &rec);
+        record::log_event(store, id, "new", &rec);
     }
     let mut results: BTreeMap<String, Value> = BTreeMap::new();
     let mut reported: BTreeSet<String> = rec.state.ended.keys().cloned().collect();
@@ -191,8 +197,8 @@ pub fn drive(
         // keep running and `func batch recover` picks them up.
         if rec.mode == "sync" && cancelled() {
             rec.interrupted = true;
-            save(store, id, &mut rec, &[], false)?;
-            record::log_event(root, id, "interrupted", &rec);
+            save(store, id, &mut rec, &[], false, lease)?;
+            record::log_event(store, id, "interrupted", &rec);
             return Ok(rec);
         }
         let now = crate::store::now();
@@ -204,7 +210,7 @@ pub fn drive(
             poller.call_each(calls);
         }
         if !actions.dispatch.is_empty() {
-            save(store, id, &mut rec, &[], false)?;
+            save(store, id, &mut rec, &[], false, lease)?;
             let params: Vec<Value> = meta.params();
             let calls = actions
                 .dispatch
@@ -260,14 +266,17 @@ pub fn drive(
         let finished = actions.finished && events.is_empty();
         rec.complete = finished;
         if rec.state != before || !changes.is_empty() || finished {
-            save(store, id, &mut rec, &changes, finished)?;
+            save(store, id, &mut rec, &changes, finished, lease)?;
             let event = match (finished, &rec.state.halted) {
                 (true, Some(_)) => "halted",
                 (true, None) => "complete",
                 _ => "progress",
             };
-            record::log_event(root, id, event, &rec);
+            record::log_event(store, id, event, &rec);
             round = 0;
+        } else if rec.lease_until.is_some_and(|until| until - now < lease / 2.0) {
+            // Nothing changed, but the lease wants renewing.
+            save(store, id, &mut rec, &[], false, lease)?;
         } else if let Ok(Some(stored)) = store.batch(id) {
             // Nothing changed: only look (no write) for a stop request.
             if let Ok(stored) = BatchRecord::decode(&stored) {
@@ -323,10 +332,28 @@ fn save(
     rec: &mut BatchRecord,
     changes: &[(String, HostUpdate)],
     done: bool,
+    lease: f64,
 ) -> Result<(), EngineError> {
     rec.updated = crate::store::now();
-    let saved = store.save_batch_with(id, &rec.encode(), changes, done, &record::merge_control)?;
+    // Every save renews the lease.
+    rec.lease_until = Some(rec.updated + lease);
+    let encoded = rec.encode();
+    // Saved only while this process still holds the batch: a driver that
+    // lost its lease (its store was away longer than the lease, and another
+    // overlord took the batch over) must not write over the new holder.
+    let me = record::this_process();
+    let mine = |r: &BatchRecord| r.driver == Some(me) && r.held_here();
+    let merge = |stored: &[u8], new: &[u8]| match BatchRecord::decode(stored) {
+        Ok(old) if !mine(&old) => stored.to_vec(),
+        _ => record::merge_control(stored, new),
+    };
+    let saved = crate::store::api::retrying(&format!("batch {id}"), || {
+        store.save_batch_with(id, &encoded, changes, done, &merge)
+    })?;
     if let Ok(stored) = BatchRecord::decode(&saved) {
+        if !mine(&stored) {
+            return Err(EngineError::Held(stored.driver.map_or(0, |d| d.0)));
+        }
         rec.control = stored.control;
     }
     Ok(())

@@ -1,11 +1,9 @@
 //! What a batch persists (in the overlord store's `batches` table, after
-//! every step) and the lifecycle event log (`var/log/func/batch-events.log`,
-//! one JSON line per event: new, progress, complete, halted, recover).
+//! every step) and its lifecycle events (new, progress, complete, halted,
+//! recover), logged through the store.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
-use common::paths::Root;
 use serde::{Deserialize, Serialize};
 
 use super::machine::BatchState;
@@ -41,7 +39,19 @@ pub struct BatchRecord {
     /// A driver has started driving it (so the next one recovers it).
     #[serde(default)]
     pub started: bool,
+    /// The host its holder runs on (`None`: this host, as records made
+    /// before leases). A holder on another host cannot be looked at: its
+    /// lease tells whether it lives.
+    #[serde(default)]
+    pub holder_host: Option<String>,
+    /// Until when the holder's lease holds (epoch seconds): the driver
+    /// renews it as it saves; past it, another overlord may take the batch.
+    #[serde(default)]
+    pub lease_until: Option<f64>,
 }
+
+pub use common::process::overlord_host as this_host;
+
 
 /// A process as both stores name it: pid and start time.
 pub type Proc = (u32, u64);
@@ -82,17 +92,35 @@ impl BatchRecord {
         match self.driver {
             None => true,
             Some(holder) => {
-                holder == me || Some(holder) == parent || !common::process::alive(holder.0, holder.1)
+                (self.held_here() && (holder == me || Some(holder) == parent)) || !self.holder_alive()
             }
+        }
+    }
+
+    /// Whether its holder runs on this host.
+    pub fn held_here(&self) -> bool {
+        self.holder_host.as_deref().is_none_or(|h| h == this_host())
+    }
+
+    /// Whether its holder lives: on this host, its process; elsewhere, its lease.
+    pub fn holder_alive(&self) -> bool {
+        match self.driver {
+            None => false,
+            Some((pid, start)) if self.held_here() => common::process::alive(pid, start),
+            Some(_) => self.lease_until.is_some_and(|until| until > crate::store::now()),
         }
     }
 
     /// Whether its driver is gone while the batch is unfinished.
     pub fn orphaned(&self) -> bool {
-        !self.complete
-            && !self
-                .driver
-                .is_some_and(|(pid, start)| common::process::alive(pid, start))
+        !self.complete && !self.holder_alive()
+    }
+
+    /// Holds the batch for `me` on this host, with a lease of `lease` seconds.
+    pub fn hold(&mut self, me: Proc, lease: f64) {
+        self.driver = Some(me);
+        self.holder_host = Some(this_host().to_string());
+        self.lease_until = Some(crate::store::now() + lease);
     }
 }
 
@@ -100,7 +128,7 @@ impl BatchRecord {
 /// the new bytes to store (if taken) and what was found. Run inside one
 /// store write transaction (`Store::change_batch`), so two claimants are
 /// ordered and the second sees the first as a live holder.
-pub fn claim(bytes: &[u8], me: Proc, parent: Option<Proc>, driving: bool) -> (Option<Vec<u8>>, Claim) {
+pub fn claim(bytes: &[u8], me: Proc, parent: Option<Proc>, driving: bool, lease: f64) -> (Option<Vec<u8>>, Claim) {
     let Ok(mut rec) = BatchRecord::decode(bytes) else {
         return (None, Claim::Missing);
     };
@@ -111,7 +139,7 @@ pub fn claim(bytes: &[u8], me: Proc, parent: Option<Proc>, driving: bool) -> (Op
         return (None, Claim::Held(rec.driver.unwrap_or((0, 0))));
     }
     let resumed = rec.started || !rec.state.active.is_empty() || !rec.state.ended.is_empty();
-    rec.driver = Some(me);
+    rec.hold(me, lease);
     if driving {
         rec.interrupted = false;
         rec.started = true;
@@ -121,12 +149,12 @@ pub fn claim(bytes: &[u8], me: Proc, parent: Option<Proc>, driving: bool) -> (Op
 
 /// Hands a batch held by `from` to `to` (the driver `from` just spawned).
 /// A batch `to` already claimed, or anyone else holds, is left alone.
-pub fn hand_over(bytes: &[u8], from: Proc, to: Proc) -> Option<Vec<u8>> {
+pub fn hand_over(bytes: &[u8], from: Proc, to: Proc, lease: f64) -> Option<Vec<u8>> {
     let mut rec = BatchRecord::decode(bytes).ok()?;
-    if rec.driver != Some(from) {
+    if rec.driver != Some(from) || !rec.held_here() {
         return None;
     }
-    rec.driver = Some(to);
+    rec.hold(to, lease);
     Some(rec.encode())
 }
 
@@ -149,8 +177,9 @@ pub fn merge_control(stored: &[u8], new: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Appends one lifecycle event.
-pub fn log_event(root: &Root, id: &str, event: &str, record: &BatchRecord) {
+/// Appends one lifecycle event to the store's event log; a failure to log
+/// is said, not fatal (the batch itself is saved).
+pub fn log_event(store: &dyn crate::store::JobStore, id: &str, event: &str, record: &BatchRecord) {
     let line = serde_json::json!({
         "time": crate::store::now(),
         "job_id": id,
@@ -158,9 +187,7 @@ pub fn log_event(root: &Root, id: &str, event: &str, record: &BatchRecord) {
         "counts": record.state.counts(),
         "halted": record.state.halted,
     });
-    let _ = common::private::private_dir(&root.log_dir());
-    if let Ok(mut f) = common::private::append(&root.log_dir().join("batch-events.log")) {
-        // One write per line: appends of small lines do not interleave.
-        let _ = f.write_all(format!("{line}\n").as_bytes());
+    if let Err(e) = store.log_batch_event(id, &line) {
+        crate::log::line(&format!("batch {id}: event {event} not logged: {e}"));
     }
 }

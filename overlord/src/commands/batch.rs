@@ -2,7 +2,6 @@
 //! recover [JOB_ID]`. Every one of them says when a batch's driver is gone
 //! (and that `recover` resumes it).
 
-use std::io::{BufRead, Seek};
 use std::time::Duration;
 
 use serde_json::json;
@@ -11,7 +10,7 @@ use crate::batch::control::{self, counts_text, state_word, Recovered};
 use crate::batch::driver;
 use crate::batch::record::BatchRecord;
 use crate::plan::{Plan, PlanError};
-use crate::store::JobMeta;
+use crate::store::{JobMeta, JobStore as _};
 use crate::when;
 
 #[derive(Debug)]
@@ -133,41 +132,30 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
         );
         return Ok(1);
     }
-    let path = plan.root.log_dir().join("batch-events.log");
     let mut offset = 0u64;
     loop {
         // Whoever read the stream has gone (`| head`): nothing left to follow for.
         if crate::out::closed() {
             return Ok(0);
         }
-        if let Ok(mut f) = std::fs::File::open(&path) {
-            let _ = f.seek(std::io::SeekFrom::Start(offset));
-            let mut reader = std::io::BufReader::new(f);
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 0 {
-                if !line.ends_with('\n') {
-                    break; // a line being written: read it whole next time
-                }
-                offset += line.len() as u64;
-                if let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) {
-                    if ev["job_id"] == id && plan.json {
-                        crate::outln!("{}", ev);
-                        if matches!(ev["event"].as_str(), Some("complete" | "halted" | "interrupted")) {
-                            return Ok(0);
-                        }
-                    } else if ev["job_id"] == id {
-                        crate::outln!(
-                            "{}  {}  {}",
-                            when::show(ev["time"].as_f64().unwrap_or(0.0)),
-                            ev["event"].as_str().unwrap_or(""),
-                            ev["counts"]
-                        );
-                        if matches!(ev["event"].as_str(), Some("complete" | "halted" | "interrupted")) {
-                            return Ok(0);
-                        }
-                    }
-                }
-                line.clear();
+        let (lines, next) = store.batch_events(Some(offset)).map_err(config)?;
+        offset = next;
+        for ev in lines {
+            if ev["job_id"] != id {
+                continue;
+            }
+            if plan.json {
+                crate::outln!("{}", ev);
+            } else {
+                crate::outln!(
+                    "{}  {}  {}",
+                    when::show(ev["time"].as_f64().unwrap_or(0.0)),
+                    ev["event"].as_str().unwrap_or(""),
+                    ev["counts"]
+                );
+            }
+            if matches!(ev["event"].as_str(), Some("complete" | "halted" | "interrupted")) {
+                return Ok(0);
             }
         }
         match driver::load(&store, id).map_err(config)? {
@@ -265,9 +253,17 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
                 out.line(format!("batch {id}: {word} (nothing to recover)"));
                 outcome.insert(id, json!("nothing to recover"));
             }
-            Recovered::Held(pid) => {
+            Recovered::Held { pid, host: None, .. } => {
                 out.line(format!(
                     "batch {id}: its driver (pid {pid}) is running (nothing to recover)"
+                ));
+                outcome.insert(id, json!("nothing to recover"));
+            }
+            Recovered::Held { pid, host: Some(host), lease_left } => {
+                out.line(format!(
+                    "batch {id}: its driver (pid {pid} on {}) holds a live lease for {:.0} s more (nothing to recover)",
+                    crate::output::shown_line(&host),
+                    lease_left.unwrap_or(0.0)
                 ));
                 outcome.insert(id, json!("nothing to recover"));
             }

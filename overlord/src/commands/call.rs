@@ -243,12 +243,12 @@ impl Call {
         );
         let store = plan.store();
         let mode = if self.asynchronous { "async" } else { "sync" };
-        let (id, _) = driver::create(&store, self.meta(plan, targets.len(), true), state, mode)?;
+        let (id, _) = driver::create(&store, self.meta(plan, targets.len(), true), state, mode, crate::settings::batch_lease(&plan.root))?;
         if self.asynchronous {
             let exe = std::env::current_exe().map_err(|e| PlanError::Config(e.to_string()))?;
             let child = driver::spawn(&exe, &plan.root, &id)
                 .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
-            driver::hand_over(&store, &id, &child)?;
+            driver::hand_over(&store, &id, &child, crate::settings::batch_lease(&plan.root))?;
             show_job_id(plan, &id);
             return Ok(0);
         }

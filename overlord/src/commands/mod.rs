@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod list_minions;
 pub mod ping;
 pub mod show;
+pub mod store;
 pub mod transmit;
 
 use crate::cli::{SpecCommand, TopCommand};
@@ -30,6 +31,7 @@ pub enum Command {
     ListMinions,
     Ping,
     Show(show::Show),
+    Store(store::Store),
 }
 
 impl Command {
@@ -76,6 +78,7 @@ impl Command {
             }),
             TopCommand::Jobs { command } => Command::Jobs(jobs::Jobs::from_cli(command)?),
             TopCommand::Batch { command } => Command::Batch(batch::Batch::from(command)),
+            TopCommand::Store { command } => Command::Store(store::Store(command)),
             TopCommand::Spec(_) | TopCommand::Transmit => {
                 return Err(PlanError::Usage("missing command after SPEC".into()))
             }
@@ -96,5 +99,6 @@ pub fn run(plan: &Plan, command: &Command) -> Result<i32, PlanError> {
         Command::ListMinions => list_minions::run(plan),
         Command::Ping => ping::run(plan),
         Command::Show(c) => c.run(plan),
+        Command::Store(c) => c.run(plan),
     }
 }

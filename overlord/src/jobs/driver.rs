@@ -105,11 +105,12 @@ pub fn run_detached(
 
 fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
     let me = std::process::id();
-    store
-        .set_driver(id, me, common::process::start_time(me).unwrap_or(0))
-        .map_err(|e| e.to_string())?;
-    let record = store
-        .load(id)
+    let what = format!("func driver {id}");
+    crate::store::api::retrying(&what, || {
+        store.set_driver(id, me, common::process::start_time(me).unwrap_or(0))
+    })
+    .map_err(|e| e.to_string())?;
+    let record = crate::store::api::retrying(&what, || store.load(id))
         .map_err(|e| e.to_string())?
         .ok_or("no such job in the store")?;
     let targets: Vec<Target> = record
@@ -164,7 +165,10 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         )
         .map_err(|e| format!("cannot start workers: {e}"))?;
     }
-    store.update(id, &pending, true).map_err(|e| e.to_string())?;
+    // Whatever is left, and the end of the dispatch: kept until written,
+    // even across a restart of the store's server.
+    crate::store::api::retrying(&format!("func driver {id}"), || store.update(id, &pending, true))
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 

@@ -52,7 +52,12 @@ pub fn stop_driver(
     signal: nix::sys::signal::Signal,
     who: &str,
 ) -> Result<(), StoreError> {
-    if let Some((pid, start)) = record.meta.driver {
+    let here = record
+        .meta
+        .driver_host
+        .as_deref()
+        .is_none_or(|h| h == common::process::overlord_host());
+    if let (Some((pid, start)), true) = (record.meta.driver, here) {
         if common::process::alive(pid, start) {
             let _ = nix::sys::signal::killpg(
                 nix::unistd::Pid::from_raw(pid as i32),

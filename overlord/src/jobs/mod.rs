@@ -229,8 +229,15 @@ pub fn abandon_pending(store: &dyn JobStore, record: &JobRecord, error: Value) -
 }
 
 /// Whether the job's dispatch driver is gone (or never started within a minute).
+/// A driver on another overlord host cannot be looked at: it counts as
+/// gone only if the dispatch has not ended 10 minutes after the start.
 pub fn driver_gone(meta: &crate::store::JobMeta) -> bool {
+    let elsewhere = meta
+        .driver_host
+        .as_deref()
+        .is_some_and(|h| h != common::process::overlord_host());
     match meta.driver {
+        Some(_) if elsewhere => crate::store::now() - meta.started > 600.0,
         Some((pid, start)) => !common::process::alive(pid, start),
         None => crate::store::now() - meta.started > 60.0,
     }
@@ -248,24 +255,25 @@ pub fn poll_pause(round: u32) -> Duration {
 /// The user running `func`, for the job record.
 /// `id`, or for `last` the newest job (a batch, with `batch`) that the
 /// current user started.
-pub fn resolve_id(store: &crate::store::Store, id: &str, batch: bool) -> Result<String, String> {
+pub fn resolve_id(store: &dyn JobStore, id: &str, batch: bool) -> Result<String, String> {
     if id != "last" {
         return Ok(id.to_string());
     }
     let me = current_user();
-    store
-        .list()
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|m| m.user == me && (m.batch || !batch))
-        .max_by(|a, b| a.started.total_cmp(&b.started))
-        .map(|m| m.id)
-        .ok_or_else(|| {
-            format!(
-                "no {} started by {me} is kept here, so 'last' names nothing",
-                if batch { "batch" } else { "job" }
-            )
-        })
+    // Newest first, a page at a time: the first of this user's is the one.
+    let mut cursor = None;
+    loop {
+        let page = store.list_page(500, cursor.as_ref()).map_err(|e| e.to_string())?;
+        if let Some(m) = page.iter().find(|m| m.user == me && (m.batch || !batch)) {
+            return Ok(m.id.clone());
+        }
+        let Some(last) = page.last() else { break };
+        cursor = Some((last.started, last.id.clone()));
+    }
+    Err(format!(
+        "no {} started by {me} is kept here, so 'last' names nothing",
+        if batch { "batch" } else { "job" }
+    ))
 }
 
 /// Who runs `func` (the invoking user under sudo: `common::process::invoking_user`).

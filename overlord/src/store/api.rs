@@ -56,4 +56,42 @@ pub trait JobStore: Send + Sync {
     /// learn that jobs or batches changed (a server-backed store would
     /// announce changes instead, e.g. PostgreSQL's LISTEN/NOTIFY).
     fn generation(&self) -> Result<u64, StoreError>;
+    /// Appends a batch lifecycle event (`{time, job_id, event, counts,
+    /// halted}`) to the store's event log.
+    fn log_batch_event(&self, id: &str, line: &serde_json::Value) -> Result<(), StoreError>;
+    /// Batch events after position `after`, oldest first, and the position
+    /// to ask from next time; `after: None` only tells the current end.
+    fn batch_events(&self, after: Option<u64>) -> Result<(Vec<serde_json::Value>, u64), StoreError>;
+}
+
+/// How long a driver keeps results it could not write while the store's
+/// server is away, trying again.
+pub const OUTAGE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Runs `op` until it succeeds or fails for a reason other than the store
+/// being unreachable; while it is unreachable (a PostgreSQL restart), tries
+/// again with a growing pause, saying so once a minute, for at most
+/// [`OUTAGE_PATIENCE`]. For drivers, whose results must not be lost.
+pub fn retrying<T>(what: &str, mut op: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let begun = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(200);
+    let mut said: Option<std::time::Instant> = None;
+    loop {
+        match op() {
+            Err(StoreError::Unavailable(why)) if begun.elapsed() < OUTAGE_PATIENCE => {
+                if said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60)) {
+                    crate::log::line(&format!("{what}: {why}; keeping the results and trying again"));
+                    said = Some(std::time::Instant::now());
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_secs(5));
+            }
+            other => {
+                if said.is_some() && other.is_ok() {
+                    crate::log::line(&format!("{what}: the store is back; results written"));
+                }
+                return other;
+            }
+        }
+    }
 }

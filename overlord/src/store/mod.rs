@@ -1,13 +1,16 @@
 //! The overlord's job store: what it holds (`types.rs`), the [`JobStore`]
-//! trait the engine uses (`api.rs`), and the embedded redb store that
-//! implements it (`redb.rs`).
+//! trait the engine uses (`api.rs`), the embedded redb store (`redb.rs`),
+//! the PostgreSQL store shared by several overlords (`postgres.rs`), and
+//! [`Store`], the one configured (`backend.rs`).
 
 pub mod api;
+pub mod backend;
+pub mod postgres;
 pub mod redb;
 pub mod types;
 
 pub use api::{Cursor, JobStore};
-pub use redb::Store;
+pub use backend::Store;
 pub use types::{
     job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError, DEFAULT_KEEP_JOBS,
 };

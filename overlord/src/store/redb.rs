@@ -43,14 +43,26 @@ fn micros(epoch: f64) -> u64 {
 
 /// The overlord store of one root.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub struct RedbStore {
     path: PathBuf,
     keep_secs: f64,
+    /// The batch event log (one JSON line per event), if any.
+    events: Option<PathBuf>,
 }
 
-impl Store {
+impl RedbStore {
     pub fn new(path: PathBuf, keep_secs: f64) -> Self {
-        Self { path, keep_secs }
+        Self {
+            path,
+            keep_secs,
+            events: None,
+        }
+    }
+
+    /// The same, logging batch events to `events` (`var/log/func/batch-events.log`).
+    pub fn with_events(mut self, events: PathBuf) -> Self {
+        self.events = Some(events);
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -242,6 +254,7 @@ impl Store {
                 return Ok(());
             };
             meta.driver = Some((pid, start));
+            meta.driver_host = Some(common::process::overlord_host().to_string());
             jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
             Ok(())
         })
@@ -320,15 +333,15 @@ impl Store {
     }
 }
 
-impl JobStore for Store {
+impl JobStore for RedbStore {
     fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
-        Store::create(self, meta, hosts)
+        RedbStore::create(self, meta, hosts)
     }
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
-        Store::load_many(self, ids)
+        RedbStore::load_many(self, ids)
     }
     fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
-        Store::set_driver(self, id, pid, start)
+        RedbStore::set_driver(self, id, pid, start)
     }
     fn update(
         &self,
@@ -336,7 +349,7 @@ impl JobStore for Store {
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
     ) -> Result<bool, StoreError> {
-        Store::update(self, id, changes, dispatch_done)
+        RedbStore::update(self, id, changes, dispatch_done)
     }
     fn save_batch_with(
         &self,
@@ -346,17 +359,17 @@ impl JobStore for Store {
         dispatch_done: bool,
         merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
     ) -> Result<Vec<u8>, StoreError> {
-        Store::save_batch(self, id, record, changes, dispatch_done, merge)
+        RedbStore::save_batch(self, id, record, changes, dispatch_done, merge)
     }
     fn change_batch_with(
         &self,
         id: &str,
         change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
     ) -> Result<bool, StoreError> {
-        Store::change_batch(self, id, change)
+        RedbStore::change_batch(self, id, change)
     }
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Store::batch(self, id)
+        RedbStore::batch(self, id)
     }
     fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
         let db = self.open()?;
@@ -383,6 +396,40 @@ impl JobStore for Store {
         }
         Ok(out)
     }
+    fn log_batch_event(&self, _id: &str, line: &serde_json::Value) -> Result<(), StoreError> {
+        let Some(path) = &self.events else { return Ok(()) };
+        let io = |e: std::io::Error| StoreError::Db(format!("{}: {e}", path.display()));
+        if let Some(dir) = path.parent() {
+            common::private::private_dir(dir).map_err(io)?;
+        }
+        let mut f = common::private::append(path).map_err(io)?;
+        // One write per line: appends of small lines do not interleave.
+        std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).map_err(io)
+    }
+    fn batch_events(&self, after: Option<u64>) -> Result<(Vec<serde_json::Value>, u64), StoreError> {
+        use std::io::{BufRead, Seek};
+        let Some(path) = &self.events else { return Ok((Vec::new(), 0)) };
+        let Ok(f) = std::fs::File::open(path) else { return Ok((Vec::new(), 0)) };
+        let len = f.metadata().map_or(0, |m| m.len());
+        let Some(mut offset) = after else { return Ok((Vec::new(), len)) };
+        if offset > len {
+            offset = 0; // rotated
+        }
+        let mut reader = std::io::BufReader::new(f);
+        if reader.seek(std::io::SeekFrom::Start(offset)).is_err() {
+            return Ok((Vec::new(), offset));
+        }
+        let mut out = Vec::new();
+        let mut line = String::new();
+        while matches!(reader.read_line(&mut line), Ok(n) if n > 0) && line.ends_with('\n') {
+            offset += line.len() as u64;
+            if let Ok(v) = serde_json::from_str(&line) {
+                out.push(v);
+            }
+            line.clear();
+        }
+        Ok((out, offset))
+    }
     fn generation(&self) -> Result<u64, StoreError> {
         let db = self.open()?;
         let txn = db.begin_read().map_err(db_err)?;
@@ -393,7 +440,7 @@ impl JobStore for Store {
     }
 }
 
-/// [`Store::update`] inside a write transaction.
+/// [`RedbStore::update`] inside a write transaction.
 fn apply_update(
     txn: &redb::WriteTransaction,
     id: &str,
@@ -415,23 +462,8 @@ fn apply_update(
             continue;
         };
         let mut entry = current?;
-        if entry.state == HostState::Finished {
+        if !entry.apply(change) {
             continue;
-        }
-        match change {
-            HostUpdate::Dispatched { minion_job } => {
-                entry.state = HostState::Dispatched;
-                entry.minion_job = Some(minion_job.clone());
-            }
-            HostUpdate::Finished { result_xml } => {
-                entry.state = HostState::Finished;
-                entry.result_xml = Some(result_xml.clone());
-            }
-            HostUpdate::Abandoned { result_xml } if entry.state == HostState::Pending => {
-                entry.state = HostState::Finished;
-                entry.result_xml = Some(result_xml.clone());
-            }
-            HostUpdate::Abandoned { .. } => continue,
         }
         table.insert(key, encode(&entry)?.as_slice()).map_err(db_err)?;
     }
@@ -537,7 +569,7 @@ mod tests {
     #[test]
     fn pages_newest_first_with_a_cursor_and_a_generation_that_grows() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().join("o.redb"), 3600.0);
+        let store = RedbStore::new(dir.path().join("o.redb"), 3600.0);
         let g0 = JobStore::generation(&store).unwrap();
         let ids: Vec<String> = (0..5)
             .map(|i| {
@@ -578,6 +610,7 @@ mod tests {
             timeout_secs: 5.0,
             forks: 1,
             driver: None,
+            driver_host: None,
             batch: false,
             typed_args: None,
         }
@@ -590,7 +623,7 @@ mod tests {
             "web_*-my_mod-do_it-1.5"
         );
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().join("o.redb"), 100.0);
+        let store = RedbStore::new(dir.path().join("o.redb"), 100.0);
         let a = store.create(meta("*", 7.25), &["m1".into()]).unwrap();
         let b = store.create(meta("*", 7.25), &["m1".into()]).unwrap();
         assert_eq!(a, "*-test-sleep-7.25");
@@ -602,7 +635,7 @@ mod tests {
     #[test]
     fn hosts_finish_once_and_the_job_ends_when_all_have() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().join("o.redb"), 3600.0);
+        let store = RedbStore::new(dir.path().join("o.redb"), 3600.0);
         let id = store
             .create(meta("m*", now()), &["m1".into(), "m2".into()])
             .unwrap();
@@ -634,7 +667,7 @@ mod tests {
     #[test]
     fn finished_jobs_expire_whole_and_unfinished_never() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().join("o.redb"), 0.0);
+        let store = RedbStore::new(dir.path().join("o.redb"), 0.0);
         let old = store.create(meta("a", 1.0), &["m1".into()]).unwrap();
         let running = store.create(meta("b", 1.0), &["m1".into()]).unwrap();
         let fin = (
@@ -658,7 +691,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("o.redb");
         std::fs::write(&path, include_bytes!("../../tests/fixtures/overlord-v1.redb")).unwrap();
-        let store = Store::new(path, 1e12);
+        let store = RedbStore::new(path, 1e12);
         let id = "*-test-add-1795262719.758776";
         let job = store.load(id).unwrap().expect("job in the fixture");
         assert_eq!(job.meta.function, "test.add");
@@ -677,7 +710,7 @@ mod tests {
     fn processes_share_the_file_by_waiting_for_each_other() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("o.redb");
-        let store = Store::new(path.clone(), 3600.0);
+        let store = RedbStore::new(path.clone(), 3600.0);
         let holder = Database::create(&path).unwrap();
         let waiting = std::thread::spawn({
             let store = store.clone();

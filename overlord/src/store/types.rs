@@ -33,6 +33,10 @@ pub struct JobMeta {
     /// The driver process (pid, start time), once it runs.
     #[serde(default)]
     pub driver: Option<(u32, u64)>,
+    /// The overlord host the driver runs on (`FUNC_HOST` or the host
+    /// name; `None` in records made before shared stores: this host).
+    #[serde(default)]
+    pub driver_host: Option<String>,
     /// A batch (its state is in the `batches` table; `batch recover`
     /// resumes it, so a dead driver does not end its hosts).
     #[serde(default)]
@@ -73,6 +77,7 @@ impl JobMeta {
             timeout_secs,
             forks,
             driver: None,
+            driver_host: None,
             batch,
         }
     }
@@ -115,6 +120,31 @@ pub struct HostEntry {
 }
 
 impl HostEntry {
+    /// Applies `change` (a finished host never changes again; an
+    /// abandonment applies only to a host never dispatched); whether the
+    /// entry changed.
+    pub fn apply(&mut self, change: &HostUpdate) -> bool {
+        if self.state == HostState::Finished {
+            return false;
+        }
+        match change {
+            HostUpdate::Dispatched { minion_job } => {
+                self.state = HostState::Dispatched;
+                self.minion_job = Some(minion_job.clone());
+            }
+            HostUpdate::Finished { result_xml } => {
+                self.state = HostState::Finished;
+                self.result_xml = Some(result_xml.clone());
+            }
+            HostUpdate::Abandoned { result_xml } if self.state == HostState::Pending => {
+                self.state = HostState::Finished;
+                self.result_xml = Some(result_xml.clone());
+            }
+            HostUpdate::Abandoned { .. } => return false,
+        }
+        true
+    }
+
     pub fn pending() -> Self {
         Self {
             state: HostState::Pending,
@@ -158,6 +188,10 @@ pub enum HostUpdate {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The store's server cannot be reached (PostgreSQL down): trying
+    /// again later may work.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("job store {path}: {message}")]
     Open { path: String, message: String },
     #[error("job store {path} stayed busy (another func process holds it) for {secs}s")]

@@ -1,6 +1,6 @@
 //! `func-bench-fill ROOT N [HOSTS]`: a benchmark helper, not a test. Writes
 //! N finished jobs (HOSTS hosts each, default 3, `test.ping` answered 1)
-//! into the overlord's job store below ROOT, 5,000 per transaction, started
+//! into the overlord's job store of ROOT (its redb file, or PostgreSQL with `[store] url`), 5,000 per transaction, started
 //! a millisecond apart up to now — a store with a long history, for timing
 //! `GET /api/v1/jobs` and `func jobs list` against it.
 
@@ -44,6 +44,6 @@ fn main() -> anyhow::Result<()> {
             batch.clear();
         }
     }
-    println!("{written} jobs written to {}", store.path().display());
+    println!("{written} jobs written to {}", store.shown());
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! hosts still run it and which have returned. Minion jobs this overlord
 //! did not start (another overlord, a Python client) are listed apart.
 
+use crate::store::JobStore as _;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use common::Value;

@@ -6,6 +6,7 @@
 //! Then the job is polled until the signalled hosts have ended (the minions
 //! record them as killed, and by whom), at most `-t` seconds (default 10).
 
+use crate::store::JobStore as _;
 use std::time::{Duration, Instant};
 
 use crate::jobs::{self, kill::Signalled};

@@ -1,0 +1,455 @@
+//! Connecting to the shared PostgreSQL store (DESIGN §15), for the
+//! overlord's job store and the certmaster's minion list alike: `[store]
+//! url` in libpq's forms (`postgresql://user:pw@host:port/db?sslmode=…`,
+//! `?host=/run/postgresql` for a Unix socket, or `key=value` words), the
+//! password from the URL, `PGPASSFILE` or `~/.pgpass` (used only if 0600,
+//! as libpq), and TLS with rustls per `sslmode` (`disable`, `prefer` — which
+//! is plain here —, `require`, `verify-ca`, `verify-full`, with
+//! `sslrootcert=FILE`, else the system's roots are not used: name a file).
+//! The URL is never shown with its password: [`StoreUrl::shown`].
+//!
+//! The minion list shared by the certmaster and every overlord is here too
+//! ([`sync_minions`], [`minions`]), since both sides use it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a connection attempt may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A store URL, parsed.
+#[derive(Clone)]
+pub struct StoreUrl {
+    config: postgres::Config,
+    ssl: SslMode,
+    root_cert: Option<PathBuf>,
+    shown: String,
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SslMode {
+    Disable,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+/// Why the store cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("bad [store] url: {0}")]
+    Url(String),
+    #[error("job store {store}: {message}")]
+    Unavailable { store: String, message: String },
+    #[error("job store {store}: {message}")]
+    Query { store: String, message: String },
+}
+
+impl PgError {
+    /// Whether trying again later may work (the server is down or restarting).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, PgError::Unavailable { .. })
+    }
+}
+
+impl StoreUrl {
+    /// Parses `url` (never echoed whole in an error: it may hold a password).
+    pub fn parse(url: &str) -> Result<Self, PgError> {
+        let mut ssl = None;
+        let mut root_cert = None;
+        // sslrootcert and sslmode are taken here (rust-postgres knows only
+        // some modes); the rest goes to its parser.
+        let (base, query) = match url.split_once('?') {
+            Some((b, q)) if url.starts_with("postgres") => (b.to_string(), Some(q.to_string())),
+            _ => (url.to_string(), None),
+        };
+        let mut rest = Vec::new();
+        if let Some(q) = query {
+            for pair in q.split('&').filter(|p| !p.is_empty()) {
+                match pair.split_once('=') {
+                    Some(("sslmode", v)) => ssl = Some(v.to_string()),
+                    Some(("sslrootcert", v)) => root_cert = Some(PathBuf::from(percent_decode(v))),
+                    _ => rest.push(pair.to_string()),
+                }
+            }
+        }
+        let mut text = if rest.is_empty() { base } else { format!("{base}?{}", rest.join("&")) };
+        if !text.starts_with("postgres") {
+            // key=value words: take sslmode / sslrootcert out the same way.
+            let mut words = Vec::new();
+            for w in text.split_whitespace() {
+                match w.split_once('=') {
+                    Some(("sslmode", v)) => ssl = Some(v.to_string()),
+                    Some(("sslrootcert", v)) => root_cert = Some(PathBuf::from(v)),
+                    _ => words.push(w.to_string()),
+                }
+            }
+            text = words.join(" ");
+        }
+        let config: postgres::Config = text
+            .parse()
+            .map_err(|e: postgres::Error| PgError::Url(e.to_string()))?;
+        let ssl = match ssl.as_deref() {
+            None | Some("disable") | Some("allow") | Some("prefer") => SslMode::Disable,
+            Some("require") => SslMode::Require,
+            Some("verify-ca") => SslMode::VerifyCa,
+            Some("verify-full") => SslMode::VerifyFull,
+            Some(other) => return Err(PgError::Url(format!("unknown sslmode {other:?}"))),
+        };
+        let shown = shown(&config);
+        let mut url = StoreUrl {
+            config,
+            ssl,
+            root_cert,
+            shown,
+        };
+        if url.config.get_password().is_none() {
+            if let Some(pw) = pgpass_password(&url.config) {
+                url.config.password(pw);
+            }
+        }
+        url.config.connect_timeout(CONNECT_TIMEOUT);
+        if url.config.get_application_name().is_none() {
+            url.config.application_name("func");
+        }
+        Ok(url)
+    }
+
+    /// The store as people may see it: `postgresql://user@host:port/db`, never a password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// A new connection.
+    pub fn connect(&self) -> Result<postgres::Client, PgError> {
+        let unavailable = |e: postgres::Error| PgError::Unavailable {
+            store: self.shown.clone(),
+            message: describe(&e),
+        };
+        match self.ssl {
+            SslMode::Disable => self.config.connect(postgres::NoTls).map_err(unavailable),
+            mode => {
+                let tls = tls_config(mode, self.root_cert.as_deref()).map_err(|m| PgError::Unavailable {
+                    store: self.shown.clone(),
+                    message: m,
+                })?;
+                let connector = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
+                self.config.connect(connector).map_err(unavailable)
+            }
+        }
+    }
+
+    /// A query's error, named by the store.
+    pub fn error(&self, e: postgres::Error) -> PgError {
+        // Connection exceptions (08…), and the server shutting down or
+        // starting (57P01–57P03): try again later.
+        let transient = e
+            .code()
+            .is_some_and(|c| c.code().starts_with("08") || matches!(c.code(), "57P01" | "57P02" | "57P03"));
+        if e.is_closed() || e.as_db_error().is_none() || transient {
+            PgError::Unavailable {
+                store: self.shown.clone(),
+                message: describe(&e),
+            }
+        } else {
+            PgError::Query {
+                store: self.shown.clone(),
+                message: describe(&e),
+            }
+        }
+    }
+}
+
+/// An error's text with its cause (rust-postgres puts the useful part there).
+fn describe(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
+        _ => e.to_string(),
+    }
+}
+
+fn shown(config: &postgres::Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config.get_dbname().unwrap_or(user);
+    let at = if user.is_empty() { String::new() } else { format!("{user}@") };
+    format!("postgresql://{at}{host}:{port}/{db}")
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 3 <= bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The password for `config` from `PGPASSFILE` or `~/.pgpass` (libpq's
+/// format: `host:port:db:user:password`, `*` matches anything, `\` escapes),
+/// read only if the file is 0600 or stricter, as libpq does.
+fn pgpass_password(config: &postgres::Config) -> Option<String> {
+    let path = std::env::var_os("PGPASSFILE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
+    let meta = std::fs::metadata(&path).ok()?;
+    if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(postgres::config::Host::Unix(_)) | None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user().unwrap_or("").to_string();
+    let db = config.get_dbname().map(str::to_string).unwrap_or_else(|| user.clone());
+    for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        let fields = split_pgpass(line);
+        if fields.len() != 5 {
+            continue;
+        }
+        let want = [&host, &port, &db, &user];
+        if fields[..4].iter().zip(want).all(|(f, w)| f == "*" || f == w) {
+            return Some(fields[4].clone());
+        }
+    }
+    None
+}
+
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    fields.last_mut().map(|f| f.push(n));
+                }
+            }
+            ':' => fields.push(String::new()),
+            c => {
+                if let Some(f) = fields.last_mut() {
+                    f.push(c);
+                }
+            }
+        }
+    }
+    fields
+}
+
+fn tls_config(mode: SslMode, root: Option<&Path>) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let roots = || -> Result<rustls::RootCertStore, String> {
+        let path = root.ok_or("sslmode verify-ca / verify-full need sslrootcert=FILE in the URL")?;
+        let mut store = rustls::RootCertStore::empty();
+        for cert in crate::tls::load_certs(path, "sslrootcert").map_err(|e| e.to_string())? {
+            store.add(cert).map_err(|e| e.to_string())?;
+        }
+        Ok(store)
+    };
+    Ok(match mode {
+        SslMode::VerifyFull => builder.with_root_certificates(roots()?).with_no_client_auth(),
+        SslMode::VerifyCa => {
+            let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots()?), provider)
+                .build()
+                .map_err(|e| e.to_string())?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(IgnoreName(verifier)))
+                .with_no_client_auth()
+        }
+        // require: encrypted; the certificate is checked only if a root is named (libpq's rule).
+        _ => match root {
+            Some(_) => builder.with_root_certificates(roots()?).with_no_client_auth(),
+            None => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+                .with_no_client_auth(),
+        },
+    })
+}
+
+/// verify-ca: the chain is checked, the host name is not.
+#[derive(Debug)]
+struct IgnoreName(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for IgnoreName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls_pki_types::CertificateDer<'_>,
+        intermediates: &[rustls_pki_types::CertificateDer<'_>],
+        server_name: &rustls_pki_types::ServerName<'_>,
+        ocsp: &[u8],
+        now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+            | Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext { .. })) => {
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// require without a root: encryption without a certificate check (libpq's `require`).
+#[derive(Debug)]
+struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &rustls_pki_types::CertificateDer<'_>,
+        _: &[rustls_pki_types::CertificateDer<'_>],
+        _: &rustls_pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The minion list's table (the job tables are the overlord's: its store
+/// creates them). Idempotent.
+pub const MINIONS_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS func_minions (
+    name text PRIMARY KEY,
+    address text,
+    revoked boolean NOT NULL DEFAULT false,
+    updated double precision NOT NULL
+)";
+
+/// Makes the store's minion list what the certmaster's files say: every
+/// signed minion with its address, and any name no longer signed marked
+/// revoked. One transaction.
+pub fn sync_minions(url: &StoreUrl, signed: &[(String, Option<String>)]) -> Result<(), PgError> {
+    let mut client = url.connect()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let run = |client: &mut postgres::Client| -> Result<(), postgres::Error> {
+        client.batch_execute(MINIONS_SCHEMA)?;
+        let mut txn = client.transaction()?;
+        let names: Vec<&str> = signed.iter().map(|(n, _)| n.as_str()).collect();
+        let addrs: Vec<Option<&str>> = signed.iter().map(|(_, a)| a.as_deref()).collect();
+        txn.execute(
+            "INSERT INTO func_minions (name, address, revoked, updated)
+             SELECT n, a, false, $3 FROM unnest($1::text[], $2::text[]) AS t(n, a)
+             ON CONFLICT (name) DO UPDATE SET address = EXCLUDED.address, revoked = false, updated = $3
+             WHERE func_minions.address IS DISTINCT FROM EXCLUDED.address OR func_minions.revoked",
+            &[&names, &addrs, &now],
+        )?;
+        txn.execute(
+            "UPDATE func_minions SET revoked = true, updated = $2 WHERE NOT revoked AND NOT (name = ANY($1))",
+            &[&names, &now],
+        )?;
+        txn.commit()
+    };
+    run(&mut client).map_err(|e| url.error(e))
+}
+
+/// The minions the store lists as signed, with their addresses.
+pub fn minions(url: &StoreUrl) -> Result<Vec<(String, Option<String>)>, PgError> {
+    let mut client = url.connect()?;
+    let rows = client
+        .query(
+            "SELECT name, address FROM func_minions WHERE NOT revoked ORDER BY name",
+            &[],
+        )
+        .or_else(|e| match e.code() {
+            // No certmaster has written the list yet.
+            Some(&postgres::error::SqlState::UNDEFINED_TABLE) => Ok(Vec::new()),
+            _ => Err(e),
+        })
+        .map_err(|e| url.error(e))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_parsed_and_never_shown_with_their_password() {
+        let u = StoreUrl::parse("postgresql://func:s3cret@db.example:6543/jobs?sslmode=require&application_name=x").unwrap();
+        assert_eq!(u.shown(), "postgresql://func@db.example:6543/jobs");
+        assert!(!format!("{u:?}").contains("s3cret"));
+        let u = StoreUrl::parse("postgresql:///jobs?host=/run/postgresql&user=func").unwrap();
+        assert_eq!(u.shown(), "postgresql://func@/run/postgresql:5432/jobs");
+        let u = StoreUrl::parse("host=/tmp port=5433 dbname=f user=u").unwrap();
+        assert_eq!(u.shown(), "postgresql://u@/tmp:5433/f");
+        let e = StoreUrl::parse("postgresql://u:pw@h/db?sslmode=bogus").unwrap_err();
+        assert!(!e.to_string().contains("pw"));
+        assert!(StoreUrl::parse("postgresql://u:pw@h/db?sslmode=verify-full").is_ok());
+    }
+
+    #[test]
+    fn pgpass_lines_split_with_escapes() {
+        assert_eq!(split_pgpass(r"h:5432:*:u:p\:w"), ["h", "5432", "*", "u", "p:w"]);
+    }
+}

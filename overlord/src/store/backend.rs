@@ -1,0 +1,142 @@
+//! [`Store`]: the job store an overlord is configured with — the embedded
+//! redb file (the default), or PostgreSQL shared by several overlords
+//! (`[store] url` in overlord.conf, DESIGN §15). Both implement
+//! [`JobStore`]; this adds what only some callers need (the whole listing,
+//! bulk import, batch events, `last`, a description without secrets).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::api::{Cursor, JobStore};
+use super::postgres::PgStore;
+use super::redb::RedbStore;
+use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
+
+/// The configured job store.
+#[derive(Clone)]
+pub enum Store {
+    Redb(RedbStore),
+    Postgres(Arc<PgStore>),
+    /// A store that cannot be used as configured (a malformed URL): every
+    /// operation fails with this message, so a command says why at once.
+    Broken(String),
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown())
+    }
+}
+
+impl Store {
+    /// The embedded store in file `path`, keeping finished jobs `keep_secs`.
+    pub fn new(path: std::path::PathBuf, keep_secs: f64) -> Self {
+        Store::Redb(RedbStore::new(path, keep_secs))
+    }
+
+    /// The embedded store of a root: its file, and its batch event log.
+    pub fn embedded(root: &common::paths::Root, keep_secs: f64) -> Self {
+        Store::Redb(
+            RedbStore::new(root.status_dir().join("overlord.redb"), keep_secs)
+                .with_events(root.log_dir().join("batch-events.log")),
+        )
+    }
+
+    fn inner(&self) -> Result<&dyn JobStore, StoreError> {
+        match self {
+            Store::Redb(s) => Ok(s),
+            Store::Postgres(s) => Ok(s.as_ref()),
+            Store::Broken(why) => Err(StoreError::Db(why.clone())),
+        }
+    }
+
+    /// The store for people: the redb file, or the URL without password.
+    pub fn shown(&self) -> String {
+        match self {
+            Store::Redb(s) => s.path().display().to_string(),
+            Store::Postgres(s) => s.shown().to_string(),
+            Store::Broken(why) => why.clone(),
+        }
+    }
+
+    /// The redb file, if that is the store.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Store::Redb(s) => Some(s.path()),
+            _ => None,
+        }
+    }
+
+    /// Every job, newest first.
+    pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
+        self.inner()?.list_page(usize::MAX, None)
+    }
+
+    /// Changes a stored batch record in one transaction.
+    pub fn change_batch(&self, id: &str, change: impl FnOnce(&[u8]) -> Option<Vec<u8>>) -> Result<bool, StoreError> {
+        let mut once = Some(change);
+        self.inner()?
+            .change_batch_with(id, &mut |bytes| once.take().and_then(|f| f(bytes)))
+    }
+
+    /// Writes whole jobs as they are; ids already there are left alone.
+    pub fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError> {
+        match self {
+            Store::Redb(s) => s.import(records),
+            Store::Postgres(s) => s.import(records),
+            Store::Broken(why) => Err(StoreError::Db(why.clone())),
+        }
+    }
+
+    /// The newest job of `user` (a bounded look in PostgreSQL; the whole
+    /// listing in the embedded store, which is local and small).
+    pub fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
+        match self {
+            Store::Postgres(s) => s.newest_of(user),
+            _ => Ok(self.list()?.into_iter().find(|m| m.user == user).map(|m| m.id)),
+        }
+    }
+}
+
+impl JobStore for Store {
+    fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+        self.inner()?.create(meta, hosts)
+    }
+    fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
+        self.inner()?.load_many(ids)
+    }
+    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
+        self.inner()?.set_driver(id, pid, start)
+    }
+    fn update(&self, id: &str, changes: &[(String, HostUpdate)], dispatch_done: bool) -> Result<bool, StoreError> {
+        self.inner()?.update(id, changes, dispatch_done)
+    }
+    fn save_batch_with(
+        &self,
+        id: &str,
+        record: &[u8],
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+        merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        self.inner()?.save_batch_with(id, record, changes, dispatch_done, merge)
+    }
+    fn change_batch_with(&self, id: &str, change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>) -> Result<bool, StoreError> {
+        self.inner()?.change_batch_with(id, change)
+    }
+    fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner()?.batch(id)
+    }
+    fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
+        self.inner()?.list_page(limit, before)
+    }
+    fn generation(&self) -> Result<u64, StoreError> {
+        self.inner()?.generation()
+    }
+    fn log_batch_event(&self, id: &str, line: &serde_json::Value) -> Result<(), StoreError> {
+        self.inner()?.log_batch_event(id, line)
+    }
+    fn batch_events(&self, after: Option<u64>) -> Result<(Vec<serde_json::Value>, u64), StoreError> {
+        self.inner()?.batch_events(after)
+    }
+}

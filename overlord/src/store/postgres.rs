@@ -1,0 +1,607 @@
+//! The job store in PostgreSQL (DESIGN §15), shared by every overlord
+//! configured with the same `[store] url`: jobs, their hosts, batches,
+//! batch lifecycle events and `last` live in tables created and migrated
+//! here (a version table; every statement idempotent, migrations under an
+//! advisory lock). Each operation is one transaction; a job's row is locked
+//! (`FOR UPDATE`) while its hosts change, so two overlords recording the
+//! same job serialise. Ids stay unique across overlords (the primary key:
+//! an insert that meets a taken id moves the stamp on by 1 µs and tries
+//! again). Retention deletes whole jobs (their hosts, batch and events go
+//! with them). Every write bumps a sequence and sends `NOTIFY func_changes`,
+//! which `func-api` on any host listens to.
+//!
+//! Connections: a few kept per process (a small pool), replaced after an
+//! error, so a restarted server is picked up without restarting anything.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::pg::{PgError, StoreUrl};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, Transaction};
+
+use super::api::{Cursor, JobStore};
+use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
+
+/// The schema this build writes.
+pub const SCHEMA_VERSION: i32 = 1;
+/// Connections kept per process.
+const POOL: usize = 4;
+/// The channel changes are announced on.
+pub const CHANNEL: &str = "func_changes";
+
+const MIGRATE_1: &str = "
+CREATE TABLE IF NOT EXISTS func_jobs (
+    id text PRIMARY KEY,
+    started double precision NOT NULL,
+    ended double precision,
+    function text NOT NULL,
+    spec text NOT NULL,
+    user_name text NOT NULL,
+    batch boolean NOT NULL DEFAULT false,
+    meta jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS func_jobs_started ON func_jobs (started DESC, id DESC);
+CREATE INDEX IF NOT EXISTS func_jobs_user ON func_jobs (user_name, started DESC);
+CREATE INDEX IF NOT EXISTS func_jobs_function ON func_jobs (function, started DESC);
+CREATE INDEX IF NOT EXISTS func_jobs_ended ON func_jobs (ended) WHERE ended IS NOT NULL;
+CREATE TABLE IF NOT EXISTS func_hosts (
+    job_id text NOT NULL REFERENCES func_jobs (id) ON DELETE CASCADE,
+    host text NOT NULL,
+    entry jsonb NOT NULL,
+    finished boolean NOT NULL,
+    PRIMARY KEY (job_id, host)
+);
+CREATE TABLE IF NOT EXISTS func_batches (
+    job_id text PRIMARY KEY REFERENCES func_jobs (id) ON DELETE CASCADE,
+    record bytea NOT NULL
+);
+CREATE TABLE IF NOT EXISTS func_batch_events (
+    seq bigserial PRIMARY KEY,
+    job_id text NOT NULL REFERENCES func_jobs (id) ON DELETE CASCADE,
+    line jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS func_batch_events_job ON func_batch_events (job_id);
+CREATE SEQUENCE IF NOT EXISTS func_generation;
+";
+
+/// The PostgreSQL job store.
+pub struct PgStore {
+    url: StoreUrl,
+    keep_secs: f64,
+    idle: Mutex<Vec<Client>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PgStore({})", self.url.shown())
+    }
+}
+
+impl Clone for PgStore {
+    fn clone(&self) -> Self {
+        PgStore::new(self.url.clone(), self.keep_secs)
+    }
+}
+
+fn pg_err(e: PgError) -> StoreError {
+    if e.is_unavailable() {
+        StoreError::Unavailable(e.to_string())
+    } else {
+        StoreError::Db(e.to_string())
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, StoreError> {
+    serde_json::from_value(v).map_err(|e| StoreError::Db(format!("unreadable record: {e}")))
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, StoreError> {
+    serde_json::to_value(v).map_err(|e| StoreError::Db(e.to_string()))
+}
+
+impl PgStore {
+    pub fn new(url: StoreUrl, keep_secs: f64) -> Self {
+        PgStore {
+            url,
+            keep_secs,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The store as people may see it (no password).
+    pub fn shown(&self) -> &str {
+        self.url.shown()
+    }
+
+    pub fn url(&self) -> &StoreUrl {
+        &self.url
+    }
+
+    /// Runs `f` on a pooled connection (made, and the schema brought up to
+    /// date, if none is idle); a connection that failed is dropped.
+    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, StoreError> {
+        let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut client = match kept {
+            Some(c) if !c.is_closed() => c,
+            _ => {
+                let mut c = self.url.connect().map_err(pg_err)?;
+                migrate(&mut c).map_err(|e| pg_err(self.url.error(e)))?;
+                c
+            }
+        };
+        match f(&mut client) {
+            Ok(v) => {
+                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                if idle.len() < POOL {
+                    idle.push(client);
+                }
+                Ok(v)
+            }
+            Err(e) => Err(pg_err(self.url.error(e))),
+        }
+    }
+
+    /// Runs `f` in one write transaction that also purges expired jobs,
+    /// bumps the change counter and announces the change.
+    fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T, WriteError>) -> Result<T, StoreError> {
+        let keep = self.keep_secs;
+        let mut inner: Option<StoreError> = None;
+        let out = self.with(|client| {
+            let mut txn = client.transaction()?;
+            let value = match f(&mut txn) {
+                Ok(v) => v,
+                Err(WriteError::Pg(e)) => return Err(e),
+                Err(WriteError::Store(e)) => {
+                    inner = Some(e);
+                    return Ok(None);
+                }
+            };
+            txn.execute(
+                "DELETE FROM func_jobs WHERE ended IS NOT NULL AND ended < $1",
+                &[&(now() - keep)],
+            )?;
+            txn.query_one("SELECT nextval('func_generation')", &[])?;
+            txn.batch_execute(&format!("NOTIFY {CHANNEL}"))?;
+            txn.commit()?;
+            Ok(Some(value))
+        })?;
+        match (out, inner) {
+            (Some(v), _) => Ok(v),
+            (None, Some(e)) => Err(e),
+            (None, None) => Err(StoreError::Db("write failed".into())),
+        }
+    }
+
+    fn is_expired(&self, ended: Option<f64>) -> bool {
+        ended.is_some_and(|end| end + self.keep_secs < now())
+    }
+
+    /// Every job, newest first (metadata only).
+    pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
+        self.list_page(usize::MAX, None)
+    }
+
+    /// Writes whole jobs as they are (ids kept); a job whose id is here
+    /// already is left alone. Returns how many were written.
+    pub fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError> {
+        self.write(|txn| {
+            let mut written = 0;
+            for rec in records {
+                let m = &rec.meta;
+                let n = txn.execute(
+                    "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                    &[&m.id, &m.started, &m.ended, &m.function, &m.spec, &m.user, &m.batch, &json(m)?],
+                )?;
+                if n == 0 {
+                    continue;
+                }
+                insert_hosts(txn, &m.id, rec.hosts.iter())?;
+                written += 1;
+            }
+            Ok(written)
+        })
+    }
+
+    /// Imports batch records (after their jobs).
+    pub fn import_batch(&self, id: &str, record: &[u8]) -> Result<(), StoreError> {
+        self.write(|txn| {
+            txn.execute(
+                "INSERT INTO func_batches (job_id, record) SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM func_jobs WHERE id = $1)
+                 ON CONFLICT (job_id) DO NOTHING",
+                &[&id, &record],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn append_event(&self, id: &str, line: &serde_json::Value) -> Result<(), StoreError> {
+        self.write(|txn| {
+            txn.execute(
+                "INSERT INTO func_batch_events (job_id, line) SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM func_jobs WHERE id = $1)",
+                &[&id, line],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Batch events after `after` (their sequence numbers), oldest first.
+    fn events_after(&self, after: u64, limit: i64) -> Result<Vec<(u64, serde_json::Value)>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT seq, line FROM func_batch_events WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &limit],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, serde_json::Value>(1)))
+                .collect())
+        })
+    }
+
+    /// The newest batch event's sequence number (0 when none).
+    pub fn batch_events_end(&self) -> Result<u64, StoreError> {
+        self.with(|c| {
+            let row = c.query_one("SELECT coalesce(max(seq), 0) FROM func_batch_events", &[])?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
+    /// The newest job of `user`.
+    pub fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT id, ended FROM func_jobs WHERE user_name = $1 ORDER BY started DESC, id DESC LIMIT 20",
+                &[&user],
+            )?;
+            Ok(rows
+                .iter()
+                .find(|r| !self.is_expired(r.get(1)))
+                .map(|r| r.get::<_, String>(0)))
+        })
+    }
+
+    /// Schema version, and counts of jobs, hosts, batches and minions.
+    pub fn status(&self) -> Result<(i32, BTreeMap<&'static str, i64>), StoreError> {
+        self.with(|c| {
+            let version: i32 = c.query_one("SELECT max(version) FROM func_schema", &[])?.get(0);
+            let mut counts = BTreeMap::new();
+            for (name, table) in [
+                ("jobs", "func_jobs"),
+                ("hosts", "func_hosts"),
+                ("batches", "func_batches"),
+                ("batch events", "func_batch_events"),
+            ] {
+                let n: i64 = c.query_one(&format!("SELECT count(*) FROM {table}"), &[])?.get(0);
+                counts.insert(name, n);
+            }
+            c.batch_execute(common::pg::MINIONS_SCHEMA)?;
+            let n: i64 = c.query_one("SELECT count(*) FROM func_minions WHERE NOT revoked", &[])?.get(0);
+            counts.insert("minions", n);
+            Ok((version, counts))
+        })
+    }
+
+    /// Waits up to `wait` for a change announced by any overlord (`LISTEN`).
+    /// A dedicated connection is kept in `listener`.
+    pub fn wait_change(&self, listener: &mut Option<Client>, wait: Duration) -> Result<bool, StoreError> {
+        if listener.as_ref().is_none_or(Client::is_closed) {
+            let mut c = self.url.connect().map_err(pg_err)?;
+            c.batch_execute(&format!("LISTEN {CHANNEL}")).map_err(|e| pg_err(self.url.error(e)))?;
+            *listener = Some(c);
+        }
+        let outcome = {
+            let Some(c) = listener.as_mut() else { return Ok(false) };
+            let mut notes = c.notifications();
+            let first = notes.timeout_iter(wait).next();
+            match first {
+                Ok(Some(_)) => {
+                    // Take what else is queued.
+                    let mut rest = notes.iter();
+                    while let Ok(Some(_)) = rest.next() {}
+                    Ok(true)
+                }
+                Ok(None) => Ok(false),
+                Err(e) => Err(e),
+            }
+        };
+        outcome.map_err(|e| {
+            *listener = None;
+            pg_err(self.url.error(e))
+        })
+    }
+}
+
+/// An error inside a write: the database's, or the store's own.
+pub enum WriteError {
+    Pg(postgres::Error),
+    Store(StoreError),
+}
+
+impl From<postgres::Error> for WriteError {
+    fn from(e: postgres::Error) -> Self {
+        WriteError::Pg(e)
+    }
+}
+
+impl From<StoreError> for WriteError {
+    fn from(e: StoreError) -> Self {
+        WriteError::Store(e)
+    }
+}
+
+fn migrate(c: &mut Client) -> Result<(), postgres::Error> {
+    c.batch_execute("CREATE TABLE IF NOT EXISTS func_schema (version integer NOT NULL)")
+        .or_else(|e| match e.code() {
+            // Two processes creating it at once: the other one did.
+            Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => Ok(()),
+            _ => Err(e),
+        })?;
+    let version: Option<i32> = c.query_one("SELECT max(version) FROM func_schema", &[])?.get(0);
+    if version.unwrap_or(0) >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let mut txn = c.transaction()?;
+    txn.execute("SELECT pg_advisory_xact_lock(7270015)", &[])?;
+    let version: Option<i32> = txn.query_one("SELECT max(version) FROM func_schema", &[])?.get(0);
+    if version.unwrap_or(0) < 1 {
+        txn.batch_execute(MIGRATE_1)?;
+        txn.batch_execute(common::pg::MINIONS_SCHEMA)?;
+        txn.execute("INSERT INTO func_schema (version) VALUES (1)", &[])?;
+    }
+    txn.commit()
+}
+
+fn insert_hosts<'a>(
+    txn: &mut Transaction<'_>,
+    id: &str,
+    hosts: impl Iterator<Item = (&'a String, &'a HostEntry)>,
+) -> Result<(), WriteError> {
+    let mut names = Vec::new();
+    let mut entries = Vec::new();
+    let mut finished = Vec::new();
+    for (h, e) in hosts {
+        names.push(h.as_str());
+        entries.push(json(e)?);
+        finished.push(e.state == HostState::Finished);
+    }
+    txn.execute(
+        "INSERT INTO func_hosts (job_id, host, entry, finished)
+         SELECT $1, h, e, f FROM unnest($2::text[], $3::jsonb[], $4::bool[]) AS t(h, e, f)
+         ON CONFLICT DO NOTHING",
+        &[&id, &names, &entries, &finished],
+    )?;
+    Ok(())
+}
+
+/// Host changes of job `id` in `txn`, as the redb store applies them.
+fn apply_update(
+    txn: &mut Transaction<'_>,
+    id: &str,
+    changes: &[(String, HostUpdate)],
+    dispatch_done: bool,
+) -> Result<bool, WriteError> {
+    let Some(row) = txn.query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])? else {
+        return Ok(false);
+    };
+    let mut meta: JobMeta = decode(row.get(0))?;
+    if !changes.is_empty() {
+        let names: Vec<&str> = changes.iter().map(|(h, _)| h.as_str()).collect();
+        let rows = txn.query(
+            "SELECT host, entry FROM func_hosts WHERE job_id = $1 AND host = ANY($2)",
+            &[&id, &names],
+        )?;
+        let mut current: BTreeMap<String, HostEntry> = BTreeMap::new();
+        for r in rows {
+            current.insert(r.get(0), decode(r.get(1))?);
+        }
+        let (mut hosts, mut entries, mut finished) = (Vec::new(), Vec::new(), Vec::new());
+        for (host, change) in changes {
+            let Some(entry) = current.get_mut(host) else { continue };
+            if entry.apply(change) {
+                hosts.push(host.as_str());
+                entries.push(json(entry)?);
+                finished.push(entry.state == HostState::Finished);
+            }
+        }
+        if !hosts.is_empty() {
+            txn.execute(
+                "UPDATE func_hosts SET entry = t.e, finished = t.f
+                 FROM unnest($2::text[], $3::jsonb[], $4::bool[]) AS t(h, e, f)
+                 WHERE func_hosts.job_id = $1 AND func_hosts.host = t.h",
+                &[&id, &hosts, &entries, &finished],
+            )?;
+        }
+    }
+    meta.dispatched |= dispatch_done;
+    let mut all_finished = meta.ended.is_some();
+    if !all_finished && meta.dispatched {
+        let open: i64 = txn
+            .query_one(
+                "SELECT count(*) FROM func_hosts WHERE job_id = $1 AND NOT finished",
+                &[&id],
+            )?
+            .get(0);
+        if open == 0 {
+            all_finished = true;
+            meta.ended = Some(now());
+        }
+    }
+    txn.execute(
+        "UPDATE func_jobs SET meta = $2, ended = $3 WHERE id = $1",
+        &[&id, &json(&meta)?, &meta.ended],
+    )?;
+    Ok(all_finished)
+}
+
+impl JobStore for PgStore {
+    fn create(&self, mut meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+        self.write(|txn| {
+            let mut stamp = (meta.started.max(0.0) * 1e6) as u64;
+            meta.hosts = hosts.len();
+            loop {
+                meta.id = job_id(&meta.spec, &meta.function, stamp);
+                meta.started = stamp as f64 / 1e6;
+                let n = txn.execute(
+                    "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
+                     VALUES ($1, $2, NULL, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                    &[&meta.id, &meta.started, &meta.function, &meta.spec, &meta.user, &meta.batch, &json(&meta)?],
+                )?;
+                if n == 1 {
+                    break;
+                }
+                stamp += 1;
+            }
+            let pending = HostEntry::pending();
+            insert_hosts(txn, &meta.id, hosts.iter().map(|h| (h, &pending)))?;
+            Ok(meta.id.clone())
+        })
+    }
+
+    fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (jobs, hosts) = self.with(|c| {
+            let jobs = c.query("SELECT id, meta FROM func_jobs WHERE id = ANY($1)", &[&ids])?;
+            let hosts = c.query(
+                "SELECT job_id, host, entry FROM func_hosts WHERE job_id = ANY($1)",
+                &[&ids],
+            )?;
+            Ok((jobs, hosts))
+        })?;
+        let mut metas: BTreeMap<String, JobMeta> = BTreeMap::new();
+        for r in jobs {
+            let meta: JobMeta = decode(r.get(1))?;
+            if !self.is_expired(meta.ended) {
+                metas.insert(r.get(0), meta);
+            }
+        }
+        let mut by_job: BTreeMap<String, BTreeMap<String, HostEntry>> = BTreeMap::new();
+        for r in hosts {
+            by_job
+                .entry(r.get(0))
+                .or_default()
+                .insert(r.get(1), decode(r.get(2))?);
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                let meta = metas.remove(id)?;
+                Some(JobRecord {
+                    meta,
+                    hosts: by_job.remove(id).unwrap_or_default(),
+                })
+            })
+            .collect())
+    }
+
+    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let Some(row) = txn.query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])? else {
+                return Ok(());
+            };
+            let mut meta: JobMeta = decode(row.get(0))?;
+            meta.driver = Some((pid, start));
+            meta.driver_host = Some(common::process::overlord_host().to_string());
+            txn.execute("UPDATE func_jobs SET meta = $2 WHERE id = $1", &[&id, &json(&meta)?])?;
+            Ok(())
+        })
+    }
+
+    fn update(&self, id: &str, changes: &[(String, HostUpdate)], dispatch_done: bool) -> Result<bool, StoreError> {
+        self.write(|txn| apply_update(txn, id, changes, dispatch_done))
+    }
+
+    fn save_batch_with(
+        &self,
+        id: &str,
+        record: &[u8],
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+        merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        self.write(|txn| {
+            // The job row first: the order every writer of a batch locks in.
+            txn.query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
+            let old = txn.query_opt("SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE", &[&id])?;
+            let merged = match old {
+                Some(row) => merge(row.get::<_, &[u8]>(0), record),
+                None => record.to_vec(),
+            };
+            txn.execute(
+                "INSERT INTO func_batches (job_id, record) VALUES ($1, $2)
+                 ON CONFLICT (job_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&id, &merged],
+            )?;
+            if !changes.is_empty() || dispatch_done {
+                apply_update(txn, id, changes, dispatch_done)?;
+            }
+            Ok(merged)
+        })
+    }
+
+    fn change_batch_with(&self, id: &str, change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>) -> Result<bool, StoreError> {
+        self.write(|txn| {
+            txn.query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
+            let Some(row) = txn.query_opt("SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE", &[&id])? else {
+                return Ok(false);
+            };
+            if let Some(new) = change(row.get::<_, &[u8]>(0)) {
+                txn.execute("UPDATE func_batches SET record = $2 WHERE job_id = $1", &[&id, &new])?;
+            }
+            Ok(true)
+        })
+    }
+
+    fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let keep = self.keep_secs;
+        self.with(|c| {
+            let row = c.query_opt(
+                "SELECT b.record FROM func_batches b JOIN func_jobs j ON j.id = b.job_id
+                 WHERE b.job_id = $1 AND (j.ended IS NULL OR j.ended >= $2)",
+                &[&id, &(now() - keep)],
+            )?;
+            Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+        })
+    }
+
+    fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let horizon = now() - self.keep_secs;
+        let rows = self.with(|c| match before {
+            Some((at, id)) => c.query(
+                "SELECT meta FROM func_jobs WHERE (started, id) < ($1, $2) AND (ended IS NULL OR ended >= $3)
+                 ORDER BY started DESC, id DESC LIMIT $4",
+                &[at, id, &horizon, &limit],
+            ),
+            None => c.query(
+                "SELECT meta FROM func_jobs WHERE ended IS NULL OR ended >= $1 ORDER BY started DESC, id DESC LIMIT $2",
+                &[&horizon, &limit],
+            ),
+        })?;
+        rows.into_iter().map(|r| decode(r.get(0))).collect()
+    }
+
+    fn log_batch_event(&self, id: &str, line: &serde_json::Value) -> Result<(), StoreError> {
+        self.append_event(id, line)
+    }
+
+    fn batch_events(&self, after: Option<u64>) -> Result<(Vec<serde_json::Value>, u64), StoreError> {
+        let Some(after) = after else { return Ok((Vec::new(), self.batch_events_end()?)) };
+        let rows = self.events_after(after, 1000)?;
+        let next = rows.last().map_or(after, |(seq, _)| *seq);
+        Ok((rows.into_iter().map(|(_, v)| v).collect(), next))
+    }
+
+    fn generation(&self) -> Result<u64, StoreError> {
+        self.with(|c| {
+            let row = c.query_one("SELECT last_value, is_called FROM func_generation", &[])?;
+            let (v, called): (i64, bool) = (row.get(0), row.get(1));
+            Ok(if called { v as u64 } else { 0 })
+        })
+    }
+}

@@ -1,0 +1,233 @@
+"""The shared job store (DESIGN §15) on a private PostgreSQL server: two
+overlord roots — A, the certmaster's, and B with only the CA certificate and
+the overlord's key — configured with the same `[store] url`. B resolves
+SPECs from the store; a job started on A is collapsed and listed on B;
+`store import` copies a local history once; a batch whose driver on A is
+killed is recovered by B with every host run exactly once, and a live one
+cannot be taken over; concurrent calls from A and B get distinct ids; the
+server stopped mid-job gives a clear error (never the password), sync calls
+still work, and the job finishes once it is back."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+from funcfixture import Fleet, binary
+from pgfixture import Postgres
+
+PASSWORD = "s3cret-pw"
+
+
+def wait_until(limit, cond, pause=0.1):
+    end = time.time() + limit
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(pause)
+    return cond()
+
+
+class SharedStoreTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pg = Postgres()
+        # The server trusts the socket; the password is there to be hidden.
+        cls.url = "postgresql://func:%s@/postgres?host=%s" % (PASSWORD, cls.pg.sock)
+        cls.fleet = Fleet()
+        cls.minions = {}
+        for name in ("m1", "m2", "m3"):
+            root, _ = cls.fleet.start_minion(name)
+            cls.minions[name] = root
+        cls.a = cls.fleet.ca_root
+        conf = "[store]\nurl = %s\nbatch_lease = 3\n" % cls.url
+        cls.write(os.path.join(cls.a, "etc/func/overlord.conf"), conf)
+        cls.write(os.path.join(cls.a, "etc/certmaster/certmaster.conf"), "[store]\nurl = %s\n" % cls.url)
+        # B: the CA certificate and the overlord's key and certificate only.
+        cls.b = os.path.join(cls.fleet.dir, "overlord-b")
+        ca = "etc/pki/certmaster/ca"
+        os.makedirs(os.path.join(cls.b, ca), mode=0o700)
+        for f in ("certmaster.crt", "overlord.pem", "overlord.cert"):
+            shutil.copy2(os.path.join(cls.a, ca, f), os.path.join(cls.b, ca, f))
+        cls.write(os.path.join(cls.b, "etc/func/overlord.conf"), conf)
+        # The certmaster shares the minions it signed (before the store was
+        # configured, here) when it starts.
+        cm = subprocess.Popen([binary("certmaster"), "--root", cls.a, "--listen", "127.0.0.1:0", "--foreground"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            ok = wait_until(30, lambda: cls.count_minions() == 3)
+        finally:
+            cm.terminate()
+            cm.wait(timeout=10)
+            cm.stdout.close()
+            cm.stderr.close()
+        assert ok, "the certmaster shared its minions"
+
+    @classmethod
+    def count_minions(cls):
+        try:
+            return int(cls.pg.psql("SELECT count(*) FROM func_minions WHERE NOT revoked") or 0)
+        except subprocess.CalledProcessError:
+            return 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fleet.close()
+        cls.pg.close()
+
+    @staticmethod
+    def write(path, text):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def func(self, root, *args, host=None, timeout=120):
+        env = dict(os.environ, FUNC_HOST=host or ("overlord-a" if root == self.a else "overlord-b"))
+        out = subprocess.run([binary("func"), "--root", root] + list(args), capture_output=True, text=True,
+                             timeout=timeout, env=env)
+        self.assertNotIn(PASSWORD, out.stdout + out.stderr, "the password is never printed")
+        return out
+
+    def job_id(self, out):
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return out.stdout.split("JOB_ID:")[1].split()[0].strip("'")
+
+    def audit_count(self, needle):
+        n = 0
+        for root in self.minions.values():
+            path = os.path.join(root, "var/log/func/audit.log")
+            if os.path.exists(path):
+                with open(path) as f:
+                    n += sum(1 for line in f if needle in line)
+        return n
+
+    def test_b_resolves_spec_from_the_store_and_calls_with_its_key(self):
+        out = self.func(self.b, "*", "ping")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        for name in ("m1", "m2", "m3"):
+            self.assertIn(name, out.stdout)
+        out = self.func(self.b, "--json", "m[12]", "call", "test", "add", "1", "2")
+        self.assertEqual(json.loads(out.stdout), {"m1": 3, "m2": 3})
+
+    def test_a_job_started_on_a_is_collapsed_and_listed_on_b(self):
+        job = self.job_id(self.func(self.a, "*", "call", "test", "sleep", "1", "--async", "--nopoll"))
+        out = self.func(self.b, "-t", "60", "job_status", job, "--wait", "--json")
+        doc = json.loads(out.stdout)
+        self.assertEqual(doc["status"], 1, out.stdout)
+        self.assertEqual(sorted(doc["results"]), ["m1", "m2", "m3"])
+        listed = json.loads(self.func(self.b, "jobs", "list", "--json", "--limit", "50").stdout)
+        self.assertIn(job, [j["id"] for j in listed])
+        # And A sees it finished, from the store, without asking anyone.
+        self.assertEqual(json.loads(self.func(self.a, "job_status", job, "--json").stdout)["status"], 1)
+
+    def test_store_status_and_an_idempotent_import(self):
+        out = self.func(self.a, "store", "status", "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        doc = json.loads(out.stdout)
+        self.assertEqual(doc["backend"], "postgresql")
+        self.assertEqual(doc["schema_version"], 1)
+        self.assertNotIn(PASSWORD, doc["location"])
+        self.assertEqual(doc["counts"]["minions"], 3)
+        # C: a root with a local history, configured for the store afterwards.
+        c = os.path.join(self.fleet.dir, "overlord-c")
+        shutil.copytree(os.path.join(self.a, "etc/pki"), os.path.join(c, "etc/pki"))
+        shutil.copytree(os.path.join(self.a, "var/lib/certmaster"), os.path.join(c, "var/lib/certmaster"))
+        ids = [self.job_id(self.func(c, "m1", "call", "test", "add", str(i), "1", "--async", "--nopoll")) for i in range(3)]
+        for job in ids:
+            self.assertEqual(self.func(c, "-t", "30", "job_status", job, "--wait").returncode, 0)
+        self.write(os.path.join(c, "etc/func/overlord.conf"), "[store]\nurl = %s\n" % self.url)
+        first = json.loads(self.func(c, "store", "import", "--json").stdout)
+        self.assertEqual((first["jobs"], first["imported"]), (3, 3), first)
+        again = json.loads(self.func(c, "store", "import", "--json").stdout)
+        self.assertEqual((again["imported"], again["already_there"]), (0, 3), again)
+        doc = json.loads(self.func(self.b, "job_status", ids[0], "--json").stdout)
+        self.assertEqual(doc["results"], {"m1": 1})
+
+    def test_a_killed_batch_driver_is_recovered_by_b_and_every_host_runs_once(self):
+        marker = "once-%d" % time.time_ns()
+        before = self.audit_count(marker)
+        out = self.func(self.a, "*", "call", "command", "run", "sleep 2; echo " + marker, "--async", "--batch", "1")
+        batch = self.job_id(out)
+        status = lambda root: json.loads(self.func(root, "batch", "status", batch, "--json").stdout)
+        self.assertTrue(wait_until(30, lambda: status(self.a)["counts"]["active"] == 1))
+        # Alive on A: B may not take it.
+        out = self.func(self.b, "batch", "recover", batch, "--json")
+        self.assertIn("live lease", out.stdout + out.stderr)
+        self.assertEqual(json.loads(out.stdout)["batches"][batch],
+                         "nothing to recover")
+        pid = status(self.a)["driver_pid"]
+        os.killpg(pid, signal.SIGKILL)
+        # Its lease (3 s) runs out; then B takes the batch over.
+        self.assertTrue(wait_until(30, lambda: status(self.b)["driver_alive"] is False), status(self.b))
+        out = self.func(self.b, "batch", "recover", batch, "--json")
+        self.assertEqual(json.loads(out.stdout)["batches"][batch], "resumed", out.stdout + out.stderr)
+        self.assertTrue(wait_until(60, lambda: status(self.b)["complete"]), status(self.b))
+        self.assertEqual(status(self.b)["counts"]["done"], 3)
+        self.assertEqual(self.audit_count(marker) - before, 3, "every host ran exactly once")
+
+    def test_concurrent_async_calls_from_a_and_b_get_distinct_ids(self):
+        ids, errors = [], []
+        lock = threading.Lock()
+
+        def one(root):
+            out = self.func(root, "*", "call", "test", "ping", "--async", "--nopoll")
+            with lock:
+                if out.returncode == 0:
+                    ids.append(out.stdout.split("JOB_ID:")[1].split()[0].strip("'"))
+                else:
+                    errors.append(out.stderr)
+
+        threads = [threading.Thread(target=one, args=(self.a if i % 2 else self.b,)) for i in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(len(set(ids)), 20, ids)
+        for job in ids:
+            doc = json.loads(self.func(self.b, "-t", "60", "job_status", job, "--wait", "--json").stdout)
+            self.assertEqual(doc["status"], 1, doc)
+
+    def test_the_server_stopped_mid_job(self):
+        job = self.job_id(self.func(self.a, "*", "call", "test", "sleep", "2", "--async", "--nopoll"))
+        self.pg.stop()
+        try:
+            out = self.func(self.a, "jobs", "list")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("postgresql://func@", out.stderr)
+            out = self.func(self.a, "*", "call", "test", "ping", "--async")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("job store", out.stderr)
+            # A synchronous call needs no store (A has the certificates).
+            out = self.func(self.a, "*", "ping")
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            time.sleep(3)  # the minions finish the job meanwhile
+        finally:
+            self.pg.start()
+        doc = json.loads(self.func(self.a, "-t", "60", "job_status", job, "--wait", "--json").stdout)
+        self.assertEqual(doc["status"], 1, doc)
+        self.assertEqual(sorted(doc["results"]), ["m1", "m2", "m3"])
+        self.assertFalse(any(isinstance(v, list) and v and v[0] == "REMOTE_ERROR" for v in doc["results"].values()), doc)
+
+    def test_a_driver_keeps_its_results_while_the_server_is_away(self):
+        # The server goes away as the job is submitted: the driver waits
+        # and writes what it has when the server is back.
+        out = subprocess.Popen([binary("func"), "--root", self.a, "*", "call", "test", "add", "4", "5", "--async", "--nopoll"],
+                               stdout=subprocess.PIPE, text=True, env=dict(os.environ, FUNC_HOST="overlord-a"))
+        line = out.stdout.readline()
+        out.wait(timeout=30)
+        out.stdout.close()
+        job = line.split("JOB_ID:")[1].split()[0].strip("'")
+        self.pg.stop()
+        time.sleep(2)
+        self.pg.start()
+        doc = json.loads(self.func(self.b, "-t", "60", "job_status", job, "--wait", "--json").stdout)
+        self.assertEqual(doc["results"], {"m1": 9, "m2": 9, "m3": 9}, doc)
+
+
+if __name__ == "__main__":
+    unittest.main()
