@@ -52,12 +52,11 @@ echo "func-api on $FLEET_API (its URL is in .demo/api-url)"
 printf '$ func-api token create demo --admin | tail -1\n'
 token=$(target/debug/func-api token create demo --admin | tail -1)
 echo "${token:0:9}... (printed once, stored only as a hash)"
-echo "$token" >.demo/api-token
-chmod 600 .demo/api-token
+(umask 077; echo "$token" >.demo/api-token; echo "Authorization: Bearer $token" >.demo/api-header)
 ca=$FUNC_ROOT/etc/pki/certmaster/ca/certmaster.crt
-api() { # shown with $TOKEN, not the token itself
-	echo "\$ curl --cacert \$CA -H \"Authorization: Bearer \$TOKEN\" ${2:+-d '$2' }$FLEET_API$1"
-	curl -sS -w '\n' --cacert "$ca" -H "Authorization: Bearer $token" ${2:+-d "$2"} "$FLEET_API$1"
+api() { # the token stays in a private file, out of `ps`
+	echo "\$ curl --cacert \$CA -H @.demo/api-header ${2:+-d '$2' }$FLEET_API$1"
+	curl -sS -w '\n' --cacert "$ca" -H @.demo/api-header ${2:+-d "$2"} "$FLEET_API$1"
 	echo
 }
 api /api/v1/minions
@@ -68,7 +67,7 @@ if [ -t 0 ]; then
 	echo "The fleet is running. From another shell:"
 	echo "  export FUNC_ROOT=$FUNC_ROOT"
 	echo "  $PWD/target/debug/func '*' call test add 1 2"
-	echo "  curl --cacert \$FUNC_ROOT/etc/pki/certmaster/ca/certmaster.crt -H \"Authorization: Bearer \$(cat .demo/api-token)\" \$(cat .demo/api-url)/api/v1/jobs"
+	echo "  curl --cacert \$FUNC_ROOT/etc/pki/certmaster/ca/certmaster.crt -H @.demo/api-header \$(cat .demo/api-url)/api/v1/jobs"
 	echo "Press Enter or Ctrl-C to stop it."
 	read -r _ || true
 else

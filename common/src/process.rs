@@ -91,6 +91,18 @@ pub fn overlord_host() -> &'static str {
     })
 }
 
+/// This program, to start again as a worker or driver: `/proc/self/exe`
+/// where there is one (it works even after the file was replaced by an
+/// upgrade, when the path would name the new version or nothing), else the
+/// path it was started from.
+pub fn own_exe() -> std::io::Result<std::path::PathBuf> {
+    let proc_exe = std::path::PathBuf::from("/proc/self/exe");
+    if proc_exe.exists() {
+        return Ok(proc_exe);
+    }
+    std::env::current_exe()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

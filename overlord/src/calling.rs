@@ -45,7 +45,7 @@ pub fn dispatch_to(
     on_each: impl FnMut(&str, &Value),
 ) -> Result<BTreeMap<String, Value>, PlanError> {
     plan.check_credentials()?;
-    let exe = std::env::current_exe()
+    let exe = common::process::own_exe()
         .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
     plan.detail(targets);
     dispatch::run(

@@ -257,6 +257,7 @@ impl Pool {
             } else {
                 ("jobs.job_status", vec![Value::String(job.to_string())], limit)
             };
+            let asked = std::time::Instant::now();
             let value = self.call(target, method, params, patience, None).await;
             if is_remote_error(&value) {
                 let kind = match &value {
@@ -279,8 +280,10 @@ impl Pool {
             pause = Duration::from_millis(100);
             match interpret(&target.name, job, value) {
                 Answer::Finished(result) => return result,
-                _ if long_poll => {}
-                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                // A minion that answers "running" at once instead of
+                // waiting is asked again no more than once a second.
+                _ if long_poll && asked.elapsed() >= Duration::from_secs(1) => {}
+                _ => tokio::time::sleep(Duration::from_secs(1)).await,
             }
         }
     }

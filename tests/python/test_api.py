@@ -9,6 +9,7 @@ schemathesis, run as a program when installed by `make deps`)."""
 import http.client
 import json
 import os
+import shutil
 import sys
 import signal
 import ssl
@@ -264,6 +265,9 @@ class ApiTest(unittest.TestCase):
         status, doc, _ = self.api.request("GET", "/api/v1/minions/m1/methods", self.limited)
         self.assertEqual(list(doc["modules"]), ["test"])
         self.assertEqual(self.api.request("GET", "/api/v1/minions/m3/methods", self.limited)[0], 403)
+        # A minion it may not call and one that does not exist look alike.
+        self.assertEqual(self.api.request("GET", "/api/v1/minions/m3/methods", self.limited)[1],
+                         self.api.request("GET", "/api/v1/minions/nosuch/methods", self.limited)[1])
         # Others' jobs are unknown to it, and cannot be killed by it.
         status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
                                           {"spec": "*", "module": "test", "method": "ping", "async": True})
@@ -305,6 +309,38 @@ class ApiTest(unittest.TestCase):
         self.api.request("POST", "/api/v1/logout", headers={"Cookie": session})
         self.assertEqual(self.api.request("GET", "/api/v1/minions", headers={"Cookie": session})[0], 401)
         self.assertEqual(self.api.request("POST", "/api/v1/login", body={"token": "fapi_nope"})[0], 401)
+
+    def test_a_token_logging_in_again_and_again_ends_only_its_own_sessions(self):
+        status, _, r = self.api.request("POST", "/api/v1/login", body={"token": self.admin})
+        admin_session = r.getheader("Set-Cookie").split(";")[0]
+        for _ in range(40):
+            self.assertEqual(self.api.request("POST", "/api/v1/login", body={"token": self.limited})[0], 200)
+        self.assertEqual(self.api.request("GET", "/api/v1/minions", headers={"Cookie": admin_session})[0], 200)
+
+    def test_drivers_start_after_the_executable_is_replaced(self):
+        """An upgrade replaces the file under a running func-api: the
+        drivers it starts for async calls and batches must still run."""
+        tmp = os.path.join(self.fleet.dir, "func-api-copy")
+        shutil.copy2(binary("func-api"), tmp)
+        proc = subprocess.Popen([tmp, "--root", self.fleet.ca_root, "--listen", "127.0.0.1:0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            port = int(proc.stdout.readline().decode().rsplit(":", 1)[1])
+            os.unlink(tmp)
+            api = Api.__new__(Api)
+            api.port, api.ctx, api.root = port, self.api.ctx, self.api.root
+            for body in ({"spec": "m1", "module": "test", "method": "add", "args": [20, 22], "async": True},
+                         {"spec": "m1;m2", "module": "test", "method": "add", "args": [20, 22], "batch": 1}):
+                status, doc, _ = api.request("POST", "/api/v1/calls", self.admin, body)
+                self.assertEqual(status, 202, doc)
+                job = doc["job_id"]
+                self.assertTrue(wait_until(30, lambda: api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["status"] == 1))
+                results = api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["results"]
+                self.assertTrue(all(v == 42 for v in results.values()) and results, results)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+            proc.stdout.close()
 
     def test_events_for_a_cli_nopoll_job_and_an_async_batch_and_resume(self):
         stream = self.api_events = Events(self.api, self.admin)
@@ -397,7 +433,12 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(seen[:5], list(reversed(ids)), "newest first, no gaps or repeats")
         self.assertEqual(len(seen), len(set(seen)))
         self.assertEqual(self.api.request("GET", "/api/v1/jobs?limit=0", self.admin)[0], 400)
-        self.assertEqual(self.api.request("GET", "/api/v1/jobs?limit=x", self.admin)[0], 400)
+        status, doc, _ = self.api.request("GET", "/api/v1/jobs?limit=x", self.admin)
+        self.assertEqual(status, 400)
+        self.assertIn("error", doc, "a bad query is a JSON error too")
+        status, doc, _ = self.api.request("PUT", "/api/v1/jobs", self.admin)
+        self.assertEqual(status, 405)
+        self.assertIn("error", doc)
 
     def test_bad_input_is_refused_clearly_and_the_service_goes_on(self):
         cases = [

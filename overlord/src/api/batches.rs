@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
+use super::reply::Path;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
@@ -91,7 +92,11 @@ pub async fn recover(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path
     tokio::task::spawn_blocking(move || {
         let (meta, rec) = load_visible(&api, &caller, &id)?;
         let hosts: Vec<String> = rec.state.pending.iter().chain(rec.state.active.keys()).cloned().collect();
-        let outcome = match control::recover(&api.store, &api.root, &api.exe, &id).map_err(engine)? {
+        let (outcome, driver) = control::recover(&api.store, &api.root, &api.exe, &id).map_err(engine)?;
+        if let Some(child) = driver {
+            super::state::reap(child);
+        }
+        let outcome = match outcome {
             Recovered::Missing => return Err(unknown(&id)),
             Recovered::Ended(word) => json!({"job_id": meta.id, "outcome": "nothing to recover", "state": word}),
             Recovered::Held { pid, host, lease_left } => json!({"job_id": meta.id, "outcome": "nothing to recover",

@@ -99,7 +99,11 @@ impl CallRequest {
             Some(_) => return Err(ApiError::bad("batch is a number of hosts or \"N%\"")),
         };
         if let Some(b) = &batch {
-            machine::size(b, 1).map_err(ApiError::bad)?;
+            let n = b.trim_end_matches('%').trim().parse::<f64>().ok();
+            if !n.is_some_and(|n| n.is_finite() && n >= 1.0 && n <= if b.ends_with('%') { 100.0 } else { 1e6 }) {
+                return Err(ApiError::bad("batch: a number of hosts (1 to 1,000,000) or a percentage (1% to 100%)"));
+            }
+            machine::size(b, 1).map_err(|_| ApiError::bad("batch: a number of hosts or \"N%\""))?;
         } else if self.batch_wait.is_some() || self.failhard {
             return Err(ApiError::bad("batch_wait and failhard need batch"));
         }
@@ -111,7 +115,11 @@ impl CallRequest {
             asynchronous: self.asynchronous,
             batch_wait: secs(self.batch_wait, true, "batch_wait")?.unwrap_or(0.0),
             failhard: self.failhard,
-            timeout: secs(self.timeout, false, "timeout")?.unwrap_or(crate::settings::DEFAULT_TIMEOUT),
+            timeout: match secs(self.timeout, false, "timeout")? {
+                Some(t) if t < 0.1 => return Err(ApiError::bad("timeout: at least 0.1 seconds")),
+                Some(t) => t,
+                None => crate::settings::DEFAULT_TIMEOUT,
+            },
             batch,
         })
     }
@@ -151,7 +159,7 @@ pub async fn call(caller: Caller, State(api): State<Arc<Api>>, Body(req): Body<C
 }
 
 /// One of the caller's slots for calls in progress, or 429.
-fn take_slot(api: &Api, caller: &Caller) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+pub fn take_slot(api: &Api, caller: &Caller) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
     let slots = {
         let mut busy = api.busy.lock().unwrap_or_else(|p| p.into_inner());
         if busy.len() > 10_000 {
@@ -208,7 +216,8 @@ async fn start_job(api: &Arc<Api>, caller: &Caller, call: &Call, names: Vec<Stri
     let (batch, wait, failhard, timeout) = (call.batch.clone(), call.batch_wait, call.failhard, call.timeout);
     let id = tokio::task::spawn_blocking(move || -> Result<String, crate::error::EngineError> {
         let Some(batch) = batch else {
-            let (id, _driver) = crate::jobs::driver::submit(&api2.store, &api2.root, meta, names)?;
+            let (id, driver) = crate::jobs::driver::submit(&api2.store, &api2.root, meta, names)?;
+            super::state::reap(driver);
             return Ok(id);
         };
         let size = machine::size(&batch, names.len()).map_err(crate::error::EngineError::Record)?;
@@ -219,6 +228,7 @@ async fn start_job(api: &Arc<Api>, caller: &Caller, call: &Call, names: Vec<Stri
             source,
         })?;
         driver::hand_over(&api2.store, &id, &child, crate::settings::batch_lease(&api2.root))?;
+        super::state::reap(child);
         Ok(id)
     })
     .await

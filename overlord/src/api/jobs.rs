@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
+use super::reply::{Path, Query};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;

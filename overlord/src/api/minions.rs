@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
+use super::reply::{Path, Query};
 use axum::Json;
 use common::Value;
 use serde::Deserialize;
@@ -55,13 +56,16 @@ pub async fn list(caller: Caller, State(api): State<Arc<Api>>, Query(f): Query<F
 
 /// `GET /api/v1/minions/{name}/methods`.
 pub async fn methods(caller: Caller, State(api): State<Arc<Api>>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
-    if !common::identity::is_valid_host_name(&name) || !crate::targets::all_minions(&api.root).contains(&name) {
+    let known = common::identity::is_valid_host_name(&name) && crate::targets::all_minions(&api.root).contains(&name);
+    let groups = crate::groups::Groups::load(&api.root.groups_file());
+    // A limited caller cannot tell a minion it may not call from none.
+    if !caller.rights.admin && (!known || caller.rights.hosts_for(&api.root, None).get(&name).is_none()) {
+        return Err(ApiError::forbidden("this token may call no minion of that name"));
+    }
+    if !known {
         return Err(ApiError::not_found(format!("no minion {:?}", common::paths::shorten(&name))));
     }
-    let groups = crate::groups::Groups::load(&api.root.groups_file());
-    if !caller.rights.admin && caller.rights.hosts_for(&api.root, None).get(&name).is_none() {
-        return Err(ApiError::forbidden(format!("this token may not call {name}")));
-    }
+    let _slot = super::calls::take_slot(&api, &caller)?;
     let target = Target::enrolled(&api.root, &name);
     let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
     let user = caller.user();

@@ -76,6 +76,39 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
+/// A query string of type `T`; a bad one is 400 with a JSON error.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Query(q.0))
+            .map_err(|_| ApiError::bad("bad query string (see /api/v1/openapi.json)"))
+    }
+}
+
+/// Path parameters of type `T`; bad ones are 400 with a JSON error.
+pub struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> axum::extract::FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| Path(p.0))
+            .map_err(|_| ApiError::bad("bad path (an id or name that is not UTF-8?)"))
+    }
+}
+
+/// A method the path does not take.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed here (see /api/v1/openapi.json)")
+}
+
 /// Keeps an error message short (serde names the offending field and
 /// position, never the body).
 fn short(s: &str) -> String {

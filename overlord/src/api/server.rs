@@ -16,14 +16,15 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::Service as _;
 
 use super::state::{Api, Peer};
-use super::{batches, calls, events, jobs, minions, reply, session, tls, watch, web};
+use super::{batches, calls, events, jobs, minions, reply, session, watch, web};
 
 /// Connections served at once, and from one address.
 const MAX_CONNECTIONS: usize = 1024;
-const PER_ADDRESS: usize = 256;
-/// TLS handshake deadline, and how long a connection may stay idle.
+const PER_ADDRESS: usize = 64;
+/// TLS handshake deadline, and how long a connection may stay idle (an
+/// event stream is never idle: it is a request in progress).
 const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
-const IDLE: std::time::Duration = std::time::Duration::from_secs(60);
+const IDLE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// The routes.
 pub fn router(api: Arc<Api>) -> Router {
@@ -50,6 +51,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/ui/app.js", get(web::script))
         .route("/ui/app.css", get(web::style))
         .fallback(reply::not_found)
+        .method_not_allowed_fallback(reply::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(api.settings.max_body))
         .with_state(api)
 }
@@ -57,7 +59,7 @@ pub fn router(api: Arc<Api>) -> Router {
 /// Serves `listener` until `shutdown` completes; the watcher of jobs and
 /// batches runs meanwhile.
 pub async fn serve(api: Arc<Api>, listener: TcpListener, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    let tls = Arc::new(tls::server_config(&api.root, &api.settings)?);
+    let tls = Arc::clone(&api.tls);
     let watcher = watch::start(Arc::clone(&api));
     let app = router(Arc::clone(&api));
     common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, PER_ADDRESS, shutdown, |tcp, addr, slot| {

@@ -4,6 +4,9 @@
 
 use std::collections::HashMap;
 
+/// Sessions one token may hold (its oldest goes when it logs in again).
+pub const PER_TOKEN: usize = 16;
+
 struct Session {
     hash: String,
     expires: f64,
@@ -26,6 +29,18 @@ impl Sessions {
     pub fn insert(&mut self, id: String, hash: String, expires: f64, max: usize) {
         let now = crate::store::now();
         self.live.retain(|_, s| s.expires > now);
+        // One token's logins push out only its own oldest sessions.
+        let mine: Vec<(String, f64)> = self
+            .live
+            .iter()
+            .filter(|(_, s)| s.hash == hash)
+            .map(|(k, s)| (k.clone(), s.created))
+            .collect();
+        if mine.len() >= PER_TOKEN {
+            if let Some((oldest, _)) = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+                self.live.remove(oldest);
+            }
+        }
         while self.live.len() >= max {
             let oldest = self
                 .live

@@ -30,6 +30,8 @@ pub struct Api {
     /// Our own executable: the drivers of async jobs and batches.
     pub exe: PathBuf,
     pub audit: audit::Audit,
+    /// The service's TLS configuration (made, with its certificate, first).
+    pub tls: Arc<rustls::ServerConfig>,
 }
 
 impl Api {
@@ -46,8 +48,9 @@ impl Api {
             bus: Arc::new(bus::Bus::new(settings.event_backlog)),
             busy: Mutex::new(HashMap::new()),
             streams: Mutex::new(HashMap::new()),
-            exe: std::env::current_exe().context("finding func-api's own executable")?,
+            exe: common::process::own_exe().context("finding func-api's own executable")?,
             audit: audit::Audit::new(&root),
+            tls: Arc::new(super::tls::server_config(&root, &settings)?),
             settings,
             root,
         })
@@ -63,3 +66,25 @@ pub struct Peer {
     pub overlord: Option<String>,
 }
 
+
+/// Reaps the drivers the service starts (it never needs their exit
+/// status): one thread looks at them twice a second, so none stays a zombie.
+pub fn reap(child: std::process::Child) {
+    static CHILDREN: std::sync::OnceLock<Mutex<Vec<std::process::Child>>> = std::sync::OnceLock::new();
+    let mut started = false;
+    let list = CHILDREN.get_or_init(|| {
+        started = true;
+        Mutex::new(Vec::new())
+    });
+    list.lock().unwrap_or_else(|p| p.into_inner()).push(child);
+    if started {
+        let spawned = std::thread::Builder::new().name("func-api-reap".into()).spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let mut children = list.lock().unwrap_or_else(|p| p.into_inner());
+            children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        });
+        if spawned.is_err() {
+            tracing::warn!("cannot start the thread that reaps drivers");
+        }
+    }
+}

@@ -114,8 +114,15 @@ pub enum Recovered {
 
 /// Takes batch `id` if its driver is gone and starts a new driver (`exe
 /// __batch`) for it, handing it over.
-pub fn recover(store: &dyn JobStore, root: &Root, exe: &Path, id: &str) -> Result<Recovered, EngineError> {
-    Ok(match driver::claim(store, id, record::this_process(), None, false, crate::settings::batch_lease(root))? {
+/// The driver started, if one was, comes back for its starter to reap.
+pub fn recover(
+    store: &dyn JobStore,
+    root: &Root,
+    exe: &Path,
+    id: &str,
+) -> Result<(Recovered, Option<std::process::Child>), EngineError> {
+    let mut started = None;
+    let outcome = match driver::claim(store, id, record::this_process(), None, false, crate::settings::batch_lease(root))? {
         Claim::Missing => Recovered::Missing,
         Claim::Complete => Recovered::Ended(
             driver::load(store, id)?.map_or_else(|| "complete".to_string(), |(_, r)| state_word(&r)),
@@ -135,9 +142,11 @@ pub fn recover(store: &dyn JobStore, root: &Root, exe: &Path, id: &str) -> Resul
                 source,
             })?;
             driver::hand_over(store, id, &child, crate::settings::batch_lease(root))?;
+            started = Some(child);
             Recovered::Resumed
         }
-    })
+    };
+    Ok((outcome, started))
 }
 
 /// Every batch the store holds, newest first.

@@ -16,14 +16,6 @@ use overlord::api::{self, config::ApiSettings, tokens};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().is_some_and(|a| a.starts_with("__")) {
-        // Started by the service, which ignores SIGCHLD: these wait for
-        // their own workers, so they need the default back.
-        // SAFETY: setting a signal disposition before any thread starts.
-        unsafe {
-            let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGCHLD, nix::sys::signal::SigHandler::SigDfl);
-        }
-    }
     let engine = match args.first().map(String::as_str) {
         Some("__worker") => Some(overlord::worker::main()),
         Some("__driver") => Some(overlord::jobs::driver::main(&args[1..])),
@@ -132,12 +124,6 @@ fn serve(cli: &Cli) -> anyhow::Result<()> {
     if cli.daemon {
         let log = root.log_dir().join("func-api.log");
         common::private::daemonise_logging_to(&log).with_context(|| format!("daemonising (log {})", log.display()))?;
-    }
-    // The job and batch drivers it starts are never waited for: let the
-    // kernel reap them (they restore the default for their own children).
-    // SAFETY: setting a signal disposition before any thread starts.
-    unsafe {
-        let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGCHLD, nix::sys::signal::SigHandler::SigIgn);
     }
     common::process::raise_open_files();
     let runtime = tokio::runtime::Builder::new_multi_thread()

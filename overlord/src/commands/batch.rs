@@ -233,14 +233,14 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
         return Ok(out.finish(0));
     }
     let mut outcome = serde_json::Map::new();
-    let exe = std::env::current_exe().map_err(config)?;
+    let exe = common::process::own_exe().map_err(config)?;
     let mut code = 0;
     let store = plan.store();
     for id in targets {
         // Take the batch first, in one transaction: of two recovers (or a
         // recover and a driver just starting) only one wins, and the other
         // sees a live holder. The driver spawned here is then handed it.
-        match control::recover(&store, &plan.root, &exe, &id)? {
+        match control::recover(&store, &plan.root, &exe, &id)?.0 {
             Recovered::Missing => {
                 out.line(format!(
                     "no batch {} here (unknown, or expired)",

@@ -245,7 +245,7 @@ impl Call {
         let mode = if self.asynchronous { "async" } else { "sync" };
         let (id, _) = driver::create(&store, self.meta(plan, targets.len(), true), state, mode, crate::settings::batch_lease(&plan.root))?;
         if self.asynchronous {
-            let exe = std::env::current_exe().map_err(|e| PlanError::Config(e.to_string()))?;
+            let exe = common::process::own_exe().map_err(|e| PlanError::Config(e.to_string()))?;
             let child = driver::spawn(&exe, &plan.root, &id)
                 .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
             driver::hand_over(&store, &id, &child, crate::settings::batch_lease(&plan.root))?;

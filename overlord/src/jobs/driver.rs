@@ -62,7 +62,7 @@ pub fn submit(
 ) -> Result<(String, std::process::Child), crate::error::EngineError> {
     use crate::error::EngineError;
     let id = store.create(meta, &hosts)?;
-    let exe = std::env::current_exe().map_err(|source| EngineError::Spawn {
+    let exe = common::process::own_exe().map_err(|source| EngineError::Spawn {
         what: "the job driver (its executable is not found)",
         source,
     })?;
@@ -132,7 +132,7 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         concurrency: WORKER_CONCURRENCY,
         max_response: crate::settings::max_response(root),
     };
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = common::process::own_exe().map_err(|e| e.to_string())?;
     let mut pending: Vec<(String, HostUpdate)> = Vec::new();
     let mut last_flush = Instant::now();
     let flush = |pending: &mut Vec<(String, HostUpdate)>| {
