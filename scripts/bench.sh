@@ -8,7 +8,9 @@
 # 2. for each fleet size K in BENCH_SIZES (default "10 50 200"): a local
 #    fleet (scripts/fleet.sh), its start-up time, then scripts/bench_fleet.py
 #    (RUNS samples of every metric, default 5);
-# 3. with PEER=salt: the Salt peer (bench/peers/salt, SALT_PEER_DIR) for
+# 3. (unless BENCH_NO_STORE is set) scripts/bench_store.py: the job store
+#    in redb and in PostgreSQL at 100 and 100,000 jobs;
+# 4. with PEER=salt: the Salt peer (bench/peers/salt, SALT_PEER_DIR) for
 #    the same K right after ours, installed first if needed; if it cannot be
 #    installed or run, the report says so and still prints ours.
 set -euo pipefail
@@ -67,5 +69,14 @@ for k in $SIZES; do
 		fi
 	fi
 done
+
+if [ -z "${BENCH_NO_STORE:-}" ]; then
+	echo "== job stores: redb and PostgreSQL, 100 and 100,000 jobs, 10 minions"
+	fleet_init "$raw/store" $B
+	fleet_minions s 10
+	python3 scripts/bench_store.py $B "$FLEET_DIR/certmaster" "$raw/store.md" || echo "job store bench failed" | tee "$raw/store.md"
+	fleet_stop
+	FLEET_PIDS=()
+fi
 
 python3 scripts/bench_report.py "$raw" "$SIZES" "${PEER:-none}"

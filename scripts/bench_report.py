@@ -280,6 +280,9 @@ out.append("| K | target | ours | goal | |")
 out.append("|---:|---|---:|---|---|")
 out.extend(targets)
 out.append("")
+store_md = os.path.join(raw, "store.md")
+if os.path.exists(store_md):
+    out.append(open(store_md).read())
 if peer != "scale":
     out.append("The 1,000-minion scale run is `make bench-scale` (its own report).")
 

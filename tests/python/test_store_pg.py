@@ -19,17 +19,9 @@ import unittest
 
 from funcfixture import Fleet, binary
 from pgfixture import Postgres
+from test_api import wait_until
 
 PASSWORD = "s3cret-pw"
-
-
-def wait_until(limit, cond, pause=0.1):
-    end = time.time() + limit
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(pause)
-    return cond()
 
 
 class SharedStoreTest(unittest.TestCase):
@@ -191,6 +183,22 @@ class SharedStoreTest(unittest.TestCase):
         for job in ids:
             doc = json.loads(self.func(self.b, "-t", "60", "job_status", job, "--wait", "--json").stdout)
             self.assertEqual(doc["status"], 1, doc)
+
+    def test_func_api_on_a_announces_a_job_started_on_b(self):
+        from test_api import Api, Events
+        api = Api(self.fleet)  # on A's root (it has the CA to make its certificate)
+        try:
+            token = api.token("pg-events", "--admin")
+            stream = Events(api, token)
+            job = self.job_id(self.func(self.b, "*", "call", "test", "ping", "--async", "--nopoll"))
+            prefix = "job/%s/" % job
+            self.assertTrue(wait_until(30, lambda: prefix + "complete" in stream.tags(prefix)), stream.tags())
+            self.assertEqual(sorted(stream.tags(prefix + "ret/")), [prefix + "ret/m1", prefix + "ret/m2", prefix + "ret/m3"])
+            stream.close()
+            status, doc, _ = api.request("GET", "/api/v1/jobs?limit=5", token)
+            self.assertIn(job, [j["id"] for j in doc["jobs"]])
+        finally:
+            api.close()
 
     def test_the_server_stopped_mid_job(self):
         job = self.job_id(self.func(self.a, "*", "call", "test", "sleep", "2", "--async", "--nopoll"))
