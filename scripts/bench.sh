@@ -75,6 +75,13 @@ if [ -z "${BENCH_NO_STORE:-}" ]; then
 	fleet_init "$raw/store" $B
 	fleet_minions s 10
 	python3 scripts/bench_store.py $B "$FLEET_DIR/certmaster" "$raw/store.md" || echo "job store bench failed" | tee "$raw/store.md"
+	if [ -n "${STORE_SCALE_K:-}" ]; then
+		# The async collapse on a large fleet with each store (e.g. STORE_SCALE_K=1000).
+		fleet_minions b "$STORE_SCALE_K"
+		STORE_SIZES=100 STORE_K="$STORE_SCALE_K + 10" RUNS=3 python3 scripts/bench_store.py $B "$FLEET_DIR/certmaster" "$raw/store-scale.md" ||
+			echo "job store scale bench failed" | tee "$raw/store-scale.md"
+		cat "$raw/store-scale.md" >>"$raw/store.md"
+	fi
 	fleet_stop
 	FLEET_PIDS=()
 fi

@@ -23,6 +23,10 @@ from pgfixture import Postgres  # noqa: E402
 
 bin_dir, cm_root, out_md = sys.argv[1], sys.argv[2], sys.argv[3]
 RUNS = int(os.environ.get("RUNS", "5"))
+# Jobs stored before measuring (STORE_SIZES="100 100000" by default).
+SIZES = [int(n) for n in os.environ.get("STORE_SIZES", "100 100000").split()]
+# The fleet's size, for the table's title.
+K = os.environ.get("STORE_K", "10")
 func = os.path.join(bin_dir, "func")
 
 
@@ -48,8 +52,11 @@ def root_for(work, name, url):
 
 def measure(root, n):
     subprocess.run([os.path.join(bin_dir, "func-bench-fill"), root, str(n)], check=True, stdout=subprocess.DEVNULL)
-    rows = {"async → JOB_ID": [], "finished-job lookup": [], "jobs list --limit 50": []}
+    rows = {"async → JOB_ID": [], "finished-job lookup": [], "jobs list --limit 50": [],
+            "async test ping → FINISHED (polled)": []}
     for _ in range(RUNS):
+        ms, _ = timed([func, "--root", root, "-t", "120", "*", "call", "test", "ping", "--async"])
+        rows["async test ping → FINISHED (polled)"].append(ms)
         ms, out = timed([func, "--root", root, "*", "call", "test", "ping", "--async", "--nopoll"])
         rows["async → JOB_ID"].append(ms)
         job = out.split("JOB_ID:")[1].split()[0].strip("'")
@@ -66,7 +73,7 @@ def main():
     pg = Postgres()
     results = {}
     try:
-        for n in (100, 100000):
+        for n in SIZES:
             pg.psql("CREATE DATABASE bench_%d" % n)
             url = pg.url.replace("/postgres?", "/bench_%d?" % n)
             for backend, u in (("redb", None), ("PostgreSQL", url)):
@@ -75,11 +82,11 @@ def main():
     finally:
         pg.close()
         shutil.rmtree(work, ignore_errors=True)
-    lines = ["## Job store: redb and PostgreSQL (10 minions; ms, median of %d)" % RUNS, "",
-             "| metric | redb, 100 jobs | PostgreSQL, 100 jobs | redb, 100,000 jobs | PostgreSQL, 100,000 jobs |",
-             "|---|---:|---:|---:|---:|"]
-    for metric in ("async → JOB_ID", "finished-job lookup", "jobs list --limit 50"):
-        cells = ["%.1f" % results[(b, n)][metric] for n in (100, 100000) for b in ("redb", "PostgreSQL")]
+    heads = ["%s, %s jobs" % (b, "{:,}".format(n)) for n in SIZES for b in ("redb", "PostgreSQL")]
+    lines = ["## Job store: redb and PostgreSQL (%s minions; ms, median of %d)" % (K, RUNS), "",
+             "| metric | %s |" % " | ".join(heads), "|---|" + "---:|" * len(heads)]
+    for metric in ("async → JOB_ID", "finished-job lookup", "jobs list --limit 50", "async test ping → FINISHED (polled)"):
+        cells = ["%.1f" % results[(b, n)][metric] for n in SIZES for b in ("redb", "PostgreSQL")]
         lines.append("| %s | %s |" % (metric, " | ".join(cells)))
     text = "\n".join(lines) + "\n"
     print(text)

@@ -160,7 +160,11 @@ class ApiTest(unittest.TestCase):
         for name in ("m1", "m2", "m3"):
             root, _ = cls.fleet.start_minion(name)
             cls.minion_roots[name] = root
-        cls.api = Api(cls.fleet)
+        try:
+            cls.api = Api(cls.fleet)
+        except Exception:
+            cls.fleet.close()
+            raise
         cls.admin = cls.api.token("admin", "--admin")
         cls.limited = cls.api.token("web", "--allow", "m1;m2=test.*")
 

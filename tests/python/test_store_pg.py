@@ -28,9 +28,25 @@ class SharedStoreTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.pg = Postgres()
+        try:
+            cls.start_fleet()
+        except Exception:
+            cls.pg.close()
+            raise
+
+    @classmethod
+    def start_fleet(cls):
         # The server trusts the socket; the password is there to be hidden.
         cls.url = "postgresql://func:%s@/postgres?host=%s" % (PASSWORD, cls.pg.sock)
         cls.fleet = Fleet()
+        try:
+            cls.set_up_roots()
+        except Exception:
+            cls.fleet.close()
+            raise
+
+    @classmethod
+    def set_up_roots(cls):
         cls.minions = {}
         for name in ("m1", "m2", "m3"):
             root, _ = cls.fleet.start_minion(name)

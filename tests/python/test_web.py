@@ -31,17 +31,30 @@ class WebTest(unittest.TestCase):
         cls.fleet = Fleet()
         for name in ("m1", "m2", "m10", "m3"):
             cls.fleet.start_minion(name)
-        cls.api = Api(cls.fleet)
+        try:
+            cls.api = Api(cls.fleet)
+        except Exception:
+            cls.fleet.close()
+            raise
         cls.token = cls.api.token("web", "--admin")
         cls.base = "https://localhost:%d" % cls.api.port
-        cls.browser = Browser()
+        try:
+            cls.browser = Browser()
+        except Exception:
+            cls.api.close()
+            cls.fleet.close()
+            raise
         b = cls.browser
         b.get(cls.base + "/")
         b.wait_for("input[name=token]")
         b.screenshot(os.path.join(SHOTS, "login.png"))
         b.type("input[name=token]", cls.token)
         b.click("#login")
-        b.wait_for("#minions tbody tr")
+        try:
+            b.wait_for("#minions tbody tr")
+        except Exception:
+            cls.tearDownClass()
+            raise
 
     @classmethod
     def tearDownClass(cls):

@@ -151,7 +151,10 @@ fn cursor_of(store: &dyn JobStore, id: &str) -> Result<(f64, String), ApiError> 
 fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
     let store = &api.store;
     let id = if id == "last" {
-        newest_of(store, &caller.user())?.ok_or_else(|| ApiError::not_found("no job of this caller"))?
+        store
+            .newest_of(&caller.user())
+            .map_err(ApiError::store)?
+            .ok_or_else(|| ApiError::not_found("no job of this caller"))?
     } else {
         id.to_string()
     };
@@ -162,19 +165,6 @@ fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiEr
         return Err(unknown());
     }
     Ok(record)
-}
-
-fn newest_of(store: &dyn JobStore, user: &str) -> Result<Option<String>, ApiError> {
-    let mut cursor = None;
-    for _ in 0..(MAX_SCAN / 500) {
-        let page = store.list_page(500, cursor.as_ref()).map_err(ApiError::store)?;
-        if let Some(m) = page.iter().find(|m| m.user == user) {
-            return Ok(Some(m.id.clone()));
-        }
-        let Some(last) = page.last() else { break };
-        cursor = Some((last.started, last.id.clone()));
-    }
-    Ok(None)
 }
 
 /// `GET /api/v1/jobs/{id}`.

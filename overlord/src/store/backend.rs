@@ -88,12 +88,20 @@ impl Store {
         }
     }
 
-    /// The newest job of `user` (a bounded look in PostgreSQL; the whole
-    /// listing in the embedded store, which is local and small).
+    /// The newest job of `user` (an indexed query in PostgreSQL; pages of
+    /// the listing, newest first, in the embedded store).
     pub fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
-        match self {
-            Store::Postgres(s) => s.newest_of(user),
-            _ => Ok(self.list()?.into_iter().find(|m| m.user == user).map(|m| m.id)),
+        if let Store::Postgres(s) = self {
+            return s.newest_of(user);
+        }
+        let mut cursor = None;
+        loop {
+            let page = self.list_page(500, cursor.as_ref())?;
+            if let Some(m) = page.iter().find(|m| m.user == user) {
+                return Ok(Some(m.id.clone()));
+            }
+            let Some(last) = page.last() else { return Ok(None) };
+            cursor = Some((last.started, last.id.clone()));
         }
     }
 }
