@@ -36,8 +36,10 @@ class Browser:
             raise WebDriverError("chromium and chromium-driver are not installed (make deps installs them)")
         self.profile = tempfile.mkdtemp(prefix="func-chrome-")
         self.port = free_port()
+        # Its own process group: close() ends chromedriver and every browser
+        # process it started, even if the session was never made.
         self.proc = subprocess.Popen([self.driver_bin, "--port=%d" % self.port], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
         self.base = "http://127.0.0.1:%d" % self.port
         deadline = time.time() + 20
         while True:
@@ -56,7 +58,12 @@ class Browser:
         caps = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome", "acceptInsecureCerts": True,
             "goog:chromeOptions": {"binary": self.chrome_bin, "args": args}}}}
-        self.session = self._call("POST", "/session", caps)["sessionId"]
+        self.session = None
+        try:
+            self.session = self._call("POST", "/session", caps)["sessionId"]
+        except Exception:
+            self.close()
+            raise
 
     def _call(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -127,14 +134,19 @@ class Browser:
             f.write(base64.b64decode(self.s("GET", "/screenshot")))
 
     def close(self):
-        try:
-            self.s("DELETE", "")
-        except (OSError, WebDriverError):
-            pass
+        if self.session:
+            try:
+                self.s("DELETE", "")
+            except (OSError, WebDriverError):
+                pass
         self.proc.terminate()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        try:
+            os.killpg(self.proc.pid, 9)  # any browser process left behind
+        except OSError:
+            pass
         shutil.rmtree(self.profile, ignore_errors=True)
