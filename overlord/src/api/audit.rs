@@ -1,6 +1,7 @@
 //! func-api's audit log, `var/log/func/api-audit.log` (0600 in a 0700
-//! directory): one JSON line per action — when, who, what, which hosts (the
-//! first 50 named, the count always), and the answer's status. Arguments
+//! directory): one JSON line per action — when, who, from which address,
+//! what, which hosts (the first 50 named, the count always), and the
+//! answer's status. Arguments
 //! are not logged (they may hold secrets); the minions log every call too.
 
 use std::io::Write as _;
@@ -25,10 +26,11 @@ impl Audit {
     }
 
     /// Writes one line; a failure to write is logged, never fatal.
-    pub fn line(&self, who: &str, action: &str, hosts: &[String], status: u16) {
+    pub fn line(&self, who: &str, from: Option<std::net::IpAddr>, action: &str, hosts: &[String], status: u16) {
         let line = serde_json::json!({
             "time": crate::store::now(),
             "who": who,
+            "from": from.map(|a| a.to_string()),
             "action": action,
             "hosts": hosts.iter().take(HOSTS_SHOWN).collect::<Vec<_>>(),
             "host_count": hosts.len(),

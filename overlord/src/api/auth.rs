@@ -27,6 +27,8 @@ pub struct Caller {
     pub rights: Rights,
     /// How to check again that the caller is still let in.
     pub proof: Proof,
+    /// The address it connects from.
+    pub from: Option<std::net::IpAddr>,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +61,54 @@ fn unauthorized(why: &str) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, why)
 }
 
+/// An address over its failures' limit.
+pub fn too_many_failures() -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many failed attempts from this address: try again in a minute",
+    )
+}
+
+/// Failed authentications per address: at most `[api]
+/// auth_failures_per_minute` a minute, then the address is refused until the minute ends. Bounded: past
+/// 10,000 addresses the oldest windows go.
+pub struct Failures {
+    limit: u32,
+    seen: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, (u32, std::time::Instant)>>,
+}
+
+impl Failures {
+    const WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+    pub fn new(limit: u32) -> Self {
+        Failures {
+            limit: limit.max(1),
+            seen: Default::default(),
+        }
+    }
+
+    /// Whether `addr` is over its limit now.
+    pub fn blocked(&self, addr: std::net::IpAddr) -> bool {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(&addr).is_some_and(|(n, at)| *n >= self.limit && at.elapsed() < Self::WINDOW)
+    }
+
+    /// Counts a failure of `addr`; whether it is still within the limit
+    /// (so worth an audit line).
+    pub fn note(&self, addr: std::net::IpAddr) -> bool {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= 10_000 {
+            seen.retain(|_, (_, at)| at.elapsed() < Self::WINDOW);
+        }
+        let entry = seen.entry(addr).or_insert((0, std::time::Instant::now()));
+        if entry.1.elapsed() >= Self::WINDOW {
+            *entry = (0, std::time::Instant::now());
+        }
+        entry.0 += 1;
+        entry.0 <= self.limit
+    }
+}
+
 /// The value of cookie `name` in the request's Cookie headers.
 pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
     headers
@@ -73,20 +123,35 @@ pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a 
 
 /// Finds the caller of a request.
 pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
+    let from = parts.extensions.get::<Peer>().map(|p| p.addr.ip().to_canonical());
+    // An address that keeps failing is refused for a while, before any
+    // token is looked at (guessing is hopeless; this bounds the log).
+    if from.is_some_and(|a| api.failures.blocked(a)) {
+        return Err(too_many_failures());
+    }
+    let failed = |why: &str| {
+        if let Some(a) = from {
+            if api.failures.note(a) {
+                api.audit.line("?", Some(a), "authenticate", &[], 401);
+            }
+        }
+        unauthorized(why)
+    };
     if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
         let token = value
             .to_str()
             .ok()
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
-            .ok_or_else(|| unauthorized("Authorization must be \"Bearer TOKEN\""))?;
+            .ok_or_else(|| failed("Authorization must be \"Bearer TOKEN\""))?;
         let hash = tokens::hash(token);
         let found = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);
-        let token = found.ok_or_else(|| unauthorized("unknown, expired or revoked token"))?;
+        let token = found.ok_or_else(|| failed("unknown, expired or revoked token"))?;
         return Ok(Caller {
             name: token.name,
             rights: rights_of(token.admin, token.allow),
             proof: Proof::Token { hash },
+            from,
         });
     }
     if let Some(id) = cookie(&parts.headers, COOKIE) {
@@ -97,13 +162,14 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
             return Err(ApiError::forbidden(format!("a session's changes need the {CSRF_HEADER} header")));
         }
         let session = api.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id);
-        let hash = session.ok_or_else(|| unauthorized("session ended: log in again"))?;
+        let hash = session.ok_or_else(|| failed("session ended: log in again"))?;
         let found = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);
         let token = found.ok_or_else(|| unauthorized("session's token expired or revoked: log in again"))?;
         return Ok(Caller {
             name: token.name,
             rights: rights_of(token.admin, token.allow),
             proof: Proof::Session { id: id.to_string(), hash },
+            from,
         });
     }
     if let Some(cn) = parts.extensions.get::<Peer>().and_then(|p| p.overlord.clone()) {
@@ -111,6 +177,7 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
             name: format!("cert:{cn}"),
             rights: Rights::admin(),
             proof: Proof::Certificate,
+            from,
         });
     }
     Err(unauthorized("credentials needed: Authorization: Bearer TOKEN (func-api token create)"))

@@ -73,7 +73,7 @@ pub async fn stop(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<St
             .map_err(engine)?
             .ok_or_else(|| unknown(&id))?;
         let what = if req.kill { "kill" } else { "stop" };
-        api.audit.line(&caller.name, &format!("batch {what} {id}"), &hosts, 200);
+        api.audit.line(&caller.name, caller.from, &format!("batch {what} {id}"), &hosts, 200);
         Ok(Json(json!({
             "job_id": meta.id,
             "requested": what,
@@ -103,7 +103,7 @@ pub async fn recover(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path
                 "state": "running", "driver_pid": pid, "driver_host": host, "lease_left": lease_left}),
             Recovered::Resumed => json!({"job_id": meta.id, "outcome": "resumed", "state": "running"}),
         };
-        api.audit.line(&caller.name, &format!("batch recover {id}"), &hosts, 200);
+        api.audit.line(&caller.name, caller.from, &format!("batch recover {id}"), &hosts, 200);
         Ok(Json(outcome))
     })
     .await

@@ -140,7 +140,7 @@ pub async fn call(caller: Caller, State(api): State<Arc<Api>>, Body(req): Body<C
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     let action = format!("call {}", call.function);
     if caller.rights.forbidden(&api.root, &call.function, &names).is_some() {
-        api.audit.line(&caller.name, &action, &names, 403);
+        api.audit.line(&caller.name, caller.from, &action, &names, 403);
         // Which host is not said: it may be one this caller cannot see.
         return Err(ApiError::forbidden(format!(
             "this token may not call {} on every host the SPEC names",
@@ -154,7 +154,7 @@ pub async fn call(caller: Caller, State(api): State<Arc<Api>>, Body(req): Body<C
         Ok(sync_call(&api, &caller, &call, &targets).await)
     };
     let status = answer.as_ref().map_or_else(|e| e.status, |r| r.status());
-    api.audit.line(&caller.name, &action, &names, status.as_u16());
+    api.audit.line(&caller.name, caller.from, &action, &names, status.as_u16());
     answer
 }
 

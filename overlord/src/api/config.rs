@@ -26,6 +26,9 @@ pub struct ApiSettings {
     pub event_backlog: usize,
     /// `sessions`: browser sessions kept at most (default 10,000; the oldest goes).
     pub sessions: usize,
+    /// `auth_failures_per_minute`: failed authentications one address may
+    /// make in a minute before it is refused (429) for the rest of it (default 20).
+    pub auth_failures: u32,
 }
 
 impl ApiSettings {
@@ -59,6 +62,7 @@ impl ApiSettings {
             calls_per_token: num("calls_per_token", 8, 1024)?,
             event_backlog: num("event_backlog", 10_000, 1_000_000)?,
             sessions: num("sessions", 10_000, 1_000_000)?,
+            auth_failures: num("auth_failures_per_minute", 20, 1_000_000)? as u32,
         })
     }
 }

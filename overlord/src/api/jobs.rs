@@ -233,6 +233,6 @@ pub async fn kill(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<St
             },
         );
     }
-    api.audit.line(&caller.name, &format!("kill {}", record.meta.id), &hosts, 200);
+    api.audit.line(&caller.name, caller.from, &format!("kill {}", record.meta.id), &hosts, 200);
     Ok(Json(json!({"job_id": record.meta.id, "signalled": signalled})))
 }

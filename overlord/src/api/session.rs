@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::auth::COOKIE;
 use super::reply::{ApiError, Body};
-use super::state::Api;
+use super::state::{Api, Peer};
 use super::tokens;
 
 #[derive(Deserialize)]
@@ -22,11 +22,21 @@ pub struct Login {
 }
 
 /// `POST /api/v1/login`.
-pub async fn login(State(api): State<Arc<Api>>, Body(body): Body<Login>) -> Result<Response, ApiError> {
+pub async fn login(
+    State(api): State<Arc<Api>>,
+    peer: Option<axum::Extension<Peer>>,
+    Body(body): Body<Login>,
+) -> Result<Response, ApiError> {
+    let from = peer.map(|p| p.0.addr.ip().to_canonical());
+    if from.is_some_and(|a| api.failures.blocked(a)) {
+        return Err(super::auth::too_many_failures());
+    }
     let hash = tokens::hash(body.token.trim());
     let token = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);
     let Some(token) = token else {
-        api.audit.line("?", "login", &[], 401);
+        if from.is_none_or(|a| api.failures.note(a)) {
+            api.audit.line("?", from, "login", &[], 401);
+        }
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unknown, expired or revoked token"));
     };
     let id = tokens::random(32).map_err(ApiError::internal)?;
@@ -36,7 +46,7 @@ pub async fn login(State(api): State<Arc<Api>>, Body(body): Body<Login>) -> Resu
         .insert(id.clone(), hash, token.expires, api.settings.sessions);
     let max_age = (token.expires - crate::store::now()).max(0.0) as u64;
     let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age={max_age}");
-    api.audit.line(&token.name, "login", &[], 200);
+    api.audit.line(&token.name, from, "login", &[], 200);
     let body = json!({"name": token.name, "admin": token.admin, "expires": token.expires});
     Ok(([(header::SET_COOKIE, cookie)], axum::Json(body)).into_response())
 }

@@ -30,6 +30,8 @@ pub struct Api {
     /// Our own executable: the drivers of async jobs and batches.
     pub exe: PathBuf,
     pub audit: audit::Audit,
+    /// Failed authentications per address.
+    pub failures: super::auth::Failures,
     /// The service's TLS configuration (made, with its certificate, first).
     pub tls: Arc<rustls::ServerConfig>,
 }
@@ -50,6 +52,7 @@ impl Api {
             streams: Mutex::new(HashMap::new()),
             exe: common::process::own_exe().context("finding func-api's own executable")?,
             audit: audit::Audit::new(&root),
+            failures: super::auth::Failures::new(settings.auth_failures),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
             settings,
             root,
