@@ -344,6 +344,31 @@ class ApiTest(unittest.TestCase):
             api.close()
             fleet.close()
 
+    def test_a_stop_lets_calls_in_progress_finish(self):
+        api = Api(self.fleet)
+        try:
+            result = {}
+
+            def call():
+                result["r"] = api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "m1", "module": "test", "method": "sleep", "args": [2]})
+
+            audit = os.path.join(self.minion_roots["m1"], "var/log/func/audit.log")
+            sleeps = lambda: open(audit).read().count("test.sleep")
+            before = sleeps()
+            t = threading.Thread(target=call)
+            t.start()
+            # The call has reached the minion: stop the service now.
+            self.assertTrue(wait_until(10, lambda: sleeps() > before))
+            api.proc.send_signal(signal.SIGTERM)
+            t.join(timeout=30)
+            status, doc, _ = result["r"]
+            self.assertEqual(status, 200, doc)
+            self.assertIn("m1", doc)
+            self.assertEqual(api.proc.wait(timeout=30), 0)
+        finally:
+            api.close()
+
     def test_drivers_start_after_the_executable_is_replaced(self):
         """An upgrade replaces the file under a running func-api: the
         drivers it starts for async calls and batches must still run."""

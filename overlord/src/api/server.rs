@@ -6,6 +6,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::routing::{get, post};
@@ -21,6 +22,8 @@ use super::{batches, calls, events, jobs, minions, reply, session, watch, web};
 /// Connections served at once, and from one address.
 const MAX_CONNECTIONS: usize = 1024;
 const PER_ADDRESS: usize = 64;
+/// How long a stop waits for requests in progress.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
 /// TLS handshake deadline, and how long a connection may stay idle (an
 /// event stream is never idle: it is a request in progress).
 const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -53,6 +56,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .fallback(reply::not_found)
         .method_not_allowed_fallback(reply::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(api.settings.max_body))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), counted))
         .with_state(api)
 }
 
@@ -70,8 +74,34 @@ pub async fn serve(api: Arc<Api>, listener: TcpListener, shutdown: impl Future<O
         });
     })
     .await;
+    // Stopping: no new connections; requests in progress (a sync call to
+    // slow minions) get up to DRAIN to finish. Event streams just end.
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while api.in_flight.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     watcher.stop();
     Ok(())
+}
+
+/// Counts a request in progress (an event stream is not: it never ends).
+async fn counted(
+    axum::extract::State(api): axum::extract::State<Arc<Api>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if req.uri().path() == "/api/v1/events" {
+        return next.run(req).await;
+    }
+    struct InFlight(Arc<Api>);
+    impl Drop for InFlight {
+        fn drop(&mut self) {
+            self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    api.in_flight.fetch_add(1, Ordering::Relaxed);
+    let _counted = InFlight(Arc::clone(&api));
+    next.run(req).await
 }
 
 async fn connection(

@@ -30,6 +30,8 @@ pub struct Api {
     /// Our own executable: the drivers of async jobs and batches.
     pub exe: PathBuf,
     pub audit: audit::Audit,
+    /// Requests in progress (event streams aside), for a clean stop.
+    pub in_flight: std::sync::atomic::AtomicUsize,
     /// Failed authentications per address.
     pub failures: super::auth::Failures,
     /// The service's TLS configuration (made, with its certificate, first).
@@ -53,6 +55,7 @@ impl Api {
             exe: common::process::own_exe().context("finding func-api's own executable")?,
             audit: audit::Audit::new(&root),
             failures: super::auth::Failures::new(settings.auth_failures),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
             settings,
             root,
