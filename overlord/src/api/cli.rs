@@ -9,10 +9,10 @@ use clap::{Parser, Subcommand};
 #[command(name = "func-api", version, about = "Func's REST API and live event stream (HTTPS)")]
 pub struct Cli {
     /// Read and write only below DIR.
-    #[arg(long, env = "FUNC_ROOT", default_value = "/")]
+    #[arg(long, env = "FUNC_ROOT", default_value = "/", value_name = "DIR")]
     pub root: PathBuf,
     /// Listen on ADDR:PORT (default [api] listen, else 0.0.0.0:51236).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
     /// Stay in the foreground (the default).
     #[arg(long, conflicts_with = "daemon")]
@@ -21,7 +21,7 @@ pub struct Cli {
     #[arg(long)]
     pub daemon: bool,
     /// Log level (error, warn, info, debug) or a tracing filter.
-    #[arg(long)]
+    #[arg(long, value_name = "L")]
     pub log_level: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -21,6 +21,7 @@ pub mod calls;
 pub mod cli;
 pub mod config;
 pub mod events;
+pub mod failures;
 pub mod jobs;
 pub mod minions;
 pub mod reply;

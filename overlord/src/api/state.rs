@@ -33,7 +33,7 @@ pub struct Api {
     /// Requests in progress (event streams aside), for a clean stop.
     pub in_flight: std::sync::atomic::AtomicUsize,
     /// Failed authentications per address.
-    pub failures: super::auth::Failures,
+    pub failures: super::failures::Failures,
     /// The service's TLS configuration (made, with its certificate, first).
     pub tls: Arc<rustls::ServerConfig>,
 }
@@ -54,7 +54,7 @@ impl Api {
             streams: Mutex::new(HashMap::new()),
             exe: common::process::own_exe().context("finding func-api's own executable")?,
             audit: audit::Audit::new(&root),
-            failures: super::auth::Failures::new(settings.auth_failures),
+            failures: super::failures::Failures::new(settings.auth_failures),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
             settings,
