@@ -344,6 +344,29 @@ class ApiTest(unittest.TestCase):
             api.close()
             fleet.close()
 
+    def test_idle_connections_cannot_lock_callers_out(self):
+        """Every slot held by peers that finished the handshake and said
+        nothing (from several addresses): a real caller is still served,
+        one of the silent ones goes."""
+        import socket
+        fleet = Fleet()
+        api = Api(fleet, conf="[api]\nmax_connections = 8\n")
+        held = []
+        try:
+            token = api.token("t", "--admin")
+            for i in range(8):
+                raw = socket.socket()
+                raw.bind(("127.0.0.%d" % (2 + i // 2), 0))
+                raw.connect(("127.0.0.1", api.port))
+                held.append(api.ctx.wrap_socket(raw, server_hostname="localhost"))
+            status, doc, _ = api.request("GET", "/api/v1/minions", token)
+            self.assertEqual(status, 200, doc)
+        finally:
+            for s in held:
+                s.close()
+            api.close()
+            fleet.close()
+
     def test_a_stop_lets_calls_in_progress_finish(self):
         api = Api(self.fleet)
         try:

@@ -29,6 +29,9 @@ pub struct ApiSettings {
     /// `auth_failures_per_minute`: failed authentications one address may
     /// make in a minute before it is refused (429) for the rest of it (default 20).
     pub auth_failures: u32,
+    /// `max_connections`: connections served at once (default 1,024); when
+    /// all are taken, one still in its handshake or yet to send a request goes.
+    pub max_connections: usize,
 }
 
 impl ApiSettings {
@@ -63,6 +66,7 @@ impl ApiSettings {
             event_backlog: num("event_backlog", 10_000, 1_000_000)?,
             sessions: num("sessions", 10_000, 1_000_000)?,
             auth_failures: num("auth_failures_per_minute", 20, 1_000_000)? as u32,
+            max_connections: num("max_connections", 1024, 65_536)?,
         })
     }
 }

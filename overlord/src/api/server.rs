@@ -19,8 +19,7 @@ use tower::Service as _;
 use super::state::{Api, Peer};
 use super::{batches, calls, events, jobs, minions, reply, session, watch, web};
 
-/// Connections served at once, and from one address.
-const MAX_CONNECTIONS: usize = 1024;
+/// Connections from one address at once (all of them: `[api] max_connections`).
 const PER_ADDRESS: usize = 64;
 /// How long a stop waits for requests in progress.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
@@ -66,7 +65,8 @@ pub async fn serve(api: Arc<Api>, listener: TcpListener, shutdown: impl Future<O
     let tls = Arc::clone(&api.tls);
     let watcher = watch::start(Arc::clone(&api));
     let app = router(Arc::clone(&api));
-    common::rpc::accept::accept_loop(listener, MAX_CONNECTIONS, PER_ADDRESS, shutdown, |tcp, addr, slot| {
+    let max = api.settings.max_connections;
+    common::rpc::accept::accept_loop(listener, max, PER_ADDRESS.min(max), shutdown, |tcp, addr, slot| {
         let (tls, app) = (Arc::clone(&tls), app.clone());
         tokio::spawn(async move {
             connection(tls, app, tcp, addr, &slot).await;
@@ -118,7 +118,10 @@ async fn connection(
         _ = slot.evicted() => return,
     };
     let Ok(Ok(stream)) = accepted else { return };
-    slot.established();
+    // The slot is kept for good only once a request arrives: a peer that
+    // finishes its handshake and then says nothing can still be evicted
+    // when every slot is taken, so idle sockets cannot lock others out.
+    let first_request = Arc::new(tokio::sync::Notify::new());
     let overlord = stream
         .get_ref()
         .1
@@ -128,12 +131,26 @@ async fn connection(
         .filter(|id| id.overlord)
         .map(|id| id.cn);
     let peer = Peer { addr, overlord };
+    let arrived = Arc::clone(&first_request);
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+        arrived.notify_one();
         req.extensions_mut().insert(peer.clone());
         let mut app = app.clone();
         async move { Ok::<_, Infallible>(app.call(req.map(axum::body::Body::new)).await.unwrap_or_else(|e| match e {})) }
     });
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());
-    let _ = common::rpc::idle::serve(&mut builder, stream, service, IDLE, slot).await;
+    let served = common::rpc::idle::serve(&mut builder, stream, service, IDLE, slot);
+    tokio::pin!(served);
+    let mut established = false;
+    loop {
+        tokio::select! {
+            _ = &mut served => break,
+            _ = first_request.notified(), if !established => {
+                slot.established();
+                established = true;
+            }
+            _ = slot.evicted(), if !established => break,
+        }
+    }
 }
