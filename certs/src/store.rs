@@ -216,8 +216,12 @@ impl Store {
     /// on other hosts resolve SPECs from it. A store that cannot be reached
     /// is logged and tried again at the next change (or start).
     pub fn share(&self) {
-        let Ok(ini) = common::config::Ini::load(&self.root.certmaster_conf()) else { return };
-        let Some(url) = ini.str("store", "url").map(str::trim).filter(|u| !u.is_empty()) else { return };
+        let Ok(ini) = common::config::Ini::load(&self.root.certmaster_conf()) else {
+            return;
+        };
+        let Some(url) = ini.str("store", "url").map(str::trim).filter(|u| !u.is_empty()) else {
+            return;
+        };
         let url = match common::pg::StoreUrl::parse(url) {
             Ok(url) => url,
             Err(e) => {
@@ -225,8 +229,14 @@ impl Store {
                 return;
             }
         };
-        let signed: Vec<(String, Option<String>)> =
-            self.signed().into_iter().map(|n| { let a = self.address(&n); (n, a) }).collect();
+        let signed: Vec<(String, Option<String>)> = self
+            .signed()
+            .into_iter()
+            .map(|n| {
+                let a = self.address(&n);
+                (n, a)
+            })
+            .collect();
         match common::pg::sync_minions(&url, &signed) {
             Ok(()) => tracing::debug!(minions = signed.len(), store = url.shown(), "minion list shared"),
             Err(e) => tracing::warn!(error = %e, "cannot share the minion list"),

@@ -80,7 +80,11 @@ impl StoreUrl {
                 }
             }
         }
-        let mut text = if rest.is_empty() { base } else { format!("{base}?{}", rest.join("&")) };
+        let mut text = if rest.is_empty() {
+            base
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
         if !text.starts_with("postgres") {
             // key=value words: take sslmode / sslrootcert out the same way.
             let mut words = Vec::new();
@@ -187,7 +191,11 @@ fn shown(config: &postgres::Config) -> String {
         .unwrap_or_else(|| "localhost".into());
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let db = config.get_dbname().unwrap_or(user);
-    let at = if user.is_empty() { String::new() } else { format!("{user}@") };
+    let at = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
     format!("postgresql://{at}{host}:{port}/{db}")
 }
 
@@ -227,7 +235,10 @@ fn pgpass_password(config: &postgres::Config) -> Option<String> {
     };
     let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
     let user = config.get_user().unwrap_or("").to_string();
-    let db = config.get_dbname().map(str::to_string).unwrap_or_else(|| user.clone());
+    let db = config
+        .get_dbname()
+        .map(str::to_string)
+        .unwrap_or_else(|| user.clone());
     for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
         let fields = split_pgpass(line);
         if fields.len() != 5 {
@@ -278,9 +289,10 @@ fn tls_config(mode: SslMode, root: Option<&Path>) -> Result<rustls::ClientConfig
     Ok(match mode {
         SslMode::VerifyFull => builder.with_root_certificates(roots()?).with_no_client_auth(),
         SslMode::VerifyCa => {
-            let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots()?), provider)
-                .build()
-                .map_err(|e| e.to_string())?;
+            let verifier =
+                rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots()?), provider)
+                    .build()
+                    .map_err(|e| e.to_string())?;
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(IgnoreName(verifier)))
@@ -310,11 +322,14 @@ impl rustls::client::danger::ServerCertVerifier for IgnoreName {
         ocsp: &[u8],
         now: rustls_pki_types::UnixTime,
     ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
             Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
-            | Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext { .. })) => {
-                Ok(rustls::client::danger::ServerCertVerified::assertion())
-            }
+            | Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext {
+                ..
+            })) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
             other => other,
         }
     }
@@ -436,7 +451,10 @@ mod tests {
 
     #[test]
     fn urls_are_parsed_and_never_shown_with_their_password() {
-        let u = StoreUrl::parse("postgresql://func:s3cret@db.example:6543/jobs?sslmode=require&application_name=x").unwrap();
+        let u = StoreUrl::parse(
+            "postgresql://func:s3cret@db.example:6543/jobs?sslmode=require&application_name=x",
+        )
+        .unwrap();
         assert_eq!(u.shown(), "postgresql://func@db.example:6543/jobs");
         assert!(!format!("{u:?}").contains("s3cret"));
         let u = StoreUrl::parse("postgresql:///jobs?host=/run/postgresql&user=func").unwrap();

@@ -81,7 +81,10 @@ pub fn parse_signal(text: &str) -> Option<nix::sys::signal::Signal> {
 pub fn overlord_host() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
-        if let Some(name) = std::env::var("FUNC_HOST").ok().filter(|h| !h.is_empty() && h.len() <= 255) {
+        if let Some(name) = std::env::var("FUNC_HOST")
+            .ok()
+            .filter(|h| !h.is_empty() && h.len() <= 255)
+        {
             return name;
         }
         nix::unistd::gethostname()

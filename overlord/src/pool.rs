@@ -148,19 +148,35 @@ impl Pool {
 
     /// When `host` last answered a call made through this pool.
     pub fn last_seen(&self, host: &str) -> Option<f64> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).get(host).copied()
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(host)
+            .copied()
     }
 
     /// Idle connections kept now.
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).values().map(Vec::len).sum()
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .map(Vec::len)
+            .sum()
     }
 
     /// Calls `method` on `target` within `limit`, for `user`; any failure is
     /// the host's `REMOTE_ERROR` value, as from the worker processes. A kept
     /// connection that fails before answering is replaced once (the minion
     /// may have closed it as it was taken).
-    pub async fn call(&self, target: &Target, method: &str, params: Vec<Value>, limit: Duration, user: Option<&str>) -> Value {
+    pub async fn call(
+        &self,
+        target: &Target,
+        method: &str,
+        params: Vec<Value>,
+        limit: Duration,
+        user: Option<&str>,
+    ) -> Value {
         match tokio::time::timeout(limit, self.call_inner(target, method, params, limit, user)).await {
             Ok(v) => v,
             Err(_) => remote_error(
@@ -171,7 +187,14 @@ impl Pool {
         }
     }
 
-    async fn call_inner(&self, target: &Target, method: &str, params: Vec<Value>, limit: Duration, user: Option<&str>) -> Value {
+    async fn call_inner(
+        &self,
+        target: &Target,
+        method: &str,
+        params: Vec<Value>,
+        limit: Duration,
+        user: Option<&str>,
+    ) -> Value {
         let kept = self.take(target);
         let reused = kept.is_some();
         let mut client = match kept {
@@ -253,7 +276,11 @@ impl Pool {
         loop {
             let (method, params, patience) = if long_poll {
                 let params = vec![Value::String(job.to_string()), Value::Double(WAIT_STEP)];
-                ("jobs.wait_job", params, limit + Duration::from_secs_f64(WAIT_STEP))
+                (
+                    "jobs.wait_job",
+                    params,
+                    limit + Duration::from_secs_f64(WAIT_STEP),
+                )
             } else {
                 ("jobs.job_status", vec![Value::String(job.to_string())], limit)
             };

@@ -43,7 +43,9 @@ pub fn store(root: &Root) -> Store {
         .filter(|k| k.is_finite() && *k >= 0.0)
         .unwrap_or(crate::store::DEFAULT_KEEP_JOBS);
     match store_url(root) {
-        Some(Ok(url)) => Store::Postgres(std::sync::Arc::new(crate::store::postgres::PgStore::new(url, keep))),
+        Some(Ok(url)) => Store::Postgres(std::sync::Arc::new(crate::store::postgres::PgStore::new(
+            url, keep,
+        ))),
         Some(Err(e)) => Store::Broken(e.to_string()),
         None => Store::embedded(root, keep),
     }

@@ -11,7 +11,6 @@
 
 use std::time::{Duration, Instant};
 
-
 use crate::jobs::{self, poller::Poller, Status};
 use crate::output;
 use crate::plan::{Plan, PlanError};

@@ -90,7 +90,9 @@ fn shared_minions(root: &Root) -> Option<Vec<(String, Option<String>)>> {
         }
         Err(e) => {
             if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                crate::log::line(&format!("func: minion list: {e} (using the certificates below the root)"));
+                crate::log::line(&format!(
+                    "func: minion list: {e} (using the certificates below the root)"
+                ));
             }
             None
         }

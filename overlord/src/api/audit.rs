@@ -26,7 +26,14 @@ impl Audit {
     }
 
     /// Writes one line; a failure to write is logged, never fatal.
-    pub fn line(&self, who: &str, from: Option<std::net::IpAddr>, action: &str, hosts: &[String], status: u16) {
+    pub fn line(
+        &self,
+        who: &str,
+        from: Option<std::net::IpAddr>,
+        action: &str,
+        hosts: &[String],
+        status: u16,
+    ) {
         let line = serde_json::json!({
             "time": crate::store::now(),
             "who": who,
@@ -43,9 +50,7 @@ impl Audit {
             }
             *file = common::private::append(&self.path).ok();
         }
-        let written = file
-            .as_mut()
-            .map(|f| f.write_all(format!("{line}\n").as_bytes()));
+        let written = file.as_mut().map(|f| f.write_all(format!("{line}\n").as_bytes()));
         if !matches!(written, Some(Ok(()))) {
             tracing::warn!(path = %self.path.display(), "cannot write the audit log");
             *file = None;

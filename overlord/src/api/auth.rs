@@ -11,8 +11,8 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 
 use super::reply::ApiError;
-use super::tokens::{self, Rights};
 use super::state::{Api, Peer};
+use super::tokens::{self, Rights};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "func_session";
@@ -48,10 +48,24 @@ impl Caller {
     pub fn still_valid(&self, api: &Api) -> bool {
         match &self.proof {
             Proof::Certificate => true,
-            Proof::Token { hash } => api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(hash).is_some(),
+            Proof::Token { hash } => api
+                .tokens
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .find(hash)
+                .is_some(),
             Proof::Session { id, hash } => {
-                api.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id).is_some()
-                    && api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(hash).is_some()
+                api.sessions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(id)
+                    .is_some()
+                    && api
+                        .tokens
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .find(hash)
+                        .is_some()
             }
         }
     }
@@ -119,7 +133,9 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
         // send; a change needs a header only our own page's script sets
         // (no other site can, without a CORS preflight we never allow).
         if parts.method != axum::http::Method::GET && !parts.headers.contains_key(CSRF_HEADER) {
-            return Err(ApiError::forbidden(format!("a session's changes need the {CSRF_HEADER} header")));
+            return Err(ApiError::forbidden(format!(
+                "a session's changes need the {CSRF_HEADER} header"
+            )));
         }
         let session = api.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id);
         let hash = session.ok_or_else(|| failed("session ended: log in again"))?;
@@ -128,7 +144,10 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
         return Ok(Caller {
             name: token.name,
             rights: rights_of(token.admin, token.allow),
-            proof: Proof::Session { id: id.to_string(), hash },
+            proof: Proof::Session {
+                id: id.to_string(),
+                hash,
+            },
             from,
         });
     }
@@ -140,7 +159,9 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
             from,
         });
     }
-    Err(unauthorized("credentials needed: Authorization: Bearer TOKEN (func-api token create)"))
+    Err(unauthorized(
+        "credentials needed: Authorization: Bearer TOKEN (func-api token create)",
+    ))
 }
 
 fn rights_of(admin: bool, rules: Vec<tokens::Rule>) -> Rights {

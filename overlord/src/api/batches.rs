@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
 use super::reply::Path;
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
@@ -21,7 +21,10 @@ use crate::batch::record::BatchRecord;
 use crate::store::JobMeta;
 
 fn unknown(id: &str) -> ApiError {
-    ApiError::not_found(format!("no batch {} (unknown, or expired)", common::paths::shorten(id)))
+    ApiError::not_found(format!(
+        "no batch {} (unknown, or expired)",
+        common::paths::shorten(id)
+    ))
 }
 
 /// The batch, if the caller may see it (else as unknown).
@@ -34,7 +37,11 @@ fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<(JobMeta, BatchR
         .iter()
         .chain(rec.state.active.keys())
         .chain(rec.state.ended.keys());
-    if caller.rights.forbidden(&api.root, &meta.function, hosts).is_some() {
+    if caller
+        .rights
+        .forbidden(&api.root, &meta.function, hosts)
+        .is_some()
+    {
         return Err(unknown(id));
     }
     Ok((meta, rec))
@@ -48,7 +55,11 @@ fn engine(e: crate::error::EngineError) -> ApiError {
 }
 
 /// `GET /api/v1/batches/{id}`.
-pub async fn status(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn status(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let (meta, rec) = load_visible(&api, &caller, &id)?;
         Ok(Json(control::status_doc(&meta, &rec)))
@@ -65,15 +76,32 @@ pub struct StopRequest {
 }
 
 /// `POST /api/v1/batches/{id}/stop`.
-pub async fn stop(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<String>, Body(req): Body<StopRequest>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn stop(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+    Body(req): Body<StopRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let (_, before) = load_visible(&api, &caller, &id)?;
-        let hosts: Vec<String> = before.state.pending.iter().chain(before.state.active.keys()).cloned().collect();
+        let hosts: Vec<String> = before
+            .state
+            .pending
+            .iter()
+            .chain(before.state.active.keys())
+            .cloned()
+            .collect();
         let (meta, rec) = control::request_stop(&api.store, &id, req.kill)
             .map_err(engine)?
             .ok_or_else(|| unknown(&id))?;
         let what = if req.kill { "kill" } else { "stop" };
-        api.audit.line(&caller.name, caller.from, &format!("batch {what} {id}"), &hosts, 200);
+        api.audit.line(
+            &caller.name,
+            caller.from,
+            &format!("batch {what} {id}"),
+            &hosts,
+            200,
+        );
         Ok(Json(json!({
             "job_id": meta.id,
             "requested": what,
@@ -88,22 +116,44 @@ pub async fn stop(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<St
 }
 
 /// `POST /api/v1/batches/{id}/recover`.
-pub async fn recover(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn recover(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let (meta, rec) = load_visible(&api, &caller, &id)?;
-        let hosts: Vec<String> = rec.state.pending.iter().chain(rec.state.active.keys()).cloned().collect();
+        let hosts: Vec<String> = rec
+            .state
+            .pending
+            .iter()
+            .chain(rec.state.active.keys())
+            .cloned()
+            .collect();
         let (outcome, driver) = control::recover(&api.store, &api.root, &api.exe, &id).map_err(engine)?;
         if let Some(child) = driver {
             super::state::reap(child);
         }
         let outcome = match outcome {
             Recovered::Missing => return Err(unknown(&id)),
-            Recovered::Ended(word) => json!({"job_id": meta.id, "outcome": "nothing to recover", "state": word}),
-            Recovered::Held { pid, host, lease_left } => json!({"job_id": meta.id, "outcome": "nothing to recover",
+            Recovered::Ended(word) => {
+                json!({"job_id": meta.id, "outcome": "nothing to recover", "state": word})
+            }
+            Recovered::Held {
+                pid,
+                host,
+                lease_left,
+            } => json!({"job_id": meta.id, "outcome": "nothing to recover",
                 "state": "running", "driver_pid": pid, "driver_host": host, "lease_left": lease_left}),
             Recovered::Resumed => json!({"job_id": meta.id, "outcome": "resumed", "state": "running"}),
         };
-        api.audit.line(&caller.name, caller.from, &format!("batch recover {id}"), &hosts, 200);
+        api.audit.line(
+            &caller.name,
+            caller.from,
+            &format!("batch recover {id}"),
+            &hosts,
+            200,
+        );
         Ok(Json(outcome))
     })
     .await

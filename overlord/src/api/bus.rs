@@ -53,11 +53,20 @@ impl Bus {
     }
 
     /// Announces an event; returns its id.
-    pub fn publish(&self, tag: String, data: &serde_json::Value, function: &str, hosts: Arc<[String]>) -> u64 {
+    pub fn publish(
+        &self,
+        tag: String,
+        data: &serde_json::Value,
+        function: &str,
+        hosts: Arc<[String]>,
+    ) -> u64 {
         let data = data.to_string();
         // A tag is one line of the stream (job ids come from SPECs typed
         // anywhere): control characters become '_'.
-        let tag: String = tag.chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+        let tag: String = tag
+            .chars()
+            .map(|c| if c.is_control() { '_' } else { c })
+            .collect();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.next += 1;
         let id = inner.next;
@@ -111,13 +120,24 @@ mod tests {
     fn backlog_is_bounded_and_resumes_without_repeats() {
         let bus = Bus::new(3);
         let ids: Vec<u64> = (0..5)
-            .map(|i| bus.publish(format!("t/{i}"), &serde_json::json!({}), "f", Arc::from(Vec::new())))
+            .map(|i| {
+                bus.publish(
+                    format!("t/{i}"),
+                    &serde_json::json!({}),
+                    "f",
+                    Arc::from(Vec::new()),
+                )
+            })
             .collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(bus.len(), 3);
         let after = bus.since(ids[2], 10);
         assert_eq!(after.iter().map(|e| e.id).collect::<Vec<_>>(), &ids[3..]);
-        assert_eq!(bus.since(0, 10).len(), 3, "a resume from before the backlog gets what is kept");
+        assert_eq!(
+            bus.since(0, 10).len(),
+            3,
+            "a resume from before the backlog gets what is kept"
+        );
         assert!(bus.since(ids[4], 10).is_empty());
     }
 }

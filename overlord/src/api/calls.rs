@@ -76,7 +76,8 @@ pub fn check_spec(spec: &str) -> Result<(), ApiError> {
 fn name_ok(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 200
-        && s.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        && s.split('.')
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 impl CallRequest {
@@ -86,11 +87,16 @@ impl CallRequest {
             check_spec(ex)?;
         }
         if !name_ok(&self.module) || !name_ok(&self.method) || self.module == "async" {
-            return Err(ApiError::bad("module and method are names: letters, digits, '_', '.'"));
+            return Err(ApiError::bad(
+                "module and method are names: letters, digits, '_', '.'",
+            ));
         }
         let secs = |v: Option<f64>, zero: bool, what: &str| -> Result<Option<f64>, ApiError> {
-            v.map(|t| crate::settings::seconds(&t.to_string(), zero).map_err(|why| ApiError::bad(format!("{what} {why}"))))
-                .transpose()
+            v.map(|t| {
+                crate::settings::seconds(&t.to_string(), zero)
+                    .map_err(|why| ApiError::bad(format!("{what} {why}")))
+            })
+            .transpose()
         };
         let batch = match &self.batch {
             None | Some(serde_json::Value::Null) => None,
@@ -100,8 +106,12 @@ impl CallRequest {
         };
         if let Some(b) = &batch {
             let n = b.trim_end_matches('%').trim().parse::<f64>().ok();
-            if !n.is_some_and(|n| n.is_finite() && n >= 1.0 && n <= if b.ends_with('%') { 100.0 } else { 1e6 }) {
-                return Err(ApiError::bad("batch: a number of hosts (1 to 1,000,000) or a percentage (1% to 100%)"));
+            if !n
+                .is_some_and(|n| n.is_finite() && n >= 1.0 && n <= if b.ends_with('%') { 100.0 } else { 1e6 })
+            {
+                return Err(ApiError::bad(
+                    "batch: a number of hosts (1 to 1,000,000) or a percentage (1% to 100%)",
+                ));
             }
             machine::size(b, 1).map_err(|_| ApiError::bad("batch: a number of hosts or \"N%\""))?;
         } else if self.batch_wait.is_some() || self.failhard {
@@ -126,20 +136,29 @@ impl CallRequest {
 }
 
 /// `POST /api/v1/calls`.
-pub async fn call(caller: Caller, State(api): State<Arc<Api>>, Body(req): Body<CallRequest>) -> Result<Response, ApiError> {
+pub async fn call(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Body(req): Body<CallRequest>,
+) -> Result<Response, ApiError> {
     let call = req.check()?;
     let root = api.root.clone();
     let (spec, exclude) = (call.spec.clone(), call.exclude.clone());
-    let targets = tokio::task::spawn_blocking(move || crate::targets::resolve(&root, &spec, exclude.as_deref()))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| match e {
-            TargetError::NoMatch(_) => ApiError::not_found(e.to_string()),
-            other => ApiError::bad(other.to_string()),
-        })?;
+    let targets =
+        tokio::task::spawn_blocking(move || crate::targets::resolve(&root, &spec, exclude.as_deref()))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(|e| match e {
+                TargetError::NoMatch(_) => ApiError::not_found(e.to_string()),
+                other => ApiError::bad(other.to_string()),
+            })?;
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     let action = format!("call {}", call.function);
-    if caller.rights.forbidden(&api.root, &call.function, &names).is_some() {
+    if caller
+        .rights
+        .forbidden(&api.root, &call.function, &names)
+        .is_some()
+    {
         api.audit.line(&caller.name, caller.from, &action, &names, 403);
         // Which host is not said: it may be one this caller cannot see.
         return Err(ApiError::forbidden(format!(
@@ -154,7 +173,8 @@ pub async fn call(caller: Caller, State(api): State<Arc<Api>>, Body(req): Body<C
         Ok(sync_call(&api, &caller, &call, &targets).await)
     };
     let status = answer.as_ref().map_or_else(|e| e.status, |r| r.status());
-    api.audit.line(&caller.name, caller.from, &action, &names, status.as_u16());
+    api.audit
+        .line(&caller.name, caller.from, &action, &names, status.as_u16());
     answer
 }
 
@@ -201,7 +221,12 @@ async fn sync_call(api: &Arc<Api>, caller: &Caller, call: &Call, targets: &[Targ
     (StatusCode::OK, Json(serde_json::Value::Object(doc))).into_response()
 }
 
-async fn start_job(api: &Arc<Api>, caller: &Caller, call: &Call, names: Vec<String>) -> Result<Response, ApiError> {
+async fn start_job(
+    api: &Arc<Api>,
+    caller: &Caller,
+    call: &Call,
+    names: Vec<String>,
+) -> Result<Response, ApiError> {
     let mut meta = JobMeta::new_call(
         &call.spec,
         &call.function,
@@ -222,11 +247,18 @@ async fn start_job(api: &Arc<Api>, caller: &Caller, call: &Call, names: Vec<Stri
         };
         let size = machine::size(&batch, names.len()).map_err(crate::error::EngineError::Record)?;
         let state = machine::BatchState::new(names, size, wait, failhard, timeout);
-        let (id, _) = driver::create(&api2.store, meta, state, "async", crate::settings::batch_lease(&api2.root))?;
-        let child = driver::spawn(&api2.exe, &api2.root, &id).map_err(|source| crate::error::EngineError::Spawn {
-            what: "the batch driver",
-            source,
-        })?;
+        let (id, _) = driver::create(
+            &api2.store,
+            meta,
+            state,
+            "async",
+            crate::settings::batch_lease(&api2.root),
+        )?;
+        let child =
+            driver::spawn(&api2.exe, &api2.root, &id).map_err(|source| crate::error::EngineError::Spawn {
+                what: "the batch driver",
+                source,
+            })?;
         driver::hand_over(&api2.store, &id, &child, crate::settings::batch_lease(&api2.root))?;
         super::state::reap(child);
         Ok(id)

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "func-api", version, about = "Func's REST API and live event stream (HTTPS)")]
+#[command(
+    name = "func-api",
+    version,
+    about = "Func's REST API and live event stream (HTTPS)"
+)]
 pub struct Cli {
     /// Read and write only below DIR.
     #[arg(long, env = "FUNC_ROOT", default_value = "/", value_name = "DIR")]
@@ -54,4 +58,3 @@ pub enum TokenCommand {
     /// Revoke token NAME (open event streams of it end).
     Revoke { name: String },
 }
-

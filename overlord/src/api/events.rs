@@ -77,7 +77,10 @@ struct Follow {
 /// batches whose every host its rights allow with their function.
 fn visible(caller: &Caller, groups: &Groups, e: &Event) -> bool {
     caller.rights.admin
-        || (!e.hosts.is_empty() && e.hosts.iter().all(|h| caller.rights.allows(h, &e.function, groups)))
+        || (!e.hosts.is_empty()
+            && e.hosts
+                .iter()
+                .all(|h| caller.rights.allows(h, &e.function, groups)))
 }
 
 /// `GET /api/v1/events`.
@@ -131,7 +134,10 @@ pub async fn stream(
                 if !visible(&s.caller, &s.groups, &e) {
                     continue;
                 }
-                let event = SseEvent::default().id(e.id.to_string()).event(&e.tag).data(&e.data);
+                let event = SseEvent::default()
+                    .id(e.id.to_string())
+                    .event(&e.tag)
+                    .data(&e.data);
                 return Some((Ok(event), s));
             }
             s.pending.extend(s.api.bus.since(s.last, BATCH));

@@ -22,7 +22,8 @@ impl Failures {
     /// Whether `addr` is over its limit now.
     pub fn blocked(&self, addr: std::net::IpAddr) -> bool {
         let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        seen.get(&addr).is_some_and(|(n, at)| *n >= self.limit && at.elapsed() < Self::WINDOW)
+        seen.get(&addr)
+            .is_some_and(|(n, at)| *n >= self.limit && at.elapsed() < Self::WINDOW)
     }
 
     /// Counts a failure of `addr`; whether it is still within the limit

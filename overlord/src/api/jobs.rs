@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
 use super::reply::{Path, Query};
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
@@ -55,11 +55,18 @@ fn row(meta: &JobMeta) -> serde_json::Value {
 
 /// Whether `caller` may see job `record`.
 fn may_see(api: &Api, caller: &Caller, record: &JobRecord) -> bool {
-    caller.rights.forbidden(&api.root, &record.meta.function, record.hosts.keys()).is_none()
+    caller
+        .rights
+        .forbidden(&api.root, &record.meta.function, record.hosts.keys())
+        .is_none()
 }
 
 /// `GET /api/v1/jobs`.
-pub async fn list(caller: Caller, State(api): State<Arc<Api>>, Query(q): Query<ListQuery>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn list(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad(format!("limit: from 1 to {MAX_LIMIT}")));
@@ -158,7 +165,12 @@ fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiEr
     } else {
         id.to_string()
     };
-    let unknown = || ApiError::not_found(format!("no job {} (unknown, or expired)", common::paths::shorten(&id)));
+    let unknown = || {
+        ApiError::not_found(format!(
+            "no job {} (unknown, or expired)",
+            common::paths::shorten(&id)
+        ))
+    };
     let record = store.load(&id).map_err(ApiError::store)?.ok_or_else(unknown)?;
     if !may_see(api, caller, &record) {
         // As an unknown id: a limited token learns nothing of others' jobs.
@@ -168,7 +180,11 @@ fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiEr
 }
 
 /// `GET /api/v1/jobs/{id}`.
-pub async fn one(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn one(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let record = load_visible(&api, &caller, &id)?;
         let id = record.meta.id.clone();
@@ -189,10 +205,19 @@ pub struct KillRequest {
 /// `POST /api/v1/jobs/{id}/kill`: 200 `{"job_id", "signalled": {host:
 /// message | {"error"}}}`; the hosts' ends then come as events and in the
 /// job's status.
-pub async fn kill(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<String>, Body(req): Body<KillRequest>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn kill(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+    Body(req): Body<KillRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let signal_name = req.signal.unwrap_or_else(|| "KILL".into());
-    let signal = common::process::parse_signal(&signal_name)
-        .ok_or_else(|| ApiError::bad(format!("unknown signal {:?}", common::paths::shorten(&signal_name))))?;
+    let signal = common::process::parse_signal(&signal_name).ok_or_else(|| {
+        ApiError::bad(format!(
+            "unknown signal {:?}",
+            common::paths::shorten(&signal_name)
+        ))
+    })?;
     let api2 = Arc::clone(&api);
     let caller2 = caller.clone();
     let record = tokio::task::spawn_blocking(move || -> Result<JobRecord, ApiError> {
@@ -207,7 +232,11 @@ pub async fn kill(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<St
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
-            record = api2.store.load(&record.meta.id).map_err(ApiError::store)?.ok_or_else(|| ApiError::not_found("job expired"))?;
+            record = api2
+                .store
+                .load(&record.meta.id)
+                .map_err(ApiError::store)?
+                .ok_or_else(|| ApiError::not_found("job expired"))?;
         }
         Ok(record)
     })
@@ -233,6 +262,12 @@ pub async fn kill(caller: Caller, State(api): State<Arc<Api>>, Path(id): Path<St
             },
         );
     }
-    api.audit.line(&caller.name, caller.from, &format!("kill {}", record.meta.id), &hosts, 200);
+    api.audit.line(
+        &caller.name,
+        caller.from,
+        &format!("kill {}", record.meta.id),
+        &hosts,
+        200,
+    );
     Ok(Json(json!({"job_id": record.meta.id, "signalled": signalled})))
 }

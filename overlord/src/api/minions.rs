@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
 use super::reply::{Path, Query};
+use axum::extract::State;
 use axum::Json;
 use common::Value;
 use serde::Deserialize;
@@ -27,7 +27,11 @@ pub struct Filter {
 }
 
 /// `GET /api/v1/minions`.
-pub async fn list(caller: Caller, State(api): State<Arc<Api>>, Query(f): Query<Filter>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn list(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Query(f): Query<Filter>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let spec = f.spec.unwrap_or_else(|| "*".into());
     super::calls::check_spec(&spec)?;
     let root = api.root.clone();
@@ -55,15 +59,23 @@ pub async fn list(caller: Caller, State(api): State<Arc<Api>>, Query(f): Query<F
 }
 
 /// `GET /api/v1/minions/{name}/methods`.
-pub async fn methods(caller: Caller, State(api): State<Arc<Api>>, Path(name): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
-    let known = common::identity::is_valid_host_name(&name) && crate::targets::all_minions(&api.root).contains(&name);
+pub async fn methods(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(name): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let known =
+        common::identity::is_valid_host_name(&name) && crate::targets::all_minions(&api.root).contains(&name);
     let groups = crate::groups::Groups::load(&api.root.groups_file());
     // A limited caller cannot tell a minion it may not call from none.
     if !caller.rights.admin && (!known || caller.rights.hosts_for(&api.root, None).get(&name).is_none()) {
         return Err(ApiError::forbidden("this token may call no minion of that name"));
     }
     if !known {
-        return Err(ApiError::not_found(format!("no minion {:?}", common::paths::shorten(&name))));
+        return Err(ApiError::not_found(format!(
+            "no minion {:?}",
+            common::paths::shorten(&name)
+        )));
     }
     let _slot = super::calls::take_slot(&api, &caller)?;
     let target = Target::enrolled(&api.root, &name);
@@ -92,7 +104,13 @@ pub async fn methods(caller: Caller, State(api): State<Arc<Api>>, Path(name): Pa
         let (pool, target, user) = (Arc::clone(&api.pool), target.clone(), user.clone());
         asks.spawn(async move {
             let args = pool
-                .call(&target, &format!("{module}.get_method_args"), Vec::new(), limit, Some(&user))
+                .call(
+                    &target,
+                    &format!("{module}.get_method_args"),
+                    Vec::new(),
+                    limit,
+                    Some(&user),
+                )
                 .await;
             (module, args)
         });
@@ -103,7 +121,11 @@ pub async fn methods(caller: Caller, State(api): State<Arc<Api>>, Path(name): Pa
             serde_json::Value::Object(m) if !common::xmlrpc::is_remote_error(&args) => m,
             _ => serde_json::Map::new(),
         };
-        methods.retain(|method, _| caller.rights.allows(&name, &format!("{module}.{method}"), &groups));
+        methods.retain(|method, _| {
+            caller
+                .rights
+                .allows(&name, &format!("{module}.{method}"), &groups)
+        });
         if !methods.is_empty() || caller.rights.admin {
             out.insert(module, serde_json::Value::Object(methods));
         }

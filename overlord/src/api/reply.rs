@@ -69,7 +69,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
                 _ => ApiError::new(status, "cannot read the request body"),
             }
         })?;
-        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &bytes
+        };
         serde_json::from_slice(text)
             .map(Body)
             .map_err(|e| ApiError::bad(format!("bad JSON body: {}", short(&e.to_string()))))
@@ -82,7 +86,10 @@ pub struct Query<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| Query(q.0))
@@ -96,7 +103,10 @@ pub struct Path<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned + Send> axum::extract::FromRequestParts<S> for Path<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|p| Path(p.0))
@@ -106,7 +116,10 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> axum::extract::FromRequestParts
 
 /// A method the path does not take.
 pub async fn method_not_allowed() -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed here (see /api/v1/openapi.json)")
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed here (see /api/v1/openapi.json)",
+    )
 }
 
 /// Keeps an error message short (serde names the offending field and

@@ -61,18 +61,28 @@ pub fn router(api: Arc<Api>) -> Router {
 
 /// Serves `listener` until `shutdown` completes; the watcher of jobs and
 /// batches runs meanwhile.
-pub async fn serve(api: Arc<Api>, listener: TcpListener, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+pub async fn serve(
+    api: Arc<Api>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
     let tls = Arc::clone(&api.tls);
     let watcher = watch::start(Arc::clone(&api));
     let app = router(Arc::clone(&api));
     let max = api.settings.max_connections;
-    common::rpc::accept::accept_loop(listener, max, PER_ADDRESS.min(max), shutdown, |tcp, addr, slot| {
-        let (tls, app) = (Arc::clone(&tls), app.clone());
-        tokio::spawn(async move {
-            connection(tls, app, tcp, addr, &slot).await;
-            drop(slot);
-        });
-    })
+    common::rpc::accept::accept_loop(
+        listener,
+        max,
+        PER_ADDRESS.min(max),
+        shutdown,
+        |tcp, addr, slot| {
+            let (tls, app) = (Arc::clone(&tls), app.clone());
+            tokio::spawn(async move {
+                connection(tls, app, tcp, addr, &slot).await;
+                drop(slot);
+            });
+        },
+    )
     .await;
     // Stopping: no new connections; requests in progress (a sync call to
     // slow minions) get up to DRAIN to finish. Event streams just end.
@@ -136,7 +146,13 @@ async fn connection(
         arrived.notify_one();
         req.extensions_mut().insert(peer.clone());
         let mut app = app.clone();
-        async move { Ok::<_, Infallible>(app.call(req.map(axum::body::Body::new)).await.unwrap_or_else(|e| match e {})) }
+        async move {
+            Ok::<_, Infallible>(
+                app.call(req.map(axum::body::Body::new))
+                    .await
+                    .unwrap_or_else(|e| match e {}),
+            )
+        }
     });
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());

@@ -37,13 +37,18 @@ pub async fn login(
         if from.is_none_or(|a| api.failures.note(a)) {
             api.audit.line("?", from, "login", &[], 401);
         }
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unknown, expired or revoked token"));
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unknown, expired or revoked token",
+        ));
     };
     let id = tokens::random(32).map_err(ApiError::internal)?;
-    api.sessions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(id.clone(), hash, token.expires, api.settings.sessions);
+    api.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(
+        id.clone(),
+        hash,
+        token.expires,
+        api.settings.sessions,
+    );
     let max_age = (token.expires - crate::store::now()).max(0.0) as u64;
     let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age={max_age}");
     api.audit.line(&token.name, from, "login", &[], 200);

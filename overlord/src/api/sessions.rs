@@ -52,7 +52,14 @@ impl Sessions {
                 None => break,
             };
         }
-        self.live.insert(id, Session { hash, expires, created: now });
+        self.live.insert(
+            id,
+            Session {
+                hash,
+                expires,
+                created: now,
+            },
+        );
     }
 
     /// Ends session `id`.
@@ -68,4 +75,3 @@ impl Sessions {
         self.live.is_empty()
     }
 }
-

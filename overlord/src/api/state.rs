@@ -43,7 +43,8 @@ impl Api {
     pub fn new(root: Root, settings: config::ApiSettings) -> anyhow::Result<Self> {
         use anyhow::Context as _;
         let calling = crate::settings::Calling::of_root(&root);
-        let pool = Pool::new(calling).context("the overlord's certificate (is the certmaster set up below this root?)")?;
+        let pool = Pool::new(calling)
+            .context("the overlord's certificate (is the certmaster set up below this root?)")?;
         Ok(Api {
             store: crate::settings::store(&root),
             pool: Arc::new(pool),
@@ -72,7 +73,6 @@ pub struct Peer {
     pub overlord: Option<String>,
 }
 
-
 /// Reaps the drivers the service starts (it never needs their exit
 /// status): one thread looks at them twice a second, so none stays a zombie.
 pub fn reap(child: std::process::Child) {
@@ -84,11 +84,13 @@ pub fn reap(child: std::process::Child) {
     });
     list.lock().unwrap_or_else(|p| p.into_inner()).push(child);
     if started {
-        let spawned = std::thread::Builder::new().name("func-api-reap".into()).spawn(move || loop {
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            let mut children = list.lock().unwrap_or_else(|p| p.into_inner());
-            children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-        });
+        let spawned = std::thread::Builder::new()
+            .name("func-api-reap".into())
+            .spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let mut children = list.lock().unwrap_or_else(|p| p.into_inner());
+                children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+            });
         if spawned.is_err() {
             tracing::warn!("cannot start the thread that reaps drivers");
         }

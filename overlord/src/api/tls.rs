@@ -78,7 +78,9 @@ fn issue(root: &Root, cert: &std::path::Path, key: &std::path::Path) -> anyhow::
     let mut names = vec![host, "localhost".into(), "127.0.0.1".into(), "::1".into()];
     names.dedup();
     let pair = certs::request::new_key().context("making a key")?;
-    let signed = ca.issue_service(&names, &pair).context("issuing the func-api certificate")?;
+    let signed = ca
+        .issue_service(&names, &pair)
+        .context("issuing the func-api certificate")?;
     let dir = cert.parent().context("certificate path")?;
     common::private::private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
     common::private::write(key, pair.serialize_pem().as_bytes(), true)

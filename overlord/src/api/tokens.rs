@@ -46,12 +46,18 @@ impl Rule {
             .map(str::to_string)
             .collect();
         if spec.is_empty() || methods.is_empty() {
-            return Err(format!("--allow {text:?}: both a SPEC and a method glob are needed"));
+            return Err(format!(
+                "--allow {text:?}: both a SPEC and a method glob are needed"
+            ));
         }
         for m in &methods {
             glob::Pattern::new(m).map_err(|e| format!("--allow: bad method glob {m:?}: {e}"))?;
         }
-        for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty() && !p.starts_with('@')) {
+        for part in spec
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty() && !p.starts_with('@'))
+        {
             glob::Pattern::new(part).map_err(|e| format!("--allow: bad SPEC glob {part:?}: {e}"))?;
         }
         Ok(Rule {
@@ -114,7 +120,12 @@ impl Rights {
 
     /// The first host of `hosts` that may not be called with `method`;
     /// `None` when all may. Judged on the names alone, before any call.
-    pub fn forbidden<'a>(&self, root: &Root, method: &str, hosts: impl IntoIterator<Item = &'a String>) -> Option<String> {
+    pub fn forbidden<'a>(
+        &self,
+        root: &Root,
+        method: &str,
+        hosts: impl IntoIterator<Item = &'a String>,
+    ) -> Option<String> {
         if self.admin {
             return None;
         }
@@ -137,9 +148,10 @@ impl Rights {
     /// of the certificates: for events and listings of known hosts).
     pub fn allows(&self, host: &str, method: &str, groups: &Groups) -> bool {
         self.admin
-            || self.rules.iter().any(|r| {
-                r.allows_method(method) && r.hosts(&[host.to_string()], groups).contains(host)
-            })
+            || self
+                .rules
+                .iter()
+                .any(|r| r.allows_method(method) && r.hosts(&[host.to_string()], groups).contains(host))
     }
 }
 
@@ -190,7 +202,13 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Creates token `name` and returns the token (the only time it exists in clear).
-pub fn create(root: &Root, name: &str, admin: bool, allow: Vec<Rule>, expires_in: f64) -> Result<(String, Token), String> {
+pub fn create(
+    root: &Root,
+    name: &str,
+    admin: bool,
+    allow: Vec<Rule>,
+    expires_in: f64,
+) -> Result<(String, Token), String> {
     if !valid_name(name) {
         return Err(format!(
             "bad token name {:?}: 1 to 64 letters, digits, '-', '_', '.', '@'",
@@ -202,7 +220,9 @@ pub fn create(root: &Root, name: &str, admin: bool, allow: Vec<Rule>, expires_in
     let now = crate::store::now();
     file.tokens.retain(|t| !t.expired(now));
     if file.tokens.iter().any(|t| t.name == name) {
-        return Err(format!("a token named {name:?} exists (func-api token revoke {name} first)"));
+        return Err(format!(
+            "a token named {name:?} exists (func-api token revoke {name} first)"
+        ));
     }
     if file.tokens.len() >= MAX_TOKENS {
         return Err(format!("{MAX_TOKENS} tokens exist; revoke some first"));
@@ -324,11 +344,15 @@ mod tests {
         let text = std::fs::read_to_string(path(&root)).unwrap();
         assert!(!text.contains(&secret), "the token is never stored in clear");
         assert!(text.contains(&hash(&secret)));
-        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path(&root)).unwrap().permissions());
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path(&root)).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
         let mut live = Tokens::new(&root);
         assert_eq!(live.find(&hash(&secret)).unwrap().name, tok.name);
-        assert!(create(&root, "ci", true, Vec::new(), 60.0).is_err(), "names are unique");
+        assert!(
+            create(&root, "ci", true, Vec::new(), 60.0).is_err(),
+            "names are unique"
+        );
         assert!(revoke(&root, "ci").unwrap());
         assert!(live.find(&hash(&secret)).is_none());
         assert!(create(&root, "bad name", true, Vec::new(), 60.0).is_err());

@@ -236,9 +236,12 @@ impl State {
         };
         if announce {
             let data = json!({"function": meta.function, "hosts": &hosts[..]});
-            self.api
-                .bus
-                .publish(format!("job/{}/new", meta.id), &data, &meta.function, Arc::clone(&hosts));
+            self.api.bus.publish(
+                format!("job/{}/new", meta.id),
+                &data,
+                &meta.function,
+                Arc::clone(&hosts),
+            );
         }
         self.tracked.insert(
             meta.id.clone(),
@@ -271,7 +274,9 @@ impl State {
                 }
             }
         }
-        let Some(t) = self.tracked.get_mut(&id) else { return };
+        let Some(t) = self.tracked.get_mut(&id) else {
+            return;
+        };
         for (host, entry) in &rec.hosts {
             if entry.state != HostState::Finished || t.finished.contains(host) {
                 continue;
@@ -280,7 +285,11 @@ impl State {
             if let Some(poll) = t.polls.remove(host) {
                 poll.abort();
             }
-            let value = entry.result_xml.as_deref().map(decode_result).unwrap_or(Value::Nil);
+            let value = entry
+                .result_xml
+                .as_deref()
+                .map(decode_result)
+                .unwrap_or(Value::Nil);
             let ok = common::outcome::failure(&t.function, &value).is_none();
             if !ok {
                 t.failed.insert(host.clone());
@@ -291,16 +300,22 @@ impl State {
             } else {
                 json!({"result": result, "ok": ok})
             };
-            self.api
-                .bus
-                .publish(format!("job/{id}/ret/{host}"), &data, &t.function, Arc::clone(&t.hosts));
+            self.api.bus.publish(
+                format!("job/{id}/ret/{host}"),
+                &data,
+                &t.function,
+                Arc::clone(&t.hosts),
+            );
         }
         if t.finished.len() >= t.hosts.len() || rec.meta.ended.is_some() {
             let failed: Vec<&String> = t.failed.iter().collect();
             let data = json!({"ok": failed.is_empty(), "failed": failed});
-            self.api
-                .bus
-                .publish(format!("job/{id}/complete"), &data, &t.function, Arc::clone(&t.hosts));
+            self.api.bus.publish(
+                format!("job/{id}/complete"),
+                &data,
+                &t.function,
+                Arc::clone(&t.hosts),
+            );
             if let Some(t) = self.tracked.remove(&id) {
                 t.polls.values().for_each(tokio::task::AbortHandle::abort);
                 self.seen.insert(id, t.started);
@@ -336,7 +351,9 @@ impl State {
         };
         self.batch_log = next;
         for ev in lines {
-            let (Some(id), Some(event)) = (ev["job_id"].as_str(), ev["event"].as_str()) else { continue };
+            let (Some(id), Some(event)) = (ev["job_id"].as_str(), ev["event"].as_str()) else {
+                continue;
+            };
             let (function, hosts): (String, Arc<[String]>) = match self.tracked.get(id) {
                 Some(t) => (t.function.clone(), Arc::clone(&t.hosts)),
                 None => match self.api.store.load(id) {

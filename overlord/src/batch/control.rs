@@ -63,7 +63,10 @@ pub fn hosts_doc(rec: &BatchRecord) -> serde_json::Map<String, serde_json::Value
         hosts.insert(h.clone(), json!({"state": "pending"}));
     }
     for h in rec.state.active.keys() {
-        hosts.insert(h.clone(), json!({"state": "active", "minion_job": rec.minion_jobs.get(h)}));
+        hosts.insert(
+            h.clone(),
+            json!({"state": "active", "minion_job": rec.minion_jobs.get(h)}),
+        );
     }
     for (h, end) in &rec.state.ended {
         let why = match end {
@@ -83,7 +86,11 @@ pub fn any_failed(rec: &BatchRecord) -> bool {
 /// Stores a stop (drain) or, with `kill`, a kill request for the batch's
 /// driver; a batch that already ended is left as it is. The batch as it
 /// is now, or `None` if the store has no such batch.
-pub fn request_stop(store: &dyn JobStore, id: &str, kill: bool) -> Result<Option<(JobMeta, BatchRecord)>, EngineError> {
+pub fn request_stop(
+    store: &dyn JobStore,
+    id: &str,
+    kill: bool,
+) -> Result<Option<(JobMeta, BatchRecord)>, EngineError> {
     let control = if kill { Control::Kill } else { Control::Stop };
     let found = store.change_batch_with(id, &mut |bytes| {
         let mut rec = BatchRecord::decode(bytes).ok()?;
@@ -107,7 +114,11 @@ pub enum Recovered {
     Ended(String),
     /// Its driver (this pid, on this overlord host; elsewhere, its lease
     /// runs this many more seconds) is alive.
-    Held { pid: u32, host: Option<String>, lease_left: Option<f64> },
+    Held {
+        pid: u32,
+        host: Option<String>,
+        lease_left: Option<f64>,
+    },
     /// A new driver runs it.
     Resumed,
 }
@@ -122,7 +133,14 @@ pub fn recover(
     id: &str,
 ) -> Result<(Recovered, Option<std::process::Child>), EngineError> {
     let mut started = None;
-    let outcome = match driver::claim(store, id, record::this_process(), None, false, crate::settings::batch_lease(root))? {
+    let outcome = match driver::claim(
+        store,
+        id,
+        record::this_process(),
+        None,
+        false,
+        crate::settings::batch_lease(root),
+    )? {
         Claim::Missing => Recovered::Missing,
         Claim::Complete => Recovered::Ended(
             driver::load(store, id)?.map_or_else(|| "complete".to_string(), |(_, r)| state_word(&r)),
@@ -133,7 +151,9 @@ pub fn recover(
             Recovered::Held {
                 pid,
                 host: elsewhere.and_then(|r| r.holder_host.clone()),
-                lease_left: elsewhere.and_then(|r| r.lease_until).map(|u| (u - crate::store::now()).max(0.0)),
+                lease_left: elsewhere
+                    .and_then(|r| r.lease_until)
+                    .map(|u| (u - crate::store::now()).max(0.0)),
             }
         }
         Claim::Taken { .. } => {

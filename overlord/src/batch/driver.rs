@@ -113,7 +113,9 @@ pub fn hand_over(store: &dyn JobStore, id: &str, child: &Child, lease: f64) -> R
     };
     let from = record::this_process();
     store
-        .change_batch_with(id, &mut |bytes| record::hand_over(bytes, from, (pid, start), lease))
+        .change_batch_with(id, &mut |bytes| {
+            record::hand_over(bytes, from, (pid, start), lease)
+        })
         .map(|_| ())
         .map_err(EngineError::from)
 }

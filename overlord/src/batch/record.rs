@@ -52,7 +52,6 @@ pub struct BatchRecord {
 
 pub use common::process::overlord_host as this_host;
 
-
 /// A process as both stores name it: pid and start time.
 pub type Proc = (u32, u64);
 
@@ -128,7 +127,13 @@ impl BatchRecord {
 /// the new bytes to store (if taken) and what was found. Run inside one
 /// store write transaction (`Store::change_batch`), so two claimants are
 /// ordered and the second sees the first as a live holder.
-pub fn claim(bytes: &[u8], me: Proc, parent: Option<Proc>, driving: bool, lease: f64) -> (Option<Vec<u8>>, Claim) {
+pub fn claim(
+    bytes: &[u8],
+    me: Proc,
+    parent: Option<Proc>,
+    driving: bool,
+    lease: f64,
+) -> (Option<Vec<u8>>, Claim) {
     let Ok(mut rec) = BatchRecord::decode(bytes) else {
         return (None, Claim::Missing);
     };

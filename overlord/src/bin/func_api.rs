@@ -40,7 +40,8 @@ fn main() -> ExitCode {
 }
 
 fn root_of(cli: &Cli) -> anyhow::Result<Root> {
-    let dir = std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
+    let dir =
+        std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
     Ok(Root::new(dir))
 }
 
@@ -66,9 +67,18 @@ fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
                     .with_context(|| format!("--expires takes seconds above 0, at most a year, not {v:?}"))?,
                 None => tokens::DEFAULT_EXPIRES,
             };
-            let (secret, tok) = tokens::create(&root, name, *admin, rules, life).map_err(anyhow::Error::msg)?;
-            let _ = writeln!(out, "token {} created, expires {}", tok.name, overlord::when::show(tok.expires));
-            let _ = writeln!(out, "it is shown only now; use it as: Authorization: Bearer TOKEN");
+            let (secret, tok) =
+                tokens::create(&root, name, *admin, rules, life).map_err(anyhow::Error::msg)?;
+            let _ = writeln!(
+                out,
+                "token {} created, expires {}",
+                tok.name,
+                overlord::when::show(tok.expires)
+            );
+            let _ = writeln!(
+                out,
+                "it is shown only now; use it as: Authorization: Bearer TOKEN"
+            );
             let _ = writeln!(out, "{secret}");
         }
         TokenCommand::List => {
@@ -109,12 +119,15 @@ fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
 
 fn serve(cli: &Cli) -> anyhow::Result<()> {
     let root = root_of(cli)?;
-    let mut settings = ApiSettings::load(&root).map_err(anyhow::Error::msg).context("overlord.conf")?;
+    let mut settings = ApiSettings::load(&root)
+        .map_err(anyhow::Error::msg)
+        .context("overlord.conf")?;
     if let Some(l) = &cli.listen {
         settings.listen = l.clone();
     }
     init_logging(cli);
-    let listener = std::net::TcpListener::bind(&settings.listen).with_context(|| format!("binding {}", settings.listen))?;
+    let listener = std::net::TcpListener::bind(&settings.listen)
+        .with_context(|| format!("binding {}", settings.listen))?;
     listener.set_nonblocking(true)?;
     let bound = listener.local_addr()?;
     // Made before the line below, so a failure is said at once.
@@ -123,7 +136,8 @@ fn serve(cli: &Cli) -> anyhow::Result<()> {
     let _ = std::io::stdout().flush();
     if cli.daemon {
         let log = root.log_dir().join("func-api.log");
-        common::private::daemonise_logging_to(&log).with_context(|| format!("daemonising (log {})", log.display()))?;
+        common::private::daemonise_logging_to(&log)
+            .with_context(|| format!("daemonising (log {})", log.display()))?;
     }
     common::process::raise_open_files();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -175,8 +175,7 @@ fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
     let found = control::request_stop(&store, id, kill)?;
     let mut out = crate::output::Lines::new(plan.json, plan.out);
     out.field("job_id", json!(id));
-    let Some((_, rec)) = found
-    else {
+    let Some((_, rec)) = found else {
         out.line(format!(
             "no batch {} here (unknown, or expired)",
             common::paths::shorten(id)
@@ -259,7 +258,11 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
                 ));
                 outcome.insert(id, json!("nothing to recover"));
             }
-            Recovered::Held { pid, host: Some(host), lease_left } => {
+            Recovered::Held {
+                pid,
+                host: Some(host),
+                lease_left,
+            } => {
                 out.line(format!(
                     "batch {id}: its driver (pid {pid} on {}) holds a live lease for {:.0} s more (nothing to recover)",
                     crate::output::shown_line(&host),

@@ -31,8 +31,10 @@ fn status(plan: &Plan) -> Result<i32, PlanError> {
     let (backend, version, counts) = match &store {
         Backend::Postgres(pg) => {
             let (version, counts) = pg.status().map_err(failed)?;
-            let counts: serde_json::Map<String, serde_json::Value> =
-                counts.into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+            let counts: serde_json::Map<String, serde_json::Value> = counts
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
             ("postgresql", Some(version), counts)
         }
         Backend::Redb(_) => {
@@ -41,7 +43,10 @@ fn status(plan: &Plan) -> Result<i32, PlanError> {
             let mut counts = serde_json::Map::new();
             counts.insert("jobs".into(), json!(jobs.len()));
             counts.insert("batches".into(), json!(batches));
-            counts.insert("minions".into(), json!(crate::targets::all_minions(&plan.root).len()));
+            counts.insert(
+                "minions".into(),
+                json!(crate::targets::all_minions(&plan.root).len()),
+            );
             ("redb", None, counts)
         }
         Backend::Broken(why) => return Err(PlanError::Config(why.clone())),

@@ -23,12 +23,20 @@ pub enum Signalled {
 }
 
 /// The `jobs.signal_job` calls for the hosts of `record` still running it.
-pub fn signal_calls(root: &common::paths::Root, record: &JobRecord, signal: &str) -> Vec<(Target, String, Vec<Value>)> {
+pub fn signal_calls(
+    root: &common::paths::Root,
+    record: &JobRecord,
+    signal: &str,
+) -> Vec<(Target, String, Vec<Value>)> {
     record
         .in_flight()
         .map(|(host, job)| {
             let params = vec![Value::String(job.to_string()), Value::String(signal.to_string())];
-            (Target::enrolled(root, host), "jobs.signal_job".to_string(), params)
+            (
+                Target::enrolled(root, host),
+                "jobs.signal_job".to_string(),
+                params,
+            )
         })
         .collect()
 }

@@ -73,7 +73,11 @@ impl Store {
     }
 
     /// Changes a stored batch record in one transaction.
-    pub fn change_batch(&self, id: &str, change: impl FnOnce(&[u8]) -> Option<Vec<u8>>) -> Result<bool, StoreError> {
+    pub fn change_batch(
+        &self,
+        id: &str,
+        change: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+    ) -> Result<bool, StoreError> {
         let mut once = Some(change);
         self.inner()?
             .change_batch_with(id, &mut |bytes| once.take().and_then(|f| f(bytes)))
@@ -116,7 +120,12 @@ impl JobStore for Store {
     fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
         self.inner()?.set_driver(id, pid, start)
     }
-    fn update(&self, id: &str, changes: &[(String, HostUpdate)], dispatch_done: bool) -> Result<bool, StoreError> {
+    fn update(
+        &self,
+        id: &str,
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+    ) -> Result<bool, StoreError> {
         self.inner()?.update(id, changes, dispatch_done)
     }
     fn save_batch_with(
@@ -127,9 +136,14 @@ impl JobStore for Store {
         dispatch_done: bool,
         merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
     ) -> Result<Vec<u8>, StoreError> {
-        self.inner()?.save_batch_with(id, record, changes, dispatch_done, merge)
+        self.inner()?
+            .save_batch_with(id, record, changes, dispatch_done, merge)
     }
-    fn change_batch_with(&self, id: &str, change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>) -> Result<bool, StoreError> {
+    fn change_batch_with(
+        &self,
+        id: &str,
+        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
+    ) -> Result<bool, StoreError> {
         self.inner()?.change_batch_with(id, change)
     }
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -145,7 +145,10 @@ impl PgStore {
 
     /// Runs `f` in one write transaction that also purges expired jobs,
     /// bumps the change counter and announces the change.
-    fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T, WriteError>) -> Result<T, StoreError> {
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, WriteError>,
+    ) -> Result<T, StoreError> {
         let keep = self.keep_secs;
         let mut inner: Option<StoreError> = None;
         let out = self.with(|client| {
@@ -193,7 +196,16 @@ impl PgStore {
                 let n = txn.execute(
                     "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-                    &[&m.id, &m.started, &m.ended, &m.function, &m.spec, &m.user, &m.batch, &json(m)?],
+                    &[
+                        &m.id,
+                        &m.started,
+                        &m.ended,
+                        &m.function,
+                        &m.spec,
+                        &m.user,
+                        &m.batch,
+                        &json(m)?,
+                    ],
                 )?;
                 if n == 0 {
                     continue;
@@ -279,7 +291,9 @@ impl PgStore {
                 counts.insert(name, n);
             }
             c.batch_execute(common::pg::MINIONS_SCHEMA)?;
-            let n: i64 = c.query_one("SELECT count(*) FROM func_minions WHERE NOT revoked", &[])?.get(0);
+            let n: i64 = c
+                .query_one("SELECT count(*) FROM func_minions WHERE NOT revoked", &[])?
+                .get(0);
             counts.insert("minions", n);
             Ok((version, counts))
         })
@@ -290,11 +304,14 @@ impl PgStore {
     pub fn wait_change(&self, listener: &mut Option<Client>, wait: Duration) -> Result<bool, StoreError> {
         if listener.as_ref().is_none_or(Client::is_closed) {
             let mut c = self.url.connect().map_err(pg_err)?;
-            c.batch_execute(&format!("LISTEN {CHANNEL}")).map_err(|e| pg_err(self.url.error(e)))?;
+            c.batch_execute(&format!("LISTEN {CHANNEL}"))
+                .map_err(|e| pg_err(self.url.error(e)))?;
             *listener = Some(c);
         }
         let outcome = {
-            let Some(c) = listener.as_mut() else { return Ok(false) };
+            let Some(c) = listener.as_mut() else {
+                return Ok(false);
+            };
             let mut notes = c.notifications();
             let first = notes.timeout_iter(wait).next();
             match first {
@@ -400,7 +417,9 @@ fn apply_update(
         }
         let (mut hosts, mut entries, mut finished) = (Vec::new(), Vec::new(), Vec::new());
         for (host, change) in changes {
-            let Some(entry) = current.get_mut(host) else { continue };
+            let Some(entry) = current.get_mut(host) else {
+                continue;
+            };
             if entry.apply(change) {
                 hosts.push(host.as_str());
                 entries.push(json(entry)?);
@@ -448,7 +467,15 @@ impl JobStore for PgStore {
                 let n = txn.execute(
                     "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
                      VALUES ($1, $2, NULL, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
-                    &[&meta.id, &meta.started, &meta.function, &meta.spec, &meta.user, &meta.batch, &json(&meta)?],
+                    &[
+                        &meta.id,
+                        &meta.started,
+                        &meta.function,
+                        &meta.spec,
+                        &meta.user,
+                        &meta.batch,
+                        &json(&meta)?,
+                    ],
                 )?;
                 if n == 1 {
                     break;
@@ -501,18 +528,27 @@ impl JobStore for PgStore {
 
     fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
         self.write(|txn| {
-            let Some(row) = txn.query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])? else {
+            let Some(row) = txn.query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?
+            else {
                 return Ok(());
             };
             let mut meta: JobMeta = decode(row.get(0))?;
             meta.driver = Some((pid, start));
             meta.driver_host = Some(common::process::overlord_host().to_string());
-            txn.execute("UPDATE func_jobs SET meta = $2 WHERE id = $1", &[&id, &json(&meta)?])?;
+            txn.execute(
+                "UPDATE func_jobs SET meta = $2 WHERE id = $1",
+                &[&id, &json(&meta)?],
+            )?;
             Ok(())
         })
     }
 
-    fn update(&self, id: &str, changes: &[(String, HostUpdate)], dispatch_done: bool) -> Result<bool, StoreError> {
+    fn update(
+        &self,
+        id: &str,
+        changes: &[(String, HostUpdate)],
+        dispatch_done: bool,
+    ) -> Result<bool, StoreError> {
         self.write(|txn| apply_update(txn, id, changes, dispatch_done))
     }
 
@@ -527,7 +563,10 @@ impl JobStore for PgStore {
         self.write(|txn| {
             // The job row first: the order every writer of a batch locks in.
             txn.query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
-            let old = txn.query_opt("SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE", &[&id])?;
+            let old = txn.query_opt(
+                "SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE",
+                &[&id],
+            )?;
             let merged = match old {
                 Some(row) => merge(row.get::<_, &[u8]>(0), record),
                 None => record.to_vec(),
@@ -544,14 +583,25 @@ impl JobStore for PgStore {
         })
     }
 
-    fn change_batch_with(&self, id: &str, change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>) -> Result<bool, StoreError> {
+    fn change_batch_with(
+        &self,
+        id: &str,
+        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
+    ) -> Result<bool, StoreError> {
         self.write(|txn| {
             txn.query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
-            let Some(row) = txn.query_opt("SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE", &[&id])? else {
+            let Some(row) = txn.query_opt(
+                "SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE",
+                &[&id],
+            )?
+            else {
                 return Ok(false);
             };
             if let Some(new) = change(row.get::<_, &[u8]>(0)) {
-                txn.execute("UPDATE func_batches SET record = $2 WHERE job_id = $1", &[&id, &new])?;
+                txn.execute(
+                    "UPDATE func_batches SET record = $2 WHERE job_id = $1",
+                    &[&id, &new],
+                )?;
             }
             Ok(true)
         })
@@ -591,7 +641,9 @@ impl JobStore for PgStore {
     }
 
     fn batch_events(&self, after: Option<u64>) -> Result<(Vec<serde_json::Value>, u64), StoreError> {
-        let Some(after) = after else { return Ok((Vec::new(), self.batch_events_end()?)) };
+        let Some(after) = after else {
+            return Ok((Vec::new(), self.batch_events_end()?));
+        };
         let rows = self.events_after(after, 1000)?;
         let next = rows.last().map_or(after, |(seq, _)| *seq);
         Ok((rows.into_iter().map(|(_, v)| v).collect(), next))

@@ -205,7 +205,9 @@ impl RedbStore {
                         .insert((id, host.as_str()), encode(entry)?.as_slice())
                         .map_err(db_err)?;
                 }
-                started.insert((micros(rec.meta.started), id), ()).map_err(db_err)?;
+                started
+                    .insert((micros(rec.meta.started), id), ())
+                    .map_err(db_err)?;
                 if let Some(ended) = rec.meta.ended {
                     expiry.insert((micros(ended), id), ()).map_err(db_err)?;
                 }
@@ -408,10 +410,16 @@ impl JobStore for RedbStore {
     }
     fn batch_events(&self, after: Option<u64>) -> Result<(Vec<serde_json::Value>, u64), StoreError> {
         use std::io::{BufRead, Seek};
-        let Some(path) = &self.events else { return Ok((Vec::new(), 0)) };
-        let Ok(f) = std::fs::File::open(path) else { return Ok((Vec::new(), 0)) };
+        let Some(path) = &self.events else {
+            return Ok((Vec::new(), 0));
+        };
+        let Ok(f) = std::fs::File::open(path) else {
+            return Ok((Vec::new(), 0));
+        };
         let len = f.metadata().map_or(0, |m| m.len());
-        let Some(mut offset) = after else { return Ok((Vec::new(), len)) };
+        let Some(mut offset) = after else {
+            return Ok((Vec::new(), len));
+        };
         if offset > len {
             offset = 0; // rotated
         }
