@@ -289,13 +289,19 @@ fn tls_config(mode: SslMode, root: Option<&Path>) -> Result<rustls::ClientConfig
     Ok(match mode {
         SslMode::VerifyFull => builder.with_root_certificates(roots()?).with_no_client_auth(),
         SslMode::VerifyCa => {
-            let verifier =
-                rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots()?), provider)
-                    .build()
-                    .map_err(|e| e.to_string())?;
+            let chain = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots()?),
+                Arc::clone(&provider),
+            )
+            .build()
+            .map_err(|e| e.to_string())?;
+            let lenient = Lenient {
+                chain: Some(chain),
+                provider,
+            };
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(IgnoreName(verifier)))
+                .with_custom_certificate_verifier(Arc::new(lenient))
                 .with_no_client_auth()
         }
         // require: encrypted; the certificate is checked only if a root is named (libpq's rule).
@@ -303,17 +309,26 @@ fn tls_config(mode: SslMode, root: Option<&Path>) -> Result<rustls::ClientConfig
             Some(_) => builder.with_root_certificates(roots()?).with_no_client_auth(),
             None => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+                .with_custom_certificate_verifier(Arc::new(Lenient {
+                    chain: None,
+                    provider,
+                }))
                 .with_no_client_auth(),
         },
     })
 }
 
-/// verify-ca: the chain is checked, the host name is not.
+/// The two libpq modes rustls has no name for. verify-ca (`chain: Some`):
+/// the chain is checked, the host name is not. require without a root
+/// (`chain: None`): encrypted, the certificate not checked. Signatures are
+/// always checked with the provider's algorithms.
 #[derive(Debug)]
-struct IgnoreName(Arc<rustls::client::WebPkiServerVerifier>);
+struct Lenient {
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
 
-impl rustls::client::danger::ServerCertVerifier for IgnoreName {
+impl rustls::client::danger::ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &rustls_pki_types::CertificateDer<'_>,
@@ -322,14 +337,14 @@ impl rustls::client::danger::ServerCertVerifier for IgnoreName {
         ocsp: &[u8],
         now: rustls_pki_types::UnixTime,
     ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
-            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
-            | Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext {
-                ..
-            })) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+        use rustls::CertificateError::{NotValidForName, NotValidForNameContext};
+        let Some(chain) = &self.chain else {
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(NotValidForName | NotValidForNameContext { .. })) => {
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
             other => other,
         }
     }
@@ -339,7 +354,12 @@ impl rustls::client::danger::ServerCertVerifier for IgnoreName {
         cert: &rustls_pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
     fn verify_tls13_signature(
         &self,
@@ -347,46 +367,17 @@ impl rustls::client::danger::ServerCertVerifier for IgnoreName {
         cert: &rustls_pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// require without a root: encryption without a certificate check (libpq's `require`).
-#[derive(Debug)]
-struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &rustls_pki_types::CertificateDer<'_>,
-        _: &[rustls_pki_types::CertificateDer<'_>],
-        _: &rustls_pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls_pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls_pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls_pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

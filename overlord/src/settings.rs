@@ -42,7 +42,7 @@ pub fn store(root: &Root) -> Store {
         .and_then(|ini| ini.f64("main", "keep_jobs").ok().flatten())
         .filter(|k| k.is_finite() && *k >= 0.0)
         .unwrap_or(crate::store::DEFAULT_KEEP_JOBS);
-    match store_url(root) {
+    match ini.as_ref().and_then(url_in) {
         Some(Ok(url)) => Store::Postgres(std::sync::Arc::new(crate::store::postgres::PgStore::new(
             url, keep,
         ))),
@@ -53,9 +53,12 @@ pub fn store(root: &Root) -> Store {
 
 /// `[store] url` of overlord.conf, parsed, if set.
 pub fn store_url(root: &Root) -> Option<Result<common::pg::StoreUrl, common::pg::PgError>> {
-    let ini = Ini::load(&root.overlord_conf()).ok()?;
-    let url = ini.str("store", "url")?.trim().to_string();
-    (!url.is_empty()).then(|| common::pg::StoreUrl::parse(&url))
+    url_in(&Ini::load(&root.overlord_conf()).ok()?)
+}
+
+fn url_in(ini: &Ini) -> Option<Result<common::pg::StoreUrl, common::pg::PgError>> {
+    let url = ini.str("store", "url")?.trim();
+    (!url.is_empty()).then(|| common::pg::StoreUrl::parse(url))
 }
 
 /// `[store] batch_lease`: how long a batch driver's lease lasts unrenewed

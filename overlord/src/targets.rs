@@ -69,16 +69,16 @@ fn shared_minions(root: &Root) -> Option<Vec<(String, Option<String>)>> {
     type Cache = Option<(Instant, std::path::PathBuf, Vec<(String, Option<String>)>)>;
     static CACHE: Mutex<Cache> = Mutex::new(None);
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let url = match crate::settings::store_url(root)? {
-        Ok(url) => url,
-        Err(_) => return None, // the store itself says why, where it is used
-    };
     let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((at, dir, list)) = cache.as_ref() {
         if at.elapsed() < Duration::from_secs(2) && dir == root.dir() {
             return Some(list.clone());
         }
     }
+    let url = match crate::settings::store_url(root)? {
+        Ok(url) => url,
+        Err(_) => return None, // the store itself says why, where it is used
+    };
     match common::pg::minions(&url) {
         Ok(list) => {
             let list: Vec<(String, Option<String>)> = list

@@ -74,9 +74,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
         } else {
             &bytes
         };
-        serde_json::from_slice(text)
-            .map(Body)
-            .map_err(|e| ApiError::bad(format!("bad JSON body: {}", short(&e.to_string()))))
+        serde_json::from_slice(text).map(Body).map_err(|e| {
+            ApiError::bad(format!(
+                "bad JSON body: {}",
+                common::paths::shorten(&e.to_string())
+            ))
+        })
     }
 }
 
@@ -120,12 +123,6 @@ pub async fn method_not_allowed() -> ApiError {
         StatusCode::METHOD_NOT_ALLOWED,
         "method not allowed here (see /api/v1/openapi.json)",
     )
-}
-
-/// Keeps an error message short (serde names the offending field and
-/// position, never the body).
-fn short(s: &str) -> String {
-    common::paths::shorten(s)
 }
 
 /// `GET /api/v1/openapi.json`.

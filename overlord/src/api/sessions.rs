@@ -66,12 +66,4 @@ impl Sessions {
     pub fn remove(&mut self, id: &str) {
         self.live.remove(id);
     }
-
-    pub fn len(&self) -> usize {
-        self.live.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
-    }
 }

@@ -79,12 +79,6 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-impl Clone for PgStore {
-    fn clone(&self) -> Self {
-        PgStore::new(self.url.clone(), self.keep_secs)
-    }
-}
-
 fn pg_err(e: PgError) -> StoreError {
     if e.is_unavailable() {
         StoreError::Unavailable(e.to_string())
@@ -113,10 +107,6 @@ impl PgStore {
     /// The store as people may see it (no password).
     pub fn shown(&self) -> &str {
         self.url.shown()
-    }
-
-    pub fn url(&self) -> &StoreUrl {
-        &self.url
     }
 
     /// Runs `f` on a pooled connection (made, and the schema brought up to
