@@ -44,17 +44,18 @@ install -d -m 0755 "$DESTDIR/usr/libexec/func/modules" "$DESTDIR/etc/func/module
 install -d "$root/share/doc/funcd/examples/modules"
 install -m 0644 dist/modules/example_py dist/modules/example_sh "$root/share/doc/funcd/examples/modules/"
 # Configuration: commented samples, each key with its default; an existing
-# file is the administrator's and is left alone.
+# file is the administrator's and is left alone. The overlord's and the
+# certmaster's may hold the store's password ([store] url): 0600.
 conf() {
 	local from=$1 to=$DESTDIR$2 mode=${3:-0644}
 	install -d "$(dirname "$to")"
 	[ -e "$to" ] || install -m "$mode" "dist/config/$from" "$to"
 }
 conf minion.conf /etc/func/minion.conf
-conf overlord.conf /etc/func/overlord.conf
+conf overlord.conf /etc/func/overlord.conf 0600
 conf async_methods.conf /etc/func/async_methods.conf
 conf groups /etc/func/groups
 conf example.acl /etc/func/minion-acl.d/example.acl.sample
-conf certmaster.conf /etc/certmaster/certmaster.conf
+conf certmaster.conf /etc/certmaster/certmaster.conf 0600
 conf certmaster-minion.conf /etc/certmaster/minion.conf
 echo "installed below ${DESTDIR:-/} (PREFIX=$PREFIX)"

@@ -137,15 +137,28 @@ impl StoreUrl {
             store: self.shown.clone(),
             message: describe(&e),
         };
+        // A Unix socket carries no TLS (libpq ignores sslmode there).
+        let local = self
+            .config
+            .get_hosts()
+            .iter()
+            .all(|h| matches!(h, postgres::config::Host::Unix(_)));
         match self.ssl {
             SslMode::Disable => self.config.connect(postgres::NoTls).map_err(unavailable),
+            _ if local => self.config.connect(postgres::NoTls).map_err(unavailable),
             mode => {
+                // These modes never go on without TLS, so a password is
+                // never sent in clear: a server (or anyone on the path)
+                // answering the TLS request with "no" ends the attempt, as
+                // libpq does. rust-postgres would otherwise "prefer".
+                let mut config = self.config.clone();
+                config.ssl_mode(postgres::config::SslMode::Require);
                 let tls = tls_config(mode, self.root_cert.as_deref()).map_err(|m| PgError::Unavailable {
                     store: self.shown.clone(),
                     message: m,
                 })?;
                 let connector = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
-                self.config.connect(connector).map_err(unavailable)
+                config.connect(connector).map_err(unavailable)
             }
         }
     }
@@ -456,6 +469,70 @@ mod tests {
         assert!(!e.to_string().contains("pw"));
         assert!(StoreUrl::parse("postgresql://u:pw@h/db?sslmode=verify-full").is_ok());
     }
+
+    /// A fake server that refuses TLS ("N") and then asks for a cleartext
+    /// password; it reports what it was sent after the refusal.
+    fn fake_server_refusing_tls() -> (u16, std::thread::JoinHandle<(bool, bool)>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let mut head = [0u8; 8];
+            s.read_exact(&mut head).unwrap();
+            // SSLRequest: length 8, code 80877103.
+            assert_eq!(&head[4..], &80877103u32.to_be_bytes());
+            s.write_all(b"N").unwrap();
+            // Whatever follows: a startup message, then (after our
+            // AuthenticationCleartextPassword) a password message 'p'.
+            let mut len = [0u8; 4];
+            if s.read_exact(&mut len).is_err() {
+                return (false, false);
+            }
+            let mut rest = vec![0u8; (u32::from_be_bytes(len) as usize).saturating_sub(4).min(1 << 16)];
+            let _ = s.read_exact(&mut rest);
+            let _ = s.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 3]);
+            let mut tag = [0u8; 1];
+            let password = s.read_exact(&mut tag).is_ok() && tag[0] == b'p';
+            (true, password)
+        });
+        (port, server)
+    }
+
+    #[test]
+    fn tls_modes_never_fall_back_to_plaintext_nor_send_the_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("db-ca.pem");
+        std::fs::write(&root, FAKE_DB_CA).unwrap();
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let (port, server) = fake_server_refusing_tls();
+            let url = StoreUrl::parse(&format!(
+                "postgresql://func:s3cret@127.0.0.1:{port}/func?sslmode={mode}&sslrootcert={}",
+                root.display()
+            ))
+            .unwrap();
+            let err = url.connect().err().unwrap_or_else(|| panic!("{mode}: connected in plaintext"));
+            assert!(err.is_unavailable(), "{mode}: {err}");
+            assert!(!err.to_string().contains("s3cret"));
+            let (startup, password) = server.join().unwrap();
+            assert!(!startup, "{mode}: went on in plaintext after the server refused TLS");
+            assert!(!password, "{mode}: sent the password in clear");
+        }
+    }
+
+    const FAKE_DB_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBgTCCASegAwIBAgIUJyapS1DbvadTf/EDm70sE+FZFwMwCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKZmFrZS1kYi1jYTAgFw0yNjExMjUyMTQ5NTRaGA8yMTI2MTEw
+MTIxNDk1NFowFTETMBEGA1UEAwwKZmFrZS1kYi1jYTBZMBMGByqGSM49AgEGCCqG
+SM49AwEHA0IABDNg98Vv4SMAk5imdDUvZV9UMgBfA0lh0L29lJzeX6XfhV3fcFWE
+9ODddMPc8tArCVwFIG+xRXKgpnw2KdmBZfqjUzBRMB0GA1UdDgQWBBR+2Zam6e76
+DH59s9liGtBEaMF2jjAfBgNVHSMEGDAWgBR+2Zam6e76DH59s9liGtBEaMF2jjAP
+BgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIAY9bzmU6cODkBixK461
+cRAgx+fLdDk93XyqCxxdE7yZAiEAlmJlq8oaHNjg+XqDHI7N6r4+ZGpu8G1HCy/c
+LDAxJWg=
+-----END CERTIFICATE-----
+";
 
     #[test]
     fn pgpass_lines_split_with_escapes() {

@@ -48,6 +48,16 @@ fn install_lays_out_everything_and_the_installed_fleet_works() {
     ] {
         assert!(dest.join(file).is_file(), "{file}");
     }
+    // Configuration that may hold the store's password ([store] url) is
+    // readable by its owner only; the rest is world-readable.
+    for (conf, want) in [
+        ("etc/func/overlord.conf", 0o600),
+        ("etc/certmaster/certmaster.conf", 0o600),
+        ("etc/func/minion.conf", 0o644),
+    ] {
+        let mode = std::fs::metadata(dest.join(conf)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, want, "{conf}: {mode:o}");
+    }
     // The drop-in module directories funcd looks in, writable by their owner only.
     for d in ["usr/libexec/func/modules", "etc/func/modules.d"] {
         let meta = std::fs::metadata(dest.join(d)).unwrap_or_else(|e| panic!("{d}: {e}"));
