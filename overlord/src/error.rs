@@ -28,6 +28,9 @@ pub enum EngineError {
     /// A batch or job record that cannot be used as it is.
     #[error("{0}")]
     Record(String),
+    /// A job or batch request whose signature does not verify (DESIGN §9).
+    #[error("{0}")]
+    Untrusted(String),
     /// Another live process holds the batch.
     #[error("another driver (pid {0}) is driving this batch")]
     Held(u32),

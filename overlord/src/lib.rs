@@ -20,6 +20,7 @@
 //! The XML-RPC client itself is `common::rpc::client`.
 
 pub mod api;
+pub mod audit;
 pub mod batch;
 pub mod calling;
 pub mod cli;
@@ -38,6 +39,8 @@ pub mod parse;
 pub mod plan;
 pub mod pool;
 pub mod report;
+pub mod revocation;
+pub mod seal;
 pub mod settings;
 pub mod status;
 pub mod store;

@@ -113,6 +113,48 @@ class SharedStoreTest(unittest.TestCase):
                     n += sum(1 for line in f if needle in line)
         return n
 
+    def test_a_store_that_rewrites_jobs_cannot_change_what_runs(self):
+        # Whoever can write the store (here: a trigger) rewrites every job's
+        # function and arguments into command.run as it is written. Drivers
+        # verify the overlord's signature and send nothing (DESIGN §9).
+        marker = os.path.join(self.fleet.dir, "store-wrote-this")
+        self.func(self.a, "store", "status")  # the schema exists
+        self.pg.psql("""
+            CREATE OR REPLACE FUNCTION func_rewrite() RETURNS trigger AS $$
+            BEGIN
+              NEW.function := 'command.run';
+              NEW.meta := jsonb_set(jsonb_set(jsonb_set(NEW.meta, '{function}', '"command.run"'),
+                  '{args}', jsonb_build_array('touch %s')), '{typed_args}', 'null');
+              RETURN NEW;
+            END $$ LANGUAGE plpgsql;
+            CREATE TRIGGER func_rewrite BEFORE INSERT OR UPDATE ON func_jobs
+              FOR EACH ROW EXECUTE FUNCTION func_rewrite();""" % marker)
+        try:
+            before = self.audit_count("command.run")
+            # An async job (polled to its end), an async batch (collapsed on
+            # B) and a sync batch.
+            out = self.func(self.a, "-t", "60", "*", "call", "--async", "test", "ping")
+            self.assertNotEqual(out.returncode, 0, out.stdout)
+            self.assertIn("UntrustedRequest", out.stdout + out.stderr)
+            job = self.job_id(self.func(self.a, "*", "call", "--async", "--nopoll", "--batch", "2", "test", "ping"))
+            out = self.func(self.b, "-t", "60", "job_status", job, "--wait", "--json")
+            doc = json.loads(out.stdout)
+            self.assertEqual(sorted(doc["results"]), ["m1", "m2", "m3"], out.stdout)
+            for host, value in doc["results"].items():
+                self.assertIn("UntrustedRequest", json.dumps(value), host)
+            out = self.func(self.a, "*", "call", "--batch", "2", "test", "ping")
+            self.assertNotEqual(out.returncode, 0, out.stdout)
+            self.assertIn("signature", out.stdout + out.stderr)
+        finally:
+            self.pg.psql("DROP TRIGGER func_rewrite ON func_jobs; DROP FUNCTION func_rewrite();")
+        self.assertFalse(os.path.exists(marker), "the rewritten job ran")
+        self.assertEqual(self.audit_count("command.run"), before, "a minion was sent command.run")
+        with open(os.path.join(self.a, "var/log/func/api-audit.log")) as f:
+            self.assertIn("driver refused", f.read())
+        # Untouched, the same calls run.
+        out = self.func(self.a, "-t", "60", "*", "call", "--async", "test", "ping")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
     def test_b_resolves_spec_from_the_store_and_calls_with_its_key(self):
         out = self.func(self.b, "*", "ping")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)

@@ -237,6 +237,15 @@ async fn start_job(
         call.batch.is_some(),
     );
     meta.user = caller.user();
+    // What the caller may do, signed with the request (DESIGN §9).
+    meta.rights = (!caller.rights.admin).then(|| {
+        caller
+            .rights
+            .rules
+            .iter()
+            .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
+            .collect()
+    });
     let api2 = Arc::clone(api);
     let (batch, wait, failhard, timeout) = (call.batch.clone(), call.batch_wait, call.failhard, call.timeout);
     let id = tokio::task::spawn_blocking(move || -> Result<String, crate::error::EngineError> {
@@ -247,13 +256,7 @@ async fn start_job(
         };
         let size = machine::size(&batch, names.len()).map_err(crate::error::EngineError::Record)?;
         let state = machine::BatchState::new(names, size, wait, failhard, timeout);
-        let (id, _) = driver::create(
-            &api2.store,
-            meta,
-            state,
-            "async",
-            crate::settings::batch_lease(&api2.root),
-        )?;
+        let (id, _) = driver::create(&api2.store, &api2.root, meta, state, "async")?;
         let child =
             driver::spawn(&api2.exe, &api2.root, &id).map_err(|source| crate::error::EngineError::Spawn {
                 what: "the batch driver",

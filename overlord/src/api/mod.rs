@@ -13,7 +13,6 @@
 //! - [`reply`]: JSON bodies in and out, errors as `{"error"}`.
 //! - [`web`]: the web UI's pages, built into the binary.
 
-pub mod audit;
 pub mod auth;
 pub mod batches;
 pub mod bus;

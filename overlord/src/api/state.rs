@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use common::paths::Root;
 use tokio::sync::Semaphore;
 
-use super::{audit, bus, config, sessions, tokens};
+use super::{bus, config, sessions, tokens};
+use crate::audit;
 use crate::pool::Pool;
 use crate::store::Store;
 

@@ -57,13 +57,15 @@ pub fn main(args: &[String]) -> i32 {
 /// spawns: `hand_over`), so it never looks driverless.
 pub fn create(
     store: &dyn JobStore,
+    root: &Root,
     meta: JobMeta,
     state: BatchState,
     mode: &str,
-    lease: f64,
 ) -> Result<(String, BatchRecord), EngineError> {
+    let lease = crate::settings::batch_lease(root);
     let hosts: Vec<String> = state.pending.iter().cloned().collect();
-    let id = store.create(meta, &hosts)?;
+    let signer = crate::seal::Signer::load(root).map_err(|e| EngineError::Credentials(e.to_string()))?;
+    let id = store.create_sealed(meta, &hosts, &|m, h| signer.seal(m, h))?;
     let now = crate::store::now();
     let mut record = BatchRecord {
         state,
@@ -126,6 +128,33 @@ fn parent() -> Option<Proc> {
     common::process::start_time(pid).map(|start| (pid, start))
 }
 
+/// Whether batch `id`'s request was signed by an overlord (DESIGN §9):
+/// the job's function, arguments and hosts as signed, and no host in the
+/// batch record that the job does not name. The outer error: the store.
+fn trust(
+    store: &dyn JobStore,
+    root: &Root,
+    id: &str,
+    meta: &JobMeta,
+) -> Result<Result<(), crate::seal::SealError>, EngineError> {
+    let Some(job) = store.load(id)? else {
+        return Err(EngineError::Record("no such batch in the store".into()));
+    };
+    let hosts: Vec<String> = job.hosts.keys().cloned().collect();
+    if let Err(e) = crate::seal::verify(root, meta, &hosts) {
+        return Ok(Err(e));
+    }
+    let Some((_, rec)) = load(store, id)? else {
+        return Err(EngineError::Record("no such batch in the store".into()));
+    };
+    let listed = rec.state.pending.iter().chain(rec.state.active.keys()).chain(rec.state.ended.keys());
+    let extra = crate::seal::unsigned_hosts(&hosts, listed);
+    Ok(match extra.is_empty() {
+        true => Ok(()),
+        false => Err(crate::seal::SealError::ExtraHosts(extra.join(", "))),
+    })
+}
+
 /// Loads batch `id`.
 pub fn load(store: &dyn JobStore, id: &str) -> Result<Option<(JobMeta, BatchRecord)>, EngineError> {
     let Some(bytes) = store.batch(id)? else {
@@ -154,6 +183,9 @@ pub fn drive(
 ) -> Result<BatchRecord, EngineError> {
     let (meta, _) =
         load(store, id)?.ok_or_else(|| EngineError::Record("no such batch in the store".into()))?;
+    // A request whose signature does not verify is refused: every host it
+    // would dispatch fails with the reason, and nothing is sent.
+    let refused = trust(store, root, id, &meta)?.err();
     // Only the claim's winner drives: two drivers never run one batch.
     let lease = crate::settings::batch_lease(root);
     let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true, lease)? {
@@ -211,7 +243,20 @@ pub fn drive(
             let calls = with_jobs(root, &rec, &actions.kill, "jobs.kill_job");
             poller.call_each(calls);
         }
-        if !actions.dispatch.is_empty() {
+        if let (false, Some(why)) = (actions.dispatch.is_empty(), &refused) {
+            let v = remote_error(
+                "func.overlord.UntrustedRequest",
+                &format!("refused, nothing sent: {why}"),
+                "",
+            );
+            for host in &actions.dispatch {
+                results.insert(host.clone(), v.clone());
+                events.push(Event::DispatchFailed {
+                    host: host.clone(),
+                    why: crate::values::error_text(&v),
+                });
+            }
+        } else if !actions.dispatch.is_empty() {
             save(store, id, &mut rec, &[], false, lease)?;
             let params: Vec<Value> = meta.params();
             let calls = actions
@@ -286,6 +331,17 @@ pub fn drive(
             }
         }
         if finished {
+            if let Some(why) = refused {
+                let hosts: Vec<String> = rec.state.ended.keys().cloned().collect();
+                crate::audit::Audit::new(root).line(
+                    &meta.user,
+                    None,
+                    &format!("driver refused batch {id} ({}): {why}", meta.function),
+                    &hosts,
+                    403,
+                );
+                return Err(EngineError::Untrusted(format!("batch {id} refused, nothing sent: {why}")));
+            }
             return Ok(rec);
         }
         match rec.control {

@@ -243,13 +243,7 @@ impl Call {
         );
         let store = plan.store();
         let mode = if self.asynchronous { "async" } else { "sync" };
-        let (id, _) = driver::create(
-            &store,
-            self.meta(plan, targets.len(), true),
-            state,
-            mode,
-            crate::settings::batch_lease(&plan.root),
-        )?;
+        let (id, _) = driver::create(&store, &plan.root, self.meta(plan, targets.len(), true), state, mode)?;
         if self.asynchronous {
             let exe = common::process::own_exe().map_err(|e| PlanError::Config(e.to_string()))?;
             let child = driver::spawn(&exe, &plan.root, &id)

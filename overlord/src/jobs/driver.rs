@@ -61,7 +61,8 @@ pub fn submit(
     hosts: Vec<String>,
 ) -> Result<(String, std::process::Child), crate::error::EngineError> {
     use crate::error::EngineError;
-    let id = store.create(meta, &hosts)?;
+    let signer = crate::seal::Signer::load(root).map_err(|e| EngineError::Credentials(e.to_string()))?;
+    let id = store.create_sealed(meta, &hosts, &|m, h| signer.seal(m, h))?;
     let exe = common::process::own_exe().map_err(|source| EngineError::Spawn {
         what: "the job driver (its executable is not found)",
         source,
@@ -113,6 +114,10 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
     let record = crate::store::api::retrying(&what, || store.load(id))
         .map_err(|e| e.to_string())?
         .ok_or("no such job in the store")?;
+    let hosts: Vec<String> = record.hosts.keys().cloned().collect();
+    if let Err(why) = crate::seal::verify(root, &record.meta, &hosts) {
+        return Err(refuse(store, root, &record, &why));
+    }
     let targets: Vec<Target> = record
         .hosts
         .iter()
@@ -189,4 +194,43 @@ fn dispatched(value: &Value) -> HostUpdate {
             )),
         },
     }
+}
+
+/// Refuses job `record` whose request does not verify (DESIGN §9): sends
+/// nothing, ends every unfinished host with the reason, writes an audit
+/// line, and returns the message to log (the driver exits 1).
+pub fn refuse(
+    store: &dyn JobStore,
+    root: &Root,
+    record: &crate::store::JobRecord,
+    why: &crate::seal::SealError,
+) -> String {
+    let id = &record.meta.id;
+    let text = format!("refused, nothing sent: {why}");
+    let result = encode_result(remote_error("func.overlord.UntrustedRequest", &text, ""));
+    let changes: Vec<(String, HostUpdate)> = record
+        .hosts
+        .iter()
+        .filter(|(_, e)| e.state != HostState::Finished)
+        .map(|(h, _)| {
+            (
+                h.clone(),
+                HostUpdate::Finished {
+                    result_xml: result.clone(),
+                },
+            )
+        })
+        .collect();
+    let hosts: Vec<String> = record.hosts.keys().cloned().collect();
+    crate::audit::Audit::new(root).line(
+        &record.meta.user,
+        None,
+        &format!("driver refused job {id} ({}): {why}", record.meta.function),
+        &hosts,
+        403,
+    );
+    if let Err(e) = store.update(id, &changes, true) {
+        return format!("{text} (and cannot record that: {e})");
+    }
+    text
 }

@@ -9,11 +9,20 @@ use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
 /// in epoch seconds, and its id), newest first.
 pub type Cursor = (f64, String);
 
+/// Signs a new job's request once the store has chosen its id.
+pub type Sealer<'a> = &'a dyn Fn(&mut JobMeta, &[String]);
+
 /// The overlord's job store.
 pub trait JobStore: Send + Sync {
     /// Records a new job with all its hosts pending, under a fresh id that
-    /// no other writer can take; returns the id.
-    fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError>;
+    /// no other writer can take; returns the id. `seal` signs the request
+    /// once its id is chosen, before it is written (`seal.rs`).
+    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError>;
+    /// [`JobStore::create_sealed`] without a signature (tests, imports:
+    /// no driver runs such a job).
+    fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+        self.create_sealed(meta, hosts, &|_, _| {})
+    }
     /// The jobs of `ids` the store still has (expired ones are gone).
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError>;
     /// The job and its hosts, if the store still has it.

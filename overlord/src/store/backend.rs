@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::api::{Cursor, JobStore};
+use super::api::{Cursor, JobStore, Sealer};
 use super::postgres::PgStore;
 use super::redb::RedbStore;
 use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
@@ -111,8 +111,8 @@ impl Store {
 }
 
 impl JobStore for Store {
-    fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
-        self.inner()?.create(meta, hosts)
+    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
+        self.inner()?.create_sealed(meta, hosts, seal)
     }
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         self.inner()?.load_many(ids)

@@ -9,8 +9,8 @@ pub mod postgres;
 pub mod redb;
 pub mod types;
 
-pub use api::{Cursor, JobStore};
+pub use api::{Cursor, JobStore, Sealer};
 pub use backend::Store;
 pub use types::{
-    job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError, DEFAULT_KEEP_JOBS,
+    job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, Seal, StoreError, DEFAULT_KEEP_JOBS,
 };

@@ -21,7 +21,7 @@ use common::pg::{PgError, StoreUrl};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Transaction};
 
-use super::api::{Cursor, JobStore};
+use super::api::{Cursor, JobStore, Sealer};
 use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
 
 /// The schema this build writes.
@@ -447,13 +447,14 @@ fn apply_update(
 }
 
 impl JobStore for PgStore {
-    fn create(&self, mut meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+    fn create_sealed(&self, mut meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
         self.write(|txn| {
             let mut stamp = (meta.started.max(0.0) * 1e6) as u64;
             meta.hosts = hosts.len();
             loop {
                 meta.id = job_id(&meta.spec, &meta.function, stamp);
                 meta.started = stamp as f64 / 1e6;
+                seal(&mut meta, hosts);
                 let n = txn.execute(
                     "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
                      VALUES ($1, $2, NULL, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",

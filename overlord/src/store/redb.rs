@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::Serialize;
 
-use super::api::{Cursor, JobStore};
+use super::api::{Cursor, JobStore, Sealer};
 use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
 
 const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
@@ -148,7 +148,12 @@ impl RedbStore {
     /// Records a new job with all its hosts pending, under a fresh id based
     /// on `meta.started` (moved on by 1 µs while the id is taken, so ids
     /// are unique however many processes start together). Returns the id.
-    pub fn create(&self, mut meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+    pub fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
+        self.create_sealed(meta, hosts, &|_, _| {})
+    }
+
+    /// [`JobStore::create_sealed`].
+    pub fn create_sealed(&self, mut meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
         self.write(|txn| {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
             let mut stamp = micros(meta.started);
@@ -161,6 +166,7 @@ impl RedbStore {
             }
             meta.started = stamp as f64 / 1e6;
             meta.hosts = hosts.len();
+            seal(&mut meta, hosts);
             jobs.insert(meta.id.as_str(), encode(&meta)?.as_slice())
                 .map_err(db_err)?;
             let mut table = txn.open_table(HOSTS).map_err(db_err)?;
@@ -336,8 +342,8 @@ impl RedbStore {
 }
 
 impl JobStore for RedbStore {
-    fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
-        RedbStore::create(self, meta, hosts)
+    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
+        RedbStore::create_sealed(self, meta, hosts, seal)
     }
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         RedbStore::load_many(self, ids)
@@ -621,6 +627,8 @@ mod tests {
             driver_host: None,
             batch: false,
             typed_args: None,
+            rights: None,
+            seal: None,
         }
     }
 

@@ -45,6 +45,14 @@ pub struct JobMeta {
     /// sent instead of `args` (which then only shows them).
     #[serde(default)]
     pub typed_args: Option<String>,
+    /// The caller's rights when the request was accepted (a func-api
+    /// token's `SPEC=METHODS` rules); `None`: an overlord administrator.
+    #[serde(default)]
+    pub rights: Option<Vec<String>>,
+    /// The overlord's signature of the request (DESIGN §9, `seal.rs`):
+    /// drivers send nothing whose seal does not verify.
+    #[serde(default)]
+    pub seal: Option<Seal>,
 }
 
 impl JobMeta {
@@ -79,6 +87,8 @@ impl JobMeta {
             driver: None,
             driver_host: None,
             batch,
+            rights: None,
+            seal: None,
         }
     }
 
@@ -97,6 +107,16 @@ impl JobMeta {
                 .collect(),
         }
     }
+}
+
+/// A job request's signature and the certificate to check it with
+/// (made and checked by `seal.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Seal {
+    /// The signer's certificate (DER, base64).
+    pub cert: String,
+    /// ECDSA P-256 SHA-256 signature (ASN.1, base64) of the signed bytes.
+    pub sig: String,
 }
 
 /// Where one host stands.

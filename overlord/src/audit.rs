@@ -1,7 +1,8 @@
-//! func-api's audit log, `var/log/func/api-audit.log` (0600 in a 0700
+//! The overlord's audit log, `var/log/func/api-audit.log` (0600 in a 0700
 //! directory): one JSON line per action — when, who, from which address,
 //! what, which hosts (the first 50 named, the count always), and the
-//! answer's status. Arguments
+//! answer's status. func-api writes a line per request; drivers write one
+//! when they refuse a request whose signature does not verify. Arguments
 //! are not logged (they may hold secrets); the minions log every call too.
 
 use std::io::Write as _;
@@ -52,7 +53,7 @@ impl Audit {
         }
         let written = file.as_mut().map(|f| f.write_all(format!("{line}\n").as_bytes()));
         if !matches!(written, Some(Ok(()))) {
-            tracing::warn!(path = %self.path.display(), "cannot write the audit log");
+            crate::log::line(&format!("cannot write the audit log {}", self.path.display()));
             *file = None;
         }
     }
