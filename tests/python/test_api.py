@@ -35,6 +35,10 @@ ENDPOINTS = [
 ]
 
 
+# What the web UI's script sends with every change (and a login).
+CSRF = {"X-Func-CSRF": "1"}
+
+
 def wait_until(limit, cond, pause=0.05):
     end = time.time() + limit
     while time.time() < end:
@@ -306,7 +310,7 @@ class ApiTest(unittest.TestCase):
         s2.close()
 
     def test_browser_login_sets_a_strict_cookie(self):
-        status, doc, r = self.api.request("POST", "/api/v1/login", body={"token": self.admin})
+        status, doc, r = self.api.request("POST", "/api/v1/login", body={"token": self.admin}, headers=CSRF)
         self.assertEqual(status, 200)
         cookie = r.getheader("Set-Cookie")
         for attr in ("HttpOnly", "Secure", "SameSite=Strict", "Path=/"):
@@ -315,13 +319,13 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(self.api.request("GET", "/api/v1/minions", headers={"Cookie": session})[0], 200)
         self.api.request("POST", "/api/v1/logout", headers={"Cookie": session})
         self.assertEqual(self.api.request("GET", "/api/v1/minions", headers={"Cookie": session})[0], 401)
-        self.assertEqual(self.api.request("POST", "/api/v1/login", body={"token": "fapi_nope"})[0], 401)
+        self.assertEqual(self.api.request("POST", "/api/v1/login", body={"token": "fapi_nope"}, headers=CSRF)[0], 401)
 
     def test_a_token_logging_in_again_and_again_ends_only_its_own_sessions(self):
-        status, _, r = self.api.request("POST", "/api/v1/login", body={"token": self.admin})
+        status, _, r = self.api.request("POST", "/api/v1/login", body={"token": self.admin}, headers=CSRF)
         admin_session = r.getheader("Set-Cookie").split(";")[0]
         for _ in range(40):
-            self.assertEqual(self.api.request("POST", "/api/v1/login", body={"token": self.limited})[0], 200)
+            self.assertEqual(self.api.request("POST", "/api/v1/login", body={"token": self.limited}, headers=CSRF)[0], 200)
         self.assertEqual(self.api.request("GET", "/api/v1/minions", headers={"Cookie": admin_session})[0], 200)
 
     def test_an_address_that_keeps_failing_is_refused_for_a_while(self):
@@ -332,8 +336,10 @@ class ApiTest(unittest.TestCase):
             for _ in range(20):
                 self.assertEqual(api.request("GET", "/api/v1/minions", "fapi_guess")[0], 401)
             self.assertEqual(api.request("GET", "/api/v1/minions", "fapi_guess")[0], 429)
-            self.assertEqual(api.request("GET", "/api/v1/minions", good)[0], 429, "the address, not the token")
-            self.assertEqual(api.request("POST", "/api/v1/login", body={"token": good})[0], 429)
+            self.assertEqual(api.request("POST", "/api/v1/login", body={"token": "fapi_guess"}, headers=CSRF)[0], 429)
+            # Others failing behind the same address never lock out a valid credential.
+            self.assertEqual(api.request("GET", "/api/v1/minions", good)[0], 200, "a valid token is let in")
+            self.assertEqual(api.request("POST", "/api/v1/login", body={"token": good}, headers=CSRF)[0], 200)
             log = os.path.join(fleet.ca_root, "var/log/func/api-audit.log")
             with open(log) as f:
                 lines = [json.loads(l) for l in f]
@@ -366,6 +372,68 @@ class ApiTest(unittest.TestCase):
                 s.close()
             api.close()
             fleet.close()
+
+    def test_slow_bodies_and_unread_answers_cannot_lock_callers_out(self):
+        """Every slot held by anonymous peers misbehaving (from several
+        addresses): login heads whose bodies never arrive, and pipelined
+        requests whose answers are never read. An admin is still served,
+        the slow bodies end at their deadline, and a caller with
+        credentials is refused (401) without its body being read."""
+        import socket
+        fleet = Fleet()
+        api = Api(fleet, conf="[api]\nmax_connections = 8\n")
+        held = []
+        try:
+            token = api.token("t", "--admin")
+            head = ("POST /api/v1/login HTTP/1.1\r\nHost: localhost\r\nX-Func-CSRF: 1\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+            pipelined = "GET /ui/app.js HTTP/1.1\r\nHost: localhost\r\n\r\n" * 200
+            for i in range(12):
+                raw = socket.socket()
+                raw.bind(("127.0.0.%d" % (2 + i // 3), 0))
+                raw.connect(("127.0.0.1", api.port))
+                tls = api.ctx.wrap_socket(raw, server_hostname="localhost")
+                tls.sendall((head if i % 2 == 0 else pipelined).encode())
+                held.append(tls)
+            for _ in range(3):
+                status, doc, _ = api.request("GET", "/api/v1/minions", token)
+                self.assertEqual(status, 200, doc)
+            # A slow body on a connection kept open: ended at its deadline (408).
+            raw = socket.create_connection(("127.0.0.1", api.port))
+            slow = api.ctx.wrap_socket(raw, server_hostname="localhost")
+            slow.settimeout(60)
+            slow.sendall(head.encode())
+            answer = slow.recv(4096).decode(errors="replace")
+            self.assertIn(" 408 ", answer.splitlines()[0] if answer else "(closed without an answer)")
+            slow.close()
+            # Wrong credentials with a body that never comes: 401 at once.
+            raw = socket.create_connection(("127.0.0.1", api.port))
+            wrong = api.ctx.wrap_socket(raw, server_hostname="localhost")
+            wrong.settimeout(60)
+            wrong.sendall(b"POST /api/v1/calls HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer fapi_x\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+            answer = wrong.recv(4096).decode(errors="replace")
+            self.assertIn(" 401 ", answer.splitlines()[0] if answer else "(closed without an answer)")
+            wrong.close()
+        finally:
+            for s in held:
+                s.close()
+            api.close()
+            fleet.close()
+
+    def test_login_needs_our_own_page_or_the_csrf_header(self):
+        """Another site cannot log a visitor's browser in with its token
+        (login CSRF): a cross-origin or origin-less form post is refused."""
+        body = json.dumps({"token": self.admin})
+        for headers in ({"Content-Type": "text/plain"},
+                        {"Content-Type": "text/plain", "Origin": "https://evil.example"},
+                        {"Content-Type": "application/json", "Origin": "null"}):
+            status, doc, r = self.api.request("POST", "/api/v1/login", raw=body, headers=headers)
+            self.assertEqual(status, 403, (headers, doc))
+            self.assertIsNone(r.getheader("Set-Cookie"))
+        own = {"Origin": "https://localhost:%d" % self.api.port}
+        self.assertEqual(self.api.request("POST", "/api/v1/login", raw=body, headers=own)[0], 200)
+        self.assertEqual(self.api.request("POST", "/api/v1/login", raw=body, headers=CSRF)[0], 200)
 
     def test_a_stop_lets_calls_in_progress_finish(self):
         api = Api(self.fleet)

@@ -14,7 +14,7 @@ import unittest
 import urllib.parse
 
 from funcfixture import Fleet, binary
-from test_api import Api, wait_until
+from test_api import CSRF, Api, wait_until
 from webdriver import Browser
 
 SHOTS = os.path.join(os.path.dirname(__file__), "..", "..", "target", "web-screenshots")
@@ -171,7 +171,7 @@ class WebTest(unittest.TestCase):
         self.assertIn("script-src 'self'", csp)
         self.assertNotIn("unsafe-inline", csp)
         # A cookie session cannot change anything without the page's header.
-        status, doc, r = self.api.request("POST", "/api/v1/login", body={"token": self.token})
+        status, doc, r = self.api.request("POST", "/api/v1/login", body={"token": self.token}, headers=CSRF)
         session = r.getheader("Set-Cookie").split(";")[0]
         status, doc, _ = self.api.request("POST", "/api/v1/calls", headers={"Cookie": session},
                                           body={"spec": "m1", "module": "test", "method": "ping"})

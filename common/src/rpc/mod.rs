@@ -6,5 +6,6 @@
 
 pub mod accept;
 pub mod client;
+pub mod deadline;
 pub mod http;
 pub mod idle;

@@ -95,16 +95,42 @@ pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a 
         .map(|(_, v)| v)
 }
 
+/// Whether a request carries credentials that let it in (a known token,
+/// a live session, the overlord's certificate), judged from its head only
+/// and without counting failures: the server keeps the connection of such
+/// a caller for good, while anonymous ones stay evictable.
+pub fn credentialed(api: &Api, headers: &axum::http::HeaderMap, overlord: bool) -> bool {
+    if overlord {
+        return true;
+    }
+    if let Some(token) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+    {
+        let hash = tokens::hash(token.trim());
+        return api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash).is_some();
+    }
+    cookie(headers, COOKIE).is_some_and(|id| {
+        api.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .is_some()
+    })
+}
+
 /// Finds the caller of a request.
 pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
     let from = parts.extensions.get::<Peer>().map(|p| p.addr.ip().to_canonical());
-    // An address that keeps failing is refused for a while, before any
-    // token is looked at (guessing is hopeless; this bounds the log).
-    if from.is_some_and(|a| api.failures.blocked(a)) {
-        return Err(too_many_failures());
-    }
+    // An address that keeps failing gets 429 for its failures for a while
+    // (guessing is hopeless; this bounds the log); a valid credential from
+    // it is still let in (others behind the same address may have failed).
     let failed = |why: &str| {
         if let Some(a) = from {
+            if api.failures.blocked(a) {
+                return too_many_failures();
+            }
             if api.failures.note(a) {
                 api.audit.line("?", Some(a), "authenticate", &[], 401);
             }

@@ -1,5 +1,7 @@
 //! Failed authentications per client address, so one that keeps failing
 //! (guessing tokens, or just filling the audit log) is refused for a while.
+//! Only failing attempts are refused: a valid credential is always let in,
+//! whatever others behind the same address did.
 
 /// Failed authentications per address: at most `[api]
 /// auth_failures_per_minute` a minute, then the address is refused until
@@ -11,6 +13,14 @@ pub struct Failures {
 
 impl Failures {
     const WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+    /// Addresses remembered at most.
+    const ADDRESSES: usize = 10_000;
+
+    /// Addresses remembered now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
 
     pub fn new(limit: u32) -> Self {
         Failures {
@@ -30,8 +40,15 @@ impl Failures {
     /// (so worth an audit line).
     pub fn note(&self, addr: std::net::IpAddr) -> bool {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.len() >= 10_000 {
+        if seen.len() >= Self::ADDRESSES && !seen.contains_key(&addr) {
             seen.retain(|_, (_, at)| at.elapsed() < Self::WINDOW);
+            // Still full (failures from very many addresses this minute):
+            // the oldest window goes, so the table never grows past the cap.
+            if seen.len() >= Self::ADDRESSES {
+                if let Some(oldest) = seen.iter().min_by_key(|(_, (_, at))| *at).map(|(a, _)| *a) {
+                    seen.remove(&oldest);
+                }
+            }
         }
         let entry = seen.entry(addr).or_insert((0, std::time::Instant::now()));
         if entry.1.elapsed() >= Self::WINDOW {
@@ -39,5 +56,19 @@ impl Failures {
         }
         entry.0 += 1;
         entry.0 <= self.limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_stays_bounded_whatever_the_number_of_addresses() {
+        let f = Failures::new(3);
+        for i in 0..(Failures::ADDRESSES as u32 + 500) {
+            f.note(std::net::IpAddr::V6(std::net::Ipv6Addr::from(u128::from(i) + 1)));
+        }
+        assert!(f.len() <= Failures::ADDRESSES, "{}", f.len());
     }
 }

@@ -42,6 +42,28 @@ impl ApiError {
     }
 }
 
+/// A body over `limit` bytes: 413.
+pub fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("request body over {limit} bytes"),
+    )
+}
+
+/// Too many requests without credentials in progress: 503, try again soon.
+pub fn busy_anonymous() -> Response {
+    let mut r = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many requests without credentials in progress: try again shortly",
+    )
+    .into_response();
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    r
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut r = (self.status, axum::Json(json!({"error": self.message}))).into_response();

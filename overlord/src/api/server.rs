@@ -27,6 +27,18 @@ const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
 /// event stream is never idle: it is a request in progress).
 const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
 const IDLE: std::time::Duration = std::time::Duration::from_secs(15);
+/// A write (an answer, an event) that the peer takes no data of for this
+/// long ends the connection: answers nobody reads hold nothing for good.
+const WRITE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long a request body may take to arrive: a caller's, and an
+/// anonymous one's (a login: a token, a few bytes).
+const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+const ANONYMOUS_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+/// The largest login body.
+const LOGIN_BODY: usize = 4096;
+/// Requests without credentials in progress at once, over all peers (the
+/// login, the web UI's files, refusals): more get 503 at once.
+pub const ANONYMOUS_REQUESTS: usize = 64;
 
 /// The routes.
 pub fn router(api: Arc<Api>) -> Router {
@@ -55,6 +67,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .fallback(reply::not_found)
         .method_not_allowed_fallback(reply::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(api.settings.max_body))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), bodies))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), counted))
         .with_state(api)
 }
@@ -76,9 +89,9 @@ pub async fn serve(
         PER_ADDRESS.min(max),
         shutdown,
         |tcp, addr, slot| {
-            let (tls, app) = (Arc::clone(&tls), app.clone());
+            let (api, tls, app) = (Arc::clone(&api), Arc::clone(&tls), app.clone());
             tokio::spawn(async move {
-                connection(tls, app, tcp, addr, &slot).await;
+                connection(api, tls, app, tcp, addr, &slot).await;
                 drop(slot);
             });
         },
@@ -114,7 +127,54 @@ async fn counted(
     next.run(req).await
 }
 
+/// Reads a request's body with a deadline and a bound, after judging the
+/// credentials from its head: a caller that is not let in is answered
+/// without a byte of its body read. The login (whose credential is its
+/// body) gets a few KiB and a few seconds.
+async fn bodies(
+    axum::extract::State(api): axum::extract::State<Arc<Api>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    use axum::response::IntoResponse as _;
+    let length = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let has_body = length.is_some_and(|n| n > 0) || req.headers().contains_key(TRANSFER_ENCODING);
+    if !has_body {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let (limit, deadline) = if parts.uri.path() == "/api/v1/login" {
+        (LOGIN_BODY, ANONYMOUS_BODY_DEADLINE)
+    } else {
+        if let Err(refused) = super::auth::authenticate(&api, &parts) {
+            return refused.into_response();
+        }
+        (api.settings.max_body, BODY_DEADLINE)
+    };
+    if length.is_some_and(|n| n > limit as u64) {
+        return reply::too_large(limit).into_response();
+    }
+    match tokio::time::timeout(deadline, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => {
+            next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+        Ok(Err(_)) => reply::too_large(limit).into_response(),
+        Err(_) => reply::ApiError::new(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            format!("the request body did not arrive within {} s", deadline.as_secs()),
+        )
+        .into_response(),
+    }
+}
+
 async fn connection(
+    api: Arc<Api>,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     tcp: TcpStream,
@@ -128,9 +188,11 @@ async fn connection(
         _ = slot.evicted() => return,
     };
     let Ok(Ok(stream)) = accepted else { return };
-    // The slot is kept for good only once a request arrives: a peer that
-    // finishes its handshake and then says nothing can still be evicted
-    // when every slot is taken, so idle sockets cannot lock others out.
+    // The slot is kept for good only once a request with credentials
+    // arrives: a peer that finishes its handshake and then says nothing,
+    // or sends only anonymous requests (a login whose body never ends),
+    // can still be evicted when every slot is taken, so such peers cannot
+    // lock callers out. Anonymous requests in progress are bounded too.
     let first_request = Arc::new(tokio::sync::Notify::new());
     let overlord = stream
         .get_ref()
@@ -143,10 +205,20 @@ async fn connection(
     let peer = Peer { addr, overlord };
     let arrived = Arc::clone(&first_request);
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-        arrived.notify_one();
+        let anonymous = if super::auth::credentialed(&api, req.headers(), peer.overlord.is_some()) {
+            arrived.notify_one();
+            None
+        } else {
+            Some(Arc::clone(&api.anonymous).try_acquire_owned())
+        };
         req.extensions_mut().insert(peer.clone());
         let mut app = app.clone();
         async move {
+            let _permit = match anonymous {
+                Some(Err(_)) => return Ok::<_, Infallible>(reply::busy_anonymous()),
+                Some(Ok(permit)) => Some(permit),
+                None => None,
+            };
             Ok::<_, Infallible>(
                 app.call(req.map(axum::body::Body::new))
                     .await
@@ -156,6 +228,7 @@ async fn connection(
     });
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());
+    let stream = common::rpc::deadline::WriteDeadline::new(stream, WRITE_DEADLINE);
     let served = common::rpc::idle::serve(&mut builder, stream, service, IDLE, slot);
     tokio::pin!(served);
     let mut established = false;

@@ -21,19 +21,53 @@ pub struct Login {
     token: String,
 }
 
+/// A login from our own page, or from a program: it carries the
+/// `X-Func-CSRF` header (which no other site can make a browser send
+/// without a CORS preflight we never allow) or an `Origin` that is this
+/// service's own. Else another site could log a visitor's browser in
+/// with the site's token (login CSRF). Judged from the head, before the
+/// body is read.
+pub struct SameOrigin;
+
+impl axum::extract::FromRequestParts<Arc<Api>> for SameOrigin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &Arc<Api>,
+    ) -> Result<Self, Self::Rejection> {
+        let headers = &parts.headers;
+        if headers.contains_key(super::auth::CSRF_HEADER) {
+            return Ok(SameOrigin);
+        }
+        let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+        match (origin, host) {
+            (Some(o), Some(h)) if o.eq_ignore_ascii_case(&format!("https://{h}")) => Ok(SameOrigin),
+            _ => Err(ApiError::forbidden(format!(
+                "a login needs the {} header or this service's own Origin",
+                super::auth::CSRF_HEADER
+            ))),
+        }
+    }
+}
+
 /// `POST /api/v1/login`.
 pub async fn login(
     State(api): State<Arc<Api>>,
     peer: Option<axum::Extension<Peer>>,
+    _: SameOrigin,
     Body(body): Body<Login>,
 ) -> Result<Response, ApiError> {
     let from = peer.map(|p| p.0.addr.ip().to_canonical());
-    if from.is_some_and(|a| api.failures.blocked(a)) {
-        return Err(super::auth::too_many_failures());
-    }
     let hash = tokens::hash(body.token.trim());
     let token = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);
     let Some(token) = token else {
+        // Failing again and again from one address: 429 for a while (a
+        // valid token from it is still let in).
+        if from.is_some_and(|a| api.failures.blocked(a)) {
+            return Err(super::auth::too_many_failures());
+        }
         if from.is_none_or(|a| api.failures.note(a)) {
             api.audit.line("?", from, "login", &[], 401);
         }

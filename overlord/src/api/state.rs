@@ -37,6 +37,8 @@ pub struct Api {
     pub failures: super::failures::Failures,
     /// The service's TLS configuration (made, with its certificate, first).
     pub tls: Arc<rustls::ServerConfig>,
+    /// Requests without credentials in progress (bounded apart from callers').
+    pub anonymous: Arc<Semaphore>,
 }
 
 impl Api {
@@ -59,6 +61,7 @@ impl Api {
             failures: super::failures::Failures::new(settings.auth_failures),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
+            anonymous: Arc::new(Semaphore::new(super::server::ANONYMOUS_REQUESTS)),
             settings,
             root,
         })
