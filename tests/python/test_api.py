@@ -421,6 +421,46 @@ class ApiTest(unittest.TestCase):
             api.close()
             fleet.close()
 
+    def test_a_limited_tokens_listing_is_bounded_and_counted_against_it(self):
+        """A limited token listing a long history of others' jobs: one
+        request looks at 2,000 jobs at most (and says where to go on), and
+        a listing takes one of the caller's slots like a call does."""
+        fleet = Fleet()
+        api = Api(fleet)
+        try:
+            few = api.token("few", "--allow", "m1=test.*")
+            admin = api.token("admin", "--admin")
+            subprocess.run([binary("func-bench-fill"), fleet.ca_root, "5000"], check=True, capture_output=True)
+            status, doc, _ = api.request("GET", "/api/v1/jobs?limit=500", few)
+            self.assertEqual(status, 200, doc)
+            self.assertEqual(doc["jobs"], [])
+            self.assertIsNotNone(doc["next"], "the scan stopped at its bound and says where to go on")
+            status, doc, _ = api.request("GET", "/api/v1/jobs?limit=500", admin)
+            self.assertEqual((status, len(doc["jobs"])), (200, 500))
+        finally:
+            api.close()
+            fleet.close()
+        # The slots: a limited token's 8 calls in progress leave it no listing
+        # (a call that met a slot taken by a listing tries again).
+        done = threading.Event()
+
+        def hold():
+            body = {"spec": "m1", "module": "test", "method": "sleep", "args": [8]}
+            while not done.is_set() and self.api.request("POST", "/api/v1/calls", self.limited, body=body)[0] == 429:
+                time.sleep(0.05)
+        threads = [threading.Thread(target=hold) for _ in range(8)]
+        for t in threads:
+            t.start()
+        try:
+            self.assertTrue(wait_until(60, lambda: self.api.request("GET", "/api/v1/jobs", self.limited)[0] == 429,
+                                       pause=0.3),
+                            "a listing is counted against the caller's slots")
+        finally:
+            done.set()
+            for t in threads:
+                t.join()
+        self.assertEqual(self.api.request("GET", "/api/v1/jobs", self.limited)[0], 200)
+
     def test_login_needs_our_own_page_or_the_csrf_header(self):
         """Another site cannot log a visitor's browser in with its token
         (login CSRF): a cross-origin or origin-less form post is refused."""

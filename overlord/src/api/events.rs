@@ -70,17 +70,48 @@ struct Follow {
     wake: tokio::sync::watch::Receiver<u64>,
     ended: bool,
     checked: std::time::Instant,
+    judged: Judged,
+    skipped: usize,
     _slot: Slot,
 }
 
 /// As for the job listing: a limited caller sees the events of jobs and
 /// batches whose every host its rights allow with their function.
 fn visible(caller: &Caller, groups: &Groups, e: &Event) -> bool {
-    caller.rights.admin
-        || (!e.hosts.is_empty()
-            && e.hosts
-                .iter()
-                .all(|h| caller.rights.allows(h, &e.function, groups)))
+    caller.rights.allows_all(&e.hosts, &e.function, groups)
+}
+
+/// Judgments a stream remembers: the events of one job share their hosts
+/// (one `Arc`), so a job of 2,000 hosts is judged once per stream, not
+/// once per event and host.
+const REMEMBERED: usize = 64;
+/// Events skipped in a row before the stream lets others run.
+const SKIPS_BEFORE_YIELD: usize = 256;
+
+/// A stream's memory of which jobs' events its caller may see.
+#[derive(Default)]
+struct Judged {
+    recent: std::collections::VecDeque<(Arc<[String]>, String, bool)>,
+}
+
+impl Judged {
+    /// Whether `e` is visible, judging with `judge` only events of a job
+    /// (hosts and function) not judged lately.
+    fn visible(&mut self, e: &Event, judge: impl FnOnce(&Event) -> bool) -> bool {
+        if let Some((_, _, seen)) = self
+            .recent
+            .iter()
+            .find(|(hosts, function, _)| Arc::ptr_eq(hosts, &e.hosts) && *function == e.function)
+        {
+            return *seen;
+        }
+        let seen = judge(e);
+        if self.recent.len() >= REMEMBERED {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((Arc::clone(&e.hosts), e.function.clone(), seen));
+        seen
+    }
 }
 
 /// `GET /api/v1/events`.
@@ -111,6 +142,8 @@ pub async fn stream(
         pending: Default::default(),
         ended: false,
         checked: std::time::Instant::now(),
+        judged: Judged::default(),
+        skipped: 0,
         _slot: slot,
     };
     let events = futures_util::stream::unfold(state, |mut s| async move {
@@ -131,7 +164,14 @@ pub async fn stream(
             }
             if let Some(e) = s.pending.pop_front() {
                 s.last = e.id;
-                if !visible(&s.caller, &s.groups, &e) {
+                let admin = s.caller.rights.admin;
+                let (caller, groups) = (&s.caller, &s.groups);
+                if !admin && !s.judged.visible(&e, |e| visible(caller, groups, e)) {
+                    // A long run of others' events: let other tasks run.
+                    s.skipped += 1;
+                    if s.skipped % SKIPS_BEFORE_YIELD == 0 {
+                        tokio::task::yield_now().await;
+                    }
                     continue;
                 }
                 let event = SseEvent::default()
@@ -151,4 +191,41 @@ pub async fn stream(
         }
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The attack: 16 streams of a limited token resuming from the start
+    /// of a backlog of three jobs of 2,000 hosts each. Each stream judges
+    /// each job once, not each of its 6,000 events (with 2,000 hosts each).
+    #[test]
+    fn a_job_of_many_hosts_is_judged_once_per_stream() {
+        let jobs: Vec<Arc<[String]>> = (0..3)
+            .map(|j| (0..2000).map(|h| format!("j{j}h{h}")).collect::<Vec<_>>().into())
+            .collect();
+        let events: Vec<Event> = (0..6000u64)
+            .map(|i| Event {
+                id: i,
+                tag: format!("job/{}/ret/h", i % 3),
+                data: "{}".into(),
+                function: "test.ping".into(),
+                hosts: Arc::clone(&jobs[(i % 3) as usize]),
+            })
+            .collect();
+        let judged = std::cell::Cell::new(0);
+        let mut memory = Judged::default();
+        let seen = events
+            .iter()
+            .filter(|e| {
+                memory.visible(e, |e| {
+                    judged.set(judged.get() + 1);
+                    e.hosts[0].starts_with("j1")
+                })
+            })
+            .count();
+        assert_eq!(seen, 2000);
+        assert_eq!(judged.get(), 3, "one judgment per job, not per event");
+    }
 }

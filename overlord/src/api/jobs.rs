@@ -27,6 +27,9 @@ use crate::store::{JobMeta, JobRecord, JobStore};
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 500;
 const MAX_SCAN: usize = 20_000;
+/// Jobs a limited caller's request looks at most (each must be judged
+/// against its rights); `next` lets it go on below.
+const MAX_SCAN_LIMITED: usize = 2_000;
 
 #[derive(Deserialize)]
 pub struct ListQuery {
@@ -74,7 +77,15 @@ pub async fn list(
     let function = glob(q.function.as_deref(), "function")?;
     let target = glob(q.target.as_deref(), "target")?;
     let before = q.before.filter(|b| !b.is_empty());
+    // A listing is work done for the caller: it takes one of its slots.
+    let slot = super::calls::take_slot(&api, &caller)?;
+    let max_scan = if caller.rights.admin { MAX_SCAN } else { MAX_SCAN_LIMITED };
     tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        // What the caller's rights reach, per function: judged once per
+        // request, not once per job (a listing may look at thousands).
+        let mut reach: std::collections::HashMap<String, std::collections::BTreeSet<String>> =
+            Default::default();
         let store = &api.store;
         let mut cursor = match before {
             Some(id) => Some(cursor_of(store, &id)?),
@@ -83,11 +94,11 @@ pub async fn list(
         let mut jobs: Vec<serde_json::Value> = Vec::new();
         let mut last_returned = None;
         let (mut scanned, mut exhausted, mut cut) = (0, false, false);
-        while jobs.len() < limit && scanned < MAX_SCAN {
+        while jobs.len() < limit && scanned < max_scan {
             let want = if function.is_none() && target.is_none() && caller.rights.admin {
                 limit - jobs.len()
             } else {
-                (limit * 4).clamp(50, 1000)
+                (limit * 4).clamp(50, 1000).min(max_scan - scanned)
             };
             let page = store.list_page(want, cursor.as_ref()).map_err(ApiError::store)?;
             let Some(last) = page.last() else {
@@ -107,7 +118,12 @@ pub async fn list(
                 let records = store.load_many(&ids).map_err(ApiError::store)?;
                 let ok: std::collections::HashSet<String> = records
                     .iter()
-                    .filter(|r| may_see(&api, &caller, r))
+                    .filter(|r| {
+                        let allowed = reach
+                            .entry(r.meta.function.clone())
+                            .or_insert_with(|| caller.rights.hosts_for(&api.root, Some(&r.meta.function)));
+                        r.hosts.keys().all(|h| allowed.contains(h))
+                    })
                     .map(|r| r.meta.id.clone())
                     .collect();
                 kept.retain(|m| ok.contains(&m.id));

@@ -144,6 +144,23 @@ impl Rights {
             .collect()
     }
 
+    /// Whether every one of `hosts` (at least one) may be called with
+    /// `method`, on the names alone: each rule is judged once over all the
+    /// hosts, not once per host (events and listings of big jobs).
+    pub fn allows_all(&self, hosts: &[String], method: &str, groups: &Groups) -> bool {
+        if self.admin {
+            return true;
+        }
+        if hosts.is_empty() {
+            return false;
+        }
+        let mut covered = BTreeSet::new();
+        for rule in self.rules.iter().filter(|r| r.allows_method(method)) {
+            covered.extend(rule.hosts(hosts, groups));
+        }
+        hosts.iter().all(|h| covered.contains(h))
+    }
+
     /// Whether `host` may be called with `method` (names only, no lookups
     /// of the certificates: for events and listings of known hosts).
     pub fn allows(&self, host: &str, method: &str, groups: &Groups) -> bool {
@@ -334,6 +351,10 @@ mod tests {
         assert!(!rights.allows("web1", "command.run", &g));
         assert!(!rights.allows("db1", "test.ping", &g));
         assert!(Rights::admin().allows("db1", "command.run", &g));
+        let web: Vec<String> = vec!["web1".into(), "web2".into()];
+        assert_eq!(rights.allows_all(&web, "test.ping", &g), web.iter().all(|h| rights.allows(h, "test.ping", &g)));
+        assert!(!rights.allows_all(&["web1".into(), "db1".into()], "test.ping", &g));
+        assert!(!rights.allows_all(&[], "test.ping", &g));
     }
 
     #[test]
