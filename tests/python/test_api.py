@@ -279,6 +279,11 @@ class ApiTest(unittest.TestCase):
         # A minion it may not call and one that does not exist look alike.
         self.assertEqual(self.api.request("GET", "/api/v1/minions/m3/methods", self.limited)[1],
                          self.api.request("GET", "/api/v1/minions/nosuch/methods", self.limited)[1])
+        ping = {"module": "test", "method": "ping"}
+        answers = [self.api.request("POST", "/api/v1/calls", self.limited, dict(ping, spec=spec))[:2]
+                   for spec in ("m3", "nosuch", "m1;m3", "m1;nosuch", "no*")]
+        self.assertEqual(answers, [answers[0]] * 5, "missing and forbidden minions answer alike")
+        self.assertEqual(answers[0][0], 403)
         # Others' jobs are unknown to it, and cannot be killed by it.
         status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
                                           {"spec": "*", "module": "test", "method": "ping", "async": True})

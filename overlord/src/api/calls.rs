@@ -144,27 +144,40 @@ pub async fn call(
     let call = req.check()?;
     let root = api.root.clone();
     let (spec, exclude) = (call.spec.clone(), call.exclude.clone());
-    let targets =
-        tokio::task::spawn_blocking(move || crate::targets::resolve(&root, &spec, exclude.as_deref()))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(|e| match e {
-                TargetError::NoMatch(_) => ApiError::not_found(e.to_string()),
-                other => ApiError::bad(other.to_string()),
-            })?;
-    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     let action = format!("call {}", call.function);
+    // Which host is not said: it may be one this caller cannot see. A
+    // limited caller gets this same answer for a SPEC word that names no
+    // minion at all, so it cannot tell missing minions from forbidden ones.
+    let forbidden = |names: &[String]| {
+        api.audit.line(&caller.name, caller.from, &action, names, 403);
+        ApiError::forbidden(format!(
+            "this token may not call {} on every host the SPEC names",
+            call.function
+        ))
+    };
+    let limited = !caller.rights.admin;
+    let resolved = tokio::task::spawn_blocking(move || {
+        if limited && !every_word_names_a_minion(&root, &spec) {
+            return Ok(None);
+        }
+        crate::targets::resolve(&root, &spec, exclude.as_deref()).map(Some)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let targets = match resolved {
+        Ok(Some(targets)) => targets,
+        Ok(None) => return Err(forbidden(&[])),
+        Err(TargetError::NoMatch(_)) if limited => return Err(forbidden(&[])),
+        Err(e @ TargetError::NoMatch(_)) => return Err(ApiError::not_found(e.to_string())),
+        Err(other) => return Err(ApiError::bad(other.to_string())),
+    };
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     if caller
         .rights
         .forbidden(&api.root, &call.function, &names)
         .is_some()
     {
-        api.audit.line(&caller.name, caller.from, &action, &names, 403);
-        // Which host is not said: it may be one this caller cannot see.
-        return Err(ApiError::forbidden(format!(
-            "this token may not call {} on every host the SPEC names",
-            call.function
-        )));
+        return Err(forbidden(&names));
     }
     let _slot = take_slot(&api, &caller)?;
     let answer = if call.batch.is_some() || call.asynchronous {
@@ -176,6 +189,17 @@ pub async fn call(
     api.audit
         .line(&caller.name, caller.from, &action, &names, status.as_u16());
     answer
+}
+
+/// Whether every `;` word of `spec` names at least one signed minion (a
+/// word naming none would otherwise be dropped silently).
+fn every_word_names_a_minion(root: &common::paths::Root, spec: &str) -> bool {
+    let known = crate::targets::all_minions(root);
+    let groups = crate::groups::Groups::load(&root.groups_file());
+    spec.split(';')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .all(|w| crate::targets::select(w, &known, &groups).is_ok_and(|hosts| !hosts.is_empty()))
 }
 
 /// One of the caller's slots for calls in progress, or 429.
