@@ -12,56 +12,18 @@
 //! host headers start a line. JSON and YAML documents keep their format's
 //! escapes and also write those characters as `\uXXXX` ([`json_safe`]):
 //! the same document to a parser, inert on a terminal.
-use std::borrow::Cow;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use common::xmlrpc::is_remote_error;
 use common::Value;
 
+pub use crate::out::{hazard, shown, shown_line};
 pub use crate::values::{from_json, to_json};
 
 /// Whether every result of `method` is a success.
 pub fn all_ok(method: &str, results: &BTreeMap<String, Value>) -> bool {
     results.values().all(|v| common::outcome::ok(method, v))
-}
-
-/// Characters a terminal may act on, or that change how text reads: C0
-/// controls but tab and line feed, DEL, C1 controls, bidi marks, overrides
-/// and isolates, zero-width characters, line and paragraph separators.
-fn hazard(c: char) -> bool {
-    matches!(c,
-        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{61c}'
-        | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
-}
-
-/// `text` safe to print inside a line: every [`hazard`] escaped (`\r`,
-/// `\u{9b}`); line feeds are kept (the caller indents what follows them).
-pub fn shown(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(hazard) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\r' => out.push_str("\\r"),
-            c if hazard(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// [`shown`], with line feeds escaped as `\n` too: text that must stay on
-/// one line (struct keys, error messages, table cells).
-pub fn shown_line(text: &str) -> Cow<'_, str> {
-    match text.contains('\n') {
-        true => Cow::Owned(shown(text).replace('\n', "\\n")),
-        false => shown(text),
-    }
 }
 
 /// A JSON or YAML document's text with every [`hazard`] that is not

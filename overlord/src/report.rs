@@ -213,13 +213,14 @@ impl<'a> Report<'a> {
         let missing = self.plan.missing();
         if !missing.is_empty() {
             parts.push(red(
-                &format!("{} unknown ({})", missing.len(), missing.join(", ")),
+                &format!("{} unknown ({})", missing.len(), crate::out::shown_line(&missing.join(", "))),
                 c,
             ));
         }
         let total = self.ended.len() + self.waiting.len();
-        crate::errln!(
-            "{total} host{}: {}",
+        // Colour on purpose: written as it is (host names are plain names).
+        crate::err!(
+            "{total} host{}: {}\n",
             if total == 1 { "" } else { "s" },
             parts.join(", ")
         );

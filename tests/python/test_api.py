@@ -466,6 +466,22 @@ class ApiTest(unittest.TestCase):
                 t.join()
         self.assertEqual(self.api.request("GET", "/api/v1/jobs", self.limited)[0], 200)
 
+    def test_listings_print_what_callers_typed_as_inert_text(self):
+        """A SPEC with bidi overrides and zero-width characters (allowed
+        printable text) reaches `func jobs list` and `func batch list` as
+        escapes, never as characters that change how the table reads."""
+        spec = "m2;\u202egnp.exe\u200b"
+        for extra in ({"async": True}, {"batch": 1}):
+            status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                              dict({"spec": spec, "module": "test", "method": "ping"}, **extra))
+            self.assertEqual(status, 202, doc)
+        for args in (["jobs", "list", "--limit", "500"], ["batch", "list"]):
+            out = self.func(*args)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("\\u{202e}gnp.exe\\u{200b}", out.stdout, args)
+            for c in ("\u202e", "\u200b", "\x1b", "\x9b"):
+                self.assertNotIn(c, out.stdout + out.stderr, (args, c))
+
     def test_login_needs_our_own_page_or_the_csrf_header(self):
         """Another site cannot log a visitor's browser in with its token
         (login CSRF): a cross-origin or origin-less form post is refused."""

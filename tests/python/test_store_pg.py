@@ -155,6 +155,18 @@ class SharedStoreTest(unittest.TestCase):
         out = self.func(self.a, "-t", "60", "*", "call", "--async", "test", "ping")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
 
+    def test_terminal_control_from_the_store_is_printed_inert(self):
+        # Whoever writes the store puts ESC/OSC and C1 controls in a job's
+        # user and function: listings show them escaped.
+        job = self.job_id(self.func(self.a, "m1", "call", "--async", "--nopoll", "test", "ping"))
+        self.pg.psql("UPDATE func_jobs SET meta = jsonb_set(jsonb_set(meta, '{user}', to_jsonb(E'\\u001b]0;pwned\\u0007x'::text)),"
+                     " '{function}', to_jsonb(E'test.\\u009b31mping'::text)) WHERE id = '%s'" % job)
+        out = self.func(self.b, "jobs", "list", "--limit", "500")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("\\u{1b}]0;pwned\\u{7}x", out.stdout)
+        for c in ("\x1b", "\x07", "\x9b"):
+            self.assertNotIn(c, out.stdout + out.stderr)
+
     def test_b_resolves_spec_from_the_store_and_calls_with_its_key(self):
         out = self.func(self.b, "*", "ping")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)

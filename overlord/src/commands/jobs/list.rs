@@ -132,6 +132,12 @@ impl List {
                 format!("{done}/{failed}/{pending}"),
             ]);
         }
+        // Cells are terminal-safe and one line each (before measuring).
+        for row in table.iter_mut() {
+            for cell in row.iter_mut() {
+                *cell = crate::output::shown_line(cell).into_owned();
+            }
+        }
         let widths: Vec<usize> = (0..8)
             .map(|c| table.iter().map(|row| row[c].chars().count()).max().unwrap_or(0))
             .collect();
