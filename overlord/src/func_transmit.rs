@@ -120,9 +120,52 @@ pub fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
+/// Deepest YAML nesting accepted (JSON's parser stops at 128 by itself).
+const MAX_YAML_NESTING: usize = 100;
+
+/// How deep `text` nests as YAML, over-estimated in one linear pass: every
+/// unclosed `[` or `{` counts (even inside quotes, so no quoting trick
+/// hides one), plus the block levels open (indentations, and each leading
+/// `- ` or `? ` on a line). The YAML parser's time grows with the square of
+/// the depth, so a deep request is refused before it is parsed.
+fn yaml_nesting(text: &str) -> usize {
+    let (mut deepest, mut flow) = (0usize, 0usize);
+    let mut blocks: Vec<usize> = Vec::new();
+    for line in text.lines() {
+        let body = line.trim_start_matches([' ', '\t']);
+        if flow == 0 && !body.is_empty() && !body.starts_with('#') {
+            let indent = line.len() - body.len();
+            while blocks.last().is_some_and(|&open| open >= indent) {
+                blocks.pop();
+            }
+            blocks.push(indent);
+            let mut rest = body;
+            while let Some(r) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("? ")) {
+                blocks.push(indent + body.len() - r.len());
+                rest = r.trim_start_matches(' ');
+            }
+            deepest = deepest.max(blocks.len());
+        }
+        for b in line.bytes() {
+            match b {
+                b'[' | b'{' => {
+                    flow += 1;
+                    deepest = deepest.max(blocks.len() + flow);
+                }
+                b']' | b'}' => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    deepest
+}
+
 /// The request document, from JSON or YAML.
 fn decode(text: &str, yaml: bool) -> Result<J, Bad> {
     match yaml {
+        true if yaml_nesting(text) > MAX_YAML_NESTING => Err(Bad(format!(
+            "the request nests deeper than {MAX_YAML_NESTING} levels"
+        ))),
         true => yaml_serde::from_str(text).map_err(|e| Bad(format!("the request is not YAML: {e}"))),
         false => serde_json::from_str(text).map_err(|e| Bad(format!("the request is not JSON: {e}"))),
     }
@@ -325,6 +368,23 @@ mod tests {
 
     fn req(text: &str) -> Result<Request, Bad> {
         check(&decode(text, false).unwrap())
+    }
+
+    #[test]
+    fn deep_yaml_is_refused_before_it_is_parsed() {
+        let ok = "clients: '*'\nmodule: test\nmethod: add\nparameters:\n- [1, {a: [2]}]\n- - 3\n  - 4\n";
+        assert!(yaml_nesting(ok) < 10, "{}", yaml_nesting(ok));
+        assert!(decode(ok, true).is_ok());
+        let flow = "{a: ".repeat(50_000) + &"}".repeat(50_000);
+        let dashes = "- ".repeat(500) + "x";
+        let ladder: String = (0..500).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
+        for deep in [flow, dashes, ladder] {
+            assert!(yaml_nesting(&deep) > MAX_YAML_NESTING);
+            let Err(Bad(why)) = decode(&deep, true) else { panic!("accepted") };
+            assert!(why.contains("nests deeper"), "{why}");
+        }
+        // A quote cannot hide an opening bracket from the count.
+        assert!(yaml_nesting(&format!("a: '{}'", "[".repeat(200))) > MAX_YAML_NESTING);
     }
 
     #[test]

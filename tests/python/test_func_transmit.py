@@ -214,3 +214,15 @@ class TestBadRequests(JSONBaseTest, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DeepYamlTest(unittest.TestCase):
+    def test_deep_yaml_is_refused_before_it_is_parsed(self):
+        # 200 KB of nested flow mappings: the YAML parser's time grows with
+        # the square of the depth; the request is refused before parsing.
+        deep = ("{a: " * 50000 + "}" * 50000).encode()
+        p = subprocess.run([binary("func-transmit"), "--yaml", "--root", "/nonexistent"], input=deep,
+                           capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(b"nests deeper than", p.stderr)
+        self.assertNotIn(b"{a: {a:", p.stdout + p.stderr, "the request is never echoed")
