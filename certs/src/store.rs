@@ -213,7 +213,8 @@ impl Store {
     /// With `[store] url` in certmaster.conf, makes the shared store's
     /// minion list match the signed certificates here (names and
     /// addresses; a name no longer signed is marked revoked), so overlords
-    /// on other hosts resolve SPECs from it. A store that cannot be reached
+    /// on other hosts resolve SPECs from it, and publishes the CRL there. A
+    /// store that cannot be reached
     /// is logged and tried again at the next change (or start).
     pub fn share(&self) {
         let Ok(ini) = common::config::Ini::load(&self.root.certmaster_conf()) else {
@@ -240,6 +241,13 @@ impl Store {
         match common::pg::sync_minions(&url, &signed) {
             Ok(()) => tracing::debug!(minions = signed.len(), store = url.shown(), "minion list shared"),
             Err(e) => tracing::warn!(error = %e, "cannot share the minion list"),
+        }
+        // The CRL too: overlords without the CA's files honour it.
+        let crl = self.crl();
+        if let Some((number, _)) = crate::authority::crl_order(&crl) {
+            if let Err(e) = common::pg::publish_crl(&url, &crl, number) {
+                tracing::warn!(error = %e, "cannot share the CRL");
+            }
         }
     }
 

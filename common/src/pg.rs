@@ -432,6 +432,55 @@ pub fn sync_minions(url: &StoreUrl, signed: &[(String, Option<String>)]) -> Resu
     run(&mut client).map_err(|e| url.error(e))
 }
 
+/// The CA's newest CRL (DESIGN §9: revocation is by serial, and every
+/// overlord honours the newest CRL it has, local or shared). One row. The
+/// CRL is signed by the CA, so the store can withhold a newer one but not
+/// forge one: readers check its signature.
+pub const CRL_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS func_crl (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    number text NOT NULL,
+    pem text NOT NULL,
+    updated double precision NOT NULL
+)";
+
+/// Publishes `pem` (CRL number `number`) unless the store holds a newer one.
+pub fn publish_crl(url: &StoreUrl, pem: &str, number: u128) -> Result<(), PgError> {
+    let mut client = url.connect()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let run = |client: &mut postgres::Client| -> Result<(), postgres::Error> {
+        client.batch_execute(CRL_SCHEMA)?;
+        let mut txn = client.transaction()?;
+        let held: Option<String> = txn
+            .query_opt("SELECT number FROM func_crl WHERE one FOR UPDATE", &[])?
+            .map(|r| r.get(0));
+        if held.and_then(|n| n.parse::<u128>().ok()).is_some_and(|n| n >= number) {
+            return txn.commit();
+        }
+        txn.execute(
+            "INSERT INTO func_crl (one, number, pem, updated) VALUES (true, $1, $2, $3)
+             ON CONFLICT (one) DO UPDATE SET number = EXCLUDED.number, pem = EXCLUDED.pem, updated = EXCLUDED.updated",
+            &[&number.to_string(), &pem, &now],
+        )?;
+        txn.commit()
+    };
+    run(&mut client).map_err(|e| url.error(e))
+}
+
+/// The CRL the store holds (PEM), if any.
+pub fn shared_crl(url: &StoreUrl) -> Result<Option<String>, PgError> {
+    let mut client = url.connect()?;
+    client
+        .query_opt("SELECT pem FROM func_crl WHERE one", &[])
+        .map(|row| row.map(|r| r.get(0)))
+        .or_else(|e| match e.code() {
+            Some(&postgres::error::SqlState::UNDEFINED_TABLE) => Ok(None),
+            _ => Err(e),
+        })
+        .map_err(|e| url.error(e))
+}
+
 /// The minions the store lists as signed, with their addresses.
 pub fn minions(url: &StoreUrl) -> Result<Vec<(String, Option<String>)>, PgError> {
     let mut client = url.connect()?;

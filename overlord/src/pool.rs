@@ -195,11 +195,14 @@ impl Pool {
         limit: Duration,
         user: Option<&str>,
     ) -> Value {
+        // Looked at before a kept connection is taken: a changed CRL closes
+        // them all, so a revoked minion is not called over an old one.
+        let link = self.link();
         let kept = self.take(target);
         let reused = kept.is_some();
         let mut client = match kept {
             Some(c) => c,
-            None => match connect(target, self.link(), limit).await {
+            None => match connect(target, link, limit).await {
                 Ok(c) => c,
                 Err(e) => return e,
             },

@@ -13,13 +13,14 @@ pub const DEFAULT_TIMEOUT: f64 = 30.0;
 /// Hosts in flight at once inside one worker.
 pub const WORKER_CONCURRENCY: usize = 64;
 
-/// The overlord's credentials below `root`.
+/// The overlord's credentials below `root` (the CRL: the newest known,
+/// local or shared, `revocation.rs`).
 pub fn credentials(root: &Root) -> Credentials {
     Credentials {
         key: root.overlord_key(),
         cert: root.overlord_cert(),
         ca: root.ca_cert(),
-        crl: Some(root.ca_crl()),
+        crl: Some(crate::revocation::effective(root)),
     }
 }
 

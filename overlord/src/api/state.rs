@@ -48,6 +48,16 @@ impl Api {
         let calling = crate::settings::Calling::of_root(&root);
         let pool = Pool::new(calling)
             .context("the overlord's certificate (is the certmaster set up below this root?)")?;
+        // The newest CRL, local or shared, kept current while running: the
+        // pool rebuilds its TLS (and drops kept connections) when it changes.
+        let crl_root = root.clone();
+        std::thread::Builder::new()
+            .name("crl".into())
+            .spawn(move || loop {
+                crate::revocation::effective(&crl_root);
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            })
+            .context("starting the CRL watcher")?;
         Ok(Api {
             store: crate::settings::store(&root),
             pool: Arc::new(pool),
