@@ -75,6 +75,9 @@ if [ -z "${BENCH_NO_STORE:-}" ]; then
 	fleet_init "$raw/store" $B
 	fleet_minions s 10
 	python3 scripts/bench_store.py $B "$FLEET_DIR/certmaster" "$raw/store.md" || echo "job store bench failed" | tee "$raw/store.md"
+	# What signing a job request costs (accepted: sign; driver start: verify).
+	{ printf '\n### Signed job requests (per job)\n\n'; $B/func-bench-seal "$FLEET_DIR/certmaster" "${SEAL_ROUNDS:-200}"; } |
+		tee -a "$raw/store.md" || echo "seal bench failed"
 	if [ -n "${STORE_SCALE_K:-}" ]; then
 		# The async collapse on a large fleet with each store (e.g. STORE_SCALE_K=1000).
 		fleet_minions b "$STORE_SCALE_K"

@@ -43,8 +43,10 @@ doc = {
   }},
  "paths": {
   "/api/v1/login": {"post": {"summary": "A session cookie for a token (browsers)", "security": [],
+     "description": "Needs the X-Func-CSRF header or this service's own Origin (no login CSRF); the body (at most 4 KiB) must arrive within 5 s.",
+     "parameters": [{"name": "X-Func-CSRF", "in": "header", "required": False, "schema": {"type": "string"}}],
      "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "required": ["token"], "properties": {"token": {"type": "string"}}}}}},
-     "responses": {**resp(200, "logged in; Set-Cookie: func_session (HttpOnly, Secure, SameSite=Strict)", obj), **errors(400, 401, 413)}}},
+     "responses": {**resp(200, "logged in; Set-Cookie: func_session (HttpOnly, Secure, SameSite=Strict)", obj), **errors(400, 401, 403, 408, 413, 429, 503)}}},
   "/api/v1/logout": {"post": {"summary": "Ends the session", "security": [], "responses": resp(200, "logged out", obj)}},
   "/api/v1/minions": {"get": {"summary": "Signed minions a SPEC names (natural order)",
      "parameters": [{"name": "spec", "in": "query", "schema": {"type": "string"}}],
