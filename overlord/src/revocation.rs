@@ -22,11 +22,11 @@ use rustls_pki_types::CertificateRevocationListDer;
 const ASK_EVERY: Duration = Duration::from_secs(2);
 
 /// The CRL file the overlord's credentials name below `root`: the CA's own
-/// when no store is shared, else the effective file, brought up to date
-/// (asking the store at most every 2 s per process).
-pub fn effective(root: &Root) -> PathBuf {
+/// when no store is shared (`store`: its `[store] url`), else the effective
+/// file, brought up to date (asking the store at most every 2 s per process).
+pub fn effective(root: &Root, store: Option<&common::pg::StoreUrl>) -> PathBuf {
     let local = root.ca_crl();
-    let Some(Ok(url)) = crate::settings::store_url(root) else {
+    let Some(url) = store else {
         return local;
     };
     let path = root.status_dir().join("crl").join("effective.crl");
@@ -39,7 +39,7 @@ pub fn effective(root: &Root) -> PathBuf {
         return path;
     }
     *asked = Some((Instant::now(), path.clone()));
-    let shared = match common::pg::shared_crl(&url) {
+    let shared = match common::pg::shared_crl(url) {
         Ok(pem) => pem,
         Err(e) => {
             crate::log::line(&format!("func: CRL from the store: {e} (using the newest known here)"));

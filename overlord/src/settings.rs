@@ -20,7 +20,10 @@ pub fn credentials(root: &Root) -> Credentials {
         key: root.overlord_key(),
         cert: root.overlord_cert(),
         ca: root.ca_cert(),
-        crl: Some(crate::revocation::effective(root)),
+        crl: Some(crate::revocation::effective(
+            root,
+            store_url(root).and_then(Result::ok).as_ref(),
+        )),
     }
 }
 

@@ -36,9 +36,6 @@ const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 const ANONYMOUS_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 /// The largest login body.
 const LOGIN_BODY: usize = 4096;
-/// Requests without credentials in progress at once, over all peers (the
-/// login, the web UI's files, refusals): more get 503 at once.
-pub const ANONYMOUS_REQUESTS: usize = 64;
 
 /// The routes.
 pub fn router(api: Arc<Api>) -> Router {

@@ -15,6 +15,10 @@ use crate::audit;
 use crate::pool::Pool;
 use crate::store::Store;
 
+/// Requests without credentials in progress at once, over all peers (the
+/// login, the web UI's files, refusals): more get 503 at once.
+pub const ANONYMOUS_REQUESTS: usize = 64;
+
 /// Everything the handlers share.
 pub struct Api {
     pub root: Root,
@@ -54,7 +58,8 @@ impl Api {
         std::thread::Builder::new()
             .name("crl".into())
             .spawn(move || loop {
-                crate::revocation::effective(&crl_root);
+                let url = crate::settings::store_url(&crl_root).and_then(Result::ok);
+                crate::revocation::effective(&crl_root, url.as_ref());
                 std::thread::sleep(std::time::Duration::from_secs(2));
             })
             .context("starting the CRL watcher")?;
@@ -71,7 +76,7 @@ impl Api {
             failures: super::failures::Failures::new(settings.auth_failures),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
-            anonymous: Arc::new(Semaphore::new(super::server::ANONYMOUS_REQUESTS)),
+            anonymous: Arc::new(Semaphore::new(ANONYMOUS_REQUESTS)),
             settings,
             root,
         })
