@@ -2,6 +2,7 @@
 # `make bench` the benchmarks. Everything the project needs is installed by
 # `make deps` (run by the other targets).
 
+SHELL := /bin/bash
 CARGO ?= cargo
 PYTHON ?= python3
 
@@ -59,11 +60,22 @@ demo: build
 
 # No import cycle between the files of any crate (the layers stay layers),
 # then integration tests run the binaries built by `build` (cargo test does
-# not rebuild other packages' binaries), then the Python wire suite.
+# not rebuild other packages' binaries), then the Python wire suite. A
+# failure does not stop the run: every part runs, every failing test is
+# listed (cargo's --no-fail-fast, the Python summary), and the last line
+# names the parts that failed.
 test: build
-	$(PYTHON) scripts/import_cycles.py .
-	$(CARGO) test --workspace
-	$(PYTHON) tests/python/run.py
+	@failed=""; \
+	$(PYTHON) scripts/import_cycles.py . || failed="$$failed import-cycles"; \
+	$(CARGO) test --workspace --no-fail-fast 2>&1 | tee target/test-cargo.log; \
+	[ $${PIPESTATUS[0]} = 0 ] || failed="$$failed cargo"; \
+	$(PYTHON) tests/python/run.py || failed="$$failed python"; \
+	if [ -n "$$failed" ]; then \
+		echo "make test: FAILED:$$failed"; \
+		grep -E '^    [a-z_:]+$$|^test .* FAILED$$' target/test-cargo.log | sed 's/^/  cargo: /' | sort -u; \
+		exit 1; \
+	fi; \
+	echo "make test: all passed"
 
 # Man pages and shell completions (bash, zsh, fish) of the four binaries,
 # generated from their clap definitions, below target/docs.

@@ -19,7 +19,13 @@ Usage: bench_api.py BIN_DIR OVERLORD_ROOT K FLEET_DIR OUT_TSV
   its own func-api): the first page and one 50,000 jobs deep; and
   `func jobs list --limit 50` on the same store for comparison.
 
-Every metric is sampled RUNS times (default 5) where it is cheap.
+Every metric is sampled RUNS times (default 5) where it is cheap. Knobs
+for a short run (`make test` runs one, tests/python/test_bench.py):
+BENCH_API_CALLS (warm sync calls per sample), BENCH_API_SECONDS (per
+calls/s sample, default 3), BENCH_API_EVENTS (default 2,000),
+BENCH_API_JOBS (the big store, default 100,000). A kept connection that
+func-api ended for idleness ([api] idle_timeout) is reopened, as any
+keep-alive client must.
 """
 
 import http.client
@@ -36,6 +42,9 @@ import urllib.parse
 
 bin_dir, root, k, fleet_dir, out_tsv = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 RUNS = int(os.environ.get("RUNS", "5"))
+SECONDS = float(os.environ.get("BENCH_API_SECONDS", "3"))
+EVENTS = int(os.environ.get("BENCH_API_EVENTS", "2000"))
+JOBS = int(os.environ.get("BENCH_API_JOBS", "100000"))
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -65,10 +74,17 @@ class Api:
         data = json.dumps(body) if body is not None else None
         if data:
             h["Content-Type"] = "application/json"
-        conn.request(method, path, body=data, headers=h)
-        r = conn.getresponse()
-        text = r.read()
-        return r.status, json.loads(text) if text else None
+        for attempt in (1, 2):
+            try:
+                conn.request(method, path, body=data, headers=h)
+                r = conn.getresponse()
+                text = r.read()
+                return r.status, json.loads(text) if text else None
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError):
+                # The server ended the kept connection (idle): open a new one.
+                conn.close()
+                if attempt == 2:
+                    raise
 
     def cpu_seconds(self):
         fields = open("/proc/%d/stat" % self.proc.pid).read().rsplit(")", 1)[1].split()
@@ -105,7 +121,7 @@ def main():
     status, doc = api.ask(c, "POST", "/api/v1/calls", ping_all)
     ok = status == 200 and len(doc) == k and all(v == 1 for v in doc.values())
     # Warm: every host has a kept connection now.
-    calls = max(20, 20000 // k)
+    calls = int(os.environ.get("BENCH_API_CALLS", max(20, 20000 // k)))
     for _ in range(RUNS):
         cpu0, t0 = api.cpu_seconds(), time.monotonic()
         for _ in range(calls):
@@ -130,15 +146,15 @@ def main():
     for conns in (1, 8):
         for _ in range(min(RUNS, 3)):
             counts = []
-            threads = [threading.Thread(target=hammer, args=(3.0, counts)) for _ in range(conns)]
+            threads = [threading.Thread(target=hammer, args=(SECONDS, counts)) for _ in range(conns)]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            record("api_calls_per_s_%dconn" % conns, "%.0f" % (sum(counts) / 3.0), "calls/s", True,
+            record("api_calls_per_s_%dconn" % conns, "%.0f" % (sum(counts) / SECONDS), "calls/s", True,
                    "sync test.ping on one minion")
     # Events: ~2,000 of them, live to 10 streams, then replayed to 10 more.
-    jobs = max(1, 2000 // (k + 2))
+    jobs = max(1, EVENTS // (k + 2))
     expected = jobs * (k + 2)
     start_id = None
     status, doc = api.ask(c, "GET", "/api/v1/jobs?limit=1")
@@ -179,7 +195,7 @@ def main():
     big = os.path.join(fleet_dir, "bigstore")
     shutil.rmtree(big, ignore_errors=True)
     shutil.copytree(os.path.join(root, "etc/pki"), os.path.join(big, "etc/pki"))
-    subprocess.run([os.path.join(bin_dir, "func-bench-fill"), big, "100000"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([os.path.join(bin_dir, "func-bench-fill"), big, str(JOBS)], check=True, stdout=subprocess.DEVNULL)
     api = Api(big)
     c = api.conn()
     status, doc = api.ask(c, "GET", "/api/v1/jobs?limit=50")
@@ -191,7 +207,7 @@ def main():
         cursor = page["next"]
         if cursor is None or len(page["jobs"]) < 500:
             break
-        if (_ + 1) * 500 >= 50000:
+        if (_ + 1) * 500 >= JOBS // 2:
             deep = cursor
             break
     for _ in range(RUNS):

@@ -65,3 +65,38 @@ class IdleCertmasterTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class IdleApiTest(unittest.TestCase):
+    """func-api ends an idle kept-alive connection as cleanly as funcd, and
+    says when it will (Keep-Alive: timeout=N)."""
+
+    def test_a_kept_connection_sees_a_clean_end_and_the_timeout_is_announced(self):
+        import http.client
+        from test_api import Api
+        fleet = Fleet()
+        api = Api(fleet, conf="[api]\nidle_timeout = 1\n")
+        try:
+            token = api.token("t", "--admin")
+            c = api.conn()
+            h = {"Authorization": "Bearer " + token}
+            c.request("GET", "/api/v1/minions", headers=h)
+            r = c.getresponse()
+            r.read()
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.getheader("Keep-Alive"), "timeout=1")
+            time.sleep(IDLE * 2.5)
+            try:
+                c.request("GET", "/api/v1/minions", headers=h)
+                r = c.getresponse()
+                r.read()
+                self.assertEqual(r.status, 200)
+            except http.client.RemoteDisconnected:
+                pass  # the clean end: a client opens a new connection
+            c.close()
+            c.request("GET", "/api/v1/minions", headers=h)
+            self.assertEqual(c.getresponse().status, 200)
+            c.close()
+        finally:
+            api.close()
+            fleet.close()

@@ -149,14 +149,17 @@ where
         .keep_alive(true);
     let mut conn = builder.serve_connection(TokioIo::new(io), service);
     let mut idled = false;
-    loop {
+    let ended = loop {
         let deadline = match activity.lock() {
             Ok(a) if a.busy > 0 => Instant::now() + idle,
             Ok(a) => a.since + idle,
             Err(_) => Instant::now() + idle,
         };
         let served = tokio::select! {
-            served = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => served,
+            // The idle deadline first: on a busy machine the task may wake
+            // after both it and hyper's header timer have passed, and the
+            // end must then still be the graceful one.
+            biased;
             _ = tokio::time::sleep_until(deadline), if !idled => {
                 let now_idle = activity
                     .lock()
@@ -169,17 +172,18 @@ where
                 }
                 continue;
             }
+            served = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => served,
         };
-        served?;
-        break;
-    }
-    // Ended without hyper touching the stream: shut it down ourselves.
+        break served;
+    };
+    // Ended without hyper touching the stream: shut it down ourselves, and
+    // linger whatever ended it (our idle limit, hyper's header timer, a bad
+    // request), so a request already on its way meets a clean end, never
+    // a reset. A client that closed first ends the lingering at once.
     let mut io = conn.into_parts().io.into_inner();
     let _ = tokio::time::timeout(idle, io.shutdown()).await;
-    if idled {
-        linger(io.into_tcp(), slot).await;
-    }
-    Ok(())
+    linger(io.into_tcp(), slot).await;
+    ended
 }
 
 /// Reads and drops whatever the client still sends until it closes the

@@ -32,6 +32,11 @@ pub struct ApiSettings {
     /// `max_connections`: connections served at once (default 1,024); when
     /// all are taken, one still in its handshake or yet to send a request goes.
     pub max_connections: usize,
+    /// `idle_timeout`: seconds a kept-alive connection may stay idle
+    /// (default 15); it is then ended cleanly (TLS close_notify, then FIN,
+    /// and the socket lingers so a late request sees a clean end). Every
+    /// answer says it: `Keep-Alive: timeout=N`.
+    pub idle_timeout: u64,
 }
 
 impl ApiSettings {
@@ -59,14 +64,24 @@ impl ApiSettings {
         let text = |key: &str| ini.as_ref().and_then(|i| i.str("api", key)).map(str::to_string);
         Ok(ApiSettings {
             listen: text("listen").unwrap_or_else(|| format!("0.0.0.0:{DEFAULT_PORT}")),
-            cert: text("cert").map(|p| root.join(&p)),
-            key: text("key").map(|p| root.join(&p)),
+            cert: text("cert").map(|p| path_of(root, &p)),
+            key: text("key").map(|p| path_of(root, &p)),
             max_body: num("max_body", 1 << 20, 64 << 20)?,
             calls_per_token: num("calls_per_token", 8, 1024)?,
             event_backlog: num("event_backlog", 10_000, 1_000_000)?,
             sessions: num("sessions", 10_000, 1_000_000)?,
             auth_failures: num("auth_failures_per_minute", 20, 1_000_000)? as u32,
             max_connections: num("max_connections", 1024, 65_536)?,
+            idle_timeout: num("idle_timeout", 15, 3600)? as u64,
         })
+    }
+}
+
+/// A path from the configuration: an absolute one as written, a relative
+/// one below the root.
+fn path_of(root: &Root, text: &str) -> PathBuf {
+    match std::path::Path::new(text).is_absolute() {
+        true => PathBuf::from(text),
+        false => root.join(text),
     }
 }

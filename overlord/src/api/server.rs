@@ -23,10 +23,9 @@ use super::{batches, calls, events, jobs, minions, reply, session, watch, web};
 const PER_ADDRESS: usize = 64;
 /// How long a stop waits for requests in progress.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
-/// TLS handshake deadline, and how long a connection may stay idle (an
-/// event stream is never idle: it is a request in progress).
+/// TLS handshake deadline (how long a connection may stay idle is `[api]
+/// idle_timeout`; an event stream is never idle: it is a request in progress).
 const HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
-const IDLE: std::time::Duration = std::time::Duration::from_secs(15);
 /// A write (an answer, an event) that the peer takes no data of for this
 /// long ends the connection: answers nobody reads hold nothing for good.
 const WRITE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -113,6 +112,7 @@ async fn counted(
     if req.uri().path() == "/api/v1/events" {
         return next.run(req).await;
     }
+    let keep_alive = format!("timeout={}", api.settings.idle_timeout);
     struct InFlight(Arc<Api>);
     impl Drop for InFlight {
         fn drop(&mut self) {
@@ -121,7 +121,13 @@ async fn counted(
     }
     api.in_flight.fetch_add(1, Ordering::Relaxed);
     let _counted = InFlight(Arc::clone(&api));
-    next.run(req).await
+    let mut answer = next.run(req).await;
+    // How long the connection is kept for the next request (RFC 9112's
+    // Keep-Alive hint): clients that keep connections can plan for it.
+    if let Ok(v) = axum::http::HeaderValue::from_str(&keep_alive) {
+        answer.headers_mut().insert("keep-alive", v);
+    }
+    answer
 }
 
 /// Reads a request's body with a deadline and a bound, after judging the
@@ -201,6 +207,7 @@ async fn connection(
         .map(|id| id.cn);
     let peer = Peer { addr, overlord };
     let arrived = Arc::clone(&first_request);
+    let idle_timeout = api.settings.idle_timeout;
     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
         let anonymous = if super::auth::credentialed(&api, req.headers(), peer.overlord.is_some()) {
             arrived.notify_one();
@@ -226,7 +233,8 @@ async fn connection(
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());
     let stream = common::rpc::deadline::WriteDeadline::new(stream, WRITE_DEADLINE);
-    let served = common::rpc::idle::serve(&mut builder, stream, service, IDLE, slot);
+    let idle = std::time::Duration::from_secs(idle_timeout);
+    let served = common::rpc::idle::serve(&mut builder, stream, service, idle, slot);
     tokio::pin!(served);
     let mut established = false;
     loop {
