@@ -1,6 +1,7 @@
-# Func in Rust. `make demo` runs a local demo fleet, `make test` the tests,
-# `make bench` the benchmarks. Everything the project needs is installed by
-# `make deps` (run by the other targets).
+# Func in Rust. `make demo` runs a local demo fleet (the Rust toolchain and
+# python3 are all it needs), `make test` the tests, `make bench` the
+# benchmarks. What the tests and benchmarks need is installed by `make deps`
+# (run by those targets).
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -10,17 +11,19 @@ PYTHON ?= python3
 
 all: build
 
-# Tools the tests and modules use besides cargo and python3: the openssl CLI
-# (cross-checks of certificate hashes), ps (process.info), groff (the man
-# page test), setpriv (tests acting as an unprivileged user), and Perl's
-# Chromium and ChromeDriver (the web UI's browser tests), PostgreSQL's
-# server (the shared store's tests start a private one), and
-# RPC::XML and Frontier::RPC clients with LWP's https (the compatibility
-# suite: XML-RPC clients other than Python's). Installed from Debian's
-# packages only when missing. Python's yaml (func-transmit --yaml from
-# Func's own test), setuptools and wheel (pip install ./python), and
-# schemathesis (runs func-api's OpenAPI document) from PyPI when the
-# python3 in use lacks them.
+# What each target needs. `make demo` needs only the Rust toolchain and
+# python3 (curl is used when present). `make test` and `make bench` need
+# more, installed by `make deps` from Debian's packages when missing: the
+# openssl CLI (cross-checks of certificate hashes), ps (process.info), groff
+# (the man page test), setpriv (tests acting as an unprivileged user), curl,
+# lintian (the packages), iproute2 (the multi-host test), Chromium and
+# ChromeDriver (the web UI's browser tests), PostgreSQL's server (the shared
+# store's tests start a private one), Perl's RPC::XML and Frontier::RPC
+# clients with LWP's https (XML-RPC clients other than Python's); and from
+# PyPI when the python3 in use lacks them: yaml (func-transmit --yaml from
+# Func's own test), setuptools and wheel (pip install ./python),
+# schemathesis (runs func-api's OpenAPI document). Installing needs root:
+# anyone else is told which packages are missing and how to install them.
 deps:
 	@missing=""; \
 	command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }; \
@@ -39,6 +42,12 @@ deps:
 	perl -MFrontier::Client -e1 2>/dev/null || missing="$$missing libfrontier-rpc-perl"; \
 	perl -MLWP::Protocol::https -e1 2>/dev/null || missing="$$missing liblwp-protocol-https-perl"; \
 	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "make deps: the tests need Debian packages that are missing:$$missing"; \
+			echo "  install them as root: sudo apt-get install$$missing   (or: sudo make deps)"; \
+			echo "  (make demo needs none of them)"; \
+			exit 1; \
+		fi; \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi; \
@@ -49,12 +58,15 @@ deps:
 		echo "installing Python module: schemathesis (func-api's OpenAPI test)"; \
 		$(PYTHON) -m pip install -q schemathesis; }
 
-build: deps
+build:
+	@command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }
 	$(CARGO) build --workspace --bins
 
-release: deps
+release:
+	@command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }
 	$(CARGO) build --workspace --bins --release
 
+# The Rust toolchain and python3 only.
 demo: build
 	bash scripts/demo.sh
 
@@ -64,7 +76,7 @@ demo: build
 # failure does not stop the run: every part runs, every failing test is
 # listed (cargo's --no-fail-fast, the Python summary), and the last line
 # names the parts that failed.
-test: build
+test: deps build
 	@failed=""; \
 	$(PYTHON) scripts/import_cycles.py . || failed="$$failed import-cycles"; \
 	$(CARGO) test --workspace --no-fail-fast 2>&1 | tee target/test-cargo.log; \
@@ -90,18 +102,18 @@ install: release
 
 # Two Debian packages, funcd (minion) and func (overlord + certmaster), in
 # target/debian/ (scripts/package.sh).
-package: release
+package: deps release
 	PROFILE=release bash scripts/package.sh
 
 # Benchmarks print tables and write them to bench/results/ (see README).
 # BENCH_SIZES="10 50 200" and RUNS=5 by default; PEER=salt adds Salt.
-bench: release
+bench: deps release
 	bash scripts/bench.sh
 
-bench-salt: release
+bench-salt: deps release
 	PEER=salt bash scripts/bench.sh
 
-bench-scale: release
+bench-scale: deps release
 	bash scripts/bench_scale.sh
 
 clean:
