@@ -18,6 +18,7 @@ import subprocess
 import threading
 import time
 import unittest
+import urllib.parse
 
 from funcfixture import Fleet, binary
 
@@ -110,15 +111,17 @@ class Api:
 class Events:
     """An open event stream, read on a thread; events collected in order."""
 
-    def __init__(self, api, token, last_id=None):
+    def __init__(self, api, token, last_id=None, tag=None):
         self.conn = api.conn()
         headers = {"Authorization": "Bearer " + token}
         if last_id is not None:
             headers["Last-Event-ID"] = str(last_id)
-        self.conn.request("GET", "/api/v1/events", headers=headers)
+        path = "/api/v1/events" + ("?tag=" + urllib.parse.quote(tag, safe="") if tag else "")
+        self.conn.request("GET", path, headers=headers)
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
         self.events = []
+        self.raw = []
         self.ended = False
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -132,8 +135,12 @@ class Events:
                     break
                 line = line.decode().rstrip("\n")
                 if line == "":
-                    if "event" in ev:
-                        ev["data"] = json.loads(ev.get("data", "null"))
+                    if "data" in ev:
+                        # Salt's shape: data is {"tag", "data"}; no event: line
+                        # (so EventSource.onmessage gets every event).
+                        self.raw.append(dict(ev))
+                        msg = json.loads(ev["data"])
+                        ev["event"], ev["data"] = msg["tag"], msg["data"]
                         self.events.append(ev)
                     ev = {}
                 elif line.startswith(":"):
@@ -563,6 +570,16 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(ret["data"]["ok"])
         done = [e for e in stream.events if e["event"] == prefix + "complete"][0]
         self.assertEqual(done["data"], {"ok": True, "failed": []})
+        # Salt's shape, so EventSource.onmessage and every SSE library see
+        # every event: no event: line, data is {"tag", "data"}.
+        for raw in stream.raw:
+            self.assertNotIn("event", raw)
+            self.assertEqual(sorted(json.loads(raw["data"])), ["data", "tag"])
+        # ?tag= keeps one job's events, from the backlog.
+        only = Events(self.api, self.admin, last_id=0, tag=prefix)
+        self.assertTrue(wait_until(10, lambda: prefix + "complete" in only.tags()), only.tags())
+        self.assertEqual(only.tags(), only.tags(prefix))
+        only.close()
         # Nobody ran job_status: the service recorded the results.
         status = json.loads(self.func("job_status", job, "--json").stdout)
         self.assertEqual(status["status"], 1)

@@ -1,5 +1,8 @@
-//! `GET /api/v1/events`: Server-Sent Events from the bus. Each event has
-//! `id:` (increasing), `event:` (the tag) and `data:` (JSON). A client
+//! `GET /api/v1/events[?tag=PREFIX]`: Server-Sent Events from the bus.
+//! Each event has `id:` (increasing) and `data: {"tag": TAG, "data":
+//! PAYLOAD}` (Salt's shape) and no `event:` line, so a browser's
+//! `EventSource.onmessage` and every SSE library receive every event;
+//! `?tag=` keeps the tags starting with a prefix (`job/<id>/`). A client
 //! resuming with `Last-Event-ID` gets the events after that id still in the
 //! backlog, without repeats. A comment line every 15 s keeps proxies open.
 //! The stream ends when the caller's token expires or is revoked (looked at
@@ -72,6 +75,8 @@ struct Follow {
     checked: std::time::Instant,
     judged: Judged,
     skipped: usize,
+    /// `?tag=`: only tags starting with it.
+    prefix: String,
     _slot: Slot,
 }
 
@@ -114,12 +119,35 @@ impl Judged {
     }
 }
 
+/// `?tag=PREFIX`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    tag: Option<String>,
+}
+
+/// One event as sent: `data: {"tag", "data"}` (the payload is JSON text
+/// already, placed as it is).
+fn sse(id: Option<u64>, tag: &str, data: &str) -> SseEvent {
+    let tag = serde_json::Value::String(tag.to_string());
+    let event = SseEvent::default().data(format!("{{\"tag\": {tag}, \"data\": {data}}}"));
+    match id {
+        Some(id) => event.id(id.to_string()),
+        None => event,
+    }
+}
+
 /// `GET /api/v1/events`.
 pub async fn stream(
     caller: Caller,
     State(api): State<Arc<Api>>,
     headers: HeaderMap,
+    super::reply::Query(query): super::reply::Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let prefix = query.tag.unwrap_or_default();
+    if prefix.len() > 1000 {
+        return Err(ApiError::bad("tag: at most 1000 characters"));
+    }
     let slot = Slot::take(&api, &caller.name).ok_or_else(|| {
         ApiError::new(
             axum::http::StatusCode::TOO_MANY_REQUESTS,
@@ -144,6 +172,7 @@ pub async fn stream(
         checked: std::time::Instant::now(),
         judged: Judged::default(),
         skipped: 0,
+        prefix,
         _slot: slot,
     };
     let events = futures_util::stream::unfold(state, |mut s| async move {
@@ -156,9 +185,7 @@ pub async fn stream(
                 if !s.caller.still_valid(&s.api) {
                     // The token expired or was revoked: say so, then end.
                     s.ended = true;
-                    let bye = SseEvent::default()
-                        .event("auth/expired")
-                        .data("{\"error\": \"token expired or revoked\"}");
+                    let bye = sse(None, "auth/expired", "{\"error\": \"token expired or revoked\"}");
                     return Some((Ok(bye), s));
                 }
             }
@@ -166,7 +193,8 @@ pub async fn stream(
                 s.last = e.id;
                 let admin = s.caller.rights.admin;
                 let (caller, groups) = (&s.caller, &s.groups);
-                if !admin && !s.judged.visible(&e, |e| visible(caller, groups, e)) {
+                let wanted = e.tag.starts_with(s.prefix.as_str());
+                if !wanted || (!admin && !s.judged.visible(&e, |e| visible(caller, groups, e))) {
                     // A long run of others' events: let other tasks run.
                     s.skipped += 1;
                     if s.skipped % SKIPS_BEFORE_YIELD == 0 {
@@ -174,11 +202,7 @@ pub async fn stream(
                     }
                     continue;
                 }
-                let event = SseEvent::default()
-                    .id(e.id.to_string())
-                    .event(&e.tag)
-                    .data(&e.data);
-                return Some((Ok(event), s));
+                return Some((Ok(sse(Some(e.id), &e.tag, &e.data)), s));
             }
             s.pending.extend(s.api.bus.since(s.last, BATCH));
             if !s.pending.is_empty() {

@@ -43,6 +43,8 @@ pub struct Api {
     pub tls: Arc<rustls::ServerConfig>,
     /// Requests without credentials in progress (bounded apart from callers').
     pub anonymous: Arc<Semaphore>,
+    /// When the service started (epoch seconds): jobs begun since are new.
+    pub started: f64,
 }
 
 impl Api {
@@ -77,6 +79,7 @@ impl Api {
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
             anonymous: Arc::new(Semaphore::new(ANONYMOUS_REQUESTS)),
+            started: crate::store::now(),
             settings,
             root,
         })

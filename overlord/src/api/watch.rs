@@ -87,12 +87,15 @@ struct State {
     ends_tx: mpsc::Sender<(String, String, Value)>,
     ends_rx: mpsc::Receiver<(String, String, Value)>,
     batch_log: u64,
+    /// When the service started (epoch seconds).
+    since: f64,
 }
 
 impl State {
     fn new(api: Arc<Api>, rt: tokio::runtime::Handle) -> Self {
         let (ends_tx, ends_rx) = mpsc::channel();
         let batch_log = api.store.batch_events(None).map_or(0, |(_, end)| end);
+        let since = api.started;
         State {
             changes: Changes::new(&api),
             api,
@@ -104,6 +107,7 @@ impl State {
             ends_tx,
             ends_rx,
             batch_log,
+            since,
         }
     }
 
@@ -201,6 +205,10 @@ impl State {
         }
         for meta in found.into_iter().rev() {
             self.newest = self.newest.max(meta.started);
+            // History is what began before the service did: a job started
+            // while the first scan was on its way is new, whenever that
+            // scan ran.
+            let first = first && meta.started < self.since;
             if first {
                 if meta.ended.is_some() {
                     self.seen.insert(meta.id.clone(), meta.started);

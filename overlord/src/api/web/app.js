@@ -148,7 +148,7 @@ function renderer(tbody) {
   };
 }
 
-// ---- the event stream (fetch + a small SSE parser: tags are dynamic) ----
+// ---- the event stream (fetch + a small SSE parser; each event's data is {tag, data}) ----
 
 function follow(onEvent, onOpen) {
   const ctrl = new AbortController();
@@ -172,20 +172,22 @@ function follow(onEvent, onOpen) {
           while ((i = buf.indexOf('\n\n')) >= 0) {
             const block = buf.slice(0, i);
             buf = buf.slice(i + 2);
-            const ev = { id: null, event: 'message', data: '' };
+            const ev = { id: null, data: '' };
             for (const line of block.split('\n')) {
               if (line.startsWith(':')) continue;
               const j = line.indexOf(':');
               const k = j < 0 ? line : line.slice(0, j);
               let v = j < 0 ? '' : line.slice(j + 1);
               if (v.startsWith(' ')) v = v.slice(1);
-              if (k === 'id') ev.id = v; else if (k === 'event') ev.event = v; else if (k === 'data') ev.data += v;
+              if (k === 'id') ev.id = v; else if (k === 'data') ev.data += v;
             }
             if (ev.id) last = ev.id;
-            if (ev.event === 'auth/expired') { stopped = true; route(); return; }
-            let data = null;
-            try { data = JSON.parse(ev.data); } catch (e) { data = null; }
-            onEvent(ev.event, data);
+            // Salt's shape: data is {"tag", "data"}.
+            let msg = null;
+            try { msg = JSON.parse(ev.data); } catch (e) { msg = null; }
+            if (!msg || typeof msg.tag !== 'string') continue;
+            if (msg.tag === 'auth/expired') { stopped = true; route(); return; }
+            onEvent(msg.tag, msg.data);
           }
         }
       } catch (e) {
