@@ -55,9 +55,9 @@ echo "${token:0:9}... (printed once, stored only as a hash)"
 (umask 077; echo "$token" >.demo/api-token; echo "Authorization: Bearer $token" >.demo/api-header)
 ca=$FUNC_ROOT/etc/pki/certmaster/ca/certmaster.crt
 api() { # the token stays in a private file, out of `ps`
-	echo "\$ curl --cacert \$CA -H @.demo/api-header ${2:+-d '$2' }$FLEET_API$1"
+	echo "\$ curl --cacert \$CA -H @.demo/api-header ${2:+--json '$2' }$FLEET_API$1"
 	if command -v curl >/dev/null; then
-		curl -sS -w '\n' --cacert "$ca" -H @.demo/api-header ${2:+-d "$2"} "$FLEET_API$1"
+		curl -sS -w '\n' --cacert "$ca" -H @.demo/api-header ${2:+--json "$2"} "$FLEET_API$1"
 	else # the demo needs nothing beyond the Rust toolchain and python3
 		python3 - "$ca" "$FLEET_API$1" "${2:-}" <<'PY'
 import ssl, sys, urllib.request

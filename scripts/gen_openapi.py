@@ -76,8 +76,34 @@ doc = {
   "/api/v1/batches/{id}/recover": {"post": {"summary": "Resumes a batch whose driver died", "parameters": [idp],
      "responses": {**resp(200, "outcome", obj), **errors(401, 404, 503)}}},
   "/api/v1/events": {"get": {"summary": "Server-Sent Events: job/<id>/new|ret/<host>|complete, batch/<id>/new|progress|complete|halted|recover",
-     "parameters": [{"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}],
+     "description": "Each event: `id:` and `data: {\"tag\": TAG, \"data\": PAYLOAD}` (no `event:` line).",
+     "parameters": [{"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+                    {"name": "tag", "in": "query", "schema": {"type": "string", "maxLength": 1000}, "description": "only tags starting with this prefix"}],
      "responses": {"200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}, **errors(401)}}},
-  "/api/v1/openapi.json": {"get": {"summary": "This document", "security": [], "responses": resp(200, "OpenAPI 3", obj)}}
+  "/api/v1/openapi.json": {"get": {"summary": "This document", "security": [], "responses": resp(200, "OpenAPI 3", obj)}},
+  "/metrics": {"get": {"summary": "Counters in Prometheus' text format (administrators)",
+     "responses": {"200": {"description": "metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}, **errors(401, 403)}}}
  }}
+# Every operation: an operationId (generated clients get readable names)
+# and a tag; 202 answers say where to follow the job; pages link the next.
+names = {
+ ("post", "/api/v1/login"): ("login", "session"), ("post", "/api/v1/logout"): ("logout", "session"),
+ ("get", "/api/v1/minions"): ("listMinions", "minions"), ("get", "/api/v1/minions/{name}/methods"): ("getMinionMethods", "minions"),
+ ("post", "/api/v1/calls"): ("runCall", "calls"), ("get", "/api/v1/jobs"): ("listJobs", "jobs"),
+ ("get", "/api/v1/jobs/{id}"): ("getJob", "jobs"), ("post", "/api/v1/jobs/{id}/kill"): ("killJob", "jobs"),
+ ("get", "/api/v1/batches/{id}"): ("getBatch", "batches"), ("post", "/api/v1/batches/{id}/stop"): ("stopBatch", "batches"),
+ ("post", "/api/v1/batches/{id}/recover"): ("recoverBatch", "batches"), ("get", "/api/v1/events"): ("streamEvents", "events"),
+ ("get", "/api/v1/openapi.json"): ("getOpenApi", "meta"), ("get", "/metrics"): ("getMetrics", "meta"),
+}
+for path, ops in doc["paths"].items():
+    for method, op in ops.items():
+        op["operationId"], tag = names[(method, path)]
+        op["tags"] = [tag]
+        op["responses"].update(errors(400) if path.startswith("/api/v1/") and "400" not in op["responses"] else {})
+doc["paths"]["/api/v1/calls"]["post"]["responses"]["202"]["headers"] = {
+ "Location": {"description": "the job (or batch) to follow", "schema": {"type": "string"}}}
+doc["paths"]["/api/v1/calls"]["post"]["responses"].update(errors(408, 415))
+doc["paths"]["/api/v1/jobs"]["get"]["responses"]["200"]["headers"] = {
+ "Link": {"description": "<…>; rel=\"next\" when there is a next page", "schema": {"type": "string"}}}
+doc["tags"] = [{"name": t} for t in ("session", "minions", "calls", "jobs", "batches", "events", "meta")]
 print(json.dumps(doc, indent=1))

@@ -464,9 +464,11 @@ class ApiTest(unittest.TestCase):
         for t in threads:
             t.start()
         try:
-            self.assertTrue(wait_until(60, lambda: self.api.request("GET", "/api/v1/jobs", self.limited)[0] == 429,
-                                       pause=0.3),
+            refused = []
+            self.assertTrue(wait_until(60, lambda: refused.append(self.api.request("GET", "/api/v1/jobs", self.limited))
+                                       or refused[-1][0] == 429, pause=0.3),
                             "a listing is counted against the caller's slots")
+            self.assertEqual(refused[-1][2].getheader("Retry-After"), "1")
         finally:
             done.set()
             for t in threads:
@@ -489,6 +491,71 @@ class ApiTest(unittest.TestCase):
             for c in ("\u202e", "\u200b", "\x1b", "\x9b"):
                 self.assertNotIn(c, out.stdout + out.stderr, (args, c))
 
+    def test_http_conventions_for_generated_clients(self):
+        status, doc, _ = self.api.request("GET", "/api/v1/openapi.json")
+        ops = [(m, p, op) for p, item in doc["paths"].items() for m, op in item.items()]
+        self.assertTrue(all(op.get("operationId") and op.get("tags") for _, _, op in ops))
+        self.assertEqual(len({op["operationId"] for _, _, op in ops}), len(ops), "operationIds are unique")
+        # 202 says where to follow the job or the batch.
+        ping = {"spec": "m1", "module": "test", "method": "ping"}
+        for extra, kind in (({"async": True}, "jobs"), ({"batch": 1}, "batches")):
+            status, doc, r = self.api.request("POST", "/api/v1/calls", self.admin, dict(ping, **extra))
+            self.assertEqual(status, 202, doc)
+            where = r.getheader("Location")
+            self.assertTrue(where.startswith("/api/v1/%s/" % kind), where)
+            self.assertEqual(self.api.request("GET", where, self.admin)[0], 200, where)
+        # Pages link the next one; unknown query parameters are refused.
+        status, doc, r = self.api.request("GET", "/api/v1/jobs?limit=1", self.admin)
+        self.assertIsNotNone(doc["next"])
+        self.assertIn('rel="next"', r.getheader("Link"))
+        nxt = r.getheader("Link").split(">")[0].lstrip("<")
+        status, doc2, _ = self.api.request("GET", nxt, self.admin)
+        self.assertEqual(status, 200, doc2)
+        self.assertNotEqual(doc2["jobs"][0]["id"], doc["jobs"][0]["id"])
+        for path in ("/api/v1/jobs?page=2", "/api/v1/minions?bogus=1", "/api/v1/jobs/last?x=1"):
+            status, doc, _ = self.api.request("GET", path, self.admin)
+            self.assertEqual(status, 400, (path, doc))
+            self.assertIn("unknown query parameter", doc["error"])
+        # A body that is not JSON: 415.
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin, raw="spec=m1",
+                                          headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(status, 415, doc)
+        # Metrics, for administrators.
+        status, text, r = self.api.request("GET", "/metrics", self.admin)
+        self.assertEqual(status, 200)
+        self.assertIn("text/plain", r.getheader("Content-Type"))
+        for name in ("func_api_requests_total{status=\"200\"}", "func_api_calls_total", "func_api_jobs_started_total",
+                     "func_api_events_total", "func_api_event_streams", "func_api_errors_total"):
+            self.assertIn(name, text)
+        self.assertEqual(self.api.request("GET", "/metrics", self.limited)[0], 403)
+        self.assertEqual(self.api.request("GET", "/metrics")[0], 401)
+
+    def test_cors_origins_and_a_full_last_page(self):
+        fleet = Fleet()
+        api = Api(fleet, conf="[api]\ncors_origins = https://dash.example.org\n")
+        try:
+            admin = api.token("a", "--admin")
+            dash = {"Origin": "https://dash.example.org"}
+            status, _, r = api.request("OPTIONS", "/api/v1/jobs", headers=dict(dash, **{
+                "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"}))
+            self.assertEqual(status, 204)
+            self.assertEqual(r.getheader("Access-Control-Allow-Origin"), "https://dash.example.org")
+            self.assertIn("Authorization", r.getheader("Access-Control-Allow-Headers"))
+            status, _, r = api.request("GET", "/api/v1/jobs", admin, headers=dash)
+            self.assertEqual((status, r.getheader("Access-Control-Allow-Origin")), (200, "https://dash.example.org"))
+            status, _, r = api.request("GET", "/api/v1/jobs", admin, headers={"Origin": "https://evil.example"})
+            self.assertIsNone(r.getheader("Access-Control-Allow-Origin"))
+            # Exactly one full page of jobs: no next page is announced.
+            subprocess.run([binary("func-bench-fill"), fleet.ca_root, "3"], check=True, capture_output=True)
+            status, doc, r = api.request("GET", "/api/v1/jobs?limit=3", admin)
+            self.assertEqual((len(doc["jobs"]), doc["next"], r.getheader("Link")), (3, None, None))
+            status, doc, r = api.request("GET", "/api/v1/jobs?limit=2", admin)
+            self.assertEqual(len(doc["jobs"]), 2)
+            self.assertIsNotNone(doc["next"])
+        finally:
+            api.close()
+            fleet.close()
+
     def test_login_needs_our_own_page_or_the_csrf_header(self):
         """Another site cannot log a visitor's browser in with its token
         (login CSRF): a cross-origin or origin-less form post is refused."""
@@ -497,7 +564,7 @@ class ApiTest(unittest.TestCase):
                         {"Content-Type": "text/plain", "Origin": "https://evil.example"},
                         {"Content-Type": "application/json", "Origin": "null"}):
             status, doc, r = self.api.request("POST", "/api/v1/login", raw=body, headers=headers)
-            self.assertEqual(status, 403, (headers, doc))
+            self.assertIn(status, (403, 415), (headers, doc))
             self.assertIsNone(r.getheader("Set-Cookie"))
         own = {"Origin": "https://localhost:%d" % self.api.port}
         self.assertEqual(self.api.request("POST", "/api/v1/login", raw=body, headers=own)[0], 200)

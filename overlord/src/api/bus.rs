@@ -31,6 +31,7 @@ pub struct Event {
 struct Inner {
     backlog: VecDeque<Arc<Event>>,
     next: u64,
+    published: u64,
 }
 
 pub struct Bus {
@@ -46,6 +47,7 @@ impl Bus {
             inner: Mutex::new(Inner {
                 backlog: VecDeque::new(),
                 next: start,
+                published: 0,
             }),
             capacity: capacity.max(1),
             last: watch::channel(0).0,
@@ -69,6 +71,7 @@ impl Bus {
             .collect();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.next += 1;
+        inner.published += 1;
         let id = inner.next;
         inner.backlog.push_back(Arc::new(Event {
             id,
@@ -90,6 +93,11 @@ impl Bus {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let start = inner.backlog.partition_point(|e| e.id <= after);
         inner.backlog.iter().skip(start).take(max).cloned().collect()
+    }
+
+    /// Events published since the service started.
+    pub fn published(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).published
     }
 
     /// The newest id (0 before the first event).

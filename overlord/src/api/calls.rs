@@ -180,6 +180,7 @@ pub async fn call(
         return Err(forbidden(&names));
     }
     let _slot = take_slot(&api, &caller)?;
+    api.metrics.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let answer = if call.batch.is_some() || call.asynchronous {
         start_job(&api, &caller, &call, names.clone()).await
     } else {
@@ -296,5 +297,25 @@ async fn start_job(
         crate::error::EngineError::Store(s) => ApiError::store(s),
         other => ApiError::internal(other),
     })?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"job_id": id}))).into_response())
+    api.metrics.jobs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // Where to follow it: the batch's page for a batch, else the job's.
+    let kind = if call.batch.is_some() { "batches" } else { "jobs" };
+    let location = format!("/api/v1/{kind}/{}", encode_segment(&id));
+    let mut answer = (StatusCode::ACCEPTED, Json(json!({"job_id": id}))).into_response();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
+        answer.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    Ok(answer)
+}
+
+/// `text` as one URL path segment (job ids hold SPEC characters: `*`, `;`).
+pub fn encode_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }

@@ -37,6 +37,9 @@ pub struct ApiSettings {
     /// and the socket lingers so a late request sees a clean end). Every
     /// answer says it: `Keep-Alive: timeout=N`.
     pub idle_timeout: u64,
+    /// `cors_origins`: browser origins (`https://dash.example.org`, comma
+    /// or space separated) allowed to call the API; default none.
+    pub cors_origins: Vec<String>,
 }
 
 impl ApiSettings {
@@ -73,6 +76,14 @@ impl ApiSettings {
             auth_failures: num("auth_failures_per_minute", 20, 1_000_000)? as u32,
             max_connections: num("max_connections", 1024, 65_536)?,
             idle_timeout: num("idle_timeout", 15, 3600)? as u64,
+            cors_origins: text("cors_origins")
+                .map(|t| {
+                    t.split([',', ' '])
+                        .map(|o| o.trim().trim_end_matches('/').to_string())
+                        .filter(|o| !o.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }

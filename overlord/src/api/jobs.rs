@@ -69,8 +69,10 @@ pub async fn list(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Query(q): Query<ListQuery>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+    let (q_function, q_target) = (q.function.clone(), q.target.clone());
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad(format!("limit: from 1 to {MAX_LIMIT}")));
     }
@@ -80,7 +82,7 @@ pub async fn list(
     // A listing is work done for the caller: it takes one of its slots.
     let slot = super::calls::take_slot(&api, &caller)?;
     let max_scan = if caller.rights.admin { MAX_SCAN } else { MAX_SCAN_LIMITED };
-    tokio::task::spawn_blocking(move || {
+    let page = tokio::task::spawn_blocking(move || {
         let _slot = slot;
         // What the caller's rights reach, per function: judged once per
         // request, not once per job (a listing may look at thousands).
@@ -141,19 +143,41 @@ pub async fn list(
                 break;
             }
         }
-        // Full: go on below the last job shown. Cut short by the scan
-        // bound: below the last job looked at. Nothing more: null.
+        // Full: go on below the last job shown, unless nothing is left
+        // there (a full last page announces no next one). Cut short by the
+        // scan bound: below the last job looked at. Nothing more: null.
         let next = if exhausted && !cut {
             None
         } else if jobs.len() == limit {
-            last_returned
+            let below = last_returned.as_ref().and_then(|id| cursor_of(store, id).ok());
+            let more = match below {
+                Some(below) => !store.list_page(1, Some(&below)).map_err(ApiError::store)?.is_empty(),
+                None => true,
+            };
+            last_returned.filter(|_| more)
         } else {
             cursor.map(|c| c.1)
         };
-        Ok(Json(json!({"jobs": jobs, "next": next})))
+        let mut link = None;
+        if let Some(next) = &next {
+            let mut q = format!("limit={limit}&before={}", super::calls::encode_segment(next));
+            for (key, value) in [("function", &q_function), ("target", &q_target)] {
+                if let Some(v) = value {
+                    q.push_str(&format!("&{key}={}", super::calls::encode_segment(v)));
+                }
+            }
+            link = Some(format!("</api/v1/jobs?{q}>; rel=\"next\""));
+        }
+        Ok::<_, ApiError>((link, Json(json!({"jobs": jobs, "next": next}))))
     })
     .await
-    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)??;
+    let (link, body) = page;
+    let mut answer = body.into_response();
+    if let Some(v) = link.and_then(|l| axum::http::HeaderValue::from_str(&l).ok()) {
+        answer.headers_mut().insert(axum::http::header::LINK, v);
+    }
+    Ok(answer)
 }
 
 /// Where a page below job `id` starts: its start time (from the store, or

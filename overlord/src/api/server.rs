@@ -17,7 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::Service as _;
 
 use super::state::{Api, Peer};
-use super::{batches, calls, events, jobs, minions, reply, session, watch, web};
+use super::{batches, calls, conventions, events, jobs, metrics, minions, reply, session, watch, web};
 
 /// Connections from one address at once (all of them: `[api] max_connections`).
 const PER_ADDRESS: usize = 64;
@@ -52,6 +52,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/batches/{id}/recover", post(batches::recover))
         .route("/api/v1/events", get(events::stream))
         .route("/api/v1/openapi.json", get(reply::openapi))
+        .route("/metrics", get(metrics::metrics))
         .route("/", get(web::page))
         .route("/run", get(web::page))
         .route("/jobs", get(web::page))
@@ -65,6 +66,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(api.settings.max_body))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), bodies))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), counted))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), conventions::conventions))
         .with_state(api)
 }
 

@@ -45,6 +45,8 @@ pub struct Api {
     pub anonymous: Arc<Semaphore>,
     /// When the service started (epoch seconds): jobs begun since are new.
     pub started: f64,
+    /// Counters for `GET /metrics`.
+    pub metrics: super::metrics::Metrics,
 }
 
 impl Api {
@@ -80,6 +82,7 @@ impl Api {
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
             anonymous: Arc::new(Semaphore::new(ANONYMOUS_REQUESTS)),
             started: crate::store::now(),
+            metrics: Default::default(),
             settings,
             root,
         })
