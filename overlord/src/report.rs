@@ -13,37 +13,7 @@ pub use crate::values::{natural, natural_cmp};
 
 use crate::plan::Plan;
 
-/// How one host ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    Ok,
-    Failed,
-    Unreachable,
-    TimedOut,
-}
-
-/// How `value`, a result of `method`, counts.
-pub fn class(method: &str, value: &Value) -> Class {
-    if common::outcome::ok(method, value) {
-        return Class::Ok;
-    }
-    let kind = match value {
-        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(1) {
-            Some(Value::String(k)) => k.as_str(),
-            _ => "",
-        },
-        _ => "",
-    };
-    match kind {
-        "socket.timeout" | "func.overlord.BatchTimeout" => Class::TimedOut,
-        "socket.error"
-        | "socket.gaierror"
-        | "ssl.SSLError"
-        | "func.overlord.WorkerDied"
-        | "func.overlord.BatchUnreachable" => Class::Unreachable,
-        _ => Class::Failed,
-    }
-}
+pub use crate::values::{class, Class};
 
 /// Whether colour may be written to a stream that is (or not) a terminal.
 pub fn colour(terminal: bool) -> bool {
@@ -193,6 +163,7 @@ impl<'a> Report<'a> {
             (Class::Failed, "failed"),
             (Class::Unreachable, "unreachable"),
             (Class::TimedOut, "timed out"),
+            (Class::Abandoned, "abandoned"),
         ] {
             let n = count(class);
             if n > 0 {

@@ -115,3 +115,41 @@ mod tests {
         assert_eq!(natural(names.iter()), ["db1", "web2", "web10"]);
     }
 }
+
+/// How one host ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Ok,
+    Failed,
+    Unreachable,
+    TimedOut,
+    /// Never sent: a batch stopped, halted by `--failhard` or killed
+    /// before its turn (not a failure of its own; the exit status still
+    /// says the run did not succeed).
+    Abandoned,
+}
+
+/// How `value`, a result of `method`, counts.
+pub fn class(method: &str, value: &Value) -> Class {
+    if common::outcome::ok(method, value) {
+        return Class::Ok;
+    }
+    let kind = match value {
+        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(1) {
+            Some(Value::String(k)) => k.as_str(),
+            _ => "",
+        },
+        _ => "",
+    };
+    match kind {
+        "socket.timeout" | "func.overlord.BatchTimeout" => Class::TimedOut,
+        "socket.error"
+        | "socket.gaierror"
+        | "ssl.SSLError"
+        | "func.overlord.WorkerDied"
+        | "func.overlord.BatchUnreachable" => Class::Unreachable,
+        "func.overlord.BatchAbandoned" => Class::Abandoned,
+        _ => Class::Failed,
+    }
+}
+

@@ -530,6 +530,21 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(self.api.request("GET", "/metrics", self.limited)[0], 403)
         self.assertEqual(self.api.request("GET", "/metrics")[0], 401)
 
+    def test_job_rows_say_how_their_hosts_ended(self):
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "m1;m2", "module": "test", "method": "explode", "async": True})
+        job = doc["job_id"]
+        self.assertTrue(wait_until(60, lambda: self.api.request("GET", "/api/v1/jobs/" + urllib.parse.quote(job, safe=""),
+                                                                self.admin)[1]["status"] == 1))
+        rows = self.api.request("GET", "/api/v1/jobs?limit=50", self.admin)[1]["jobs"]
+        row = [r for r in rows if r["id"] == job][0]
+        self.assertEqual(row["outcome"], "failed", row)
+        self.assertEqual((row["counts"]["ok"], row["counts"]["failed"], row["counts"]["pending"]), (0, 2, 0), row)
+        status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                          {"spec": "m1", "module": "test", "method": "ping", "async": True})
+        self.assertTrue(wait_until(60, lambda: [r for r in self.api.request("GET", "/api/v1/jobs?limit=50", self.admin)[1]["jobs"]
+                                                if r["id"] == doc["job_id"]][0]["outcome"] == "ok"))
+
     def test_cors_origins_and_a_full_last_page(self):
         fleet = Fleet()
         api = Api(fleet, conf="[api]\ncors_origins = https://dash.example.org\n")

@@ -108,6 +108,12 @@ fn failhard_stops_after_the_first_failure_and_exit_is_nonzero() {
     let fleet = Fleet::start(&["m1", "m2", "m3"]);
     let out = fleet.func(&["*", "call", "--batch", "1", "--failhard", "test", "explode"]);
     assert_eq!(out.code, 1, "{out:?}");
+    // Hosts never sent are abandoned, not failed.
+    assert!(
+        out.stderr.contains("3 hosts: 0 ok, 1 failed (m1), 2 abandoned (m2, m3)"),
+        "{}",
+        out.stderr
+    );
     let doc = batch_status(&fleet, &job_id(&out.stderr));
     assert_eq!(doc["halted"], "failhard");
     assert_eq!(doc["hosts"]["m1"]["state"], "failed");

@@ -297,6 +297,18 @@ fn ctrl_c_says_how_to_follow_stop_or_resume() {
         doc["state"].as_str().unwrap_or("").starts_with("interrupted"),
         "{doc}"
     );
+    // It reads as interrupted in the job listing too, with how to resume.
+    let list = fleet.func(&["jobs", "list", "--limit", "5"]);
+    let row = list.stdout.lines().find(|l| l.starts_with(&id)).unwrap_or_default().to_string();
+    assert!(row.contains("interrupted"), "{}", list.stdout);
+    assert!(list.stdout.contains(&format!("func batch recover '{id}'")), "{}", list.stdout);
+    // Once job_status has m1's result, batch status agrees (m1 is no
+    // longer shown as active).
+    assert!(wait_until(Duration::from_secs(60), || {
+        json(&fleet, &["job_status", &id])["results"].get("m1").is_some()
+    }));
+    let doc = json(&fleet, &["batch", "status", &id]);
+    assert_eq!(doc["hosts"]["m1"]["state"], "done", "{doc}");
     let out = fleet.func(&["batch", "recover", &id]);
     assert_eq!(out.code, 0, "{out:?}");
     let mut doc = J::Null;

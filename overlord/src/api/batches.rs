@@ -61,7 +61,8 @@ pub async fn status(
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     tokio::task::spawn_blocking(move || {
-        let (meta, rec) = load_visible(&api, &caller, &id)?;
+        let (meta, mut rec) = load_visible(&api, &caller, &id)?;
+        control::with_recorded_ends(&api.store, &mut rec, &meta.id);
         Ok(Json(control::status_doc(&meta, &rec)))
     })
     .await

@@ -50,10 +50,12 @@ fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiErro
         .transpose()
 }
 
-fn row(meta: &JobMeta) -> serde_json::Value {
+fn row(meta: &JobMeta, tally: Option<&crate::jobs::Tally>) -> serde_json::Value {
+    let tally = tally.copied().unwrap_or_default();
     json!({"id": meta.id, "function": meta.function, "target": meta.spec, "user": meta.user,
         "started": meta.started, "ended": meta.ended, "hosts": meta.hosts, "batch": meta.batch,
-        "finished": meta.ended.is_some()})
+        "finished": meta.ended.is_some(), "counts": tally,
+        "outcome": if meta.ended.is_some() || tally.pending == 0 { tally.outcome() } else { "running" }})
 }
 
 /// Whether `caller` may see job `record`.
@@ -94,6 +96,7 @@ pub async fn list(
             None => None,
         };
         let mut jobs: Vec<serde_json::Value> = Vec::new();
+        let mut tallies: std::collections::HashMap<String, crate::jobs::Tally> = Default::default();
         let mut last_returned = None;
         let (mut scanned, mut exhausted, mut cut) = (0, false, false);
         while jobs.len() < limit && scanned < max_scan {
@@ -115,24 +118,34 @@ pub async fn list(
                 .filter(|m| function.as_ref().is_none_or(|g| g.matches(&m.function)))
                 .filter(|m| target.as_ref().is_none_or(|g| g.matches(&m.spec)))
                 .collect();
-            if !caller.rights.admin {
-                let ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
-                let records = store.load_many(&ids).map_err(ApiError::store)?;
-                let ok: std::collections::HashSet<String> = records
-                    .iter()
-                    .filter(|r| {
+            // The rows carry their hosts' tally: the records of the page
+            // (at most `want` jobs) are read once, for that and for rights.
+            if !caller.rights.admin || !kept.is_empty() {
+                let ids: Vec<String> = kept.iter().take(want).map(|m| m.id.clone()).collect();
+                let mut records: std::collections::HashMap<String, JobRecord> = store
+                    .load_many(&ids)
+                    .map_err(ApiError::store)?
+                    .into_iter()
+                    .map(|r| (r.meta.id.clone(), r))
+                    .collect();
+                if !caller.rights.admin {
+                    records.retain(|_, r| {
                         let allowed = reach
                             .entry(r.meta.function.clone())
                             .or_insert_with(|| caller.rights.hosts_for(&api.root, Some(&r.meta.function)));
                         r.hosts.keys().all(|h| allowed.contains(h))
-                    })
-                    .map(|r| r.meta.id.clone())
-                    .collect();
-                kept.retain(|m| ok.contains(&m.id));
+                    });
+                }
+                kept.retain(|m| records.contains_key(&m.id));
+                tallies = records.values().map(|r| (r.meta.id.clone(), crate::jobs::tally(r))).collect();
             }
             let total = kept.len();
             for (i, meta) in kept.into_iter().enumerate() {
-                jobs.push(row(&meta));
+                let mut r = row(&meta, tallies.get(&meta.id));
+                if meta.batch && meta.ended.is_none() && crate::batch::control::interrupted(store, &meta.id) {
+                    r["outcome"] = json!("interrupted");
+                }
+                jobs.push(r);
                 last_returned = Some(meta.id);
                 if jobs.len() == limit {
                     cut = i + 1 < total;

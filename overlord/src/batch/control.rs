@@ -78,6 +78,43 @@ pub fn hosts_doc(rec: &BatchRecord) -> serde_json::Map<String, serde_json::Value
     hosts
 }
 
+/// Whether batch `id` stopped before its end with nobody driving it (Ctrl-C
+/// on a sync batch, a driver that died): `func batch recover` resumes it.
+pub fn interrupted(store: &dyn JobStore, id: &str) -> bool {
+    matches!(driver::load(store, id), Ok(Some((_, rec))) if rec.orphaned())
+}
+
+/// `rec` as it stands now: a host the batch record still has in flight
+/// whose result the job already holds (recorded by `job_status`, func-api
+/// or a recovering driver after its driver stopped) is shown as ended, so
+/// `batch status` and `job_status` agree. Nothing is written.
+pub fn with_recorded_ends(store: &dyn JobStore, rec: &mut BatchRecord, id: &str) {
+    let Ok(Some(job)) = store.load(id) else { return };
+    let function = job.meta.function.clone();
+    let finished: Vec<(String, HostEnd)> = rec
+        .state
+        .active
+        .keys()
+        .filter_map(|h| {
+            let entry = job.hosts.get(h)?;
+            let xml = entry.result_xml.as_ref().filter(|_| entry.state == crate::store::HostState::Finished)?;
+            let value = crate::jobs::decode_result(xml);
+            let end = match crate::values::class(&function, &value) {
+                crate::values::Class::Ok => HostEnd::Done,
+                crate::values::Class::Unreachable => HostEnd::Unreachable(crate::values::error_text(&value)),
+                crate::values::Class::TimedOut => HostEnd::Timeout(crate::values::error_text(&value)),
+                crate::values::Class::Abandoned => HostEnd::Abandoned(crate::values::error_text(&value)),
+                crate::values::Class::Failed => HostEnd::Failed,
+            };
+            Some((h.clone(), end))
+        })
+        .collect();
+    for (host, end) in finished {
+        rec.state.active.remove(&host);
+        rec.state.ended.insert(host, end);
+    }
+}
+
 /// Whether any host of the batch failed.
 pub fn any_failed(rec: &BatchRecord) -> bool {
     rec.state.ended.values().any(HostEnd::is_failure)

@@ -88,7 +88,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
     if follow {
         return follow_events(plan, id);
     }
-    let Some((meta, rec)) = driver::load(&plan.store(), id).map_err(config)? else {
+    let Some((meta, mut rec)) = driver::load(&plan.store(), id).map_err(config)? else {
         if plan.json {
             crate::output::print_doc(plan.out, &control::unknown_doc(id));
         } else {
@@ -99,6 +99,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
         }
         return Ok(1);
     };
+    control::with_recorded_ends(&plan.store(), &mut rec, &meta.id);
     let hosts = control::hosts_doc(&rec);
     if plan.json {
         crate::output::print_doc(plan.out, &control::status_doc(&meta, &rec));

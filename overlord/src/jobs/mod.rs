@@ -282,6 +282,55 @@ pub fn current_user() -> String {
 }
 
 /// Host counts of a job as the store has it: (done, failed, pending).
+/// How a job's hosts stand: each finished host classed as the summary
+/// classes it (timed out counts as unreachable), and those still pending.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Tally {
+    pub ok: usize,
+    pub failed: usize,
+    pub unreachable: usize,
+    pub abandoned: usize,
+    pub pending: usize,
+}
+
+impl Tally {
+    /// The job's outcome in a word: `running` while hosts are pending,
+    /// `failed` when any host failed or could not be reached, `stopped`
+    /// when hosts were abandoned (and none failed), else `ok`.
+    pub fn outcome(&self) -> &'static str {
+        if self.pending > 0 {
+            "running"
+        } else if self.failed + self.unreachable > 0 {
+            "failed"
+        } else if self.abandoned > 0 {
+            "stopped"
+        } else {
+            "ok"
+        }
+    }
+}
+
+/// The [`Tally`] of a job.
+pub fn tally(record: &JobRecord) -> Tally {
+    use crate::values::Class;
+    let mut t = Tally::default();
+    for entry in record.hosts.values() {
+        match (&entry.state, &entry.result_xml) {
+            (HostState::Finished, Some(xml)) => {
+                match crate::values::class(&record.meta.function, &decode_result(xml)) {
+                    Class::Ok => t.ok += 1,
+                    Class::Failed => t.failed += 1,
+                    Class::Unreachable | Class::TimedOut => t.unreachable += 1,
+                    Class::Abandoned => t.abandoned += 1,
+                }
+            }
+            (HostState::Finished, None) => t.ok += 1,
+            _ => t.pending += 1,
+        }
+    }
+    t
+}
+
 pub fn counts(record: &JobRecord) -> (usize, usize, usize) {
     let (mut done, mut failed, mut pending) = (0, 0, 0);
     for entry in record.hosts.values() {

@@ -75,11 +75,13 @@ function isRemoteError(v) {
   return Array.isArray(v) && v.length >= 3 && v[0] === 'REMOTE_ERROR';
 }
 
-// 'ok' | 'failed' | 'unreachable' for a finished host's result.
+// 'ok' | 'failed' | 'unreachable' | 'abandoned' for a finished host's result
+// (abandoned: a batch stopped or halted before it was sent; not a failure).
 function verdict(v, okHint) {
   if (isRemoteError(v)) {
     const kind = String(v[1] || '');
-    return /^(socket\.|ssl\.)/.test(kind) || kind === 'func.overlord.CallError' ? 'unreachable' : 'failed';
+    if (kind === 'func.overlord.BatchAbandoned') return 'abandoned';
+    return /^(socket\.|ssl\.)/.test(kind) || ['func.overlord.CallError', 'func.overlord.BatchUnreachable', 'func.overlord.BatchTimeout', 'func.overlord.WorkerDied'].includes(kind) ? 'unreachable' : 'failed';
   }
   if (okHint === false) return 'failed';
   return 'ok';
@@ -393,7 +395,7 @@ function hostRow(host, state, value, truncated, fn) {
     el('td', {}, state === 'waiting' ? el('span.muted', {}, String(value || '')) : resultNode(value, truncated, fn)));
 }
 
-const RANK = { failed: 0, unreachable: 1, waiting: 2, ok: 3 };
+const RANK = { failed: 0, unreachable: 1, waiting: 2, abandoned: 3, ok: 4 };
 // Problems first, then hosts still running, then the rest; natural order (web2 before web10).
 function byState(a, b) {
   return (RANK[a[1]] - RANK[b[1]]) || a[0].localeCompare(b[0], undefined, { numeric: true });
@@ -444,6 +446,21 @@ function runPage() {
   show(el('h1', {}, 'Run a method'), form, slot);
 }
 
+// A job's outcome: failed (red) when any host failed or was unreachable.
+function outcomeBadge(j) {
+  const o = j.outcome || (j.finished ? 'ok' : 'running');
+  const cls = { ok: 'ok', failed: 'failed', running: 'waiting', interrupted: 'unreachable', stopped: 'unreachable' }[o] || 'waiting';
+  return el('span.badge.' + cls + '.outcome', {}, o);
+}
+
+// "3 ok, 1 failed, 2 abandoned" (the non-zero counts), or the host count.
+function hostCounts(j) {
+  const c = j.counts;
+  if (!c) return String(j.hosts);
+  const parts = ['ok', 'failed', 'unreachable', 'abandoned', 'pending'].filter((k) => c[k] > 0).map((k) => c[k] + ' ' + k);
+  return parts.join(', ') || String(j.hosts);
+}
+
 async function jobsPage() {
   const params = new URLSearchParams(location.search);
   const fn = el('input', { type: 'text', name: 'function', placeholder: 'function glob: test.*', value: params.get('function') || '' });
@@ -457,8 +474,8 @@ async function jobsPage() {
     el('td', {}, link((j.batch ? '/batches/' : '/jobs/') + encodeURIComponent(j.id), j.id)),
     el('td', {}, j.function), el('td', {}, j.target), el('td.muted', {}, j.user),
     el('td.muted', {}, new Date(j.started * 1000).toISOString().replace('T', ' ').slice(0, 19)),
-    el('td', {}, el('span.badge.' + (j.finished ? 'ok' : 'waiting'), {}, j.finished ? 'finished' : 'running')),
-    el('td.muted', {}, String(j.hosts))));
+    el('td', {}, outcomeBadge(j)),
+    el('td.muted', {}, hostCounts(j))));
   const apply = el('form.row', {
     onsubmit: (ev) => {
       ev.preventDefault();
@@ -489,11 +506,12 @@ async function jobPage(id) {
   const info = el('div');
   let fn = '';
   function recount() {
-    const c = { ok: 0, failed: 0, unreachable: 0, waiting: 0 };
+    const c = { ok: 0, failed: 0, unreachable: 0, abandoned: 0, waiting: 0 };
     for (const s of state.values()) c[s]++;
     counts.replaceChildren(
       el('span.badge.ok', { id: 'count-ok' }, c.ok + ' ok'), el('span.badge.failed', { id: 'count-failed' }, c.failed + ' failed'),
-      el('span.badge.unreachable', { id: 'count-unreachable' }, c.unreachable + ' unreachable'), el('span.badge.waiting', { id: 'count-waiting' }, c.waiting + ' waiting'));
+      el('span.badge.unreachable', { id: 'count-unreachable' }, c.unreachable + ' unreachable'),
+      el('span.badge', { id: 'count-abandoned' }, c.abandoned + ' abandoned'), el('span.badge.waiting', { id: 'count-waiting' }, c.waiting + ' waiting'));
     kill.disabled = c.waiting === 0;
   }
   function setHost(host, s, value, truncated) {
@@ -547,12 +565,14 @@ async function batchPage(id) {
   async function load() {
     const { doc } = await api('GET', '/api/v1/batches/' + encodeURIComponent(id));
     const c = doc.counts || {};
-    const failed = ['failed', 'timeout', 'unreachable', 'killed', 'abandoned'].reduce((n, k) => n + (c[k] || 0), 0);
+    const failed = ['failed', 'timeout', 'unreachable'].reduce((n, k) => n + (c[k] || 0), 0);
+    const abandoned = (c.killed || 0) + (c.abandoned || 0);
     head.textContent = doc.function + ' — batch of ' + doc.size + ' (' + doc.mode + ') — ' + doc.state;
     counts.replaceChildren(el('span.badge.ok', { id: 'b-done' }, (c.done || 0) + ' done'), el('span.badge.waiting', { id: 'b-active' }, (c.active || 0) + ' active'),
-      el('span.badge', { id: 'b-pending' }, (c.pending || 0) + ' pending'), el('span.badge.failed', { id: 'b-failed' }, failed + ' failed'));
+      el('span.badge', { id: 'b-pending' }, (c.pending || 0) + ' pending'), el('span.badge.failed', { id: 'b-failed' }, failed + ' failed'),
+      el('span.badge', { id: 'b-abandoned' }, abandoned + ' abandoned'));
     tbody.replaceChildren(...Object.entries(doc.hosts || {}).map(([h, s]) => el('tr', { 'data-host': h }, el('td', {}, h),
-      el('td', {}, el('span.badge.' + (s.state === 'done' ? 'ok' : s.state === 'active' ? 'waiting' : s.state === 'pending' ? 'x' : 'failed'), {}, s.state)),
+      el('td', {}, el('span.badge.' + ({ done: 'ok', active: 'waiting', pending: 'x', abandoned: 'x', killed: 'x' }[s.state] || 'failed'), {}, s.state)),
       el('td.muted', {}, s.reason || ''))));
     stop.disabled = kill.disabled = !!doc.complete;
     head.dataset.state = doc.state;

@@ -81,6 +81,18 @@ impl List {
         let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());
         let ids = self.matching_ids(&store).map_err(config)?;
         let records = crate::store::JobStore::load_many(&store, &ids).map_err(config)?;
+        // Unfinished batches nobody drives read as interrupted, not running.
+        let interrupted: std::collections::HashSet<String> = records
+            .iter()
+            .filter(|r| r.meta.batch && r.meta.ended.is_none())
+            .filter(|r| crate::batch::control::interrupted(&store, &r.meta.id))
+            .map(|r| r.meta.id.clone())
+            .collect();
+        let status = |m: &crate::store::JobMeta| match m.ended {
+            Some(_) => "finished",
+            None if interrupted.contains(&m.id) => "interrupted",
+            None => "running?",
+        };
         let rows: Vec<serde_json::Value> = records
             .iter()
             .map(|r| {
@@ -94,7 +106,7 @@ impl List {
                     "user": m.user,
                     "started": m.started,
                     "ended": m.ended,
-                    "status": if m.ended.is_some() { "finished" } else { "running" },
+                    "status": match status(m) { "running?" => "running", s => s },
                     // A finished job's record is final; an unfinished one is
                     // as last recorded: its hosts were not asked now.
                     "refreshed": m.ended.is_some(),
@@ -125,10 +137,7 @@ impl List {
                 r.meta.user.clone(),
                 when::show(r.meta.started),
                 r.meta.ended.map(when::show).unwrap_or_else(|| "-".into()),
-                match r.meta.ended {
-                    Some(_) => "finished".to_string(),
-                    None => "running?".to_string(),
-                },
+                status(&r.meta).to_string(),
                 format!("{done}/{failed}/{pending}"),
             ]);
         }
@@ -149,9 +158,15 @@ impl List {
                 .collect();
             crate::outln!("{}", line.join("  ").trim_end());
         }
-        if records.iter().any(|r| r.meta.ended.is_none()) {
+        if records.iter().any(|r| status(&r.meta) == "running?") {
             crate::outln!(
                 "running? = as last recorded, its hosts not asked now: func job_status ID (or jobs lookup ID) refreshes it"
+            );
+        }
+        if let Some(id) = records.iter().map(|r| &r.meta.id).find(|id| interrupted.contains(*id)) {
+            crate::outln!(
+                "interrupted = a batch nobody drives (Ctrl-C, or its driver died): func batch recover {} resumes it",
+                crate::interrupt::shell_quote(id)
             );
         }
         Ok(0)
