@@ -54,6 +54,39 @@ fn misspelt_command(word: &str) -> Option<PlanError> {
     })
 }
 
+/// Func's module for one of Salt's (`cmd.run` is `command.run`).
+pub fn func_module_for_salt(module: &str) -> Option<&'static str> {
+    match module {
+        "cmd" => Some("command"),
+        "ps" => Some("process"),
+        _ => None,
+    }
+}
+
+/// `func '*' test.ping`, `func '*' cmd.run uptime`: Salt's habit of naming
+/// the function after the target. The equivalent Func command, to suggest
+/// (nothing is sent).
+fn salt_habit(spec: &str, rest: &[String]) -> Option<PlanError> {
+    let first = rest.iter().position(|w| !w.starts_with('-'))?;
+    let word = &rest[first];
+    let (module, method) = word.split_once('.')?;
+    let plain = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain(module) || !plain(method) {
+        return None;
+    }
+    let module = func_module_for_salt(module).unwrap_or(module);
+    let quote = crate::interrupt::shell_quote;
+    let args: Vec<String> = rest[first + 1..].iter().map(|a| quote(a)).collect();
+    let mut suggestion = format!("func {} call {module} {method}", quote(spec));
+    if !args.is_empty() {
+        suggestion.push(' ');
+        suggestion.push_str(&args.join(" "));
+    }
+    Some(PlanError::Usage(format!(
+        "{word:?} is not a command here (Salt names the function after the target; Func calls it):\n  {suggestion}"
+    )))
+}
+
 /// Parses `args` (without the program name).
 pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command), PlanError> {
     // `func help COMMAND` for a SPEC command (clap's own `help` knows the others).
@@ -78,7 +111,11 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
             let sub = <crate::cli::SpecCli as clap::Parser>::try_parse_from(
                 std::iter::once(format!("func {spec}")).chain(rest.iter().cloned()),
             )
-            .map_err(|e| misspelt_command(spec).unwrap_or_else(|| clap_error(e)))?;
+            .map_err(|e| {
+                misspelt_command(spec)
+                    .or_else(|| salt_habit(spec, rest))
+                    .unwrap_or_else(|| clap_error(e))
+            })?;
             global = global.merge(sub.global);
             (spec.clone(), Parsed::Spec(sub.command))
         }

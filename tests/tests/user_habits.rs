@@ -30,6 +30,8 @@ fn salt_habits_get_the_func_spelling() {
             "try `call command run uptime`",
         ),
         (&["*", "call", "test.ping"][..], "try `call test ping`"),
+        (&["*", "test.ping"][..], "func '*' call test ping"),
+        (&["*", "cmd.run", "uptime"][..], "func '*' call command run uptime"),
         (&["job-status", "last"][..], "did you mean job_status?"),
         (&["jobstatus", "last"][..], "did you mean job_status?"),
     ] {
@@ -39,6 +41,12 @@ fn salt_habits_get_the_func_spelling() {
     }
     let audit = std::fs::read_to_string(fleet.minions[0].root.audit_log()).unwrap_or_default();
     assert!(!audit.contains("command.run.uptime"), "nothing was sent: {audit}");
+    assert!(!audit.contains("test.ping"), "nothing was sent: {audit}");
+    // Salt's module name: the call is made (a drop-in may carry it), and a
+    // failure is followed by the Func name.
+    let out = fleet.func(&["m1", "call", "cmd", "run", "uptime"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("Salt's cmd.run is Func's command.run"), "{out:?}");
 }
 
 #[test]

@@ -211,7 +211,13 @@ impl Call {
             return self.run_async(plan);
         }
         let action = crate::calling::call_action(&self.method, self.meta(plan, 0, false).params())?;
-        crate::calling::call_and_show(plan, &self.method, &action, crate::report::block, &|v| v)
+        let code = crate::calling::call_and_show(plan, &self.method, &action, crate::report::block, &|v| v)?;
+        if code != 0 && !plan.quiet {
+            if let Some(hint) = salt_module_hint(&self.method) {
+                crate::errln!("{hint}");
+            }
+        }
+        Ok(code)
     }
 
     fn meta(&self, plan: &Plan, hosts: usize, batch: bool) -> JobMeta {
@@ -380,4 +386,15 @@ fn forced_async(root: &common::paths::Root, method: &str) -> bool {
     Ini::load(&root.async_methods_conf())
         .map(|ini| ini.list("main", "force_async").iter().any(|m| m == method))
         .unwrap_or(false)
+}
+
+/// Salt's module names that Func calls otherwise: a hint after a call to
+/// one of them failed (a drop-in module may carry the name, so the call is
+/// made; the hint only follows a failure).
+fn salt_module_hint(method: &str) -> Option<String> {
+    let (module, name) = method.split_once('.')?;
+    let ours = crate::parse::func_module_for_salt(module)?;
+    Some(format!(
+        "hint: Salt's {module}.{name} is Func's {ours}.{name}: func SPEC call {ours} {name} ..."
+    ))
 }
