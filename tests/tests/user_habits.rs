@@ -141,3 +141,22 @@ fn the_invoking_user_is_recorded_under_sudo() {
     let table = fleet.func(&["jobs", "list"]);
     assert!(table.stdout.contains(&user), "{table:?}");
 }
+
+#[test]
+fn reading_never_creates_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["jobs", "list"][..], &["batch", "list"][..], &["jobs", "list", "--json"][..]] {
+        let out = Command::new(bin("func"))
+            .arg("--root")
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        if args == ["jobs", "list"] {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("no jobs in") && text.contains("var/lib/func/overlord.redb"), "{text}");
+        }
+    }
+    assert!(!dir.path().join("var/lib/func").exists(), "a read created the store");
+}

@@ -75,6 +75,16 @@ impl RedbStore {
         meta.ended.is_some_and(|end| end + self.keep_secs < now())
     }
 
+    /// Opens the file for reading, if there is one: reading never creates
+    /// a store (nor its directory), so `func jobs list` on a root that has
+    /// none writes nothing.
+    fn open_existing(&self) -> Result<Option<Database>, StoreError> {
+        match std::fs::symlink_metadata(&self.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            _ => self.open().map(Some),
+        }
+    }
+
     /// Opens the file, waiting while another process has it open.
     fn open(&self) -> Result<Database, StoreError> {
         let open_err = |e: std::io::Error| StoreError::Open {
@@ -225,7 +235,9 @@ impl RedbStore {
 
     /// The jobs of `ids` the store still has, in one read transaction.
     pub fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
-        let db = self.open()?;
+        let Some(db) = self.open_existing()? else {
+            return Ok(Vec::new());
+        };
         let txn = db.begin_read().map_err(db_err)?;
         let (Some(jobs), Some(table)) = (read_table(&txn, JOBS)?, read_table(&txn, HOSTS)?) else {
             return Ok(Vec::new());
@@ -326,7 +338,9 @@ impl RedbStore {
 
     /// A batch's stored record.
     pub fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let db = self.open()?;
+        let Some(db) = self.open_existing()? else {
+            return Ok(None);
+        };
         let txn = db.begin_read().map_err(db_err)?;
         let Some(batches) = read_table(&txn, BATCHES)? else {
             return Ok(None);
@@ -380,7 +394,9 @@ impl JobStore for RedbStore {
         RedbStore::batch(self, id)
     }
     fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
-        let db = self.open()?;
+        let Some(db) = self.open_existing()? else {
+            return Ok(Vec::new());
+        };
         let txn = db.begin_read().map_err(db_err)?;
         let (Some(started), Some(jobs)) = (read_table(&txn, STARTED)?, read_table(&txn, JOBS)?) else {
             return Ok(Vec::new());
@@ -445,7 +461,9 @@ impl JobStore for RedbStore {
         Ok((out, offset))
     }
     fn generation(&self) -> Result<u64, StoreError> {
-        let db = self.open()?;
+        let Some(db) = self.open_existing()? else {
+            return Ok(0);
+        };
         let txn = db.begin_read().map_err(db_err)?;
         let Some(meta) = read_table(&txn, META)? else {
             return Ok(0);

@@ -118,6 +118,10 @@ impl List {
             crate::output::print_doc(plan.out, &rows);
             return Ok(0);
         }
+        if records.is_empty() {
+            crate::outln!("no jobs in {}", store.shown());
+            return Ok(0);
+        }
         let mut table = vec![[
             "JOB_ID".to_string(),
             "FUNCTION".into(),
