@@ -120,6 +120,11 @@ impl StoreUrl {
             }
         }
         url.config.connect_timeout(CONNECT_TIMEOUT);
+        // The idempotent schema statements ("already exists, skipping")
+        // are not news worth a log line on every start.
+        if url.config.get_options().is_none() {
+            url.config.options("-c client_min_messages=warning");
+        }
         if url.config.get_application_name().is_none() {
             url.config.application_name("func");
         }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
+use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -90,6 +91,7 @@ pub fn run_ticking(
             max_response: how.max_response,
         };
         let mut child = Command::new(exe)
+            .arg0("func: worker")
             .arg("__worker")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

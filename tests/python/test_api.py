@@ -530,6 +530,36 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(self.api.request("GET", "/metrics", self.limited)[0], 403)
         self.assertEqual(self.api.request("GET", "/metrics")[0], 401)
 
+    def test_plain_http_is_pointed_at_https(self):
+        import socket
+        with socket.create_connection(("127.0.0.1", self.api.port), timeout=60) as s:
+            s.sendall(b"GET /jobs?x=1 HTTP/1.1\r\nHost: localhost:%d\r\n\r\n" % self.api.port)
+            answer = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        text = answer.decode()
+        self.assertTrue(text.startswith("HTTP/1.1 301"), text)
+        self.assertIn("Location: https://localhost:%d/jobs?x=1\r\n" % self.api.port, text)
+        self.assertIn("HTTPS only", text)
+
+    def test_drivers_are_named_in_ps(self):
+        out = self.func("m1", "call", "--async", "--nopoll", "--batch", "1", "test", "sleep", "3")
+        job = out.stdout.split("JOB_ID:")[1].split()[0].strip("'") if "JOB_ID:" in out.stdout else out.stdout.strip()
+
+        def named():
+            for pid in os.listdir("/proc"):
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        if f.read().startswith(("func: batch driver " + job).encode()):
+                            return True
+                except OSError:
+                    pass
+            return False
+        self.assertTrue(wait_until(30, named), "the batch driver shows as 'func: batch driver <id>'")
+
     def test_job_rows_say_how_their_hosts_ended(self):
         status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
                                           {"spec": "m1;m2", "module": "test", "method": "explode", "async": True})

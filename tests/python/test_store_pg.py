@@ -355,8 +355,10 @@ class SharedStoreTest(unittest.TestCase):
         finally:
             api.terminate()
             api.wait(timeout=30)
+            log = api.stderr.read().decode(errors="replace")
             api.stdout.close()
             api.stderr.close()
+        self.assertNotIn("NOTICE", log, "PostgreSQL's notices are not logged")
 
 
 if __name__ == "__main__":

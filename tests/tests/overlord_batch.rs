@@ -325,3 +325,11 @@ fn recover_raced_against_starting_batches_never_runs_a_host_twice() {
         "no second driver even started: {driver_log}"
     );
 }
+
+#[test]
+fn a_window_wider_than_the_hosts_says_so() {
+    let fleet = Fleet::start(&["m1", "m2", "m3"]);
+    let out = fleet.func(&["*", "call", "--batch", "150%", "test", "ping"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("batch of 3 over 3 hosts") || out.stderr.contains("batch of 3 over 3 hosts"), "{out:?}");
+}

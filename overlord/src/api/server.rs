@@ -187,6 +187,18 @@ async fn connection(
     slot: &common::rpc::accept::Slot,
 ) {
     let _ = tcp.set_nodelay(true);
+    // Plain HTTP on the HTTPS port (a typo in the URL): a clear answer
+    // pointing at https, not TLS bytes the client cannot read.
+    let mut first = [0u8; 1];
+    let peeked = tokio::select! {
+        p = tokio::time::timeout(HANDSHAKE, tcp.peek(&mut first)) => p,
+        _ = slot.evicted() => return,
+    };
+    match peeked {
+        Ok(Ok(1)) if first[0].is_ascii_uppercase() => return plain_http(tcp).await,
+        Ok(Ok(1)) => {}
+        _ => return,
+    }
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let accepted = tokio::select! {
         a = tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)) => a,
@@ -249,4 +261,45 @@ async fn connection(
             _ = slot.evicted(), if !established => break,
         }
     }
+}
+
+/// Answers a plain-HTTP request with a redirect to the same place over
+/// https (a 400 if it cannot be read), then closes.
+async fn plain_http(mut tcp: TcpStream) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while head.len() < 8192 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    let text = String::from_utf8_lossy(&head);
+    let path = text
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .filter(|p| p.starts_with('/') && p.len() < 2048 && p.bytes().all(|b| b.is_ascii_graphic()));
+    let host = text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case("host").then(|| v.trim().to_string())
+    });
+    let host = host.filter(|h| !h.is_empty() && h.len() < 256 && h.bytes().all(|b| b.is_ascii_graphic()));
+    let message = "func-api speaks HTTPS only: use https://\n";
+    let answer = match (read, host, path) {
+        (Ok(()), Some(host), Some(path)) => format!(
+            "HTTP/1.1 301 Moved Permanently\r\nLocation: https://{host}{path}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{message}",
+            message.len()
+        ),
+        _ => format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{message}",
+            message.len()
+        ),
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), tcp.write_all(answer.as_bytes())).await;
+    let _ = tcp.shutdown().await;
 }

@@ -117,11 +117,12 @@ pub fn size(spec: &str, hosts: usize) -> Result<usize, String> {
             .ok()
             .filter(|p: &f64| p.is_finite() && *p > 0.0)
             .ok_or_else(|| format!("--batch {spec:?}: a percentage must be a positive number"))?;
-        return Ok(((p / 100.0 * hosts as f64).floor() as usize).max(1));
+        return Ok(((p / 100.0 * hosts as f64).floor() as usize).clamp(1, hosts.max(1)));
     }
+    // A window wider than the hosts is all of them (150% of 3 is 3).
     match spec.parse::<usize>() {
         Ok(0) => Err("--batch 0: the batch size must be at least 1".into()),
-        Ok(n) => Ok(n),
+        Ok(n) => Ok(n.min(hosts.max(1))),
         Err(_) => Err(format!(
             "--batch {spec:?}: expected a number N or a percentage P%"
         )),
@@ -281,11 +282,11 @@ mod tests {
         assert_eq!(size("1", 10), Ok(1));
         assert_eq!(
             size("7", 3),
-            Ok(7),
-            "larger than the fleet: the window holds everyone"
+            Ok(3),
+            "larger than the fleet: the window holds everyone, and says so"
         );
         assert_eq!(size("100%", 7), Ok(7));
-        assert_eq!(size("150%", 4), Ok(6));
+        assert_eq!(size("150%", 4), Ok(4), "never wider than the hosts");
         assert_eq!(size("50%", 5), Ok(2), "floor");
         assert_eq!(size("0.5%", 3), Ok(1), "at least one");
         assert_eq!(size("25%", 33), Ok(8));

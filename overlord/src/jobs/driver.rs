@@ -37,6 +37,9 @@ pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> st
     common::private::private_dir(&root.log_dir())?;
     let log = common::private::append(&root.log_dir().join("driver.log"))?;
     let mut cmd = Command::new(exe);
+    // In `ps`: what it is and which job, not /proc/self/exe.
+    let role = if subcommand == "__batch" { "batch driver" } else { "job driver" };
+    cmd.arg0(format!("func: {role} {}", common::paths::shorten(id)));
     cmd.arg(subcommand)
         .arg("--root")
         .arg(root.dir())
