@@ -35,6 +35,28 @@ pub struct Pki {
     pub ca: certs::Authority,
 }
 
+/// The temp dir holds a CA key: it goes with the fixture. A process that
+/// ended a moment ago may still be writing below it (a job runner's last
+/// log line), which makes one removal fail; removal is tried again until
+/// the tree is gone (10 s at most, then it says so).
+impl Drop for Pki {
+    fn drop(&mut self) {
+        remove_tree(self.dir.path());
+    }
+}
+
+/// Removes `dir` and everything below it, trying again while something
+/// still writes there.
+pub fn remove_tree(dir: &std::path::Path) {
+    let gone = wait_until(Duration::from_secs(10), || {
+        let _ = std::fs::remove_dir_all(dir);
+        !dir.exists()
+    });
+    if !gone {
+        eprintln!("fixture: could not remove {}", dir.display());
+    }
+}
+
 impl Pki {
     pub fn new() -> Self {
         let dir = tempfile::Builder::new()
@@ -401,6 +423,19 @@ pub struct Fleet {
     pub minions: Vec<FuncdProcess>,
     pub cm: CertmasterProcess,
     pub dir: tempfile::TempDir,
+}
+
+/// Ends every process first (and their async jobs), then removes the temp
+/// dir (it holds the CA key), trying again while a late writer finishes.
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for m in &mut self.minions {
+            m.stop();
+            kill_jobs(&m.root);
+        }
+        self.cm.daemon.stop();
+        remove_tree(self.dir.path());
+    }
 }
 
 impl Fleet {
