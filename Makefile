@@ -77,11 +77,18 @@ demo: build
 # listed (cargo's --no-fail-fast, the Python summary), and the last line
 # names the parts that failed.
 test: deps build
-	@failed=""; \
+	@failed=""; tmp=$${TMPDIR:-/tmp}; \
+	left() { ls -d $$tmp/func-test-* $$tmp/func-fleet-* $$tmp/func-py-* $$tmp/func-pg-* 2>/dev/null | sort; }; \
+	before=$$(left); \
 	$(PYTHON) scripts/import_cycles.py . || failed="$$failed import-cycles"; \
 	$(CARGO) test --workspace --no-fail-fast 2>&1 | tee target/test-cargo.log; \
 	[ $${PIPESTATUS[0]} = 0 ] || failed="$$failed cargo"; \
 	$(PYTHON) tests/python/run.py || failed="$$failed python"; \
+	leftovers=$$(comm -13 <(echo "$$before") <(left)); \
+	if [ -n "$$leftovers" ]; then \
+		echo "make test: test fixtures left temp dirs behind (they may hold keys):"; echo "$$leftovers"; \
+		failed="$$failed leftovers"; \
+	fi; \
 	if [ -n "$$failed" ]; then \
 		echo "make test: FAILED:$$failed"; \
 		grep -E '^    [a-z_:]+$$|^test .* FAILED$$' target/test-cargo.log | sed 's/^/  cargo: /' | sort -u; \
