@@ -7,7 +7,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: all deps build release demo test docs install package bench bench-salt bench-scale clean
+.PHONY: all deps build release demo demo-shared test docs install package bench bench-salt bench-scale clean
 
 all: build
 
@@ -69,6 +69,10 @@ release:
 # The Rust toolchain and python3 only.
 demo: build
 	bash scripts/demo.sh
+
+# "Several overlords" on the running demo fleet (README): PostgreSQL's server.
+demo-shared: build
+	bash scripts/demo_shared.sh
 
 # No import cycle between the files of any crate (the layers stay layers),
 # then integration tests run the binaries built by `build` (cargo test does

@@ -15,7 +15,10 @@ for name in web1 web2 db1; do
 	targets+=("$FLEET_ADDR")
 done
 export FUNC_ROOT=$PWD/.demo/certmaster
-echo "certmaster on $FLEET_CM; enrolled: ${targets[*]}"
+# Two groups, so the README's @group examples work on the demo fleet.
+mkdir -p "$FUNC_ROOT/etc/func"
+printf '[web]\nhost = web1, web2\n\n[db]\nhost = db1\n' >"$FUNC_ROOT/etc/func/groups"
+echo "certmaster on $FLEET_CM; enrolled: ${targets[*]}; groups @web (web1, web2), @db (db1)"
 echo
 
 run() {

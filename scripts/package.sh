@@ -17,6 +17,9 @@ PROFILE=${PROFILE:-release}
 OUT=${OUT:-target/debian}
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
+# Who builds the packages: DEBFULLNAME/DEBEMAIL (Debian's convention), else
+# the git identity of this checkout.
+maintainer="${DEBFULLNAME:-$(git config user.name 2>/dev/null || echo 'Func in Rust')} <${DEBEMAIL:-$(git config user.email 2>/dev/null || echo "$(id -un)@$(hostname -f 2>/dev/null || hostname)")}>"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 PREFIX=/usr DESTDIR="$stage/all" PROFILE=$PROFILE bash scripts/install.sh >/dev/null
@@ -39,6 +42,8 @@ package() {
 	find "$root/usr/bin" "$root/usr/sbin" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
 	find "$root/usr/share/man" -type f -exec gzip -9n {} +
 	install -d "$root/usr/share/doc/$name"
+	# The project's README, as /usr/share/doc/NAME/README.md.gz.
+	gzip -9n <README.md >"$root/usr/share/doc/$name/README.md.gz"
 	cat >"$root/usr/share/doc/$name/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: func-rs
@@ -51,7 +56,7 @@ License: GPL-2+
  can be found in /usr/share/common-licenses/GPL-2.
 COPYRIGHT
 	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the func-rs repository.\n\n -- func-rs <func-rs@example.org>  %s\n' \
-		"$name" "$version" "$(date -R -u -d @0)" | gzip -9n >"$root/usr/share/doc/$name/changelog.gz"
+		"$name" "$version" "$maintainer" "$(date -R -u -d @0)" | gzip -9n >"$root/usr/share/doc/$name/changelog.gz"
 	for script in postinst prerm postrm; do
 		sed -e "s|@PACKAGE@|$name|g" -e "s|@UNIT@|$DAEMON.service|g" -e "s|@DAEMON@|$DAEMON|g" \
 			-e "s|@BINARY@|/usr/sbin/$DAEMON|g" "dist/debian/$script.in" >"$root/DEBIAN/$script"
@@ -71,21 +76,22 @@ COPYRIGHT
 Package: $name
 Version: $version
 Architecture: $arch
-Maintainer: func-rs <func-rs@example.org>
+Maintainer: $maintainer
 Installed-Size: $size
 Section: admin
 Priority: optional
 Depends: ${DEPENDS:-libc6}
-Homepage: https://localhost/func-rs
 Description: $summary
  Func in Rust: run a method on many machines at once, now or as a
  background job, over XML-RPC on HTTPS with mutual TLS.
+$extra
 CONTROL
 	dpkg-deb --root-owner-group --build "$root" "$OUT/${name}_${version}_${arch}.deb" >/dev/null
 	echo "$OUT/${name}_${version}_${arch}.deb"
 }
 
-DAEMON=funcd package funcd "minion daemon (funcd) of Func in Rust" \
+extra=" This package is the minion: funcd serves module methods (built-in and
+ drop-in modules in any language) to the overlord." DAEMON=funcd package funcd "minion daemon (funcd) of Func in Rust" \
 	usr/sbin/funcd usr/share/man/man8/funcd.8 usr/lib/systemd/system/funcd.service \
 	usr/share/bash-completion/completions/funcd usr/share/zsh/site-functions/_funcd \
 	usr/share/fish/vendor_completions.d/funcd.fish \
@@ -102,4 +108,7 @@ for f in $(cd "$stage/all" && find usr/lib/python3/dist-packages -name '*.py'); 
 for n in func func-transmit func-api certmaster certmaster-ca; do
 	overlord_files+=("usr/share/bash-completion/completions/$n" "usr/share/zsh/site-functions/_$n" "usr/share/fish/vendor_completions.d/$n.fish")
 done
-DAEMON=certmaster DEPENDS="libc6, python3" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"
+extra=" This package is the overlord side: func (the command line), func-transmit
+ (Func's JSON/YAML program interface), func-api (REST API, live events and
+ a web UI), Func's Python overlord API (func.overlord.client), and the
+ certmaster with certmaster-ca (the CA that enrolls minions)." DAEMON=certmaster DEPENDS="libc6, python3" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

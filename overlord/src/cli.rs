@@ -393,3 +393,12 @@ mod tests {
         assert_eq!(did_you_mean("--zzz", &["--async"]), "");
     }
 }
+
+/// Func's module for one of Salt's (`cmd.run` is `command.run`).
+pub fn func_module_for_salt(module: &str) -> Option<&'static str> {
+    match module {
+        "cmd" => Some("command"),
+        "ps" => Some("process"),
+        _ => None,
+    }
+}

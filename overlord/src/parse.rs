@@ -54,15 +54,6 @@ fn misspelt_command(word: &str) -> Option<PlanError> {
     })
 }
 
-/// Func's module for one of Salt's (`cmd.run` is `command.run`).
-pub fn func_module_for_salt(module: &str) -> Option<&'static str> {
-    match module {
-        "cmd" => Some("command"),
-        "ps" => Some("process"),
-        _ => None,
-    }
-}
-
 /// `func '*' test.ping`, `func '*' cmd.run uptime`: Salt's habit of naming
 /// the function after the target. The equivalent Func command, to suggest
 /// (nothing is sent).
@@ -74,7 +65,7 @@ fn salt_habit(spec: &str, rest: &[String]) -> Option<PlanError> {
     if !plain(module) || !plain(method) {
         return None;
     }
-    let module = func_module_for_salt(module).unwrap_or(module);
+    let module = crate::cli::func_module_for_salt(module).unwrap_or(module);
     let quote = crate::interrupt::shell_quote;
     let args: Vec<String> = rest[first + 1..].iter().map(|a| quote(a)).collect();
     let mut suggestion = format!("func {} call {module} {method}", quote(spec));

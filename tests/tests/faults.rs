@@ -142,8 +142,11 @@ impl Drop for SmallDisk {
 fn a_full_disk_fails_clearly_and_heals_without_a_restart() {
     let pki = Pki::new();
     let root: Root = pki.minion_root("m1");
+    // Declared before the disk so it is dropped after it: the small disk
+    // is unmounted first, then the minion's temp dir can go entirely.
+    let m;
     let disk = SmallDisk::mount(&root.join("var"), "24m");
-    let m = OneMinion::start_prepared(pki, root, "m1");
+    m = OneMinion::start_prepared(pki, root, "m1");
     let Value::String(before) = submit(&m, "test.ping", vec![]) else {
         panic!("id")
     };

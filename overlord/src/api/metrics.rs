@@ -2,10 +2,9 @@
 //! status, calls made, jobs and batches started, events published, event
 //! streams open, and server errors — for the monitoring people already run.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::header;
@@ -15,35 +14,13 @@ use super::auth::Caller;
 use super::reply::ApiError;
 use super::state::Api;
 
-/// The service's counters.
-#[derive(Default)]
-pub struct Metrics {
-    by_status: Mutex<BTreeMap<u16, u64>>,
-    /// `POST /calls` accepted (sync, async or batch).
-    pub calls: AtomicU64,
-    /// Async jobs and batches started.
-    pub jobs: AtomicU64,
-}
-
-impl Metrics {
-    /// Counts an answer.
-    pub fn answered(&self, status: u16) {
-        *self
-            .by_status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(status)
-            .or_default() += 1;
-    }
-}
-
 /// `GET /metrics`.
 pub async fn metrics(caller: Caller, State(api): State<Arc<Api>>) -> Result<Response, ApiError> {
     if !caller.rights.admin {
         return Err(ApiError::forbidden("metrics are for administrators"));
     }
     let m = &api.metrics;
-    let by_status = m.by_status.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let by_status = m.by_status();
     let streams: usize = api.streams.lock().unwrap_or_else(|p| p.into_inner()).values().sum();
     let mut out = String::new();
     out.push_str("# HELP func_api_requests_total Answers given, by HTTP status.\n# TYPE func_api_requests_total counter\n");

@@ -20,6 +20,7 @@ pub mod calls;
 pub mod cli;
 pub mod config;
 pub mod conventions;
+pub mod counters;
 pub mod events;
 pub mod failures;
 pub mod jobs;

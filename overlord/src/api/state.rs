@@ -46,7 +46,7 @@ pub struct Api {
     /// When the service started (epoch seconds): jobs begun since are new.
     pub started: f64,
     /// Counters for `GET /metrics`.
-    pub metrics: super::metrics::Metrics,
+    pub metrics: super::counters::Metrics,
 }
 
 impl Api {

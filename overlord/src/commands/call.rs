@@ -393,7 +393,7 @@ fn forced_async(root: &common::paths::Root, method: &str) -> bool {
 /// made; the hint only follows a failure).
 fn salt_module_hint(method: &str) -> Option<String> {
     let (module, name) = method.split_once('.')?;
-    let ours = crate::parse::func_module_for_salt(module)?;
+    let ours = crate::cli::func_module_for_salt(module)?;
     Some(format!(
         "hint: Salt's {module}.{name} is Func's {ours}.{name}: func SPEC call {ours} {name} ..."
     ))

@@ -45,6 +45,12 @@ fn write_man(dir: &Path, section: &str, cmd: &clap::Command) -> anyhow::Result<(
         clap_mangen::Man::new(cmd.clone().name(name))
             .section(section)
             .render(&mut out)?;
+        if let Some(lines) = examples(name) {
+            out.extend_from_slice(b".SH EXAMPLES\n");
+            for (what, command) in lines {
+                out.extend_from_slice(format!(".TP\n\\fB{}\\fR\n{}\n", roff(command), roff(what)).as_bytes());
+            }
+        }
         let path = dir.join(format!("{name}.{section}"));
         std::fs::write(&path, out).with_context(|| path.display().to_string())
     };
@@ -53,4 +59,52 @@ fn write_man(dir: &Path, section: &str, cmd: &clap::Command) -> anyhow::Result<(
         page(sub, &format!("{}-{}", cmd.get_name(), sub.get_name()))?;
     }
     Ok(())
+}
+
+/// Text safe in a roff line (a leading dot or quote, backslashes, dashes).
+fn roff(text: &str) -> String {
+    let t = text.replace('\\', "\\e").replace('-', "\\-");
+    match t.starts_with(['.', '\'']) {
+        true => format!("\\&{t}"),
+        false => t,
+    }
+}
+
+/// The EXAMPLES section of a page: (what it does, the command).
+fn examples(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
+    Some(match name {
+        "func" => &[
+            ("Is every minion there?", "func '*' ping"),
+            ("Run a command on the web servers.", "func 'web*' call command run 'uptime'"),
+            ("Start a background job, then collect its results.", "func '*' call --async --nopoll test sleep 10; func job_status last --wait"),
+            ("Ten percent of the hosts at a time, stopping at the first failure.", "func '*' call --batch 10% --failhard service restart nginx"),
+            ("Results as JSON for a program.", "func --json 'db*' call test ping"),
+            ("Recent jobs, and the batches still running.", "func jobs list --limit 20; func batch list"),
+        ],
+        "func-call" => &[
+            ("Two numbers added on every web server.", "func 'web*' call test add 1 2"),
+            ("Typed arguments.", "func db1 call --json-args '[\"ls -l /\"]' command run"),
+            ("In the background, polling until every host is finished.", "func '*' call --async test sleep 5"),
+        ],
+        "func-transmit" => &[
+            ("One call, as Func's programs send it.", "echo '{\"clients\": \"web*\", \"module\": \"test\", \"method\": \"ping\"}' | func-transmit"),
+            ("The minions of a group, in YAML.", "printf 'method: list_minions\\nclients: \"@web\"\\n' | func-transmit --yaml"),
+        ],
+        "funcd" => &[
+            ("In the foreground, logging to the terminal.", "funcd --foreground --log-level debug"),
+            ("A test minion with its own root and port.", "funcd --root /tmp/m1 --listen 127.0.0.1:0 --foreground"),
+        ],
+        "certmaster" => &[("In the foreground, for a look at the CA fingerprint.", "certmaster --foreground")],
+        "certmaster-ca" => &[
+            ("Requests waiting, with their fingerprints.", "certmaster-ca --list"),
+            ("Sign a request only if its key is the one compared.", "certmaster-ca --sign web1 --fingerprint 3F:A2:..."),
+            ("Revoke a minion (its certificate goes into the CRL).", "certmaster-ca --clean web1"),
+        ],
+        "func-api" => &[
+            ("An admin token (printed once: keep it in a file, not on command lines).", "func-api token create ops --admin | tail -1 > ~/.func-token"),
+            ("A token for test methods on the web servers only.", "func-api token create ci --allow 'web*=test.*'"),
+            ("The minions, over the API.", "curl --cacert /etc/pki/certmaster/ca/certmaster.crt -H \"Authorization: Bearer $(cat ~/.func-token)\" https://localhost:51236/api/v1/minions"),
+        ],
+        _ => return None,
+    })
 }
