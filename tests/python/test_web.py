@@ -143,6 +143,62 @@ class WebTest(unittest.TestCase):
         self.assertGreater(doc["counts"]["abandoned"], 0)
         b.screenshot(os.path.join(SHOTS, "batch-stopped.png"))
 
+    def test_failed_jobs_are_red_and_a_job_page_says_who_when_and_how(self):
+        b = self.browser
+        job = self.job_id(self.func("m1;m2", "call", "test", "explode", "--async", "--nopoll"))
+        b.get(self.base + "/jobs/" + enc(job))
+        b.until(30, lambda: b.text("#count-failed") == "2 failed")
+        about = b.js("return Object.fromEntries([...document.querySelectorAll('#about dd')].map(d => [d.dataset.about, d.textContent]))")
+        self.assertEqual(about["who"], "root")
+        self.assertEqual(about["target"], "m1;m2")
+        self.assertEqual(about["arguments"], "[]")
+        self.assertTrue(about["started"].endswith("UTC"), about)
+        b.until(30, lambda: b.js("return document.querySelector('#about dd[data-about=took]').textContent") != "running")
+        self.assertEqual(b.js("return getComputedStyle(document.querySelector('#results')).tableLayout"), "fixed",
+                         "columns keep their widths while rows arrive")
+        self.assertTrue(b.find_all("a[href='/jobs']"), "a way back to the jobs")
+        b.get(self.base + "/jobs")
+        b.wait_for("#jobs tbody tr")
+        badge = b.js("const r = [...document.querySelectorAll('#jobs tbody tr')].find(r => r.innerText.includes(arguments[0]));"
+                     "const e = r && r.querySelector('.outcome'); return e ? [e.textContent, e.className] : null", job)
+        self.assertEqual(badge[0], "failed")
+        self.assertIn("failed", badge[1], "shown red")
+        b.screenshot(os.path.join(SHOTS, "jobs-failed.png"))
+
+    def test_an_unknown_page_is_a_page_and_a_minion_shows_its_facts(self):
+        b = self.browser
+        b.get(self.base + "/no/such/page")
+        b.wait_for("h1")
+        self.assertEqual(b.text("h1"), "No such page")
+        self.assertTrue(b.find_all("a[href='/jobs']"))
+        status, doc, r = self.api.request("GET", "/no/such/page")
+        self.assertEqual(status, 404)
+        self.assertIn("text/html", r.getheader("Content-Type"))
+        b.get(self.base + "/minions/m1")
+        b.until(30, lambda: b.js("const d = document.querySelector('#facts dd[data-fact=kernel]'); return d ? d.textContent : ''") != "")
+        kernel = b.js("return document.querySelector('#facts dd[data-fact=kernel]').textContent")
+        self.assertEqual(kernel, os.uname().release)
+        b.screenshot(os.path.join(SHOTS, "minion-facts.png"))
+
+    def test_a_batch_whose_driver_died_is_recovered_from_its_page(self):
+        import signal
+        b = self.browser
+        admin = self.api.token("rec%d" % time.time_ns(), "--admin")
+        batch = self.job_id(self.func("*", "call", "test", "sleep", "2", "--async", "--nopoll", "--batch", "1"))
+        doc = {}
+
+        def driver():
+            doc.update(self.api.request("GET", "/api/v1/batches/" + enc(batch), admin)[1])
+            return doc.get("driver_pid")
+        self.assertTrue(wait_until(30, driver))
+        os.kill(doc["driver_pid"], signal.SIGKILL)
+        b.get(self.base + "/batches/" + enc(batch))
+        b.until(30, lambda: b.js("const e = document.querySelector('#recover'); return !!e && !e.hidden"),
+                "Recover is offered for a batch nobody drives")
+        b.click("#recover")
+        b.until(60, lambda: self.api.request("GET", "/api/v1/batches/" + enc(batch), admin)[1]["complete"],
+                "the recovered batch ran to its end")
+
     def test_a_hostile_result_is_shown_as_text_and_runs_nothing(self):
         b = self.browser
         status, doc, _ = self.api.request("POST", "/api/v1/calls", self.token,

@@ -241,8 +241,25 @@ pub async fn one(
     tokio::task::spawn_blocking(move || {
         let record = load_visible(&api, &caller, &id)?;
         let id = record.meta.id.clone();
+        let meta = record.meta.clone();
         let status = crate::jobs::status_of(record, &BTreeMap::new());
-        Ok(Json(status.doc(&id)))
+        // The job_status document, and who started it, when, with what.
+        let mut doc = status.doc(&id);
+        let args = match meta.typed_args.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+            Some(Ok(typed @ serde_json::Value::Array(_))) => typed,
+            _ => json!(meta.args),
+        };
+        for (key, value) in [
+            ("user", json!(meta.user)),
+            ("target", json!(meta.spec)),
+            ("started", json!(meta.started)),
+            ("ended", json!(meta.ended)),
+            ("args", args),
+            ("batch", json!(meta.batch)),
+        ] {
+            doc[key] = value;
+        }
+        Ok(Json(doc))
     })
     .await
     .map_err(ApiError::internal)?

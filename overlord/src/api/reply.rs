@@ -156,7 +156,10 @@ pub async fn openapi() -> Response {
         .into_response()
 }
 
-/// Any other path.
-pub async fn not_found() -> ApiError {
-    ApiError::not_found("no such endpoint (see /api/v1/openapi.json)")
+/// Any other path: JSON under `/api/`, a page of the web UI elsewhere.
+pub async fn not_found(uri: axum::http::Uri) -> Response {
+    if uri.path().starts_with("/api/") || uri.path() == "/metrics" {
+        return ApiError::not_found("no such endpoint (see /api/v1/openapi.json)").into_response();
+    }
+    super::web::missing_page().await
 }

@@ -37,6 +37,14 @@ pub async fn page() -> Response {
     asset("text/html; charset=utf-8", INDEX)
 }
 
+/// An address that is no page and no endpoint, outside the API: the shell
+/// with a 404 (its script says "no such page", with a way back), not JSON.
+pub async fn missing_page() -> Response {
+    let mut r = page().await;
+    *r.status_mut() = axum::http::StatusCode::NOT_FOUND;
+    r
+}
+
 /// `/ui/app.js`.
 pub async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)

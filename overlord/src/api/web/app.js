@@ -422,7 +422,20 @@ async function minionPage(name) {
     }
     list.append(box);
   }
-  show(el('h1', {}, 'Minion ', name), el('p.muted', {}, 'Modules and methods (get_method_args); open a method for its form.'), list);
+  const facts = el('dl.facts', { id: 'facts' });
+  show(el('h1', {}, 'Minion ', name), facts, el('p.muted', {}, 'Modules and methods (get_method_args); open a method for its form.'), list);
+  // What it runs (hardware.info), when the caller may ask; text only.
+  if (modules.includes('hardware') && doc.modules.hardware.info) {
+    try {
+      const { doc: r } = await api('POST', '/api/v1/calls', { spec: name, module: 'hardware', method: 'info' });
+      const info = r && r[name];
+      if (info && typeof info === 'object' && !Array.isArray(info)) {
+        const rows = [['OS', info.os], ['kernel', info.kernelVersion], ['CPUs', info.numCpus], ['CPU', info.cpuModel],
+          ['memory (MiB)', info.systemMemory], ['platform', info.platform]].filter(([, v]) => v !== undefined && v !== null);
+        facts.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', { 'data-fact': k }, String(v))]));
+      }
+    } catch (e) { /* not within this caller's rights: no facts shown */ }
+  }
 }
 
 function runPage() {
@@ -525,7 +538,9 @@ async function jobPage(id) {
       try { await api('POST', '/api/v1/jobs/' + encodeURIComponent(id) + '/kill', {}); info.replaceChildren(message('Kill sent to the hosts still running it.', 'info')); } catch (e) { info.replaceChildren(message(e.message)); }
     },
   }, 'Kill');
-  show(el('h1', {}, 'Job'), el('p', {}, el('code', {}, id)), title, el('div.row', {}, counts, kill), info,
+  const about = el('dl.facts', { id: 'about' });
+  show(el('p', {}, link('/jobs', '← Jobs')), el('h1', {}, 'Job'), el('p', {}, el('code', {}, id)), title, about,
+    el('div.row', {}, counts, kill), info,
     el('table.results', { id: 'results' }, el('thead', {}, el('tr', {}, el('th', {}, 'host'), el('th', {}, 'state'), el('th', {}, 'result'))), tbody));
   const prefix = 'job/' + id + '/';
   async function load() {
@@ -533,6 +548,12 @@ async function jobPage(id) {
       const { doc } = await api('GET', '/api/v1/jobs/' + encodeURIComponent(id));
       fn = doc.function;
       title.textContent = doc.function + ' — ' + doc.state;
+      const when = (t) => new Date(t * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+      const took = doc.ended ? ((doc.ended - doc.started) < 60 ? (doc.ended - doc.started).toFixed(1) + ' s'
+        : Math.round((doc.ended - doc.started) / 60) + ' min') : 'running';
+      about.replaceChildren(...[['who', doc.user], ['target', doc.target], ['arguments', JSON.stringify(doc.args || [])],
+        ['started', doc.started ? when(doc.started) : ''], ['took', took]]
+        .flatMap(([k, v]) => [el('dt', {}, k), el('dd', { 'data-about': k }, String(v === undefined ? '' : v))]));
       const rows = Object.entries(doc.waiting || {}).map(([h, why]) => [h, 'waiting', why])
         .concat(Object.entries(doc.results || {}).map(([h, v]) => [h, verdict(v, commandFailed(fn, v)), v]))
         .sort(byState);
@@ -553,6 +574,7 @@ async function jobPage(id) {
       recount();
     } else if (rest === 'complete') {
       title.textContent = (fn || title.textContent.split(' — ')[0]) + ' — finished';
+      load().catch(() => {}); // when it ended, how long it took
     }
   }, load);
 }
@@ -575,6 +597,8 @@ async function batchPage(id) {
       el('td', {}, el('span.badge.' + ({ done: 'ok', active: 'waiting', pending: 'x', abandoned: 'x', killed: 'x' }[s.state] || 'failed'), {}, s.state)),
       el('td.muted', {}, s.reason || ''))));
     stop.disabled = kill.disabled = !!doc.complete;
+    // Recover: only a batch nobody drives (interrupted, or its driver died).
+    recover.hidden = doc.complete || doc.driver_alive;
     head.dataset.state = doc.state;
   }
   const control = (killToo) => async () => {
@@ -587,8 +611,19 @@ async function batchPage(id) {
   };
   const stop = el('button.plain', { type: 'button', id: 'stop', onclick: control(false) }, 'Stop');
   const kill = el('button.danger', { type: 'button', id: 'stop-kill', onclick: control(true) }, 'Stop and kill');
-  show(el('h1', {}, 'Batch'), el('p', {}, el('code', {}, id), ' ', link('/jobs/' + encodeURIComponent(id), 'results per host')), head,
-    el('div.row', {}, counts, stop, kill), info,
+  const recover = el('button', {
+    type: 'button', id: 'recover', hidden: true, onclick: async () => {
+      recover.disabled = true;
+      try {
+        const { doc } = await api('POST', '/api/v1/batches/' + encodeURIComponent(id) + '/recover');
+        info.replaceChildren(message('Recover: ' + (doc && (doc.outcome || doc.message || doc.state) || 'requested'), 'info'));
+        await load();
+      } catch (e) { info.replaceChildren(message(e.message)); }
+      recover.disabled = false;
+    },
+  }, 'Recover');
+  show(el('p', {}, link('/jobs', '← Jobs')), el('h1', {}, 'Batch'), el('p', {}, el('code', {}, id), ' ', link('/jobs/' + encodeURIComponent(id), 'results per host')), head,
+    el('div.row', {}, counts, stop, kill, recover), info,
     el('table', { id: 'batch-hosts' }, el('thead', {}, el('tr', {}, el('th', {}, 'host'), el('th', {}, 'state'), el('th', {}, 'why'))), tbody));
   let pending = false;
   leave = follow((tag) => {
@@ -611,7 +646,8 @@ async function route() {
     else if (path === '/jobs') await jobsPage();
     else if (path.startsWith('/jobs/')) await jobPage(part('/jobs/'));
     else if (path.startsWith('/batches/')) await batchPage(part('/batches/'));
-    else show(message('No such page'));
+    else show(el('h1', {}, 'No such page'), el('p', {}, 'Nothing lives at ', el('code', {}, path), '.'),
+      el('p', {}, link('/', 'Minions'), ' · ', link('/jobs', 'Jobs')));
   } catch (e) {
     if (e instanceof Unauthorized) loginPage(null);
     else show(message(e.message));
