@@ -55,19 +55,28 @@ License: GPL-2+
  On Debian systems the full text of the GNU General Public License version 2
  can be found in /usr/share/common-licenses/GPL-2.
 COPYRIGHT
-	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the func-rs repository.\n\n -- func-rs <func-rs@example.org>  %s\n' \
+	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the func-rs repository.\n\n -- %s  %s\n' \
 		"$name" "$version" "$maintainer" "$(date -R -u -d @0)" | gzip -9n >"$root/usr/share/doc/$name/changelog.gz"
 	for script in postinst prerm postrm; do
 		sed -e "s|@PACKAGE@|$name|g" -e "s|@UNIT@|$DAEMON.service|g" -e "s|@DAEMON@|$DAEMON|g" \
 			-e "s|@BINARY@|/usr/sbin/$DAEMON|g" "dist/debian/$script.in" >"$root/DEBIAN/$script"
 		chmod 0755 "$root/DEBIAN/$script"
 	done
+	# What lintian warns of on purpose: the postinst starts the unit with
+	# systemctl --no-block (deb-systemd-invoke waits until it is ready, and
+	# funcd is ready only once signed); the overlord's and certmaster's
+	# configuration may hold the store's password, so it is 0600;
 	# func-transmit's YAML reader is unsafe-libyaml, a Rust translation of
 	# libyaml, not a copy of the C library lintian looks for.
-	if [ -e "$root/usr/bin/func-transmit" ]; then
-		install -d "$root/usr/share/lintian/overrides"
-		printf '%s: embedded-library libyaml [usr/bin/func-transmit]\n' "$name" >"$root/usr/share/lintian/overrides/$name"
-	fi
+	install -d "$root/usr/share/lintian/overrides"
+	{
+		printf '%s: maintainer-script-calls-systemctl\n' "$name"
+		if [ -e "$root/usr/bin/func-transmit" ]; then
+			printf '%s: embedded-library libyaml [usr/bin/func-transmit]\n' "$name"
+			printf '%s: non-standard-file-perm 0600 != 0644 [etc/func/overlord.conf]\n' "$name"
+			printf '%s: non-standard-file-perm 0600 != 0644 [etc/certmaster/certmaster.conf]\n' "$name"
+		fi
+	} >"$root/usr/share/lintian/overrides/$name"
 	find "$root/etc" -type f 2>/dev/null | sed "s|^$root||" >"$root/DEBIAN/conffiles"
 	[ -s "$root/DEBIAN/conffiles" ] || rm -f "$root/DEBIAN/conffiles"
 	local size

@@ -102,13 +102,7 @@ impl Signer {
             .into_iter()
             .next()
             .ok_or_else(|| SealError::Key("no certificate".into()))?;
-        let spki = x509_parser::parse_x509_certificate(&cert)
-            .map_err(|e| SealError::Key(e.to_string()))?
-            .1
-            .public_key()
-            .subject_public_key
-            .data
-            .to_vec();
+        let spki = public_key(&cert).map_err(SealError::Key)?;
         if spki != key.public_key().as_ref() {
             return Err(SealError::Key("the key does not match the overlord certificate".into()));
         }
@@ -148,16 +142,16 @@ fn verify_with(creds: &Credentials, meta: &JobMeta, hosts: &[String]) -> Result<
         .decode(&seal.sig)
         .map_err(|e| SealError::Malformed(e.to_string()))?;
     check_signer(creds, &cert)?;
-    let public = x509_parser::parse_x509_certificate(&cert)
-        .map_err(|e| SealError::Malformed(e.to_string()))?
-        .1
-        .public_key()
-        .subject_public_key
-        .data
-        .to_vec();
+    let public = public_key(&cert).map_err(SealError::Malformed)?;
     signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_ASN1, public)
         .verify(&signed_bytes(meta, hosts), &sig)
         .map_err(|_| SealError::Mismatch)
+}
+
+/// The public key (the subject's key bits) of certificate `der`.
+fn public_key(der: &[u8]) -> Result<Vec<u8>, String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| e.to_string())?;
+    Ok(cert.public_key().subject_public_key.data.to_vec())
 }
 
 /// The certificate chains to our CA, is not revoked, and has the overlord mark.

@@ -310,9 +310,20 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
         .expect("lintian is missing: `make deps` installs it");
     let report = String::from_utf8_lossy(&lintian.stdout);
     assert!(
-        !report.lines().any(|l| l.starts_with("E:")),
-        "lintian errors:\n{report}"
+        !report.lines().any(|l| l.starts_with("E:") || l.starts_with("W:")),
+        "lintian errors or warnings:\n{report}"
     );
+    // Real metadata: no placeholders, the programs named, the README shipped.
+    for deb in [minion, overlord] {
+        let control = Command::new("dpkg-deb").args(["-f", deb]).output().unwrap();
+        let control = String::from_utf8_lossy(&control.stdout).to_string();
+        assert!(!control.contains("example.org") && !control.contains("Homepage"), "{control}");
+        let files = Command::new("dpkg-deb").args(["-c", deb]).output().unwrap();
+        assert!(String::from_utf8_lossy(&files.stdout).contains("README.md.gz"), "{deb}: no README");
+    }
+    assert!(field(overlord, "Description").contains("func-api"));
+    assert!(field(overlord, "Description").contains("func-transmit"));
+    assert!(field(overlord, "Description").contains("Python"));
 
     // Install both into an empty root, check the binary runs, remove.
     let root = dir.path().join("root");
