@@ -15,7 +15,10 @@
 #    installed or run, the report says so and still prints ours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=target/release
+# BENCH_BIN: the binaries (the release build; make test's short run uses
+# the debug one); BENCH_RESULTS: where the report goes.
+B=${BENCH_BIN:-target/release}
+export BENCH_RESULTS=${BENCH_RESULTS:-bench/results}
 SIZES=${BENCH_SIZES:-10 50 200}
 PEER=${PEER:-}
 SALT_PEER_DIR=${SALT_PEER_DIR:-$(pwd)/bench/peers/salt}

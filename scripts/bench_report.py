@@ -288,11 +288,12 @@ if peer != "scale":
 
 text = "\n".join(out) + "\n"
 print(text)
-os.makedirs("bench/results", exist_ok=True)
+RESULTS = os.environ.get("BENCH_RESULTS", "bench/results")
+os.makedirs(RESULTS, exist_ok=True)
 suffix = {"salt": "-salt", "scale": "-scale"}.get(peer, "")
 name = "%s%s.md" % (stamp.replace("scale-", ""), suffix)
-latest = os.path.join("bench/results", "LATEST%s.md" % suffix)
-for path in (os.path.join("bench/results", name), latest, os.path.join(raw, "report.md")):
+latest = os.path.join(RESULTS, "LATEST%s.md" % suffix)
+for path in (os.path.join(RESULTS, name), latest, os.path.join(raw, "report.md")):
     with open(path, "w") as f:
         f.write(text)
-print("written: bench/results/%s" % name)
+print("written: %s" % os.path.join(RESULTS, name))

@@ -1,8 +1,9 @@
-"""A short run of `make bench`'s func-api benchmark (scripts/bench_api.py)
-on a fleet of two minions, with func-api ending idle connections after 1 s:
-a benchmark that breaks (as it did when func-api began closing idle
-connections) is a red test. It measures nothing here; it must run through
-and every sample must be a success."""
+"""Short runs of `make bench`: the whole of scripts/bench.sh on the debug
+build with tiny sizes, and its func-api part (scripts/bench_api.py) on two
+minions with func-api ending idle connections after 1 s. A benchmark that
+breaks (as it did when func-api began closing idle connections) is a red
+test. They measure nothing here; they must run through, and every func-api
+sample must be a success."""
 
 import os
 import subprocess
@@ -43,3 +44,26 @@ class ShortBenchTest(unittest.TestCase):
                 self.assertIn(m, metrics)
         finally:
             fleet.close()
+
+
+class ShortMakeBenchTest(unittest.TestCase):
+    def test_make_bench_runs_through_in_a_short_mode(self):
+        results = tempfile.mkdtemp(prefix="func-py-bench-")
+        try:
+            env = dict(os.environ, BENCH_BIN="target/debug", BENCH_RESULTS=results, BENCH_SIZES="2", RUNS="1",
+                       BENCH_CALLS="200", BENCH_PY_CALLS="50", BENCH_SETTLE="0", BENCH_IDLE_SPAN="0.5",
+                       STORE_SIZES="100", SEAL_ROUNDS="5", BENCH_API_CALLS="5", BENCH_API_SECONDS="0.5",
+                       BENCH_API_EVENTS="40", BENCH_API_JOBS="1000")
+            p = subprocess.run(["bash", "scripts/bench.sh"], cwd=REPO, env=env, capture_output=True, text=True,
+                               timeout=900)
+            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+            reports = [f for f in os.listdir(results) if f.endswith(".md") and f != "LATEST.md"]
+            self.assertEqual(len(reports), 1, os.listdir(results))
+            with open(os.path.join(results, reports[0])) as f:
+                report = f.read()
+            for part in ("## One minion", "## 2 minions", "func-api", "Job store", "Signed job requests"):
+                self.assertIn(part, report)
+            self.assertNotIn("bench failed", report + p.stdout)
+        finally:
+            import shutil
+            shutil.rmtree(results, ignore_errors=True)
