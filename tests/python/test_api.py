@@ -291,6 +291,11 @@ class ApiTest(unittest.TestCase):
                    for spec in ("m3", "nosuch", "m1;m3", "m1;nosuch", "no*")]
         self.assertEqual(answers, [answers[0]] * 5, "missing and forbidden minions answer alike")
         self.assertEqual(answers[0][0], 403)
+        # Through exclude too: naming a host and excluding it again tells nothing.
+        excluded = [self.api.request("POST", "/api/v1/calls", self.limited, dict(ping, spec=spec, exclude=ex))[:2]
+                    for spec, ex in (("m1;m3", "m3"), ("m1;nosuch", "nosuch"), ("m1", "@nosuchgroup"),
+                                     ("m1", "[bad"))]
+        self.assertEqual(excluded, [answers[0]] * 4, excluded)
         # Others' jobs are unknown to it, and cannot be killed by it.
         status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
                                           {"spec": "*", "module": "test", "method": "ping", "async": True})
@@ -598,6 +603,33 @@ class ApiTest(unittest.TestCase):
             self.assertEqual(len(doc["jobs"]), 2)
             self.assertIsNotNone(doc["next"])
         finally:
+            api.close()
+            fleet.close()
+
+    def test_one_address_cannot_take_every_anonymous_place(self):
+        """Logins whose bodies never come, from one address, as many as it
+        may open: a browser elsewhere still logs in (8 anonymous requests
+        per address, 64 in all)."""
+        import socket
+        fleet = Fleet()
+        api = Api(fleet)
+        held = []
+        try:
+            token = api.token("t", "--admin")
+            head = ("POST /api/v1/login HTTP/1.1\r\nHost: localhost\r\nX-Func-CSRF: 1\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n{").encode()
+            for _ in range(64):
+                raw = socket.socket()
+                raw.bind(("127.0.0.2", 0))
+                raw.connect(("127.0.0.1", api.port))
+                tls = api.ctx.wrap_socket(raw, server_hostname="localhost")
+                tls.sendall(head)
+                held.append(tls)
+            status, doc, _ = api.request("POST", "/api/v1/login", body={"token": token}, headers=CSRF)
+            self.assertEqual(status, 200, doc)
+        finally:
+            for s in held:
+                s.close()
             api.close()
             fleet.close()
 

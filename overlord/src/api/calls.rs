@@ -156,8 +156,9 @@ pub async fn call(
         ))
     };
     let limited = !caller.rights.admin;
+    let (rights, function) = (caller.rights.clone(), call.function.clone());
     let resolved = tokio::task::spawn_blocking(move || {
-        if limited && !every_word_names_a_minion(&root, &spec) {
+        if limited && !every_word_names_a_callable_minion(&root, &rights, &function, &spec) {
             return Ok(None);
         }
         crate::targets::resolve(&root, &spec, exclude.as_deref()).map(Some)
@@ -167,7 +168,10 @@ pub async fn call(
     let targets = match resolved {
         Ok(Some(targets)) => targets,
         Ok(None) => return Err(forbidden(&[])),
-        Err(TargetError::NoMatch(_)) if limited => return Err(forbidden(&[])),
+        // A limited caller learns nothing of names it may not call: no
+        // match, an unknown group or pattern in the SPEC or `exclude`, all
+        // answer as forbidden.
+        Err(_) if limited => return Err(forbidden(&[])),
         Err(e @ TargetError::NoMatch(_)) => return Err(ApiError::not_found(e.to_string())),
         Err(other) => return Err(ApiError::bad(other.to_string())),
     };
@@ -192,15 +196,22 @@ pub async fn call(
     answer
 }
 
-/// Whether every `;` word of `spec` names at least one signed minion (a
-/// word naming none would otherwise be dropped silently).
-fn every_word_names_a_minion(root: &common::paths::Root, spec: &str) -> bool {
-    let known = crate::targets::all_minions(root);
+/// Whether every `;` word of `spec` names at least one minion `rights`
+/// may call with `function` (a word naming none would otherwise be
+/// dropped silently, and whether it named a forbidden minion or none at
+/// all would show: `m1;m2` excluding `m2` answered 200 when m2 existed).
+fn every_word_names_a_callable_minion(
+    root: &common::paths::Root,
+    rights: &super::tokens::Rights,
+    function: &str,
+    spec: &str,
+) -> bool {
+    let callable: Vec<String> = rights.hosts_for(root, Some(function)).into_iter().collect();
     let groups = crate::groups::Groups::load(&root.groups_file());
     spec.split(';')
         .map(str::trim)
         .filter(|w| !w.is_empty())
-        .all(|w| crate::targets::select(w, &known, &groups).is_ok_and(|hosts| !hosts.is_empty()))
+        .all(|w| crate::targets::select(w, &callable, &groups).is_ok_and(|hosts| !hosts.is_empty()))
 }
 
 /// One of the caller's slots for calls in progress, or 429.

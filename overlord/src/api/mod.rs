@@ -13,6 +13,7 @@
 //! - [`reply`]: JSON bodies in and out, errors as `{"error"}`.
 //! - [`web`]: the web UI's pages, built into the binary.
 
+pub mod anonymous;
 pub mod auth;
 pub mod batches;
 pub mod bus;

@@ -195,7 +195,14 @@ async fn connection(
         _ = slot.evicted() => return,
     };
     match peeked {
-        Ok(Ok(1)) if first[0].is_ascii_uppercase() => return plain_http(tcp).await,
+        Ok(Ok(1)) if first[0].is_ascii_uppercase() => {
+            // Evictable all along, like a connection still in its handshake.
+            tokio::select! {
+                _ = plain_http(tcp) => {}
+                _ = slot.evicted() => {}
+            }
+            return;
+        }
         Ok(Ok(1)) => {}
         _ => return,
     }
@@ -227,14 +234,14 @@ async fn connection(
             arrived.notify_one();
             None
         } else {
-            Some(Arc::clone(&api.anonymous).try_acquire_owned())
+            Some(api.anonymous.take(peer.addr.ip().to_canonical()))
         };
         req.extensions_mut().insert(peer.clone());
         let mut app = app.clone();
         async move {
-            let _permit = match anonymous {
-                Some(Err(_)) => return Ok::<_, Infallible>(reply::busy_anonymous()),
-                Some(Ok(permit)) => Some(permit),
+            let _place = match anonymous {
+                Some(None) => return Ok::<_, Infallible>(reply::busy_anonymous()),
+                Some(Some(place)) => Some(place),
                 None => None,
             };
             Ok::<_, Infallible>(

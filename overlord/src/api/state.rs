@@ -15,10 +15,6 @@ use crate::audit;
 use crate::pool::Pool;
 use crate::store::Store;
 
-/// Requests without credentials in progress at once, over all peers (the
-/// login, the web UI's files, refusals): more get 503 at once.
-pub const ANONYMOUS_REQUESTS: usize = 64;
-
 /// Everything the handlers share.
 pub struct Api {
     pub root: Root,
@@ -41,8 +37,9 @@ pub struct Api {
     pub failures: super::failures::Failures,
     /// The service's TLS configuration (made, with its certificate, first).
     pub tls: Arc<rustls::ServerConfig>,
-    /// Requests without credentials in progress (bounded apart from callers').
-    pub anonymous: Arc<Semaphore>,
+    /// Requests without credentials in progress (bounded apart from
+    /// callers', and per address).
+    pub anonymous: Arc<super::anonymous::Anonymous>,
     /// When the service started (epoch seconds): jobs begun since are new.
     pub started: f64,
     /// Counters for `GET /metrics`.
@@ -80,7 +77,7 @@ impl Api {
             failures: super::failures::Failures::new(settings.auth_failures),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
-            anonymous: Arc::new(Semaphore::new(ANONYMOUS_REQUESTS)),
+            anonymous: Arc::default(),
             started: crate::store::now(),
             metrics: Default::default(),
             settings,

@@ -128,31 +128,20 @@ fn parent() -> Option<Proc> {
     common::process::start_time(pid).map(|start| (pid, start))
 }
 
-/// Whether batch `id`'s request was signed by an overlord (DESIGN §9):
-/// the job's function, arguments and hosts as signed, and no host in the
-/// batch record that the job does not name. The outer error: the store.
+/// Whether batch `id`'s request was signed by an overlord (DESIGN §9): the
+/// job's function, arguments and hosts as signed; the signed hosts (the
+/// batch record's must all be among them). The outer error: the store.
 fn trust(
     store: &dyn JobStore,
     root: &Root,
     id: &str,
     meta: &JobMeta,
-) -> Result<Result<(), crate::seal::SealError>, EngineError> {
+) -> Result<Result<Vec<String>, crate::seal::SealError>, EngineError> {
     let Some(job) = store.load(id)? else {
         return Err(EngineError::Record("no such batch in the store".into()));
     };
     let hosts: Vec<String> = job.hosts.keys().cloned().collect();
-    if let Err(e) = crate::seal::verify(root, meta, &hosts) {
-        return Ok(Err(e));
-    }
-    let Some((_, rec)) = load(store, id)? else {
-        return Err(EngineError::Record("no such batch in the store".into()));
-    };
-    let listed = rec.state.pending.iter().chain(rec.state.active.keys()).chain(rec.state.ended.keys());
-    let extra = crate::seal::unsigned_hosts(&hosts, listed);
-    Ok(match extra.is_empty() {
-        true => Ok(()),
-        false => Err(crate::seal::SealError::ExtraHosts(extra.join(", "))),
-    })
+    Ok(crate::seal::verify(root, meta, &hosts).map(|()| hosts))
 }
 
 /// Loads batch `id`.
@@ -185,7 +174,7 @@ pub fn drive(
         load(store, id)?.ok_or_else(|| EngineError::Record("no such batch in the store".into()))?;
     // A request whose signature does not verify is refused: every host it
     // would dispatch fails with the reason, and nothing is sent.
-    let refused = trust(store, root, id, &meta)?.err();
+    let signed = trust(store, root, id, &meta)?;
     // Only the claim's winner drives: two drivers never run one batch.
     let lease = crate::settings::batch_lease(root);
     let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true, lease)? {
@@ -197,6 +186,16 @@ pub fn drive(
         }
         Claim::Held((pid, _)) => return Err(EngineError::Held(pid)),
         Claim::Missing => return Err(EngineError::Record("no such batch in the store".into())),
+    };
+    // The hosts are judged on the record this driver took (and dispatches
+    // from), not on an earlier read a store could answer differently.
+    let refused = match signed {
+        Err(why) => Some(why),
+        Ok(hosts) => {
+            let listed = rec.state.pending.iter().chain(rec.state.active.keys()).chain(rec.state.ended.keys());
+            let extra = crate::seal::unsigned_hosts(&hosts, listed);
+            (!extra.is_empty()).then(|| crate::seal::SealError::ExtraHosts(extra.join(", ")))
+        }
     };
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
     let mut poller =
