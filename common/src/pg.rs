@@ -460,7 +460,10 @@ pub fn publish_crl(url: &StoreUrl, pem: &str, number: u128) -> Result<(), PgErro
         let held: Option<String> = txn
             .query_opt("SELECT number FROM func_crl WHERE one FOR UPDATE", &[])?
             .map(|r| r.get(0));
-        if held.and_then(|n| n.parse::<u128>().ok()).is_some_and(|n| n >= number) {
+        if held
+            .and_then(|n| n.parse::<u128>().ok())
+            .is_some_and(|n| n >= number)
+        {
             return txn.commit();
         }
         txn.execute(
@@ -566,11 +569,17 @@ mod tests {
                 root.display()
             ))
             .unwrap();
-            let err = url.connect().err().unwrap_or_else(|| panic!("{mode}: connected in plaintext"));
+            let err = url
+                .connect()
+                .err()
+                .unwrap_or_else(|| panic!("{mode}: connected in plaintext"));
             assert!(err.is_unavailable(), "{mode}: {err}");
             assert!(!err.to_string().contains("s3cret"));
             let (startup, password) = server.join().unwrap();
-            assert!(!startup, "{mode}: went on in plaintext after the server refused TLS");
+            assert!(
+                !startup,
+                "{mode}: went on in plaintext after the server refused TLS"
+            );
             assert!(!password, "{mode}: sent the password in clear");
         }
     }

@@ -131,14 +131,20 @@ pub fn server_config_open(
     Ok(cfg)
 }
 
+/// The CRL `creds` names, if that file exists (none before the CA revoked
+/// anything); an unreadable one is an error.
+pub fn credential_crls(creds: &Credentials) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
+    match &creds.crl {
+        Some(path) if path.exists() => Ok(vec![load_crl(path)?]),
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// A client presenting `creds.cert`, trusting only `creds.ca`, and
 /// refusing servers whose certificate `creds.crl` revokes.
 pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
     let provider = provider();
-    let crls = match &creds.crl {
-        Some(path) if path.exists() => vec![load_crl(path)?],
-        _ => Vec::new(),
-    };
+    let crls = credential_crls(creds)?;
     let verifier =
         rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&creds.ca)?, provider.clone())
             .with_crls(crls)

@@ -380,7 +380,9 @@ mod tests {
         let ladder: String = (0..500).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
         for deep in [flow, dashes, ladder] {
             assert!(yaml_nesting(&deep) > MAX_YAML_NESTING);
-            let Err(Bad(why)) = decode(&deep, true) else { panic!("accepted") };
+            let Err(Bad(why)) = decode(&deep, true) else {
+                panic!("accepted")
+            };
             assert!(why.contains("nests deeper"), "{why}");
         }
         // A quote cannot hide an opening bracket from the count.

@@ -184,7 +184,11 @@ impl<'a> Report<'a> {
         let missing = self.plan.missing();
         if !missing.is_empty() {
             parts.push(red(
-                &format!("{} unknown ({})", missing.len(), crate::out::shown_line(&missing.join(", "))),
+                &format!(
+                    "{} unknown ({})",
+                    missing.len(),
+                    crate::out::shown_line(&missing.join(", "))
+                ),
                 c,
             ));
         }

@@ -15,8 +15,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::paths::Root;
-use common::tls::Credentials;
-use rustls_pki_types::CertificateRevocationListDer;
 
 /// How often a process asks the store for its CRL at most.
 const ASK_EVERY: Duration = Duration::from_secs(2);
@@ -42,7 +40,9 @@ pub fn effective(root: &Root, store: Option<&common::pg::StoreUrl>) -> PathBuf {
     let shared = match common::pg::shared_crl(url) {
         Ok(pem) => pem,
         Err(e) => {
-            crate::log::line(&format!("func: CRL from the store: {e} (using the newest known here)"));
+            crate::log::line(&format!(
+                "func: CRL from the store: {e} (using the newest known here)"
+            ));
             None
         }
     };
@@ -80,15 +80,4 @@ fn number_if_signed(pem: &str, ca_pem: &[u8]) -> Option<u128> {
     let (_, ca) = x509_parser::parse_x509_certificate(&ca_der).ok()?;
     crl.verify_signature(ca.public_key()).ok()?;
     certs::authority::crl_order(pem).map(|(n, _)| n)
-}
-
-/// The CRLs to check against (none if the CA has revoked nothing yet).
-pub fn crls(creds: &Credentials) -> Vec<CertificateRevocationListDer<'static>> {
-    creds
-        .crl
-        .as_deref()
-        .filter(|p| p.exists())
-        .and_then(|p| common::tls::load_crl(p).ok())
-        .into_iter()
-        .collect()
 }

@@ -30,7 +30,9 @@ pub enum SealError {
     Malformed(String),
     #[error("the job request was not signed by an overlord certificate of this CA: {0}")]
     Signer(String),
-    #[error("the job request's signature does not match what the store holds (changed after it was accepted)")]
+    #[error(
+        "the job request's signature does not match what the store holds (changed after it was accepted)"
+    )]
     Mismatch,
     #[error("the store lists hosts the signed request does not name: {0}")]
     ExtraHosts(String),
@@ -91,12 +93,9 @@ impl Signer {
     fn from(creds: &Credentials) -> Result<Self, SealError> {
         let key = common::tls::load_key(&creds.key).map_err(|e| SealError::Key(e.to_string()))?;
         let rng = ring::rand::SystemRandom::new();
-        let key = EcdsaKeyPair::from_pkcs8(
-            &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
-            key.secret_der(),
-            &rng,
-        )
-        .map_err(|e| SealError::Key(format!("not an ECDSA P-256 key in PKCS#8: {e}")))?;
+        let key =
+            EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_ASN1_SIGNING, key.secret_der(), &rng)
+                .map_err(|e| SealError::Key(format!("not an ECDSA P-256 key in PKCS#8: {e}")))?;
         let cert = common::tls::load_certs(&creds.cert, "certificate")
             .map_err(|e| SealError::Key(e.to_string()))?
             .into_iter()
@@ -104,7 +103,9 @@ impl Signer {
             .ok_or_else(|| SealError::Key("no certificate".into()))?;
         let spki = public_key(&cert).map_err(SealError::Key)?;
         if spki != key.public_key().as_ref() {
-            return Err(SealError::Key("the key does not match the overlord certificate".into()));
+            return Err(SealError::Key(
+                "the key does not match the overlord certificate".into(),
+            ));
         }
         Ok(Signer {
             key,
@@ -162,10 +163,12 @@ fn check_signer(creds: &Credentials, der: &[u8]) -> Result<(), SealError> {
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
-    for ca in common::tls::load_certs(&creds.ca, "CA certificate").map_err(|e| SealError::Signer(e.to_string()))? {
+    for ca in
+        common::tls::load_certs(&creds.ca, "CA certificate").map_err(|e| SealError::Signer(e.to_string()))?
+    {
         roots.add(ca).map_err(|e| SealError::Signer(e.to_string()))?;
     }
-    let crls = crate::revocation::crls(creds);
+    let crls = common::tls::credential_crls(creds).map_err(|e| SealError::Signer(e.to_string()))?;
     let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
         .with_crls(crls)
         .allow_unknown_revocation_status()
@@ -182,7 +185,11 @@ fn check_signer(creds: &Credentials, der: &[u8]) -> Result<(), SealError> {
 /// added hosts to a job or batch).
 pub fn unsigned_hosts<'a>(signed: &[String], listed: impl IntoIterator<Item = &'a String>) -> Vec<String> {
     let signed: BTreeSet<&String> = signed.iter().collect();
-    listed.into_iter().filter(|h| !signed.contains(h)).cloned().collect()
+    listed
+        .into_iter()
+        .filter(|h| !signed.contains(h))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

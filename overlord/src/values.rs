@@ -152,4 +152,3 @@ pub fn class(method: &str, value: &Value) -> Class {
         _ => Class::Failed,
     }
 }
-

@@ -96,6 +96,14 @@ class Api:
             doc = text
         return r.status, doc, r
 
+    def tls_from(self, source):
+        """A TLS connection to the service from loopback address `source`."""
+        import socket
+        raw = socket.socket()
+        raw.bind((source, 0))
+        raw.connect(("127.0.0.1", self.port))
+        return self.ctx.wrap_socket(raw, server_hostname="localhost")
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -378,10 +386,7 @@ class ApiTest(unittest.TestCase):
         try:
             token = api.token("t", "--admin")
             for i in range(8):
-                raw = socket.socket()
-                raw.bind(("127.0.0.%d" % (2 + i // 2), 0))
-                raw.connect(("127.0.0.1", api.port))
-                held.append(api.ctx.wrap_socket(raw, server_hostname="localhost"))
+                held.append(api.tls_from("127.0.0.%d" % (2 + i // 2)))
             status, doc, _ = api.request("GET", "/api/v1/minions", token)
             self.assertEqual(status, 200, doc)
         finally:
@@ -406,10 +411,7 @@ class ApiTest(unittest.TestCase):
                     "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
             pipelined = "GET /ui/app.js HTTP/1.1\r\nHost: localhost\r\n\r\n" * 200
             for i in range(12):
-                raw = socket.socket()
-                raw.bind(("127.0.0.%d" % (2 + i // 3), 0))
-                raw.connect(("127.0.0.1", api.port))
-                tls = api.ctx.wrap_socket(raw, server_hostname="localhost")
+                tls = api.tls_from("127.0.0.%d" % (2 + i // 3))
                 tls.sendall((head if i % 2 == 0 else pipelined).encode())
                 held.append(tls)
             for _ in range(3):
@@ -619,10 +621,7 @@ class ApiTest(unittest.TestCase):
             head = ("POST /api/v1/login HTTP/1.1\r\nHost: localhost\r\nX-Func-CSRF: 1\r\n"
                     "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n{").encode()
             for _ in range(64):
-                raw = socket.socket()
-                raw.bind(("127.0.0.2", 0))
-                raw.connect(("127.0.0.1", api.port))
-                tls = api.ctx.wrap_socket(raw, server_hostname="localhost")
+                tls = api.tls_from("127.0.0.2")
                 tls.sendall(head)
                 held.append(tls)
             status, doc, _ = api.request("POST", "/api/v1/login", body={"token": token}, headers=CSRF)

@@ -135,14 +135,24 @@ fn man_pages_render_and_completions_load() {
         pages += 1;
     }
     assert!(pages >= 4, "{pages} man pages");
-    for page in ["func.1", "func-call.1", "funcd.8", "certmaster-ca.8", "func-api.8", "func-transmit.1"] {
+    for page in [
+        "func.1",
+        "func-call.1",
+        "funcd.8",
+        "certmaster-ca.8",
+        "func-api.8",
+        "func-transmit.1",
+    ] {
         let out = Command::new("groff")
             .args(["-man", "-Tutf8", "-P-cbou"])
             .arg(man.join(page))
             .output()
             .expect("groff runs");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("EXAMPLES") && text.contains("func"), "{page}: {text}");
+        assert!(
+            text.contains("EXAMPLES") && text.contains("func"),
+            "{page}: {text}"
+        );
     }
     for name in ["func", "funcd", "certmaster", "certmaster-ca"] {
         let script = dir.path().join(format!("completions/bash/{name}.bash"));

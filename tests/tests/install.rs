@@ -317,9 +317,15 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     for deb in [minion, overlord] {
         let control = Command::new("dpkg-deb").args(["-f", deb]).output().unwrap();
         let control = String::from_utf8_lossy(&control.stdout).to_string();
-        assert!(!control.contains("example.org") && !control.contains("Homepage"), "{control}");
+        assert!(
+            !control.contains("example.org") && !control.contains("Homepage"),
+            "{control}"
+        );
         let files = Command::new("dpkg-deb").args(["-c", deb]).output().unwrap();
-        assert!(String::from_utf8_lossy(&files.stdout).contains("README.md.gz"), "{deb}: no README");
+        assert!(
+            String::from_utf8_lossy(&files.stdout).contains("README.md.gz"),
+            "{deb}: no README"
+        );
     }
     assert!(field(overlord, "Description").contains("func-api"));
     assert!(field(overlord, "Description").contains("func-transmit"));

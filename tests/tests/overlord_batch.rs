@@ -110,7 +110,8 @@ fn failhard_stops_after_the_first_failure_and_exit_is_nonzero() {
     assert_eq!(out.code, 1, "{out:?}");
     // Hosts never sent are abandoned, not failed.
     assert!(
-        out.stderr.contains("3 hosts: 0 ok, 1 failed (m1), 2 abandoned (m2, m3)"),
+        out.stderr
+            .contains("3 hosts: 0 ok, 1 failed (m1), 2 abandoned (m2, m3)"),
         "{}",
         out.stderr
     );
@@ -331,5 +332,8 @@ fn a_window_wider_than_the_hosts_says_so() {
     let fleet = Fleet::start(&["m1", "m2", "m3"]);
     let out = fleet.func(&["*", "call", "--batch", "150%", "test", "ping"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("batch of 3 over 3 hosts") || out.stderr.contains("batch of 3 over 3 hosts"), "{out:?}");
+    assert!(
+        out.stdout.contains("batch of 3 over 3 hosts") || out.stderr.contains("batch of 3 over 3 hosts"),
+        "{out:?}"
+    );
 }

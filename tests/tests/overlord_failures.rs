@@ -299,9 +299,18 @@ fn ctrl_c_says_how_to_follow_stop_or_resume() {
     );
     // It reads as interrupted in the job listing too, with how to resume.
     let list = fleet.func(&["jobs", "list", "--limit", "5"]);
-    let row = list.stdout.lines().find(|l| l.starts_with(&id)).unwrap_or_default().to_string();
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_default()
+        .to_string();
     assert!(row.contains("interrupted"), "{}", list.stdout);
-    assert!(list.stdout.contains(&format!("func batch recover '{id}'")), "{}", list.stdout);
+    assert!(
+        list.stdout.contains(&format!("func batch recover '{id}'")),
+        "{}",
+        list.stdout
+    );
     // Once job_status has m1's result, batch status agrees (m1 is no
     // longer shown as active).
     assert!(wait_until(Duration::from_secs(60), || {

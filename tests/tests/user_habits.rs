@@ -31,7 +31,10 @@ fn salt_habits_get_the_func_spelling() {
         ),
         (&["*", "call", "test.ping"][..], "try `call test ping`"),
         (&["*", "test.ping"][..], "func '*' call test ping"),
-        (&["*", "cmd.run", "uptime"][..], "func '*' call command run uptime"),
+        (
+            &["*", "cmd.run", "uptime"][..],
+            "func '*' call command run uptime",
+        ),
         (&["job-status", "last"][..], "did you mean job_status?"),
         (&["jobstatus", "last"][..], "did you mean job_status?"),
     ] {
@@ -46,7 +49,10 @@ fn salt_habits_get_the_func_spelling() {
     // failure is followed by the Func name.
     let out = fleet.func(&["m1", "call", "cmd", "run", "uptime"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("Salt's cmd.run is Func's command.run"), "{out:?}");
+    assert!(
+        out.stderr.contains("Salt's cmd.run is Func's command.run"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -145,7 +151,11 @@ fn the_invoking_user_is_recorded_under_sudo() {
 #[test]
 fn reading_never_creates_a_store() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [&["jobs", "list"][..], &["batch", "list"][..], &["jobs", "list", "--json"][..]] {
+    for args in [
+        &["jobs", "list"][..],
+        &["batch", "list"][..],
+        &["jobs", "list", "--json"][..],
+    ] {
         let out = Command::new(bin("func"))
             .arg("--root")
             .arg(dir.path())
@@ -155,8 +165,14 @@ fn reading_never_creates_a_store() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
         if args == ["jobs", "list"] {
             let text = String::from_utf8_lossy(&out.stdout);
-            assert!(text.contains("no jobs in") && text.contains("var/lib/func/overlord.redb"), "{text}");
+            assert!(
+                text.contains("no jobs in") && text.contains("var/lib/func/overlord.redb"),
+                "{text}"
+            );
         }
     }
-    assert!(!dir.path().join("var/lib/func").exists(), "a read created the store");
+    assert!(
+        !dir.path().join("var/lib/func").exists(),
+        "a read created the store"
+    );
 }

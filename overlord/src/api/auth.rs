@@ -109,7 +109,12 @@ pub fn credentialed(api: &Api, headers: &axum::http::HeaderMap, overlord: bool) 
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
     {
         let hash = tokens::hash(token.trim());
-        return api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash).is_some();
+        return api
+            .tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .find(&hash)
+            .is_some();
     }
     cookie(headers, COOKIE).is_some_and(|id| {
         api.sessions

@@ -184,7 +184,9 @@ pub async fn call(
         return Err(forbidden(&names));
     }
     let _slot = take_slot(&api, &caller)?;
-    api.metrics.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    api.metrics
+        .calls
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let answer = if call.batch.is_some() || call.asynchronous {
         start_job(&api, &caller, &call, names.clone()).await
     } else {
@@ -308,7 +310,9 @@ async fn start_job(
         crate::error::EngineError::Store(s) => ApiError::store(s),
         other => ApiError::internal(other),
     })?;
-    api.metrics.jobs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    api.metrics
+        .jobs
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Where to follow it: the batch's page for a batch, else the job's.
     let kind = if call.batch.is_some() { "batches" } else { "jobs" };
     let location = format!("/api/v1/{kind}/{}", encode_segment(&id));

@@ -104,7 +104,13 @@ mod tests {
     #[test]
     fn absolute_paths_are_taken_as_written_relative_ones_below_the_root() {
         let root = Root::new("/srv/ov2");
-        assert_eq!(path_of(&root, "/etc/ssl/api.pem"), PathBuf::from("/etc/ssl/api.pem"));
-        assert_eq!(path_of(&root, "etc/api.pem"), PathBuf::from("/srv/ov2/etc/api.pem"));
+        assert_eq!(
+            path_of(&root, "/etc/ssl/api.pem"),
+            PathBuf::from("/etc/ssl/api.pem")
+        );
+        assert_eq!(
+            path_of(&root, "etc/api.pem"),
+            PathBuf::from("/srv/ov2/etc/api.pem")
+        );
     }
 }

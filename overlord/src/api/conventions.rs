@@ -40,11 +40,19 @@ pub async fn conventions(State(api): State<Arc<Api>>, req: Request, next: Next) 
         Ok(()) => next.run(req).await,
     };
     let status = answer.status();
-    if matches!(status, StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE)
-        && !answer.headers().contains_key(header::RETRY_AFTER)
+    if matches!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) && !answer.headers().contains_key(header::RETRY_AFTER)
     {
-        let after = if status == StatusCode::TOO_MANY_REQUESTS { "1" } else { "5" };
-        answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(after));
+        let after = if status == StatusCode::TOO_MANY_REQUESTS {
+            "1"
+        } else {
+            "5"
+        };
+        answer
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static(after));
     }
     if let Some(origin) = origin.and_then(|o| HeaderValue::from_str(&o).ok()) {
         let h = answer.headers_mut();

@@ -31,4 +31,3 @@ impl Metrics {
             .or_default() += 1;
     }
 }
-

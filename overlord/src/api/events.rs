@@ -114,7 +114,8 @@ impl Judged {
         if self.recent.len() >= REMEMBERED {
             self.recent.pop_front();
         }
-        self.recent.push_back((Arc::clone(&e.hosts), e.function.clone(), seen));
+        self.recent
+            .push_back((Arc::clone(&e.hosts), e.function.clone(), seen));
         seen
     }
 }

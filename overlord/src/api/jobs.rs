@@ -83,7 +83,11 @@ pub async fn list(
     let before = q.before.filter(|b| !b.is_empty());
     // A listing is work done for the caller: it takes one of its slots.
     let slot = super::calls::take_slot(&api, &caller)?;
-    let max_scan = if caller.rights.admin { MAX_SCAN } else { MAX_SCAN_LIMITED };
+    let max_scan = if caller.rights.admin {
+        MAX_SCAN
+    } else {
+        MAX_SCAN_LIMITED
+    };
     let page = tokio::task::spawn_blocking(move || {
         let _slot = slot;
         // What the caller's rights reach, per function: judged once per
@@ -120,8 +124,8 @@ pub async fn list(
                 .collect();
             // The rows carry their hosts' tally: the records of the page
             // (at most `want` jobs) are read once, for that and for rights.
-            if !caller.rights.admin || !kept.is_empty() {
-                let ids: Vec<String> = kept.iter().take(want).map(|m| m.id.clone()).collect();
+            if !kept.is_empty() {
+                let ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
                 let mut records: std::collections::HashMap<String, JobRecord> = store
                     .load_many(&ids)
                     .map_err(ApiError::store)?
@@ -137,7 +141,10 @@ pub async fn list(
                     });
                 }
                 kept.retain(|m| records.contains_key(&m.id));
-                tallies = records.values().map(|r| (r.meta.id.clone(), crate::jobs::tally(r))).collect();
+                tallies = records
+                    .values()
+                    .map(|r| (r.meta.id.clone(), crate::jobs::tally(r)))
+                    .collect();
             }
             let total = kept.len();
             for (i, meta) in kept.into_iter().enumerate() {
@@ -146,7 +153,7 @@ pub async fn list(
                     r["outcome"] = json!("interrupted");
                 }
                 jobs.push(r);
-                last_returned = Some(meta.id);
+                last_returned = Some((meta.started, meta.id));
                 if jobs.len() == limit {
                     cut = i + 1 < total;
                     break;
@@ -162,12 +169,15 @@ pub async fn list(
         let next = if exhausted && !cut {
             None
         } else if jobs.len() == limit {
-            let below = last_returned.as_ref().and_then(|id| cursor_of(store, id).ok());
-            let more = match below {
-                Some(below) => !store.list_page(1, Some(&below)).map_err(ApiError::store)?.is_empty(),
+            // The last row is its own cursor: one more job below it?
+            let more = match &last_returned {
+                Some(below) => !store
+                    .list_page(1, Some(below))
+                    .map_err(ApiError::store)?
+                    .is_empty(),
                 None => true,
             };
-            last_returned.filter(|_| more)
+            last_returned.filter(|_| more).map(|(_, id)| id)
         } else {
             cursor.map(|c| c.1)
         };
@@ -245,16 +255,12 @@ pub async fn one(
         let status = crate::jobs::status_of(record, &BTreeMap::new());
         // The job_status document, and who started it, when, with what.
         let mut doc = status.doc(&id);
-        let args = match meta.typed_args.as_deref().map(serde_json::from_str::<serde_json::Value>) {
-            Some(Ok(typed @ serde_json::Value::Array(_))) => typed,
-            _ => json!(meta.args),
-        };
         for (key, value) in [
             ("user", json!(meta.user)),
             ("target", json!(meta.spec)),
             ("started", json!(meta.started)),
             ("ended", json!(meta.ended)),
-            ("args", args),
+            ("args", meta.args_json()),
             ("batch", json!(meta.batch)),
         ] {
             doc[key] = value;

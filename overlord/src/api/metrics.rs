@@ -21,7 +21,12 @@ pub async fn metrics(caller: Caller, State(api): State<Arc<Api>>) -> Result<Resp
     }
     let m = &api.metrics;
     let by_status = m.by_status();
-    let streams: usize = api.streams.lock().unwrap_or_else(|p| p.into_inner()).values().sum();
+    let streams: usize = api
+        .streams
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .sum();
     let mut out = String::new();
     out.push_str("# HELP func_api_requests_total Answers given, by HTTP status.\n# TYPE func_api_requests_total counter\n");
     for (status, n) in &by_status {
@@ -29,14 +34,42 @@ pub async fn metrics(caller: Caller, State(api): State<Arc<Api>>) -> Result<Resp
     }
     let errors: u64 = by_status.iter().filter(|(s, _)| **s >= 500).map(|(_, n)| n).sum();
     let lines = [
-        ("func_api_calls_total", "counter", "Calls accepted (POST /api/v1/calls).", m.calls.load(Ordering::Relaxed)),
-        ("func_api_jobs_started_total", "counter", "Async jobs and batches started.", m.jobs.load(Ordering::Relaxed)),
-        ("func_api_events_total", "counter", "Events published on the stream.", api.bus.published()),
-        ("func_api_event_streams", "gauge", "Event streams open now.", streams as u64),
-        ("func_api_errors_total", "counter", "Answers with a 5xx status.", errors),
+        (
+            "func_api_calls_total",
+            "counter",
+            "Calls accepted (POST /api/v1/calls).",
+            m.calls.load(Ordering::Relaxed),
+        ),
+        (
+            "func_api_jobs_started_total",
+            "counter",
+            "Async jobs and batches started.",
+            m.jobs.load(Ordering::Relaxed),
+        ),
+        (
+            "func_api_events_total",
+            "counter",
+            "Events published on the stream.",
+            api.bus.published(),
+        ),
+        (
+            "func_api_event_streams",
+            "gauge",
+            "Event streams open now.",
+            streams as u64,
+        ),
+        (
+            "func_api_errors_total",
+            "counter",
+            "Answers with a 5xx status.",
+            errors,
+        ),
     ];
     for (name, kind, help, value) in lines {
-        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
+        let _ = write!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+        );
     }
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response())
 }

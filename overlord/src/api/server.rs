@@ -66,7 +66,10 @@ pub fn router(api: Arc<Api>) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(api.settings.max_body))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), bodies))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), counted))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&api), conventions::conventions))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&api),
+            conventions::conventions,
+        ))
         .with_state(api)
 }
 
@@ -166,8 +169,11 @@ async fn bodies(
     }
     match tokio::time::timeout(deadline, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(bytes)) => {
-            next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
-                .await
+            next.run(axum::extract::Request::from_parts(
+                parts,
+                axum::body::Body::from(bytes),
+            ))
+            .await
         }
         Ok(Err(_)) => reply::too_large(limit).into_response(),
         Err(_) => reply::ApiError::new(
@@ -293,7 +299,9 @@ async fn plain_http(mut tcp: TcpStream) {
         .filter(|p| p.starts_with('/') && p.len() < 2048 && p.bytes().all(|b| b.is_ascii_graphic()));
     let host = text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
-        k.trim().eq_ignore_ascii_case("host").then(|| v.trim().to_string())
+        k.trim()
+            .eq_ignore_ascii_case("host")
+            .then(|| v.trim().to_string())
     });
     let host = host.filter(|h| !h.is_empty() && h.len() < 256 && h.bytes().all(|b| b.is_ascii_graphic()));
     let message = "func-api speaks HTTPS only: use https://\n";
@@ -307,6 +315,10 @@ async fn plain_http(mut tcp: TcpStream) {
             message.len()
         ),
     };
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), tcp.write_all(answer.as_bytes())).await;
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tcp.write_all(answer.as_bytes()),
+    )
+    .await;
     let _ = tcp.shutdown().await;
 }

@@ -352,7 +352,10 @@ mod tests {
         assert!(!rights.allows("db1", "test.ping", &g));
         assert!(Rights::admin().allows("db1", "command.run", &g));
         let web: Vec<String> = vec!["web1".into(), "web2".into()];
-        assert_eq!(rights.allows_all(&web, "test.ping", &g), web.iter().all(|h| rights.allows(h, "test.ping", &g)));
+        assert_eq!(
+            rights.allows_all(&web, "test.ping", &g),
+            web.iter().all(|h| rights.allows(h, "test.ping", &g))
+        );
         assert!(!rights.allows_all(&["web1".into(), "db1".into()], "test.ping", &g));
         assert!(!rights.allows_all(&[], "test.ping", &g));
     }

@@ -97,7 +97,10 @@ pub fn with_recorded_ends(store: &dyn JobStore, rec: &mut BatchRecord, id: &str)
         .keys()
         .filter_map(|h| {
             let entry = job.hosts.get(h)?;
-            let xml = entry.result_xml.as_ref().filter(|_| entry.state == crate::store::HostState::Finished)?;
+            let xml = entry
+                .result_xml
+                .as_ref()
+                .filter(|_| entry.state == crate::store::HostState::Finished)?;
             let value = crate::jobs::decode_result(xml);
             let end = match crate::values::class(&function, &value) {
                 crate::values::Class::Ok => HostEnd::Done,

@@ -192,7 +192,12 @@ pub fn drive(
     let refused = match signed {
         Err(why) => Some(why),
         Ok(hosts) => {
-            let listed = rec.state.pending.iter().chain(rec.state.active.keys()).chain(rec.state.ended.keys());
+            let listed = rec
+                .state
+                .pending
+                .iter()
+                .chain(rec.state.active.keys())
+                .chain(rec.state.ended.keys());
             let extra = crate::seal::unsigned_hosts(&hosts, listed);
             (!extra.is_empty()).then(|| crate::seal::SealError::ExtraHosts(extra.join(", ")))
         }
@@ -339,7 +344,9 @@ pub fn drive(
                     &hosts,
                     403,
                 );
-                return Err(EngineError::Untrusted(format!("batch {id} refused, nothing sent: {why}")));
+                return Err(EngineError::Untrusted(format!(
+                    "batch {id} refused, nothing sent: {why}"
+                )));
             }
             return Ok(rec);
         }

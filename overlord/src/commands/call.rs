@@ -249,7 +249,13 @@ impl Call {
         );
         let store = plan.store();
         let mode = if self.asynchronous { "async" } else { "sync" };
-        let (id, _) = driver::create(&store, &plan.root, self.meta(plan, targets.len(), true), state, mode)?;
+        let (id, _) = driver::create(
+            &store,
+            &plan.root,
+            self.meta(plan, targets.len(), true),
+            state,
+            mode,
+        )?;
         if self.asynchronous {
             let exe = common::process::own_exe().map_err(|e| PlanError::Config(e.to_string()))?;
             let child = driver::spawn(&exe, &plan.root, &id)

@@ -38,7 +38,11 @@ pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> st
     let log = common::private::append(&root.log_dir().join("driver.log"))?;
     let mut cmd = Command::new(exe);
     // In `ps`: what it is and which job, not /proc/self/exe.
-    let role = if subcommand == "__batch" { "batch driver" } else { "job driver" };
+    let role = if subcommand == "__batch" {
+        "batch driver"
+    } else {
+        "job driver"
+    };
     cmd.arg0(format!("func: {role} {}", common::paths::shorten(id)));
     cmd.arg(subcommand)
         .arg("--root")

@@ -447,7 +447,12 @@ fn apply_update(
 }
 
 impl JobStore for PgStore {
-    fn create_sealed(&self, mut meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
+    fn create_sealed(
+        &self,
+        mut meta: JobMeta,
+        hosts: &[String],
+        seal: Sealer<'_>,
+    ) -> Result<String, StoreError> {
         self.write(|txn| {
             let mut stamp = (meta.started.max(0.0) * 1e6) as u64;
             meta.hosts = hosts.len();

@@ -163,7 +163,12 @@ impl RedbStore {
     }
 
     /// [`JobStore::create_sealed`].
-    pub fn create_sealed(&self, mut meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
+    pub fn create_sealed(
+        &self,
+        mut meta: JobMeta,
+        hosts: &[String],
+        seal: Sealer<'_>,
+    ) -> Result<String, StoreError> {
         self.write(|txn| {
             let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
             let mut stamp = micros(meta.started);

@@ -92,6 +92,19 @@ impl JobMeta {
         }
     }
 
+    /// The arguments as sent, for people and documents: the typed values
+    /// (`--json-args`, a transmit or API request), else the words.
+    pub fn args_json(&self) -> serde_json::Value {
+        match self
+            .typed_args
+            .as_deref()
+            .map(serde_json::from_str::<serde_json::Value>)
+        {
+            Some(Ok(typed @ serde_json::Value::Array(_))) => typed,
+            _ => serde_json::json!(self.args),
+        }
+    }
+
     /// The call's parameters: the typed ones, else the words as strings.
     pub fn params(&self) -> Vec<common::Value> {
         match self

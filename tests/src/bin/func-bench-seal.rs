@@ -36,7 +36,10 @@ fn main() -> anyhow::Result<()> {
             overlord::seal::verify(&root, &meta, &names).context("verifying")?;
         }
         let verify = begun.elapsed().as_secs_f64() * 1e6 / n as f64;
-        println!("| {hosts} host{} | {sign:.0} | {verify:.0} |", if hosts == 1 { "" } else { "s" });
+        println!(
+            "| {hosts} host{} | {sign:.0} | {verify:.0} |",
+            if hosts == 1 { "" } else { "s" }
+        );
     }
     Ok(())
 }

@@ -101,7 +101,7 @@ impl List {
                 json!({
                     "id": m.id,
                     "function": m.function,
-                    "args": args_json(m),
+                    "args": m.args_json(),
                     "target": m.spec,
                     "user": m.user,
                     "started": m.started,
@@ -167,25 +167,16 @@ impl List {
                 "running? = as last recorded, its hosts not asked now: func job_status ID (or jobs lookup ID) refreshes it"
             );
         }
-        if let Some(id) = records.iter().map(|r| &r.meta.id).find(|id| interrupted.contains(*id)) {
+        if let Some(id) = records
+            .iter()
+            .map(|r| &r.meta.id)
+            .find(|id| interrupted.contains(*id))
+        {
             crate::outln!(
                 "interrupted = a batch nobody drives (Ctrl-C, or its driver died): func batch recover {} resumes it",
                 crate::interrupt::shell_quote(id)
             );
         }
         Ok(0)
-    }
-}
-
-/// The job's arguments as sent: the typed values of `--json-args` (or a
-/// transmit request), else the words, as strings.
-fn args_json(meta: &crate::store::JobMeta) -> serde_json::Value {
-    match meta
-        .typed_args
-        .as_deref()
-        .map(serde_json::from_str::<serde_json::Value>)
-    {
-        Some(Ok(typed @ serde_json::Value::Array(_))) => typed,
-        _ => json!(meta.args),
     }
 }
