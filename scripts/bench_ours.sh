@@ -6,7 +6,7 @@
 # and removes the fleet.
 
 bench_ours() {
-	local k=$1 dir=$2 tsv=$3 bin=target/release t0 t1 t2
+	local k=$1 dir=$2 tsv=$3 bin=${BENCH_BIN:-target/release} t0 t1 t2
 	echo "== $k local minions (one certmaster, each funcd with its own root)"
 	fleet_init "$dir" $bin
 	t0=$(bench_now_ms)
