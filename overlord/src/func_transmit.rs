@@ -28,7 +28,6 @@ use common::paths::Root;
 use serde_json::{json, Value as J};
 
 use crate::plan::{Plan, PlanError};
-use crate::store::JobMeta;
 use crate::targets::TargetError;
 
 /// Largest request read from stdin.
@@ -75,15 +74,8 @@ enum Request {
     JobStatus {
         id: String,
     },
-    Call {
-        spec: String,
-        module: String,
-        method: String,
-        params: Vec<J>,
-        asynchronous: bool,
-        nforks: Option<u64>,
-        timeout: Option<f64>,
-    },
+    /// A call, checked by the gate.
+    Call(crate::gate::Call),
 }
 
 /// Why a request was refused.
@@ -219,7 +211,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         _ => {}
     }
     let module = text("module")?.ok_or_else(|| Bad(format!("a call of {method:?} needs \"module\"")))?;
-    let params = match obj.get("parameters") {
+    let args = match obj.get("parameters") {
         None | Some(J::Null) => Vec::new(),
         Some(J::Array(list)) => list.clone(),
         // Func listified a single value.
@@ -235,38 +227,31 @@ fn check(doc: &J) -> Result<Request, Bad> {
             )))
         }
     };
-    let nforks = match obj.get("nforks") {
-        None | Some(J::Null) => None,
-        Some(n) => Some(n.as_u64().filter(|n| (1..=1024).contains(n)).ok_or_else(|| {
-            Bad(format!(
-                "\"nforks\" must be a whole number from 1 to 1024, not {}",
-                kind(n)
-            ))
-        })?),
+    // Numbers are read by the gate, as every door's.
+    let number = |key: &str| -> Result<Option<String>, Bad> {
+        match obj.get(key) {
+            None | Some(J::Null) => Ok(None),
+            Some(J::Number(n)) => Ok(Some(n.to_string())),
+            Some(J::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(Bad(format!("{key:?} must be a number, not {}", kind(other)))),
+        }
     };
-    let timeout = match obj.get("timeout") {
-        None | Some(J::Null) => None,
-        Some(t) => Some(
-            t.as_f64()
-                .filter(|t| *t > 0.0 && *t <= crate::settings::MAX_SECS)
-                .ok_or_else(|| {
-                    Bad(format!(
-                        "\"timeout\" must be seconds above 0 up to {} (30 days), not {}",
-                        crate::settings::MAX_SECS,
-                        kind(t)
-                    ))
-                })?,
-        ),
-    };
-    Ok(Request::Call {
+    crate::gate::Call::new(crate::gate::CallFields {
         spec,
+        exclude: None,
         module,
         method,
-        params,
+        args,
+        words: None,
         asynchronous,
-        nforks,
-        timeout,
+        batch: None,
+        batch_wait: None,
+        failhard: false,
+        timeout: number("timeout")?,
+        forks: number("nforks")?,
     })
+    .map(Request::Call)
+    .map_err(|e| Bad(e.to_string()))
 }
 
 /// What a request value is, for an error message (the value itself may be
@@ -293,11 +278,12 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
     );
     match answer(root, request) {
         Ok(done) => done,
-        // Nothing matched: Func answered an empty result, not an error.
-        Err(PlanError::Targets(TargetError::NoMatch(_))) => match request {
-            Request::ListMinions { .. } => (json!([]), 1),
-            _ => (json!({}), 1),
-        },
+        // Nothing matched: Func's client raised, and func-transmit
+        // answered its error object (DESIGN §11), for calls and lists alike.
+        Err(e @ PlanError::Targets(TargetError::NoMatch(_))) => (
+            json!({"error": 1, "name": "Func Client Exception", "message": e.to_string()}),
+            1,
+        ),
         Err(e) => (json!({"error": format!("func-transmit: {e}")}), e.exit_code()),
     }
 }
@@ -322,35 +308,23 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
                 .collect();
             (json!([status.code, results]), crate::status::exit_code(&status))
         }
-        Request::Call {
-            spec,
-            module,
-            method,
-            params,
-            asynchronous,
-            nforks,
-            timeout,
-        } => {
-            let plan = Plan::for_program(root, spec, nforks.map(|n| n as usize), *timeout)?;
-            let function = format!("{module}.{method}");
-            if *asynchronous {
+        Request::Call(call) => {
+            let plan = Plan::for_program(root, &call.spec, call.forks, call.timeout)?;
+            let function = call.function();
+            if call.run != crate::gate::Run::Now {
                 let hosts = plan.target_names()?;
                 plan.check_credentials()?;
-                let meta = JobMeta::new_call(
-                    spec,
-                    &function,
-                    Vec::new(),
-                    Some(J::Array(params.clone()).to_string()),
+                let meta = crate::jobs::start::meta(
+                    call,
                     hosts.len(),
                     (plan.dispatch.timeout_secs, plan.dispatch.forks),
-                    false,
+                    None,
                 );
-                let (id, _driver) = crate::jobs::driver::submit(&plan.store(), &plan.root, meta, hosts)?;
-                return Ok((J::String(id), 0));
+                let started = crate::jobs::start::start(&plan.store(), &plan.root, call, hosts, meta)?;
+                return Ok((J::String(started.id), 0));
             }
             let targets = plan.targets()?;
-            let values: Vec<common::Value> = params.iter().map(crate::values::from_json).collect();
-            let action = crate::calling::call_action(&function, values)?;
+            let action = crate::calling::call_action(&function, call.params())?;
             let results = crate::calling::dispatch_to(&plan, &targets, &action, |_, _| {})?;
             let ok = crate::output::all_ok(&function, &results);
             let doc: serde_json::Map<String, J> = results
@@ -403,15 +377,15 @@ mod tests {
             req(r#"{"method": "job_status", "parameters": "x-1.5", "clients": "*"}"#).unwrap(),
             Request::JobStatus { id: "x-1.5".into() }
         );
-        let Request::Call { params, spec, .. } =
+        let Request::Call(call) =
             req(r#"{"clients": "m1;*", "module": "command", "method": "run", "parameters": "/bin/echo hi"}"#)
                 .unwrap()
         else {
             panic!()
         };
         assert_eq!(
-            (params, spec.as_str()),
-            (vec![json!("/bin/echo hi")], "m1;*"),
+            (call.args, call.spec.as_str()),
+            (crate::gate::Args::Typed(vec![json!("/bin/echo hi")]), "m1;*"),
             "a single value is listified"
         );
         let yaml = check(
@@ -424,15 +398,16 @@ mod tests {
         .unwrap();
         assert_eq!(
             yaml,
-            Request::Call {
+            Request::Call(crate::gate::Call {
                 spec: "*".into(),
+                exclude: None,
                 module: "test".into(),
                 method: "add".into(),
-                params: vec![json!(1), json!(2)],
-                asynchronous: true,
-                nforks: Some(4),
+                args: crate::gate::Args::Typed(vec![json!(1), json!(2)]),
+                run: crate::gate::Run::Async,
+                forks: Some(4),
                 timeout: None,
-            }
+            })
         );
     }
 
@@ -451,7 +426,8 @@ mod tests {
                 r#"{"method": "ping", "module": "test", "clients": []}"#,
                 "clients",
             ),
-            (r#"{"method": "ping", "module": "test", "nforks": 0}"#, "nforks"),
+            (r#"{"method": "ping", "module": "test", "nforks": 0}"#, "forks takes a whole number"),
+            (r#"{"method": "pi ng", "module": "test"}"#, "module and method are names"),
             (
                 r#"{"method": "ping", "module": "test", "timeout": 1e308}"#,
                 "30 days",

@@ -28,6 +28,7 @@ pub mod commands;
 pub mod dispatch;
 pub mod error;
 pub mod func_transmit;
+pub mod gate;
 pub mod groups;
 pub mod interrupt;
 pub mod job;

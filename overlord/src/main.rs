@@ -46,7 +46,8 @@ fn fail(e: &overlord::plan::PlanError, json: bool) -> ExitCode {
             overlord::out!("{text}");
             return ExitCode::from(code as u8);
         }
-        overlord::plan::PlanError::Usage(msg) => overlord::errln!("{msg}"),
+        overlord::plan::PlanError::Usage(msg)
+        | overlord::plan::PlanError::Gate(overlord::gate::GateError::Invalid(msg)) => overlord::errln!("{msg}"),
         other => overlord::errln!("ERROR: {other}"),
     }
     if json {

@@ -114,7 +114,13 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
             let mut request = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut request)
                 .map_err(|e| PlanError::Usage(format!("func transmit: cannot read the request: {e}")))?;
-            let words = crate::commands::transmit::request_words(&request)?;
+            let words = match crate::commands::transmit::request(&request)? {
+                crate::commands::transmit::Request::Words(words) => words,
+                crate::commands::transmit::Request::Call(call) => {
+                    let root = global.root.map(|r| r.to_string_lossy().into_owned()).or(env_root);
+                    return transmitted_call(root, call);
+                }
+            };
             let mut all: Vec<String> = Vec::new();
             if let Some(root) = &global.root {
                 all.extend(["--root".to_string(), root.to_string_lossy().into_owned()]);
@@ -145,10 +151,36 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
         verbose: global.verbose,
         quiet: global.quiet,
     };
-    let mut command = match parsed {
-        Parsed::Spec(c) => Command::from_spec(c, &mut globals)?,
+    let command = match parsed {
+        Parsed::Spec(c) => Command::from_spec(c, &spec, &mut globals)?,
         Parsed::Top(c) => Command::from_top(c)?,
     };
+    finish(globals, spec, command)
+}
+
+/// A call `func transmit` read, as `func --json SPEC call` (an async one
+/// with `--nopoll`: the answer is its id).
+fn transmitted_call(root: Option<String>, call: crate::gate::Call) -> Result<(Plan, Command), PlanError> {
+    let globals = Globals {
+        root: Root::new(root.unwrap_or_else(|| "/".into())),
+        timeout: call.timeout,
+        exclude: call.exclude.clone(),
+        json: true,
+        out: crate::output::Format::Json,
+        forks: call.forks,
+        verbose: 0,
+        quiet: false,
+    };
+    let spec = call.spec.clone();
+    let nopoll = matches!(
+        call.run,
+        crate::gate::Run::Async | crate::gate::Run::Batch { detached: true, .. }
+    );
+    finish(globals, spec, Command::Call(crate::commands::call::Call::Run { call, nopoll }))
+}
+
+/// The plan for `command` with `globals`.
+fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan, Command), PlanError> {
     command.resolve_last(&store(&globals.root))?;
     let dispatch = Dispatch::for_root(&globals.root, globals.forks, globals.timeout)?;
     let plan = Plan {
@@ -187,15 +219,20 @@ mod tests {
         assert_eq!(plan.dispatch.timeout_secs, 5.0);
         assert!(plan.json);
         match command {
-            Command::Call(c) => assert_eq!(
-                (c.method.as_str(), c.args),
-                ("test.add", vec!["1".to_string(), "2".to_string()])
+            Command::Call(crate::commands::call::Call::Run { call, .. }) => assert_eq!(
+                (call.function(), call.args),
+                (
+                    "test.add".to_string(),
+                    crate::gate::Args::Words(vec!["1".to_string(), "2".to_string()])
+                )
             ),
             _ => panic!("not a call"),
         }
         let (plan, command) = p(&["*", "call", "--forks=2", "process", "info", "--", "--json"]).unwrap();
         match command {
-            Command::Call(c) => assert_eq!(c.args, vec!["--json".to_string()]),
+            Command::Call(crate::commands::call::Call::Run { call, .. }) => {
+                assert_eq!(call.args, crate::gate::Args::Words(vec!["--json".to_string()]))
+            }
             _ => panic!(),
         }
         assert!(!plan.json, "after -- it is an argument");

@@ -28,6 +28,9 @@ pub enum PlanError {
     /// A runtime failure of the engine.
     #[error(transparent)]
     Engine(#[from] crate::error::EngineError),
+    /// A request the gate refused (or could not carry out).
+    #[error(transparent)]
+    Gate(#[from] crate::gate::GateError),
 }
 
 impl PlanError {
@@ -36,6 +39,7 @@ impl PlanError {
             PlanError::Usage(_) => 2,
             PlanError::Help(_) => 0,
             PlanError::Engine(e) => e.exit_status(),
+            PlanError::Gate(e) => e.exit_status(),
             _ => 1,
         }
     }

@@ -1,6 +1,6 @@
 //! `POST /api/v1/calls {"spec", "module", "method", "args", "async",
 //! "batch", "batch_wait", "failhard", "timeout", "exclude"}`. The request
-//! is parsed into a typed call and judged — targets resolved, the caller's
+//! is checked by the gate (`gate::Call`, as every door's call) and judged — targets resolved, the caller's
 //! rights checked on every host and the method (403, nothing sent), its
 //! share of calls in progress taken (429) — before anything is sent.
 //! Synchronous: 200 and `{host: result}` (the document of `func … --json`),
@@ -14,151 +14,55 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::auth::Caller;
 use super::reply::{ApiError, Body};
 use super::state::Api;
-use crate::batch::{driver, machine};
-use crate::store::JobMeta;
-use crate::targets::{Target, TargetError};
+use crate::gate::{self, CallFields, GateError, Run};
+use crate::targets::Target;
 
-/// Longest SPEC accepted.
-const MAX_SPEC: usize = 4096;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CallRequest {
-    spec: String,
-    module: String,
-    method: String,
-    #[serde(default)]
-    args: Vec<serde_json::Value>,
-    #[serde(default, rename = "async")]
-    asynchronous: bool,
-    /// `N` or `"N%"`.
-    #[serde(default)]
-    batch: Option<serde_json::Value>,
-    #[serde(default)]
-    batch_wait: Option<f64>,
-    #[serde(default)]
-    failhard: bool,
-    #[serde(default)]
-    timeout: Option<f64>,
-    #[serde(default)]
-    exclude: Option<String>,
+impl From<GateError> for ApiError {
+    /// The gate's one mapping from error kind to HTTP status.
+    fn from(e: GateError) -> Self {
+        let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        match status {
+            StatusCode::SERVICE_UNAVAILABLE => ApiError::store(e),
+            StatusCode::INTERNAL_SERVER_ERROR => ApiError::internal(e),
+            _ => ApiError::new(status, e.to_string()),
+        }
+    }
 }
 
-/// A call, checked.
-struct Call {
-    spec: String,
-    exclude: Option<String>,
-    function: String,
-    args: Vec<serde_json::Value>,
-    asynchronous: bool,
-    batch: Option<String>,
-    batch_wait: f64,
-    failhard: bool,
-    timeout: f64,
-}
-
-/// A SPEC's form: not empty, not huge, printable.
+/// A SPEC's form, as the gate checks it.
 pub fn check_spec(spec: &str) -> Result<(), ApiError> {
-    if spec.trim().is_empty() || spec.len() > MAX_SPEC || spec.chars().any(char::is_control) {
-        return Err(ApiError::bad(format!(
-            "spec must be 1 to {MAX_SPEC} printable characters"
-        )));
-    }
-    Ok(())
-}
-
-fn name_ok(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 200
-        && s.split('.')
-            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-}
-
-impl CallRequest {
-    fn check(self) -> Result<Call, ApiError> {
-        check_spec(&self.spec)?;
-        if let Some(ex) = &self.exclude {
-            check_spec(ex)?;
-        }
-        if !name_ok(&self.module) || !name_ok(&self.method) || self.module == "async" {
-            return Err(ApiError::bad(
-                "module and method are names: letters, digits, '_', '.'",
-            ));
-        }
-        let secs = |v: Option<f64>, zero: bool, what: &str| -> Result<Option<f64>, ApiError> {
-            v.map(|t| {
-                crate::settings::seconds(&t.to_string(), zero)
-                    .map_err(|why| ApiError::bad(format!("{what} {why}")))
-            })
-            .transpose()
-        };
-        let batch = match &self.batch {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-            Some(serde_json::Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(ApiError::bad("batch is a number of hosts or \"N%\"")),
-        };
-        if let Some(b) = &batch {
-            let n = b.trim_end_matches('%').trim().parse::<f64>().ok();
-            if !n
-                .is_some_and(|n| n.is_finite() && n >= 1.0 && n <= if b.ends_with('%') { 100.0 } else { 1e6 })
-            {
-                return Err(ApiError::bad(
-                    "batch: a number of hosts (1 to 1,000,000) or a percentage (1% to 100%)",
-                ));
-            }
-            machine::size(b, 1).map_err(|_| ApiError::bad("batch: a number of hosts or \"N%\""))?;
-        } else if self.batch_wait.is_some() || self.failhard {
-            return Err(ApiError::bad("batch_wait and failhard need batch"));
-        }
-        Ok(Call {
-            function: format!("{}.{}", self.module, self.method),
-            spec: self.spec,
-            exclude: self.exclude,
-            args: self.args,
-            asynchronous: self.asynchronous,
-            batch_wait: secs(self.batch_wait, true, "batch_wait")?.unwrap_or(0.0),
-            failhard: self.failhard,
-            timeout: match secs(self.timeout, false, "timeout")? {
-                Some(t) if t < 0.1 => return Err(ApiError::bad("timeout: at least 0.1 seconds")),
-                Some(t) => t,
-                None => crate::settings::DEFAULT_TIMEOUT,
-            },
-            batch,
-        })
-    }
+    gate::call::check_spec("spec", spec).map_err(ApiError::from)
 }
 
 /// `POST /api/v1/calls`.
 pub async fn call(
     caller: Caller,
     State(api): State<Arc<Api>>,
-    Body(req): Body<CallRequest>,
+    Body(fields): Body<CallFields>,
 ) -> Result<Response, ApiError> {
-    let call = req.check()?;
+    let call = gate::Call::new(fields)?;
+    let function = call.function();
     let root = api.root.clone();
     let (spec, exclude) = (call.spec.clone(), call.exclude.clone());
-    let action = format!("call {}", call.function);
+    let action = format!("call {function}");
     // Which host is not said: it may be one this caller cannot see. A
     // limited caller gets this same answer for a SPEC word that names no
     // minion at all, so it cannot tell missing minions from forbidden ones.
     let forbidden = |names: &[String]| {
         api.audit.line(&caller.name, caller.from, &action, names, 403);
         ApiError::forbidden(format!(
-            "this token may not call {} on every host the SPEC names",
-            call.function
+            "this token may not call {function} on every host the SPEC names"
         ))
     };
     let limited = !caller.rights.admin;
-    let (rights, function) = (caller.rights.clone(), call.function.clone());
+    let (rights, function2) = (caller.rights.clone(), function.clone());
     let resolved = tokio::task::spawn_blocking(move || {
-        if limited && !every_word_names_a_callable_minion(&root, &rights, &function, &spec) {
+        if limited && !every_word_names_a_callable_minion(&root, &rights, &function2, &spec) {
             return Ok(None);
         }
         crate::targets::resolve(&root, &spec, exclude.as_deref()).map(Some)
@@ -172,13 +76,12 @@ pub async fn call(
         // match, an unknown group or pattern in the SPEC or `exclude`, all
         // answer as forbidden.
         Err(_) if limited => return Err(forbidden(&[])),
-        Err(e @ TargetError::NoMatch(_)) => return Err(ApiError::not_found(e.to_string())),
-        Err(other) => return Err(ApiError::bad(other.to_string())),
+        Err(e) => return Err(GateError::Targets(e).into()),
     };
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     if caller
         .rights
-        .forbidden(&api.root, &call.function, &names)
+        .forbidden(&api.root, &function, &names)
         .is_some()
     {
         return Err(forbidden(&names));
@@ -187,7 +90,7 @@ pub async fn call(
     api.metrics
         .calls
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let answer = if call.batch.is_some() || call.asynchronous {
+    let answer = if call.run != Run::Now {
         start_job(&api, &caller, &call, names.clone()).await
     } else {
         Ok(sync_call(&api, &caller, &call, &targets).await)
@@ -239,15 +142,16 @@ pub fn take_slot(api: &Api, caller: &Caller) -> Result<tokio::sync::OwnedSemapho
     })
 }
 
-async fn sync_call(api: &Arc<Api>, caller: &Caller, call: &Call, targets: &[Target]) -> Response {
-    let params: Vec<common::Value> = call.args.iter().map(crate::values::from_json).collect();
+async fn sync_call(api: &Arc<Api>, caller: &Caller, call: &gate::Call, targets: &[Target]) -> Response {
+    let params = call.params();
+    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
     let results = api
         .pool
         .call_all(
             targets,
-            &call.function,
+            &call.function(),
             &params,
-            Duration::from_secs_f64(call.timeout),
+            Duration::from_secs_f64(timeout),
             Some(&caller.user()),
             |_, _| {},
         )
@@ -262,59 +166,38 @@ async fn sync_call(api: &Arc<Api>, caller: &Caller, call: &Call, targets: &[Targ
 async fn start_job(
     api: &Arc<Api>,
     caller: &Caller,
-    call: &Call,
+    call: &gate::Call,
     names: Vec<String>,
 ) -> Result<Response, ApiError> {
-    let mut meta = JobMeta::new_call(
-        &call.spec,
-        &call.function,
-        Vec::new(),
-        Some(serde_json::Value::Array(call.args.clone()).to_string()),
-        names.len(),
-        (call.timeout, crate::dispatch::default_forks()),
-        call.batch.is_some(),
-    );
-    meta.user = caller.user();
-    // What the caller may do, signed with the request (DESIGN §9).
-    meta.rights = (!caller.rights.admin).then(|| {
-        caller
-            .rights
-            .rules
-            .iter()
-            .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
-            .collect()
-    });
-    let api2 = Arc::clone(api);
-    let (batch, wait, failhard, timeout) = (call.batch.clone(), call.batch_wait, call.failhard, call.timeout);
-    let id = tokio::task::spawn_blocking(move || -> Result<String, crate::error::EngineError> {
-        let Some(batch) = batch else {
-            let (id, driver) = crate::jobs::driver::submit(&api2.store, &api2.root, meta, names)?;
+    let who = crate::jobs::start::Caller {
+        user: caller.user(),
+        // What the caller may do, signed with the request (DESIGN §9).
+        rights: (!caller.rights.admin).then(|| {
+            caller
+                .rights
+                .rules
+                .iter()
+                .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
+                .collect()
+        }),
+    };
+    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
+    let meta = crate::jobs::start::meta(call, names.len(), (timeout, api.dispatch.forks), Some(who));
+    let (api2, call2) = (Arc::clone(api), call.clone());
+    let id = tokio::task::spawn_blocking(move || -> Result<String, GateError> {
+        let started = crate::jobs::start::start(&api2.store, &api2.root, &call2, names, meta)?;
+        if let Some(driver) = started.driver {
             super::state::reap(driver);
-            return Ok(id);
-        };
-        let size = machine::size(&batch, names.len()).map_err(crate::error::EngineError::Record)?;
-        let state = machine::BatchState::new(names, size, wait, failhard, timeout);
-        let (id, _) = driver::create(&api2.store, &api2.root, meta, state, "async")?;
-        let child =
-            driver::spawn(&api2.exe, &api2.root, &id).map_err(|source| crate::error::EngineError::Spawn {
-                what: "the batch driver",
-                source,
-            })?;
-        driver::hand_over(&api2.store, &id, &child, crate::settings::batch_lease(&api2.root))?;
-        super::state::reap(child);
-        Ok(id)
+        }
+        Ok(started.id)
     })
     .await
-    .map_err(ApiError::internal)?
-    .map_err(|e| match e {
-        crate::error::EngineError::Store(s) => ApiError::store(s),
-        other => ApiError::internal(other),
-    })?;
+    .map_err(ApiError::internal)??;
     api.metrics
         .jobs
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Where to follow it: the batch's page for a batch, else the job's.
-    let kind = if call.batch.is_some() { "batches" } else { "jobs" };
+    let kind = if matches!(call.run, Run::Batch { .. }) { "batches" } else { "jobs" };
     let location = format!("/api/v1/{kind}/{}", encode_segment(&id));
     let mut answer = (StatusCode::ACCEPTED, Json(json!({"job_id": id}))).into_response();
     if let Ok(v) = axum::http::HeaderValue::from_str(&location) {

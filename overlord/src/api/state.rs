@@ -44,6 +44,9 @@ pub struct Api {
     pub started: f64,
     /// Counters for `GET /metrics`.
     pub metrics: super::counters::Metrics,
+    /// How calls are made when the request does not say: overlord.conf's
+    /// `socket_timeout`, as for `func`; the forks of async drivers.
+    pub dispatch: crate::dispatch::Dispatch,
 }
 
 impl Api {
@@ -80,6 +83,8 @@ impl Api {
             anonymous: Arc::default(),
             started: crate::store::now(),
             metrics: Default::default(),
+            dispatch: crate::dispatch::Dispatch::for_root(&root, None, None)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", root.overlord_conf().display()))?,
             settings,
             root,
         })

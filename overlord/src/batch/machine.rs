@@ -116,15 +116,15 @@ pub fn size(spec: &str, hosts: usize) -> Result<usize, String> {
             .parse()
             .ok()
             .filter(|p: &f64| p.is_finite() && *p > 0.0)
-            .ok_or_else(|| format!("--batch {spec:?}: a percentage must be a positive number"))?;
+            .ok_or_else(|| format!("batch {spec:?}: a percentage must be a positive number"))?;
         return Ok(((p / 100.0 * hosts as f64).floor() as usize).clamp(1, hosts.max(1)));
     }
     // A window wider than the hosts is all of them (150% of 3 is 3).
     match spec.parse::<usize>() {
-        Ok(0) => Err("--batch 0: the batch size must be at least 1".into()),
+        Ok(0) => Err("batch 0: the batch size must be at least 1".into()),
         Ok(n) => Ok(n.min(hosts.max(1))),
         Err(_) => Err(format!(
-            "--batch {spec:?}: expected a number N or a percentage P%"
+            "batch {spec:?}: expected a number N or a percentage P%"
         )),
     }
 }

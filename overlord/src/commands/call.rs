@@ -13,24 +13,20 @@ use std::time::{Duration, Instant};
 
 use common::config::Ini;
 
+use crate::gate::{self, CallFields, Run};
 use crate::jobs;
 use crate::plan::{count, split_flag, Globals, Plan, PlanError};
-use crate::store::JobMeta;
 
+/// `call` parsed: a call through the gate, or Func's `--jobstatus` alias.
 #[derive(Debug)]
-pub struct Call {
-    /// `module.method` (the job id with `--jobstatus`).
-    pub method: String,
-    pub args: Vec<String>,
-    pub asynchronous: bool,
-    pub nopoll: bool,
-    pub jobstatus: bool,
-    /// `--batch N|P%`, `--batch-wait SECS`, `--failhard`.
-    pub batch: Option<String>,
-    pub batch_wait: f64,
-    pub failhard: bool,
-    /// `--json-args`: the arguments as JSON text (a validated array).
-    pub typed_args: Option<String>,
+pub enum Call {
+    Run {
+        call: gate::Call,
+        /// `--nopoll`: print the job id and return.
+        nopoll: bool,
+    },
+    /// `--jobstatus JOB_ID`.
+    JobStatus { id: String },
 }
 
 /// The options `call` knows (its own and the global ones), for suggestions.
@@ -51,16 +47,16 @@ const CALL_OPTIONS: &[&str] = &[
     "--quiet",
 ];
 
-/// Checks `--json-args` (a JSON array, and no other arguments besides
-/// MODULE METHOD); returns it as compact JSON text.
-fn typed(text: &str, words: usize) -> Result<String, PlanError> {
+/// `--json-args` read (a JSON array, and no other arguments besides
+/// MODULE METHOD).
+fn typed(text: &str, words: usize) -> Result<Vec<serde_json::Value>, PlanError> {
     if words > 2 {
         return Err(PlanError::Usage(
             "--json-args gives all the arguments: put none after MODULE METHOD".into(),
         ));
     }
     match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(v @ serde_json::Value::Array(_)) => Ok(v.to_string()),
+        Ok(serde_json::Value::Array(v)) => Ok(v),
         Ok(_) => Err(PlanError::Usage(
             "--json-args takes a JSON array: '[\"arg\", 2, {\"k\": true}]'".into(),
         )),
@@ -68,30 +64,17 @@ fn typed(text: &str, words: usize) -> Result<String, PlanError> {
     }
 }
 
-/// Checks the form of `--batch N|P%` now; the size needs the targets.
-fn check_batch(v: &str) -> Result<(), PlanError> {
-    crate::batch::machine::size(v, 1)
-        .map(|_| ())
-        .map_err(PlanError::Usage)
-}
-
-fn seconds(v: &str) -> Result<f64, PlanError> {
-    crate::settings::seconds(v, true).map_err(|why| PlanError::Usage(format!("--batch-wait {why}")))
-}
-
 impl Call {
     /// `call` from what clap parsed: the options before MODULE METHOD,
     /// then the words, in which known options (call's and the global ones)
     /// still count until `--`; other dash words are arguments once MODULE
     /// METHOD are there (so `process info -auxh` works), a usage error
-    /// before (with a suggestion).
-    pub fn from_args(a: crate::cli::CallArgs, globals: &mut Globals) -> Result<Self, PlanError> {
+    /// before (with a suggestion). The call itself is checked by the gate.
+    pub fn from_args(a: crate::cli::CallArgs, spec: &str, globals: &mut Globals) -> Result<Self, PlanError> {
         let rest = a.words;
         let mut positional = Vec::new();
         let (mut asynchronous, mut nopoll, mut jobstatus) = (a.asynchronous, a.nopoll, a.jobstatus);
-        let mut batch = a.batch.map(|v| check_batch(&v).map(|_| v)).transpose()?;
-        let mut batch_wait = a.batch_wait.map(|v| seconds(&v)).transpose()?;
-        let mut failhard = a.failhard;
+        let (mut batch, mut batch_wait, mut failhard) = (a.batch, a.batch_wait, a.failhard);
         let mut typed_args = a.json_args;
         let mut i = 0;
         while i < rest.len() {
@@ -114,12 +97,8 @@ impl Call {
                 "--forks" => globals.forks = Some(count("--forks", &value(&mut i)?)?),
                 "-t" | "--timeout" => globals.timeout = Some(crate::plan::positive(&flag, &value(&mut i)?)?),
                 "-e" | "--exclude" => globals.exclude = Some(value(&mut i)?),
-                "--batch" | "-b" => {
-                    let v = value(&mut i)?;
-                    check_batch(&v)?;
-                    batch = Some(v);
-                }
-                "--batch-wait" => batch_wait = Some(seconds(&value(&mut i)?)?),
+                "--batch" | "-b" => batch = Some(value(&mut i)?),
+                "--batch-wait" => batch_wait = Some(value(&mut i)?),
                 "--json-args" => typed_args = Some(value(&mut i)?),
                 "--out" => match value(&mut i)?.as_str() {
                     "json" => globals.json = true,
@@ -142,24 +121,9 @@ impl Call {
             }
             i += 1;
         }
-        if batch.is_none() && (batch_wait.is_some() || failhard) {
-            return Err(PlanError::Usage(
-                "--batch-wait and --failhard need --batch".into(),
-            ));
-        }
         if jobstatus {
             return match positional.as_slice() {
-                [id] => Ok(Self {
-                    method: id.clone(),
-                    args: Vec::new(),
-                    asynchronous,
-                    nopoll,
-                    jobstatus,
-                    batch: None,
-                    batch_wait: 0.0,
-                    failhard: false,
-                    typed_args: None,
-                }),
+                [id] => Ok(Self::JobStatus { id: id.clone() }),
                 _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
             };
         }
@@ -178,169 +142,160 @@ impl Call {
         if positional.len() < 2 {
             return Err(PlanError::Usage("call needs MODULE METHOD [ARGS...]".into()));
         }
-        let (module, method) = (&positional[0], &positional[1]);
-        if module.is_empty() || method.is_empty() {
-            return Err(PlanError::Usage("MODULE and METHOD must not be empty".into()));
-        }
+        let (module, method) = (positional[0].clone(), positional[1].clone());
         if nopoll && !asynchronous && !forced_async(&globals.root, &format!("{module}.{method}")) {
             return Err(PlanError::Usage("--nopoll needs --async".into()));
         }
-        Ok(Self {
-            method: format!("{module}.{method}"),
-            args: positional[2..].to_vec(),
+        let (args, words) = match typed_args {
+            Some(t) => (typed(&t, positional.len())?, None),
+            None => (Vec::new(), Some(positional[2..].to_vec())),
+        };
+        let call = gate::Call::new(CallFields {
+            spec: spec.to_string(),
+            exclude: globals.exclude.clone(),
+            module,
+            method,
+            args,
+            words,
             asynchronous,
-            nopoll,
-            jobstatus,
             batch,
-            batch_wait: batch_wait.unwrap_or(0.0),
+            batch_wait,
             failhard,
-            typed_args: typed_args.map(|t| typed(&t, positional.len())).transpose()?,
-        })
+            timeout: globals.timeout.map(|t| t.to_string()),
+            forks: globals.forks.map(|n| n.to_string()),
+        })?;
+        Ok(Self::Run { call, nopoll })
     }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        if self.jobstatus {
-            let status = crate::status::check(plan, &self.method, false)?;
-            crate::status::print(plan, &self.method, &status);
-            return Ok(crate::status::exit_code(&status));
+        let (call, nopoll) = match self {
+            Call::JobStatus { id } => {
+                let status = crate::status::check(plan, id, false)?;
+                crate::status::print(plan, id, &status);
+                return Ok(crate::status::exit_code(&status));
+            }
+            Call::Run { call, nopoll } => (call, *nopoll),
+        };
+        let function = call.function();
+        match call.run {
+            Run::Batch { .. } => return run_batch(plan, call),
+            Run::Async => return run_async(plan, call, nopoll),
+            Run::Now if forced_async(&plan.root, &function) => return run_async(plan, call, nopoll),
+            Run::Now => {}
         }
-        if let Some(spec) = &self.batch {
-            return self.run_batch(plan, spec);
-        }
-        if self.asynchronous || forced_async(&plan.root, &self.method) {
-            return self.run_async(plan);
-        }
-        let action = crate::calling::call_action(&self.method, self.meta(plan, 0, false).params())?;
-        let code = crate::calling::call_and_show(plan, &self.method, &action, crate::report::block, &|v| v)?;
+        let action = crate::calling::call_action(&function, call.params())?;
+        let code = crate::calling::call_and_show(plan, &function, &action, crate::report::block, &|v| v)?;
         if code != 0 && !plan.quiet {
-            if let Some(hint) = salt_module_hint(&self.method) {
+            if let Some(hint) = salt_module_hint(&function) {
                 crate::errln!("{hint}");
             }
         }
         Ok(code)
     }
+}
 
-    fn meta(&self, plan: &Plan, hosts: usize, batch: bool) -> JobMeta {
-        JobMeta::new_call(
-            &plan.spec,
-            &self.method,
-            self.args.clone(),
-            self.typed_args.clone(),
-            hosts,
-            (plan.dispatch.timeout_secs, plan.dispatch.forks),
-            batch,
-        )
+/// The job's record, with this plan's dispatch settings.
+fn meta(plan: &Plan, call: &gate::Call, hosts: usize) -> crate::store::JobMeta {
+    jobs::start::meta(call, hosts, (plan.dispatch.timeout_secs, plan.dispatch.forks), None)
+}
+
+/// `--batch`: a sliding window driven here (printing hosts as they end),
+/// or with `--async` by a detached driver.
+fn run_batch(plan: &Plan, call: &gate::Call) -> Result<i32, PlanError> {
+    use crate::batch::{driver, machine};
+    let targets = plan.targets()?;
+    plan.check_credentials()?;
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    let store = plan.store();
+    let started = jobs::start::start(&store, &plan.root, call, names, meta(plan, call, targets.len()))?;
+    let id = started.id;
+    if let Some(child) = started.driver {
+        drop(child);
+        show_job_id(plan, &id);
+        return Ok(0);
     }
-
-    /// `--batch`: a sliding window driven here (printing hosts as they
-    /// end), or with `--async` by a detached driver.
-    fn run_batch(&self, plan: &Plan, spec: &str) -> Result<i32, PlanError> {
-        use crate::batch::{driver, machine};
-        let targets = plan.targets()?;
-        plan.check_credentials()?;
-        let size = machine::size(spec, targets.len()).map_err(PlanError::Usage)?;
-        let names = targets.iter().map(|t| t.name.clone()).collect();
-        let state = machine::BatchState::new(
-            names,
-            size,
-            self.batch_wait,
-            self.failhard,
-            plan.dispatch.timeout_secs,
+    plan.detail(&targets);
+    plan.say(&format!(
+        "JOB_ID: {} (batch of {} over {} hosts)",
+        crate::interrupt::shell_quote(&id),
+        started.batch_size.unwrap_or(1),
+        targets.len()
+    ));
+    let json = plan.json;
+    crate::interrupt::catch();
+    let function = call.function();
+    let names = targets.iter().map(|t| t.name.clone());
+    let mut report = crate::report::Report::new(plan, &function, names, crate::report::block);
+    let rec = driver::drive(
+        &store,
+        &plan.root,
+        &id,
+        &crate::settings::Calling {
+            credentials: plan.credentials(),
+            max_response: plan.dispatch.max_response,
+        },
+        &crate::interrupt::requested,
+        |host, end, value| {
+            let shown = match (end, value) {
+                (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
+                _ => driver::end_error(end),
+            };
+            report.host(host, &shown);
+        },
+    )?;
+    report.finish();
+    if rec.interrupted {
+        let q = crate::interrupt::shell_quote(&id);
+        crate::errln!(
+            "\ninterrupted: batch {q} stopped dispatching; hosts already running keep running.\n  follow:  func batch status {q} --follow\n  stop:    func batch stop {q} [--kill]\n  resume:  func batch recover {q}"
         );
-        let store = plan.store();
-        let mode = if self.asynchronous { "async" } else { "sync" };
-        let (id, _) = driver::create(
-            &store,
-            &plan.root,
-            self.meta(plan, targets.len(), true),
-            state,
-            mode,
-        )?;
-        if self.asynchronous {
-            let exe = common::process::own_exe().map_err(|e| PlanError::Config(e.to_string()))?;
-            let child = driver::spawn(&exe, &plan.root, &id)
-                .map_err(|e| PlanError::Config(format!("cannot start the batch driver: {e}")))?;
-            driver::hand_over(&store, &id, &child, crate::settings::batch_lease(&plan.root))?;
-            show_job_id(plan, &id);
-            return Ok(0);
-        }
-        plan.detail(&targets);
-        plan.say(&format!(
-            "JOB_ID: {} (batch of {size} over {} hosts)",
-            crate::interrupt::shell_quote(&id),
-            targets.len()
-        ));
-        let json = plan.json;
-        crate::interrupt::catch();
-        let names = targets.iter().map(|t| t.name.clone());
-        let mut report = crate::report::Report::new(plan, &self.method, names, crate::report::block);
-        let rec = driver::drive(
-            &store,
-            &plan.root,
-            &id,
-            &crate::settings::Calling {
-                credentials: plan.credentials(),
-                max_response: plan.dispatch.max_response,
-            },
-            &crate::interrupt::requested,
-            |host, end, value| {
-                let shown = match (end, value) {
-                    (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
-                    _ => driver::end_error(end),
-                };
-                report.host(host, &shown);
-            },
-        )?;
-        report.finish();
-        if rec.interrupted {
-            let q = crate::interrupt::shell_quote(&id);
-            crate::errln!(
-                "\ninterrupted: batch {q} stopped dispatching; hosts already running keep running.\n  follow:  func batch status {q} --follow\n  stop:    func batch stop {q} [--kill]\n  resume:  func batch recover {q}"
-            );
-            return Ok(crate::interrupt::EXIT);
-        }
-        if json {
-            let status = crate::status::check(plan, &id, false)?;
-            crate::status::print(plan, &id, &status);
-        }
-        if let Some(why) = &rec.state.halted {
-            plan.say(&format!("batch halted: {why}"));
-        }
-        Ok(i32::from(
-            rec.state.ended.values().any(machine::HostEnd::is_failure),
-        ))
+        return Ok(crate::interrupt::EXIT);
     }
+    if json {
+        let status = crate::status::check(plan, &id, false)?;
+        crate::status::print(plan, &id, &status);
+    }
+    if let Some(why) = &rec.state.halted {
+        plan.say(&format!("batch halted: {why}"));
+    }
+    Ok(i32::from(
+        rec.state.ended.values().any(machine::HostEnd::is_failure),
+    ))
+}
 
-    fn run_async(&self, plan: &Plan) -> Result<i32, PlanError> {
-        // Names only: the driver reads each address when it calls.
-        let hosts = plan.target_names()?;
-        plan.check_credentials()?;
-        let meta = self.meta(plan, hosts.len(), false);
-        let (id, mut driver) = jobs::driver::submit(&plan.store(), &plan.root, meta, hosts)?;
-        if self.nopoll {
-            show_job_id(plan, &id);
-            return Ok(0);
-        }
-        plan.say(&format!("JOB_ID: {}", crate::interrupt::shell_quote(&id)));
-        crate::interrupt::catch();
-        let (status, _) = poll_and_print(plan, &id, || {
-            let _ = driver.try_wait();
-        })?;
-        let _ = driver.try_wait();
-        if crate::interrupt::requested() && !status.finished() {
-            let q = crate::interrupt::shell_quote(&id);
-            crate::errln!(
-                "\ninterrupted: job {q} keeps running on its hosts ({} of {} finished).\n  follow:  func job_status {q} --wait\n  stop:    func jobs kill {q}",
-                status.results.len(),
-                status.results.len() + status.waiting.len()
-            );
-            return Ok(crate::interrupt::EXIT);
-        }
-        if plan.json {
-            crate::status::print(plan, &id, &status);
-        }
-        Ok(crate::status::exit_code(&status))
+fn run_async(plan: &Plan, call: &gate::Call, nopoll: bool) -> Result<i32, PlanError> {
+    // Names only: the driver reads each address when it calls.
+    let hosts = plan.target_names()?;
+    plan.check_credentials()?;
+    let meta = meta(plan, call, hosts.len());
+    let started = jobs::start::start(&plan.store(), &plan.root, call, hosts, meta)?;
+    let (id, mut driver) = (started.id, started.driver);
+    if nopoll {
+        show_job_id(plan, &id);
+        return Ok(0);
     }
+    plan.say(&format!("JOB_ID: {}", crate::interrupt::shell_quote(&id)));
+    crate::interrupt::catch();
+    let mut reap = || {
+        if let Some(d) = driver.as_mut() {
+            let _ = d.try_wait();
+        }
+    };
+    let (status, _) = poll_and_print(plan, &id, &mut reap)?;
+    reap();
+    if crate::interrupt::requested() && !status.finished() {
+        let q = crate::interrupt::shell_quote(&id);
+        crate::errln!(
+            "\ninterrupted: job {q} keeps running on its hosts ({} of {} finished).\n  follow:  func job_status {q} --wait\n  stop:    func jobs kill {q}",
+            status.results.len(),
+            status.results.len() + status.waiting.len()
+        );
+        return Ok(crate::interrupt::EXIT);
+    }
+    if plan.json {
+        crate::status::print(plan, &id, &status);
+    }
+    Ok(crate::status::exit_code(&status))
 }
 
 /// Polls job `id` until it finishes (or the `-t` deadline), printing each

@@ -36,9 +36,9 @@ pub enum Command {
 
 impl Command {
     /// A command that follows a SPEC.
-    pub fn from_spec(c: SpecCommand, globals: &mut Globals) -> Result<Self, PlanError> {
+    pub fn from_spec(c: SpecCommand, spec: &str, globals: &mut Globals) -> Result<Self, PlanError> {
         Ok(match c {
-            SpecCommand::Call(args) => Command::Call(call::Call::from_args(args, globals)?),
+            SpecCommand::Call(args) => Command::Call(call::Call::from_args(args, spec, globals)?),
             SpecCommand::Ping => Command::Ping,
             SpecCommand::ListMinions => Command::ListMinions,
             SpecCommand::Copyfile(args) => Command::CopyFile(copyfile::CopyFile {
@@ -57,7 +57,7 @@ impl Command {
         use crate::commands::jobs::Jobs;
         let (id, batch): (&mut String, bool) = match self {
             Command::JobStatus(c) => (&mut c.id, false),
-            Command::Call(c) if c.jobstatus => (&mut c.method, false),
+            Command::Call(call::Call::JobStatus { id }) => (id, false),
             Command::Jobs(Jobs::Lookup(c)) => (&mut c.id, false),
             Command::Jobs(Jobs::Kill(c)) => (&mut c.id, false),
             Command::Batch(

@@ -47,8 +47,16 @@ fn only_known(obj: &serde_json::Map<String, J>, known: &[&str], kind: &str) -> R
     }
 }
 
-/// The command-line words a request stands for.
-pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
+/// A request read: the command line it stands for, or a call for the gate.
+#[derive(Debug)]
+pub enum Request {
+    Words(Vec<String>),
+    /// A call, checked by the gate; run as `func --json SPEC call`.
+    Call(crate::gate::Call),
+}
+
+/// Reads a request.
+pub fn request(text: &str) -> Result<Request, PlanError> {
     let bad = |why: String| PlanError::Usage(format!("func transmit: {why}"));
     let req: J = serde_json::from_str(text).map_err(|e| bad(format!("the request is not JSON: {e}")))?;
     let obj = req
@@ -70,13 +78,17 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
             ))),
         }
     };
-    let flag = |key: &str| obj.get(key).and_then(J::as_bool).unwrap_or(false);
+    let flag = |key: &str| match obj.get(key) {
+        None | Some(J::Null) => Ok(false),
+        Some(J::Bool(b)) => Ok(*b),
+        Some(_) => Err(bad(format!("{key:?} must be true or false"))),
+    };
     let mut words = vec!["--json".to_string()];
-    if let Some(t) = text_of("timeout")? {
-        words.extend(["--timeout".into(), t]);
-    }
     if let Some(command) = obj.get("command") {
         only_known(obj, COMMAND_KEYS, "command")?;
+        if let Some(t) = text_of("timeout")? {
+            words.extend(["--timeout".into(), t]);
+        }
         let list = command
             .as_array()
             .filter(|l| l.iter().all(J::is_string) && !l.is_empty())
@@ -95,87 +107,79 @@ pub fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
             ));
         }
         words.extend(list.iter().filter_map(|w| w.as_str().map(str::to_string)));
-        return Ok(words);
+        return Ok(Request::Words(words));
     }
     if let Some(id) = text_of("job_status")? {
         only_known(obj, JOB_STATUS_KEYS, "job_status")?;
+        if let Some(t) = text_of("timeout")? {
+            words.extend(["--timeout".into(), t]);
+        }
         words.extend(["job_status".into(), id]);
-        if flag("wait") {
+        if flag("wait")? {
             words.push("--wait".into());
         }
-        return Ok(words);
+        return Ok(Request::Words(words));
     }
     only_known(obj, CALL_KEYS, "call")?;
     let need = |key: &str| text_of(key)?.ok_or_else(|| bad(format!("a call needs {key:?}")));
-    let (clients, module, method) = (need("clients")?, need("module")?, need("method")?);
-    if let Some(n) = text_of("nforks")? {
-        words.extend(["--forks".into(), n]);
-    }
-    if let Some(e) = text_of("exclude")? {
-        words.extend(["--exclude".into(), e]);
-    }
-    words.extend([clients, "call".into()]);
-    if flag("async") {
-        words.extend(["--async".into(), "--nopoll".into()]);
-    }
-    if let Some(b) = text_of("batch")? {
-        words.extend(["--batch".into(), b]);
-        if let Some(w) = text_of("batch_wait")? {
-            words.extend(["--batch-wait".into(), w]);
-        }
-        if flag("failhard") {
-            words.push("--failhard".into());
-        }
-    }
-    let params = match obj.get("parameters") {
-        None | Some(J::Null) => J::Array(Vec::new()),
-        Some(p @ J::Array(_)) => p.clone(),
+    let args = match obj.get("parameters") {
+        None | Some(J::Null) => Vec::new(),
+        Some(J::Array(p)) => p.clone(),
         Some(_) => return Err(bad("\"parameters\" must be a list".into())),
     };
-    words.extend([
-        "--json-args".into(),
-        params.to_string(),
-        "--".into(),
-        module,
-        method,
-    ]);
-    Ok(words)
+    let call = crate::gate::Call::new(crate::gate::CallFields {
+        spec: need("clients")?,
+        exclude: text_of("exclude")?,
+        module: need("module")?,
+        method: need("method")?,
+        args,
+        words: None,
+        asynchronous: flag("async")?,
+        batch: text_of("batch")?,
+        batch_wait: text_of("batch_wait")?,
+        failhard: flag("failhard")?,
+        timeout: text_of("timeout")?,
+        forks: text_of("nforks")?,
+    })?;
+    Ok(Request::Call(call))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
+        match request(text)? {
+            Request::Words(w) => Ok(w),
+            Request::Call(c) => Ok(vec![c.function()]),
+        }
+    }
+
     #[test]
-    fn requests_become_command_lines() {
-        let w = request_words(r#"{"clients": "web*", "module": "test", "method": "add", "parameters": [1, 2], "nforks": 4, "timeout": 5}"#).unwrap();
+    fn requests_become_calls_or_command_lines() {
+        let Request::Call(c) = request(r#"{"clients": "web*", "module": "test", "method": "add", "parameters": [1, 2], "nforks": 4, "timeout": 5}"#).unwrap() else {
+            panic!("not a call")
+        };
         assert_eq!(
-            w,
-            [
-                "--json",
-                "--timeout",
-                "5",
-                "--forks",
-                "4",
-                "web*",
-                "call",
-                "--json-args",
-                "[1,2]",
-                "--",
-                "test",
-                "add"
-            ]
+            (c.spec.as_str(), c.function(), c.forks, c.timeout, c.run),
+            ("web*", "test.add".to_string(), Some(4), Some(5.0), crate::gate::Run::Now)
         );
-        let w = request_words(
-            r#"{"clients": "*", "module": "test", "method": "sleep", "parameters": [1], "async": true}"#,
-        )
-        .unwrap();
-        assert!(w.contains(&"--nopoll".to_string()));
+        assert_eq!(c.args, crate::gate::Args::Typed(vec![1.into(), 2.into()]));
+        let Request::Call(c) =
+            request(r#"{"clients": "*", "module": "test", "method": "sleep", "parameters": [1], "async": true}"#).unwrap()
+        else {
+            panic!("not a call")
+        };
+        assert_eq!(c.run, crate::gate::Run::Async);
         let w = request_words(r#"{"job_status": "x-1.5", "wait": true}"#).unwrap();
         assert_eq!(w, ["--json", "job_status", "x-1.5", "--wait"]);
         assert!(request_words("[1]").is_err());
         assert!(request_words(r#"{"clients": "*"}"#).is_err());
         assert!(request_words(r#"{"command": ["transmit"]}"#).is_err());
+        // The gate decides, as for every door.
+        let e = request_words(r#"{"clients": "*", "module": "test", "method": "ping", "failhard": true}"#).unwrap_err();
+        assert_eq!((e.exit_code(), e.to_string()), (2, "failhard and batch_wait need batch".to_string()));
+        assert!(request_words(r#"{"clients": "*", "module": "test", "method": "ping", "async": "yes"}"#).is_err());
     }
 
     #[test]

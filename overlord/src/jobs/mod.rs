@@ -10,6 +10,7 @@
 pub mod driver;
 pub mod kill;
 pub mod poller;
+pub mod start;
 pub mod window;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,17 @@
+//! The one gate (DESIGN §13): every door — `func`, `func transmit`,
+//! `func-transmit`, `func-api` (and the Python API through `func`) — maps
+//! its input (clap words, JSON, YAML, Func's protocol) onto the same typed
+//! request, which is validated here and nowhere else, and every refusal is
+//! one [`GateError`] with one exit status and one HTTP status. What a
+//! request does once it passed is the engine's (`crate::engine`).
+//!
+//! - [`call`]: the call request (`SPEC call MODULE METHOD ARGS`, async,
+//!   batch) and its validation;
+//! - [`error`]: why a request was refused or failed, and the status each
+//!   door ends with.
+
+pub mod call;
+pub mod error;
+
+pub use call::{Args, Call, CallFields, Run};
+pub use error::GateError;
