@@ -36,7 +36,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "FORMAT", value_parser = ["json", "yaml", "txt", "xmlrpc"])]
     pub out: Option<String>,
     /// Worker processes calling minions (default: the number of cores).
-    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, global = true, value_name = "N", value_parser = forks_count)]
     pub forks: Option<u16>,
     /// Say more on stderr: the hosts called and how (repeatable).
     #[arg(short = 'v', long, global = true, action = ArgAction::Count)]
@@ -63,6 +63,13 @@ impl GlobalArgs {
 
 fn positive_secs(v: &str) -> Result<f64, String> {
     crate::settings::seconds(v, false)
+}
+
+/// `--forks N`, by the gate's rule and words.
+fn forks_count(v: &str) -> Result<u16, String> {
+    crate::gate::call::forks(v)
+        .map(|n| n as u16)
+        .map_err(|e| e.to_string().trim_start_matches("forks ").to_string())
 }
 
 const SPEC_HELP: &str = "\

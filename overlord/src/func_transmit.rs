@@ -101,6 +101,12 @@ pub fn main() -> ExitCode {
     };
     if let Some(why) = doc.get("error").and_then(J::as_str) {
         crate::errln!("{why}");
+    } else if let Some(why) = doc
+        .get("message")
+        .and_then(J::as_str)
+        .filter(|_| doc.get("error").is_some())
+    {
+        crate::errln!("func-transmit: {why}");
     }
     // JSON writes terminal hazards as \uXXXX (the same document); YAML's
     // plain and single-quoted scalars have no escapes, so it is left as is.
@@ -281,7 +287,7 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
         // Nothing matched: Func's client raised, and func-transmit
         // answered its error object (DESIGN §11), for calls and lists alike.
         Err(e @ PlanError::Targets(TargetError::NoMatch(_))) => (
-            json!({"error": 1, "name": "Func Client Exception", "message": e.to_string()}),
+            json!({"error": 1, "name": "Func Client Exception", "message": e.to_string(), "info": {}}),
             1,
         ),
         Err(e) => (json!({"error": format!("func-transmit: {e}")}), e.exit_code()),
@@ -426,8 +432,14 @@ mod tests {
                 r#"{"method": "ping", "module": "test", "clients": []}"#,
                 "clients",
             ),
-            (r#"{"method": "ping", "module": "test", "nforks": 0}"#, "forks takes a whole number"),
-            (r#"{"method": "pi ng", "module": "test"}"#, "module and method are names"),
+            (
+                r#"{"method": "ping", "module": "test", "nforks": 0}"#,
+                "forks takes a whole number",
+            ),
+            (
+                r#"{"method": "pi ng", "module": "test"}"#,
+                "module and method are names",
+            ),
             (
                 r#"{"method": "ping", "module": "test", "timeout": 1e308}"#,
                 "30 days",

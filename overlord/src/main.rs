@@ -47,7 +47,9 @@ fn fail(e: &overlord::plan::PlanError, json: bool) -> ExitCode {
             return ExitCode::from(code as u8);
         }
         overlord::plan::PlanError::Usage(msg)
-        | overlord::plan::PlanError::Gate(overlord::gate::GateError::Invalid(msg)) => overlord::errln!("{msg}"),
+        | overlord::plan::PlanError::Gate(overlord::gate::GateError::Invalid(msg)) => {
+            overlord::errln!("{msg}")
+        }
         other => overlord::errln!("ERROR: {other}"),
     }
     if json {

@@ -176,7 +176,11 @@ fn transmitted_call(root: Option<String>, call: crate::gate::Call) -> Result<(Pl
         call.run,
         crate::gate::Run::Async | crate::gate::Run::Batch { detached: true, .. }
     );
-    finish(globals, spec, Command::Call(crate::commands::call::Call::Run { call, nopoll }))
+    finish(
+        globals,
+        spec,
+        Command::Call(crate::commands::call::Call::Run { call, nopoll }),
+    )
 }
 
 /// The plan for `command` with `globals`.

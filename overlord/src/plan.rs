@@ -251,9 +251,7 @@ pub fn positive(flag: &str, v: &str) -> Result<f64, PlanError> {
     seconds(v, false).map_err(|why| PlanError::Usage(format!("{flag} {why}")))
 }
 
-pub fn count(flag: &str, v: &str) -> Result<usize, PlanError> {
-    v.parse::<usize>()
-        .ok()
-        .filter(|n| (1..=1024).contains(n))
-        .ok_or_else(|| PlanError::Usage(format!("{flag} takes a whole number from 1 to 1024, not {v:?}")))
+/// `--forks N`, by the gate's rule.
+pub fn forks(v: &str) -> Result<usize, PlanError> {
+    crate::gate::call::forks(v).map_err(|e| PlanError::Usage(format!("--{e}")))
 }

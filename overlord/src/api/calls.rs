@@ -79,11 +79,7 @@ pub async fn call(
         Err(e) => return Err(GateError::Targets(e).into()),
     };
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-    if caller
-        .rights
-        .forbidden(&api.root, &function, &names)
-        .is_some()
-    {
+    if caller.rights.forbidden(&api.root, &function, &names).is_some() {
         return Err(forbidden(&names));
     }
     let _slot = take_slot(&api, &caller)?;
@@ -197,7 +193,11 @@ async fn start_job(
         .jobs
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Where to follow it: the batch's page for a batch, else the job's.
-    let kind = if matches!(call.run, Run::Batch { .. }) { "batches" } else { "jobs" };
+    let kind = if matches!(call.run, Run::Batch { .. }) {
+        "batches"
+    } else {
+        "jobs"
+    };
     let location = format!("/api/v1/{kind}/{}", encode_segment(&id));
     let mut answer = (StatusCode::ACCEPTED, Json(json!({"job_id": id}))).into_response();
     if let Ok(v) = axum::http::HeaderValue::from_str(&location) {

@@ -123,9 +123,7 @@ pub fn size(spec: &str, hosts: usize) -> Result<usize, String> {
     match spec.parse::<usize>() {
         Ok(0) => Err("batch 0: the batch size must be at least 1".into()),
         Ok(n) => Ok(n.min(hosts.max(1))),
-        Err(_) => Err(format!(
-            "batch {spec:?}: expected a number N or a percentage P%"
-        )),
+        Err(_) => Err(format!("batch {spec:?}: expected a number N or a percentage P%")),
     }
 }
 

@@ -15,7 +15,7 @@ use common::config::Ini;
 
 use crate::gate::{self, CallFields, Run};
 use crate::jobs;
-use crate::plan::{count, split_flag, Globals, Plan, PlanError};
+use crate::plan::{split_flag, Globals, Plan, PlanError};
 
 /// `call` parsed: a call through the gate, or Func's `--jobstatus` alias.
 #[derive(Debug)]
@@ -94,7 +94,7 @@ impl Call {
                 "--nopoll" | "-n" => nopoll = true,
                 "--jobstatus" | "-s" => jobstatus = true,
                 "--failhard" => failhard = true,
-                "--forks" => globals.forks = Some(count("--forks", &value(&mut i)?)?),
+                "--forks" => globals.forks = Some(crate::plan::forks(&value(&mut i)?)?),
                 "-t" | "--timeout" => globals.timeout = Some(crate::plan::positive(&flag, &value(&mut i)?)?),
                 "-e" | "--exclude" => globals.exclude = Some(value(&mut i)?),
                 "--batch" | "-b" => batch = Some(value(&mut i)?),
@@ -196,7 +196,12 @@ impl Call {
 
 /// The job's record, with this plan's dispatch settings.
 fn meta(plan: &Plan, call: &gate::Call, hosts: usize) -> crate::store::JobMeta {
-    jobs::start::meta(call, hosts, (plan.dispatch.timeout_secs, plan.dispatch.forks), None)
+    jobs::start::meta(
+        call,
+        hosts,
+        (plan.dispatch.timeout_secs, plan.dispatch.forks),
+        None,
+    )
 }
 
 /// `--batch`: a sliding window driven here (printing hosts as they end),

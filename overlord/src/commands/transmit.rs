@@ -162,12 +162,19 @@ mod tests {
         };
         assert_eq!(
             (c.spec.as_str(), c.function(), c.forks, c.timeout, c.run),
-            ("web*", "test.add".to_string(), Some(4), Some(5.0), crate::gate::Run::Now)
+            (
+                "web*",
+                "test.add".to_string(),
+                Some(4),
+                Some(5.0),
+                crate::gate::Run::Now
+            )
         );
         assert_eq!(c.args, crate::gate::Args::Typed(vec![1.into(), 2.into()]));
-        let Request::Call(c) =
-            request(r#"{"clients": "*", "module": "test", "method": "sleep", "parameters": [1], "async": true}"#).unwrap()
-        else {
+        let Request::Call(c) = request(
+            r#"{"clients": "*", "module": "test", "method": "sleep", "parameters": [1], "async": true}"#,
+        )
+        .unwrap() else {
             panic!("not a call")
         };
         assert_eq!(c.run, crate::gate::Run::Async);
@@ -177,9 +184,15 @@ mod tests {
         assert!(request_words(r#"{"clients": "*"}"#).is_err());
         assert!(request_words(r#"{"command": ["transmit"]}"#).is_err());
         // The gate decides, as for every door.
-        let e = request_words(r#"{"clients": "*", "module": "test", "method": "ping", "failhard": true}"#).unwrap_err();
-        assert_eq!((e.exit_code(), e.to_string()), (2, "failhard and batch_wait need batch".to_string()));
-        assert!(request_words(r#"{"clients": "*", "module": "test", "method": "ping", "async": "yes"}"#).is_err());
+        let e = request_words(r#"{"clients": "*", "module": "test", "method": "ping", "failhard": true}"#)
+            .unwrap_err();
+        assert_eq!(
+            (e.exit_code(), e.to_string()),
+            (2, "failhard and batch_wait need batch".to_string())
+        );
+        assert!(
+            request_words(r#"{"clients": "*", "module": "test", "method": "ping", "async": "yes"}"#).is_err()
+        );
     }
 
     #[test]

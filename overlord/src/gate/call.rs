@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value as J;
 
 use super::GateError;
-use crate::settings::{seconds, MAX_SECS};
+use crate::settings::seconds;
 
 /// Longest SPEC (and `exclude`) accepted.
 pub const MAX_SPEC: usize = 4096;
@@ -111,7 +111,9 @@ impl Call {
             ));
         }
         if f.module == "async" {
-            return bad("module \"async\" is the minion's own: to run a call as a job, use async (--async)".into());
+            return bad(
+                "module \"async\" is the minion's own: to run a call as a job, use async (--async)".into(),
+            );
         }
         let secs = |what: &str, v: &Option<String>, zero: bool| -> Result<Option<f64>, GateError> {
             v.as_deref()
@@ -120,21 +122,7 @@ impl Call {
         };
         let timeout = secs("timeout", &f.timeout, false)?;
         let batch_wait = secs("batch_wait", &f.batch_wait, true)?;
-        let forks = match &f.forks {
-            None => None,
-            Some(n) => Some(
-                n.trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_FORKS).contains(n))
-                    .ok_or_else(|| {
-                        GateError::Invalid(format!(
-                            "forks takes a whole number from 1 to {MAX_FORKS}, not {:?}",
-                            common::paths::shorten(n)
-                        ))
-                    })?,
-            ),
-        };
+        let forks = f.forks.as_deref().map(forks).transpose()?;
         let run = match &f.batch {
             Some(size) => {
                 crate::batch::machine::size(size, 1).map_err(GateError::Invalid)?;
@@ -191,6 +179,20 @@ impl Call {
     }
 }
 
+/// Worker processes: a whole number from 1 to [`MAX_FORKS`].
+pub fn forks(n: &str) -> Result<usize, GateError> {
+    n.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_FORKS).contains(n))
+        .ok_or_else(|| {
+            GateError::Invalid(format!(
+                "forks takes a whole number from 1 to {MAX_FORKS}, not {:?}",
+                common::paths::shorten(n)
+            ))
+        })
+}
+
 /// A SPEC's form: not empty, not huge, printable.
 pub fn check_spec(what: &str, spec: &str) -> Result<(), GateError> {
     if spec.trim().is_empty() || spec.len() > MAX_SPEC || spec.chars().any(char::is_control) {
@@ -219,15 +221,6 @@ fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
     }
 }
 
-/// Seconds as the gate reads them, for doors that take a number first.
-pub fn seconds_text(v: f64) -> String {
-    if v.is_finite() {
-        v.to_string()
-    } else {
-        (MAX_SECS * 2.0).to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,9 +238,18 @@ mod tests {
 
     #[test]
     fn a_valid_call_in_each_mode() {
-        let c = Call::new(fields(r#"{"spec": "web*", "module": "test", "method": "add", "args": [1, 2]}"#)).unwrap();
-        assert_eq!((c.function(), c.run.clone(), c.params().len()), ("test.add".into(), Run::Now, 2));
-        let c = Call::new(fields(r#"{"spec": "*", "module": "test", "method": "ping", "async": true}"#)).unwrap();
+        let c = Call::new(fields(
+            r#"{"spec": "web*", "module": "test", "method": "add", "args": [1, 2]}"#,
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.function(), c.run.clone(), c.params().len()),
+            ("test.add".into(), Run::Now, 2)
+        );
+        let c = Call::new(fields(
+            r#"{"spec": "*", "module": "test", "method": "ping", "async": true}"#,
+        ))
+        .unwrap();
         assert_eq!(c.run, Run::Async);
         let c = Call::new(fields(
             r#"{"spec": "*", "module": "test", "method": "ping", "batch": "50%", "batch_wait": 1, "failhard": true, "timeout": "5"}"#,
@@ -267,30 +269,75 @@ mod tests {
         );
         let mut f = fields(r#"{"spec": "*", "module": "command", "method": "run"}"#);
         f.words = Some(vec!["uname -a".into()]);
-        assert_eq!(Call::new(f).unwrap().stored_args(), (vec!["uname -a".to_string()], None));
+        assert_eq!(
+            Call::new(f).unwrap().stored_args(),
+            (vec!["uname -a".to_string()], None)
+        );
     }
 
     #[test]
     fn every_kind_of_bad_call_says_why() {
         for (json, why) in [
-            (r#"{"spec": " ", "module": "test", "method": "ping"}"#, "spec must be"),
-            (r#"{"spec": "*", "exclude": "a\u0007", "module": "test", "method": "ping"}"#, "exclude must be"),
-            (r#"{"spec": "*", "module": "test", "method": "pi ng"}"#, "module and method are names"),
-            (r#"{"spec": "*", "module": "", "method": "ping"}"#, "module and method are names"),
-            (r#"{"spec": "*", "module": "async", "method": "ping"}"#, "module \"async\""),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "failhard": true}"#, "failhard and batch_wait need batch"),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "batch_wait": 1}"#, "need batch"),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "batch": 0}"#, "at least 1"),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "batch": "x"}"#, "a number N or a percentage"),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "batch": "-5%"}"#, "positive"),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "timeout": 0}"#, "timeout takes seconds"),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "timeout": 1e308}"#, "30 days"),
-            (r#"{"spec": "*", "module": "test", "method": "ping", "batch": 2, "batch_wait": -1}"#, "batch_wait takes seconds"),
+            (
+                r#"{"spec": " ", "module": "test", "method": "ping"}"#,
+                "spec must be",
+            ),
+            (
+                r#"{"spec": "*", "exclude": "a\u0007", "module": "test", "method": "ping"}"#,
+                "exclude must be",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "pi ng"}"#,
+                "module and method are names",
+            ),
+            (
+                r#"{"spec": "*", "module": "", "method": "ping"}"#,
+                "module and method are names",
+            ),
+            (
+                r#"{"spec": "*", "module": "async", "method": "ping"}"#,
+                "module \"async\"",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "failhard": true}"#,
+                "failhard and batch_wait need batch",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "batch_wait": 1}"#,
+                "need batch",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "batch": 0}"#,
+                "at least 1",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "batch": "x"}"#,
+                "a number N or a percentage",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "batch": "-5%"}"#,
+                "positive",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "timeout": 0}"#,
+                "timeout takes seconds",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "timeout": 1e308}"#,
+                "30 days",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "ping", "batch": 2, "batch_wait": -1}"#,
+                "batch_wait takes seconds",
+            ),
         ] {
             let e = refused(json);
             assert!(e.contains(why), "{json}: {e}");
         }
-        assert!(serde_json::from_str::<CallFields>(r#"{"spec": "*", "module": "t", "method": "p", "exlude": "x"}"#).is_err());
+        assert!(serde_json::from_str::<CallFields>(
+            r#"{"spec": "*", "module": "t", "method": "p", "exlude": "x"}"#
+        )
+        .is_err());
         let mut f = fields(r#"{"spec": "*", "module": "test", "method": "ping"}"#);
         f.forks = Some("0".into());
         assert!(matches!(Call::new(f), Err(GateError::Invalid(w)) if w.contains("forks")));

@@ -33,7 +33,15 @@ pub struct Started {
 pub fn meta(call: &Call, hosts: usize, (timeout, forks): (f64, usize), caller: Option<Caller>) -> JobMeta {
     let (words, typed) = call.stored_args();
     let batch = matches!(call.run, Run::Batch { .. });
-    let mut meta = JobMeta::new_call(&call.spec, &call.function(), words, typed, hosts, (timeout, forks), batch);
+    let mut meta = JobMeta::new_call(
+        &call.spec,
+        &call.function(),
+        words,
+        typed,
+        hosts,
+        (timeout, forks),
+        batch,
+    );
     if let Some(c) = caller {
         meta.user = c.user;
         meta.rights = c.rights;
@@ -43,7 +51,13 @@ pub fn meta(call: &Call, hosts: usize, (timeout, forks): (f64, usize), caller: O
 
 /// Records `call` over `names` and starts its driver (none for a batch
 /// that is not `detached`: its caller drives it).
-pub fn start(store: &dyn JobStore, root: &Root, call: &Call, names: Vec<String>, meta: JobMeta) -> Result<Started, EngineError> {
+pub fn start(
+    store: &dyn JobStore,
+    root: &Root,
+    call: &Call,
+    names: Vec<String>,
+    meta: JobMeta,
+) -> Result<Started, EngineError> {
     let Run::Batch {
         size,
         wait,

@@ -1,0 +1,186 @@
+"""One gate (DESIGN §13): the same call sent through all four doors —
+`func SPEC call`, `func transmit`, `func-transmit` and func-api's
+`POST /api/v1/calls` — gets the same decision, the same answer and the
+same error message, with one mapping from the error's kind to the exit
+status (the three programs) and the HTTP status (func-api). Valid calls
+(now and as async jobs) and every kind of bad one the doors can express.
+Real binaries, two real minions, a real func-api."""
+
+import json
+import os
+import subprocess
+import time
+import unittest
+
+from funcfixture import Fleet, binary
+from test_api import Api
+
+# The gate's kinds, as (exit status, HTTP status).
+INVALID = (2, 400)
+NO_MATCH = (1, 404)
+
+
+def setUpModule():
+    global FLEET, API, TOKEN
+    FLEET = Fleet()
+    for name in ("m1", "m2"):
+        FLEET.start_minion(name)
+    try:
+        API = Api(FLEET)
+    except Exception:
+        FLEET.close()
+        raise
+    TOKEN = API.token("doors", "--admin")
+
+
+def tearDownModule():
+    API.close()
+    FLEET.close()
+
+
+def strip(message):
+    for prefix in ("ERROR: ", "func-transmit: ", "func transmit: "):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+    return message.strip()
+
+
+# Each door takes a call in the API's shape (spec, module, method, args,
+# async, batch, batch_wait, failhard, timeout, exclude, forks) and answers
+# (decision, answer or message): decision is the exit status for the
+# programs, the HTTP status for func-api.
+
+def by_func(call):
+    words = [binary("func"), "--root", FLEET.ca_root, "--json"]
+    if "timeout" in call:
+        words += ["-t", str(call["timeout"])]
+    if "forks" in call:
+        words += ["--forks", str(call["forks"])]
+    words += [call["spec"], "call"]
+    if call.get("async"):
+        words += ["--async", "--nopoll"]
+    if "batch" in call:
+        words += ["--batch", str(call["batch"])]
+    if "batch_wait" in call:
+        words += ["--batch-wait", str(call["batch_wait"])]
+    if call.get("failhard"):
+        words.append("--failhard")
+    words += ["--json-args", json.dumps(call.get("args", [])), "--", call["module"], call["method"]]
+    p = subprocess.run(words, capture_output=True, text=True, timeout=120)
+    doc = json.loads(p.stdout) if p.stdout.strip() else None
+    if p.returncode not in (0, 1) or (isinstance(doc, dict) and "error" in doc and "exit_status" in doc):
+        return p.returncode, strip(doc["error"] if doc else p.stderr)
+    return p.returncode, doc.get("job_id", doc) if isinstance(doc, dict) else doc
+
+
+TRANSMIT_KEYS = {"spec": "clients", "args": "parameters", "forks": "nforks"}
+
+
+def by_transmit(call):
+    request = {TRANSMIT_KEYS.get(k, k): v for k, v in call.items()}
+    p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "transmit"], input=json.dumps(request),
+                       capture_output=True, text=True, timeout=120)
+    doc = json.loads(p.stdout)
+    if isinstance(doc, dict) and "exit_status" in doc and "error" in doc:
+        return p.returncode, strip(doc["error"])
+    return p.returncode, doc.get("job_id", doc)
+
+
+def by_func_transmit(call):
+    request = {TRANSMIT_KEYS.get(k, k): v for k, v in call.items()}
+    p = subprocess.run([binary("func-transmit"), "--root", FLEET.ca_root], input=json.dumps(request),
+                       capture_output=True, text=True, timeout=120)
+    doc = json.loads(p.stdout)
+    if isinstance(doc, dict) and "error" in doc:
+        # Func's error object (no match) or ours (a bad request).
+        return p.returncode, strip(doc["message"] if doc["error"] == 1 and "message" in doc else doc["error"])
+    return p.returncode, doc
+
+
+def by_api(call):
+    status, doc, _ = API.request("POST", "/api/v1/calls", token=TOKEN, body=call)
+    if status >= 400:
+        return status, strip(doc["error"])
+    return status, doc.get("job_id", doc) if status == 202 else doc
+
+
+DOORS = {"func": by_func, "func transmit": by_transmit, "func-transmit": by_func_transmit, "func-api": by_api}
+# What only func, func transmit and func-api can say (Func's protocol has no batches or exclude).
+BATCH_DOORS = ("func", "func transmit", "func-api")
+
+
+def wait_for(job_id):
+    p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "--json", "-t", "120", "job_status", job_id,
+                        "--wait"], capture_output=True, text=True, timeout=180)
+    doc = json.loads(p.stdout)
+    return p.returncode, (doc["state"], doc["results"])
+
+
+class OneGateTest(unittest.TestCase):
+    def through(self, call, doors=tuple(DOORS)):
+        return {door: DOORS[door](dict(call)) for door in doors}
+
+    def test_a_call_now_answers_the_same_through_every_door(self):
+        call = {"spec": "m1;m2", "module": "test", "method": "add", "args": [1, 2]}
+        answers = self.through(call)
+        self.assertEqual(answers["func-api"], (200, {"m1": 3, "m2": 3}), answers)
+        for door in ("func", "func transmit", "func-transmit"):
+            self.assertEqual(answers[door], (0, {"m1": 3, "m2": 3}), (door, answers))
+        # A failing method: the same results, a failure everywhere.
+        answers = self.through({"spec": "m1", "module": "test", "method": "explode"})
+        docs = {door: json.dumps(doc, sort_keys=True) for door, (_, doc) in answers.items()}
+        self.assertEqual(len(set(docs.values())), 1, answers)
+        self.assertIn("REMOTE_ERROR", docs["func"])
+        self.assertEqual({d: s for d, (s, _) in answers.items() if d != "func-api"},
+                         {"func": 1, "func transmit": 1, "func-transmit": 1}, answers)
+
+    def test_an_async_call_is_the_same_job_through_every_door(self):
+        call = {"spec": "m*", "module": "test", "method": "add", "args": [2, 3], "async": True}
+        answers = self.through(call)
+        self.assertEqual(answers["func-api"][0], 202, answers)
+        for door, (status, job_id) in answers.items():
+            self.assertIsInstance(job_id, str, (door, answers))
+            if door != "func-api":
+                self.assertEqual(status, 0, (door, answers))
+            self.assertEqual(wait_for(job_id), (0, ("finished", {"m1": 5, "m2": 5})), door)
+
+    def refused_alike(self, call, kind, text, doors=tuple(DOORS)):
+        answers = self.through(call, doors)
+        messages = {door: message for door, (_, message) in answers.items()}
+        self.assertEqual(len(set(messages.values())), 1, answers)
+        self.assertIn(text, messages[doors[0]], answers)
+        for door, (status, _) in answers.items():
+            self.assertEqual(status, kind[1] if door == "func-api" else kind[0], (door, answers))
+
+    def test_each_kind_of_bad_call_gets_one_decision_and_one_message(self):
+        base = {"spec": "m1", "module": "test", "method": "ping"}
+        # Through all four doors.
+        self.refused_alike(dict(base, method="pi ng"), INVALID, "module and method are names")
+        self.refused_alike(dict(base, module="async"), INVALID, 'module "async"')
+        self.refused_alike(dict(base, spec="nosuch*"), NO_MATCH, "can't find any minions matching")
+        self.refused_alike(dict(base, spec="@nosuchgroup"), (1, 400), "unknown group")
+        # What Func's protocol cannot say (batches): the three others.
+        self.refused_alike(dict(base, failhard=True), INVALID, "failhard and batch_wait need batch", BATCH_DOORS)
+        self.refused_alike(dict(base, batch_wait=1), INVALID, "failhard and batch_wait need batch", BATCH_DOORS)
+        self.refused_alike(dict(base, batch=0), INVALID, "the batch size must be at least 1", BATCH_DOORS)
+        self.refused_alike(dict(base, batch="x"), INVALID, "expected a number N or a percentage", BATCH_DOORS)
+        self.refused_alike(dict(base, batch=1, batch_wait=-1), INVALID, "batch_wait takes seconds", BATCH_DOORS)
+
+    def test_bad_numbers_are_refused_by_every_door_that_takes_them(self):
+        # -t and --forks are func's global options (every command takes
+        # them): their message names the flag; the rule and its wording
+        # after the name are the gate's.
+        base = {"spec": "m1", "module": "test", "method": "ping"}
+        for call, rule, doors in (
+            (dict(base, timeout=0), "takes seconds, above 0 up to 2592000 (30 days)", tuple(DOORS)),
+            (dict(base, timeout=1e308), "takes seconds, above 0 up to 2592000 (30 days)", tuple(DOORS)),
+            (dict(base, forks=0), "takes a whole number from 1 to 1024", ("func", "func transmit", "func-transmit")),
+        ):
+            answers = self.through(call, doors)
+            for door, (status, message) in answers.items():
+                self.assertEqual(status, 400 if door == "func-api" else 2, (door, answers))
+                self.assertIn(rule, message, (door, answers))
+
+
+if __name__ == "__main__":
+    unittest.main()
