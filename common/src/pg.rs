@@ -277,7 +277,9 @@ fn split_pgpass(line: &str) -> Vec<String> {
         match c {
             '\\' => {
                 if let Some(n) = chars.next() {
-                    fields.last_mut().map(|f| f.push(n));
+                    if let Some(f) = fields.last_mut() {
+                        f.push(n);
+                    }
                 }
             }
             ':' => fields.push(String::new()),

@@ -383,6 +383,15 @@ pub fn docs_command() -> clap::Command {
     func
 }
 
+/// Func's module for one of Salt's (`cmd.run` is `command.run`).
+pub fn func_module_for_salt(module: &str) -> Option<&'static str> {
+    match module {
+        "cmd" => Some("command"),
+        "ps" => Some("process"),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,14 +407,5 @@ mod tests {
             " (did you mean --async?)"
         );
         assert_eq!(did_you_mean("--zzz", &["--async"]), "");
-    }
-}
-
-/// Func's module for one of Salt's (`cmd.run` is `command.run`).
-pub fn func_module_for_salt(module: &str) -> Option<&'static str> {
-    match module {
-        "cmd" => Some("command"),
-        "ps" => Some("process"),
-        _ => None,
     }
 }

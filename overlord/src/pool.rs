@@ -49,7 +49,7 @@ struct Kept {
 struct Tls {
     link: Arc<Link>,
     /// The CRL file's (modified time, length) when `link` was built.
-    crl: Option<(SystemTime, u64)>,
+    crl: Option<CrlStamp>,
     checked: Instant,
 }
 
@@ -319,12 +319,15 @@ impl Pool {
     }
 }
 
-fn crl_stamp(calling: &Calling) -> Option<(SystemTime, u64)> {
+fn crl_stamp(calling: &Calling) -> Option<CrlStamp> {
     let meta = std::fs::metadata(calling.credentials.crl.as_ref()?).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 
-fn build(calling: &Calling) -> Result<(Arc<Link>, Option<(SystemTime, u64)>), PoolError> {
+/// When the CRL in use was written, and its size: a change means a reload.
+type CrlStamp = (SystemTime, u64);
+
+fn build(calling: &Calling) -> Result<(Arc<Link>, Option<CrlStamp>), PoolError> {
     let crl = crl_stamp(calling);
     let tls = common::tls::client_config(&calling.credentials).map_err(|e| PoolError(e.to_string()))?;
     Ok((

@@ -68,7 +68,7 @@ pub async fn methods(
         common::identity::is_valid_host_name(&name) && crate::targets::all_minions(&api.root).contains(&name);
     let groups = crate::groups::Groups::load(&api.root.groups_file());
     // A limited caller cannot tell a minion it may not call from none.
-    if !caller.rights.admin && (!known || caller.rights.hosts_for(&api.root, None).get(&name).is_none()) {
+    if !caller.rights.admin && (!known || !caller.rights.hosts_for(&api.root, None).contains(&name)) {
         return Err(ApiError::forbidden("this token may call no minion of that name"));
     }
     if !known {

@@ -209,11 +209,9 @@ impl State {
             // while the first scan was on its way is new, whenever that
             // scan ran.
             let first = first && meta.started < self.since;
-            if first {
-                if meta.ended.is_some() {
-                    self.seen.insert(meta.id.clone(), meta.started);
-                    continue;
-                }
+            if first && meta.ended.is_some() {
+                self.seen.insert(meta.id.clone(), meta.started);
+                continue;
             }
             self.follow(meta, !first);
         }

@@ -178,7 +178,7 @@ pub fn drive(
     // Only the claim's winner drives: two drivers never run one batch.
     let lease = crate::settings::batch_lease(root);
     let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true, lease)? {
-        Claim::Taken { record, resumed } => (record, resumed),
+        Claim::Taken { record, resumed } => (*record, resumed),
         Claim::Complete => {
             return load(store, id)?
                 .map(|(_, r)| r)

@@ -66,7 +66,7 @@ pub fn this_process() -> Proc {
 pub enum Claim {
     /// The batch is now held by the claimant: the record as claimed, and
     /// whether a driver had started it before (the claimant resumes it).
-    Taken { record: BatchRecord, resumed: bool },
+    Taken { record: Box<BatchRecord>, resumed: bool },
     /// Another live process holds it.
     Held(Proc),
     /// It has ended: nothing to take.
@@ -149,7 +149,10 @@ pub fn claim(
         rec.interrupted = false;
         rec.started = true;
     }
-    (Some(rec.encode()), Claim::Taken { record: rec, resumed })
+    (Some(rec.encode()), Claim::Taken {
+            record: Box::new(rec),
+            resumed,
+        })
 }
 
 /// Hands a batch held by `from` to `to` (the driver `from` just spawned).

@@ -9,6 +9,9 @@ use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
 /// in epoch seconds, and its id), newest first.
 pub type Cursor = (f64, String);
 
+/// Merges a stored batch record with a new one (`merge(stored, new)`).
+pub type Merge<'a> = dyn Fn(&[u8], &[u8]) -> Vec<u8> + 'a;
+
 /// Signs a new job's request once the store has chosen its id.
 pub type Sealer<'a> = &'a dyn Fn(&mut JobMeta, &[String]);
 
@@ -48,7 +51,7 @@ pub trait JobStore: Send + Sync {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+        merge: &crate::store::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError>;
     /// Changes a stored batch record in one transaction (`None` from
     /// `change` leaves it); whether the batch exists.

@@ -134,7 +134,7 @@ impl JobStore for Store {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+        merge: &crate::store::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
         self.inner()?
             .save_batch_with(id, record, changes, dispatch_done, merge)

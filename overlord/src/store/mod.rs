@@ -9,7 +9,7 @@ pub mod postgres;
 pub mod redb;
 pub mod types;
 
-pub use api::{Cursor, JobStore, Sealer};
+pub use api::{Cursor, JobStore, Merge, Sealer};
 pub use backend::Store;
 pub use types::{
     job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, Seal, StoreError, DEFAULT_KEEP_JOBS,

@@ -554,7 +554,7 @@ impl JobStore for PgStore {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+        merge: &crate::store::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
         self.write(|txn| {
             // The job row first: the order every writer of a batch locks in.

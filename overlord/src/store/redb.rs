@@ -384,7 +384,7 @@ impl JobStore for RedbStore {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+        merge: &crate::store::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
         RedbStore::save_batch(self, id, record, changes, dispatch_done, merge)
     }
