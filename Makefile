@@ -27,6 +27,9 @@ all: build
 deps:
 	@missing=""; \
 	command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }; \
+	for c in clippy rustfmt; do \
+		$(CARGO) $${c#rust} --version >/dev/null 2>&1 || rustup component add $$c || { echo "make test needs $$c: rustup component add $$c"; exit 1; }; \
+	done; \
 	command -v $(PYTHON) >/dev/null || missing="$$missing python3"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v ps >/dev/null || missing="$$missing procps"; \
@@ -75,7 +78,8 @@ demo-shared: build
 	bash scripts/demo_shared.sh
 
 # No import cycle between the files of any crate (the layers stay layers),
-# then integration tests run the binaries built by `build` (cargo test does
+# rustfmt's layout and no clippy warning (the [workspace.lints] of
+# Cargo.toml among them), then integration tests run the binaries built by `build` (cargo test does
 # not rebuild other packages' binaries), then the Python wire suite. A
 # failure does not stop the run: every part runs, every failing test is
 # listed (cargo's --no-fail-fast, the Python summary), and the last line
@@ -85,6 +89,8 @@ test: deps build
 	left() { ls -d $$tmp/func-test-* $$tmp/func-fleet-* $$tmp/func-py-* $$tmp/func-pg-* 2>/dev/null | sort; }; \
 	before=$$(left); \
 	$(PYTHON) scripts/import_cycles.py . || failed="$$failed import-cycles"; \
+	$(CARGO) fmt --all --check || failed="$$failed fmt"; \
+	$(CARGO) clippy --workspace --all-targets -- -D warnings || failed="$$failed clippy"; \
 	$(CARGO) test --workspace --no-fail-fast 2>&1 | tee target/test-cargo.log; \
 	[ $${PIPESTATUS[0]} = 0 ] || failed="$$failed cargo"; \
 	$(PYTHON) tests/python/run.py || failed="$$failed python"; \

@@ -46,6 +46,9 @@ pub fn start_detached(root: &Root, name: &str, id: &str) -> Result<(u32, u64), S
                 Ok(()) => 0,
                 Err(_) => 1,
             };
+            // The forked child ends here: it must never return into its
+            // parent's stack (the caller's runtime, its open files).
+            #[allow(clippy::exit)]
             std::process::exit(code);
         }
         Err(e) => Err(format!("cannot fork the job: {e}")),

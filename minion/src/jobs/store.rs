@@ -12,9 +12,9 @@ use std::path::Path;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
-const RUNNING: TableDefinition<&str, ()> = TableDefinition::new("running");
-const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
+const JOBS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("jobs");
+const RUNNING: TableDefinition<'_, &str, ()> = TableDefinition::new("running");
+const EXPIRY: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("expiry");
 
 /// One job as the minion knows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -443,7 +443,7 @@ impl Store {
 
 /// Removes records completed before `now - keep_secs`; returns them.
 fn purge(
-    jobs: &mut redb::Table<&str, &[u8]>,
+    jobs: &mut redb::Table<'_, &str, &[u8]>,
     txn: &redb::WriteTransaction,
     now: f64,
     keep_secs: f64,

@@ -149,10 +149,13 @@ pub fn claim(
         rec.interrupted = false;
         rec.started = true;
     }
-    (Some(rec.encode()), Claim::Taken {
+    (
+        Some(rec.encode()),
+        Claim::Taken {
             record: Box::new(rec),
             resumed,
-        })
+        },
+    )
 }
 
 /// Hands a batch held by `from` to `to` (the driver `from` just spawned).

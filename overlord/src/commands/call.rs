@@ -307,7 +307,7 @@ fn run_async(plan: &Plan, call: &gate::Call, nopoll: bool) -> Result<i32, PlanEr
 /// host's result as it arrives, with a progress line on a terminal.
 fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs::Status, bool), PlanError> {
     let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
-    let mut report: Option<crate::report::Report> = None;
+    let mut report: Option<crate::report::Report<'_>> = None;
     let status = crate::status::watch(plan, id, deadline, |status| {
         tick();
         let report = report.get_or_insert_with(|| {

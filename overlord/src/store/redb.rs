@@ -22,13 +22,13 @@ use serde::Serialize;
 use super::api::{Cursor, JobStore, Sealer};
 use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
 
-const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
-const HOSTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("hosts");
-const STARTED: TableDefinition<(u64, &str), ()> = TableDefinition::new("started");
-const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
-const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("batches");
+const JOBS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("jobs");
+const HOSTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("hosts");
+const STARTED: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("started");
+const EXPIRY: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("expiry");
+const BATCHES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("batches");
 /// `generation`: bumped by every write transaction ([`JobStore::generation`]).
-const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 
 /// How long one operation waits for other processes to let go of the file.
 const OPEN_PATIENCE: Duration = Duration::from_secs(60);
@@ -535,7 +535,7 @@ fn apply_update(
 /// fresh store file).
 fn read_table<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &redb::ReadTransaction,
-    def: TableDefinition<K, V>,
+    def: TableDefinition<'_, K, V>,
 ) -> Result<Option<redb::ReadOnlyTable<K, V>>, StoreError> {
     match txn.open_table(def) {
         Ok(t) => Ok(Some(t)),
@@ -588,7 +588,7 @@ fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
 }
 
 /// Job `id`'s meta as a write transaction sees it.
-fn stored_meta(jobs: &redb::Table<&str, &[u8]>, id: &str) -> Result<Option<JobMeta>, StoreError> {
+fn stored_meta(jobs: &redb::Table<'_, &str, &[u8]>, id: &str) -> Result<Option<JobMeta>, StoreError> {
     jobs.get(id)
         .map_err(db_err)?
         .map(|v| decode::<JobMeta>(v.value()))

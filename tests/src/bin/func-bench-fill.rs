@@ -4,6 +4,9 @@
 //! a millisecond apart up to now — a store with a long history, for timing
 //! `GET /api/v1/jobs` and `func jobs list` against it.
 
+// A test and benchmark tool whose report is read by a script or a person.
+#![allow(clippy::print_stdout)]
+
 use std::collections::BTreeMap;
 
 use anyhow::Context;

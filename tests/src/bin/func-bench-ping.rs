@@ -9,6 +9,9 @@
 //! with OUT_TSV the rates are also appended there as rows of the benchmark
 //! report (metric, value, unit, ok, note).
 
+// A test and benchmark tool whose report is read by a script or a person.
+#![allow(clippy::print_stdout)]
+
 use std::io::Write;
 use std::time::{Duration, Instant};
 

@@ -5,6 +5,9 @@
 //! overlord credentials of ROOT (a certmaster's root). Prints a Markdown
 //! table of microseconds per operation.
 
+// A test and benchmark tool whose report is read by a script or a person.
+#![allow(clippy::print_stdout)]
+
 use std::time::Instant;
 
 use anyhow::Context;

@@ -3,6 +3,9 @@
 //! they parse with), into `DIR/man/` and `DIR/completions/{bash,zsh,fish}/`.
 //! `make docs` runs it into `target/docs`.
 
+// A test and benchmark tool whose report is read by a script or a person.
+#![allow(clippy::print_stdout)]
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;

@@ -9,6 +9,9 @@
 //! func-testpki foreign DIR            # DIR/ca.crt, DIR/client.pem, DIR/client.cert
 //! ```
 
+// A test and benchmark tool whose report is read by a script or a person.
+#![allow(clippy::print_stdout)]
+
 use std::path::PathBuf;
 
 use anyhow::Context;
