@@ -7,6 +7,7 @@ pub mod api;
 pub mod backend;
 pub mod postgres;
 pub mod redb;
+pub mod rules;
 pub mod types;
 
 pub use api::{Cursor, JobStore, Merge, Sealer};

@@ -22,7 +22,8 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Transaction};
 
 use super::api::{Cursor, JobStore, Sealer};
-use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
+use super::rules;
+use super::types::{now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
 
 /// The schema this build writes.
 pub const SCHEMA_VERSION: i32 = 1;
@@ -384,104 +385,114 @@ fn insert_hosts<'a>(
     Ok(())
 }
 
-/// Host changes of job `id` in `txn`, as the redb store applies them.
-fn apply_update(
-    txn: &mut Transaction<'_>,
-    id: &str,
-    changes: &[(String, HostUpdate)],
-    dispatch_done: bool,
-) -> Result<bool, WriteError> {
-    let Some(row) = txn.query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])? else {
-        return Ok(false);
-    };
-    let mut meta: JobMeta = decode(row.get(0))?;
-    if !changes.is_empty() {
-        let names: Vec<&str> = changes.iter().map(|(h, _)| h.as_str()).collect();
-        let rows = txn.query(
+/// The storage primitives of the store's rules (`rules.rs`) in one
+/// PostgreSQL transaction: rows are locked as they are read for a change.
+struct PgTx<'a, 'b>(&'a mut Transaction<'b>);
+
+impl rules::Tx for PgTx<'_, '_> {
+    type Error = WriteError;
+
+    fn insert_job(&mut self, meta: &JobMeta) -> Result<bool, WriteError> {
+        let n = self.0.execute(
+            "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
+             VALUES ($1, $2, NULL, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+            &[
+                &meta.id,
+                &meta.started,
+                &meta.function,
+                &meta.spec,
+                &meta.user,
+                &meta.batch,
+                &json(meta)?,
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn insert_hosts(&mut self, id: &str, hosts: &[String], entry: &HostEntry) -> Result<(), WriteError> {
+        insert_hosts(self.0, id, hosts.iter().map(|h| (h, entry)))
+    }
+
+    fn job_for_update(&mut self, id: &str) -> Result<Option<JobMeta>, WriteError> {
+        match self
+            .0
+            .query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?
+        {
+            Some(row) => Ok(Some(decode(row.get(0))?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put_job(&mut self, meta: &JobMeta, _newly_ended: bool) -> Result<(), WriteError> {
+        self.0.execute(
+            "UPDATE func_jobs SET meta = $2, ended = $3 WHERE id = $1",
+            &[&meta.id, &json(meta)?, &meta.ended],
+        )?;
+        Ok(())
+    }
+
+    fn hosts_of(&mut self, id: &str, names: &[&str]) -> Result<BTreeMap<String, HostEntry>, WriteError> {
+        let rows = self.0.query(
             "SELECT host, entry FROM func_hosts WHERE job_id = $1 AND host = ANY($2)",
             &[&id, &names],
         )?;
-        let mut current: BTreeMap<String, HostEntry> = BTreeMap::new();
+        let mut out = BTreeMap::new();
         for r in rows {
-            current.insert(r.get(0), decode(r.get(1))?);
+            out.insert(r.get(0), decode(r.get(1))?);
         }
-        let (mut hosts, mut entries, mut finished) = (Vec::new(), Vec::new(), Vec::new());
-        for (host, change) in changes {
-            let Some(entry) = current.get_mut(host) else {
-                continue;
-            };
-            if entry.apply(change) {
-                hosts.push(host.as_str());
-                entries.push(json(entry)?);
-                finished.push(entry.state == HostState::Finished);
-            }
-        }
-        if !hosts.is_empty() {
-            txn.execute(
-                "UPDATE func_hosts SET entry = t.e, finished = t.f
-                 FROM unnest($2::text[], $3::jsonb[], $4::bool[]) AS t(h, e, f)
-                 WHERE func_hosts.job_id = $1 AND func_hosts.host = t.h",
-                &[&id, &hosts, &entries, &finished],
-            )?;
-        }
+        Ok(out)
     }
-    meta.dispatched |= dispatch_done;
-    let mut all_finished = meta.ended.is_some();
-    if !all_finished && meta.dispatched {
-        let open: i64 = txn
+
+    fn put_hosts(&mut self, id: &str, entries: &BTreeMap<&str, HostEntry>) -> Result<(), WriteError> {
+        let (mut hosts, mut values, mut finished) = (Vec::new(), Vec::new(), Vec::new());
+        for (host, entry) in entries {
+            hosts.push(*host);
+            values.push(json(entry)?);
+            finished.push(rules::finished(entry));
+        }
+        self.0.execute(
+            "UPDATE func_hosts SET entry = t.e, finished = t.f
+             FROM unnest($2::text[], $3::jsonb[], $4::bool[]) AS t(h, e, f)
+             WHERE func_hosts.job_id = $1 AND func_hosts.host = t.h",
+            &[&id, &hosts, &values, &finished],
+        )?;
+        Ok(())
+    }
+
+    fn any_unfinished(&mut self, id: &str) -> Result<bool, WriteError> {
+        Ok(self
+            .0
             .query_one(
-                "SELECT count(*) FROM func_hosts WHERE job_id = $1 AND NOT finished",
+                "SELECT EXISTS (SELECT 1 FROM func_hosts WHERE job_id = $1 AND NOT finished)",
                 &[&id],
             )?
-            .get(0);
-        if open == 0 {
-            all_finished = true;
-            meta.ended = Some(now());
-        }
+            .get(0))
     }
-    txn.execute(
-        "UPDATE func_jobs SET meta = $2, ended = $3 WHERE id = $1",
-        &[&id, &json(&meta)?, &meta.ended],
-    )?;
-    Ok(all_finished)
+
+    fn batch_for_update(&mut self, id: &str) -> Result<Option<Vec<u8>>, WriteError> {
+        // The job row first: the order every writer of a batch locks in.
+        self.0
+            .query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
+        let row = self.0.query_opt(
+            "SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE",
+            &[&id],
+        )?;
+        Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+    }
+
+    fn put_batch(&mut self, id: &str, record: &[u8]) -> Result<(), WriteError> {
+        self.0.execute(
+            "INSERT INTO func_batches (job_id, record) VALUES ($1, $2)
+             ON CONFLICT (job_id) DO UPDATE SET record = EXCLUDED.record",
+            &[&id, &record],
+        )?;
+        Ok(())
+    }
 }
 
 impl JobStore for PgStore {
-    fn create_sealed(
-        &self,
-        mut meta: JobMeta,
-        hosts: &[String],
-        seal: Sealer<'_>,
-    ) -> Result<String, StoreError> {
-        self.write(|txn| {
-            let mut stamp = (meta.started.max(0.0) * 1e6) as u64;
-            meta.hosts = hosts.len();
-            loop {
-                meta.id = job_id(&meta.spec, &meta.function, stamp);
-                meta.started = stamp as f64 / 1e6;
-                seal(&mut meta, hosts);
-                let n = txn.execute(
-                    "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
-                     VALUES ($1, $2, NULL, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
-                    &[
-                        &meta.id,
-                        &meta.started,
-                        &meta.function,
-                        &meta.spec,
-                        &meta.user,
-                        &meta.batch,
-                        &json(&meta)?,
-                    ],
-                )?;
-                if n == 1 {
-                    break;
-                }
-                stamp += 1;
-            }
-            let pending = HostEntry::pending();
-            insert_hosts(txn, &meta.id, hosts.iter().map(|h| (h, &pending)))?;
-            Ok(meta.id.clone())
-        })
+    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
+        self.write(|txn| rules::create(&mut PgTx(txn), meta, hosts, seal))
     }
 
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
@@ -523,20 +534,7 @@ impl JobStore for PgStore {
     }
 
     fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
-        self.write(|txn| {
-            let Some(row) = txn.query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?
-            else {
-                return Ok(());
-            };
-            let mut meta: JobMeta = decode(row.get(0))?;
-            meta.driver = Some((pid, start));
-            meta.driver_host = Some(common::process::overlord_host().to_string());
-            txn.execute(
-                "UPDATE func_jobs SET meta = $2 WHERE id = $1",
-                &[&id, &json(&meta)?],
-            )?;
-            Ok(())
-        })
+        self.write(|txn| rules::set_driver(&mut PgTx(txn), id, pid, start))
     }
 
     fn update(
@@ -545,7 +543,7 @@ impl JobStore for PgStore {
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
     ) -> Result<bool, StoreError> {
-        self.write(|txn| apply_update(txn, id, changes, dispatch_done))
+        self.write(|txn| rules::update(&mut PgTx(txn), id, changes, dispatch_done))
     }
 
     fn save_batch_with(
@@ -556,27 +554,7 @@ impl JobStore for PgStore {
         dispatch_done: bool,
         merge: &crate::store::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
-        self.write(|txn| {
-            // The job row first: the order every writer of a batch locks in.
-            txn.query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
-            let old = txn.query_opt(
-                "SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE",
-                &[&id],
-            )?;
-            let merged = match old {
-                Some(row) => merge(row.get::<_, &[u8]>(0), record),
-                None => record.to_vec(),
-            };
-            txn.execute(
-                "INSERT INTO func_batches (job_id, record) VALUES ($1, $2)
-                 ON CONFLICT (job_id) DO UPDATE SET record = EXCLUDED.record",
-                &[&id, &merged],
-            )?;
-            if !changes.is_empty() || dispatch_done {
-                apply_update(txn, id, changes, dispatch_done)?;
-            }
-            Ok(merged)
-        })
+        self.write(|txn| rules::save_batch(&mut PgTx(txn), id, record, changes, dispatch_done, merge))
     }
 
     fn change_batch_with(
@@ -584,23 +562,7 @@ impl JobStore for PgStore {
         id: &str,
         change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
     ) -> Result<bool, StoreError> {
-        self.write(|txn| {
-            txn.query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
-            let Some(row) = txn.query_opt(
-                "SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE",
-                &[&id],
-            )?
-            else {
-                return Ok(false);
-            };
-            if let Some(new) = change(row.get::<_, &[u8]>(0)) {
-                txn.execute(
-                    "UPDATE func_batches SET record = $2 WHERE job_id = $1",
-                    &[&id, &new],
-                )?;
-            }
-            Ok(true)
-        })
+        self.write(|txn| rules::change_batch(&mut PgTx(txn), id, change))
     }
 
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -20,7 +20,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::Serialize;
 
 use super::api::{Cursor, JobStore, Sealer};
-use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
+use super::rules::{self, micros};
+use super::types::{now, HostEntry, HostUpdate, JobMeta, JobRecord, StoreError};
 
 const JOBS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("jobs");
 const HOSTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("hosts");
@@ -35,10 +36,6 @@ const OPEN_PATIENCE: Duration = Duration::from_secs(60);
 
 fn db_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Db(e.to_string())
-}
-
-fn micros(epoch: f64) -> u64 {
-    (epoch.max(0.0) * 1e6) as u64
 }
 
 /// The overlord store of one root.
@@ -155,55 +152,6 @@ impl RedbStore {
         Ok(out)
     }
 
-    /// Records a new job with all its hosts pending, under a fresh id based
-    /// on `meta.started` (moved on by 1 µs while the id is taken, so ids
-    /// are unique however many processes start together). Returns the id.
-    pub fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
-        self.create_sealed(meta, hosts, &|_, _| {})
-    }
-
-    /// [`JobStore::create_sealed`].
-    pub fn create_sealed(
-        &self,
-        mut meta: JobMeta,
-        hosts: &[String],
-        seal: Sealer<'_>,
-    ) -> Result<String, StoreError> {
-        self.write(|txn| {
-            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            let mut stamp = micros(meta.started);
-            loop {
-                meta.id = job_id(&meta.spec, &meta.function, stamp);
-                if jobs.get(meta.id.as_str()).map_err(db_err)?.is_none() {
-                    break;
-                }
-                stamp += 1;
-            }
-            meta.started = stamp as f64 / 1e6;
-            meta.hosts = hosts.len();
-            seal(&mut meta, hosts);
-            jobs.insert(meta.id.as_str(), encode(&meta)?.as_slice())
-                .map_err(db_err)?;
-            let mut table = txn.open_table(HOSTS).map_err(db_err)?;
-            let pending = encode(&HostEntry::pending())?;
-            for host in hosts {
-                table
-                    .insert((meta.id.as_str(), host.as_str()), pending.as_slice())
-                    .map_err(db_err)?;
-            }
-            txn.open_table(STARTED)
-                .map_err(db_err)?
-                .insert((stamp, meta.id.as_str()), ())
-                .map_err(db_err)?;
-            Ok(meta.id.clone())
-        })
-    }
-
-    /// The job and its hosts, if the store still has it.
-    pub fn load(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
-        Ok(self.load_many(&[id.to_string()])?.pop())
-    }
-
     /// Writes whole jobs as they are (ids, hosts, states, results) in one
     /// transaction: history brought from elsewhere, or a store filled for
     /// a benchmark. A job whose id is already here is left alone; returns
@@ -238,8 +186,13 @@ impl RedbStore {
         })
     }
 
-    /// The jobs of `ids` the store still has, in one read transaction.
-    pub fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
+}
+
+impl JobStore for RedbStore {
+    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
+        self.write(|txn| rules::create(&mut RedbTx(txn), meta, hosts, seal))
+    }
+    fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok(Vec::new());
         };
@@ -271,78 +224,35 @@ impl RedbStore {
         Ok(out)
     }
 
-    /// Records the process driving job `id` (pid + start time).
-    pub fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
-        self.write(|txn| {
-            let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-            let Some(mut meta) = stored_meta(&jobs, id)? else {
-                return Ok(());
-            };
-            meta.driver = Some((pid, start));
-            meta.driver_host = Some(common::process::overlord_host().to_string());
-            jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
-            Ok(())
-        })
+    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
+        self.write(|txn| rules::set_driver(&mut RedbTx(txn), id, pid, start))
     }
-
-    /// Applies host changes (a finished host never changes again), marks
-    /// dispatch complete when `dispatch_done`, and ends the job when every
-    /// host is finished. Returns whether the job is now finished.
-    pub fn update(
+    fn update(
         &self,
         id: &str,
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
     ) -> Result<bool, StoreError> {
-        self.write(|txn| apply_update(txn, id, changes, dispatch_done))
+        self.write(|txn| rules::update(&mut RedbTx(txn), id, changes, dispatch_done))
     }
-
-    /// Saves a batch's record (`BatchRecord` JSON from `crate::batch`) with
-    /// its host changes, in one transaction. A stop request already stored
-    /// (by `func batch stop`) is kept and returned, so the driver sees it.
-    pub fn save_batch(
+    fn save_batch_with(
         &self,
         id: &str,
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge_control: impl FnOnce(&[u8], &[u8]) -> Vec<u8>,
+        merge: &crate::store::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
-        self.write(|txn| {
-            let mut batches = txn.open_table(BATCHES).map_err(db_err)?;
-            let merged = match batches.get(id).map_err(db_err)? {
-                Some(old) => merge_control(old.value(), record),
-                None => record.to_vec(),
-            };
-            batches.insert(id, merged.as_slice()).map_err(db_err)?;
-            if !changes.is_empty() || dispatch_done {
-                apply_update(txn, id, changes, dispatch_done)?;
-            }
-            Ok(merged)
-        })
+        self.write(|txn| rules::save_batch(&mut RedbTx(txn), id, record, changes, dispatch_done, merge))
     }
-
-    /// Changes a stored batch record in place (`batch stop`).
-    pub fn change_batch(
+    fn change_batch_with(
         &self,
         id: &str,
-        change: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
     ) -> Result<bool, StoreError> {
-        self.write(|txn| {
-            let mut batches = txn.open_table(BATCHES).map_err(db_err)?;
-            let new = match batches.get(id).map_err(db_err)? {
-                Some(old) => change(old.value()),
-                None => return Ok(false),
-            };
-            if let Some(new) = new {
-                batches.insert(id, new.as_slice()).map_err(db_err)?;
-            }
-            Ok(true)
-        })
+        self.write(|txn| rules::change_batch(&mut RedbTx(txn), id, change))
     }
-
-    /// A batch's stored record.
-    pub fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok(None);
         };
@@ -354,50 +264,6 @@ impl RedbStore {
         Ok(found.map(|v| v.value().to_vec()))
     }
 
-    /// Every job, newest first (metadata only).
-    pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
-        self.list_page(usize::MAX, None)
-    }
-}
-
-impl JobStore for RedbStore {
-    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
-        RedbStore::create_sealed(self, meta, hosts, seal)
-    }
-    fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
-        RedbStore::load_many(self, ids)
-    }
-    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
-        RedbStore::set_driver(self, id, pid, start)
-    }
-    fn update(
-        &self,
-        id: &str,
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-    ) -> Result<bool, StoreError> {
-        RedbStore::update(self, id, changes, dispatch_done)
-    }
-    fn save_batch_with(
-        &self,
-        id: &str,
-        record: &[u8],
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-        merge: &crate::store::Merge<'_>,
-    ) -> Result<Vec<u8>, StoreError> {
-        RedbStore::save_batch(self, id, record, changes, dispatch_done, merge)
-    }
-    fn change_batch_with(
-        &self,
-        id: &str,
-        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
-    ) -> Result<bool, StoreError> {
-        RedbStore::change_batch(self, id, change)
-    }
-    fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        RedbStore::batch(self, id)
-    }
     fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok(Vec::new());
@@ -477,58 +343,106 @@ impl JobStore for RedbStore {
     }
 }
 
-/// [`RedbStore::update`] inside a write transaction.
-fn apply_update(
-    txn: &redb::WriteTransaction,
-    id: &str,
-    changes: &[(String, HostUpdate)],
-    dispatch_done: bool,
-) -> Result<bool, StoreError> {
-    let mut jobs = txn.open_table(JOBS).map_err(db_err)?;
-    let Some(mut meta) = stored_meta(&jobs, id)? else {
-        return Ok(false);
-    };
-    let mut table = txn.open_table(HOSTS).map_err(db_err)?;
-    for (host, change) in changes {
-        let key = (id, host.as_str());
-        let Some(current) = table
-            .get(key)
-            .map_err(db_err)?
-            .map(|v| decode::<HostEntry>(v.value()))
-        else {
-            continue;
-        };
-        let mut entry = current?;
-        if !entry.apply(change) {
-            continue;
+/// The storage primitives of the store's rules (`rules.rs`) in one redb
+/// write transaction.
+struct RedbTx<'a>(&'a redb::WriteTransaction);
+
+impl rules::Tx for RedbTx<'_> {
+    type Error = StoreError;
+
+    fn insert_job(&mut self, meta: &JobMeta) -> Result<bool, StoreError> {
+        let mut jobs = self.0.open_table(JOBS).map_err(db_err)?;
+        if jobs.get(meta.id.as_str()).map_err(db_err)?.is_some() {
+            return Ok(false);
         }
-        table.insert(key, encode(&entry)?.as_slice()).map_err(db_err)?;
+        jobs.insert(meta.id.as_str(), encode(meta)?.as_slice())
+            .map_err(db_err)?;
+        self.0
+            .open_table(STARTED)
+            .map_err(db_err)?
+            .insert((micros(meta.started), meta.id.as_str()), ())
+            .map_err(db_err)?;
+        Ok(true)
     }
-    meta.dispatched |= dispatch_done;
-    let mut all_finished = meta.ended.is_some();
-    if !all_finished && meta.dispatched {
-        all_finished = true;
+
+    fn insert_hosts(&mut self, id: &str, hosts: &[String], entry: &HostEntry) -> Result<(), StoreError> {
+        let mut table = self.0.open_table(HOSTS).map_err(db_err)?;
+        let bytes = encode(entry)?;
+        for host in hosts {
+            table.insert((id, host.as_str()), bytes.as_slice()).map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    fn job_for_update(&mut self, id: &str) -> Result<Option<JobMeta>, StoreError> {
+        // A redb write transaction holds the whole file.
+        stored_meta(&self.0.open_table(JOBS).map_err(db_err)?, id)
+    }
+
+    fn put_job(&mut self, meta: &JobMeta, newly_ended: bool) -> Result<(), StoreError> {
+        let id = meta.id.as_str();
+        self.0
+            .open_table(JOBS)
+            .map_err(db_err)?
+            .insert(id, encode(meta)?.as_slice())
+            .map_err(db_err)?;
+        if let (true, Some(ended)) = (newly_ended, meta.ended) {
+            self.0
+                .open_table(EXPIRY)
+                .map_err(db_err)?
+                .insert((micros(ended), id), ())
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    fn hosts_of(&mut self, id: &str, names: &[&str]) -> Result<BTreeMap<String, HostEntry>, StoreError> {
+        let table = self.0.open_table(HOSTS).map_err(db_err)?;
+        let mut out = BTreeMap::new();
+        for name in names {
+            if let Some(v) = table.get((id, *name)).map_err(db_err)? {
+                out.insert(name.to_string(), decode(v.value())?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn put_hosts(&mut self, id: &str, entries: &BTreeMap<&str, HostEntry>) -> Result<(), StoreError> {
+        let mut table = self.0.open_table(HOSTS).map_err(db_err)?;
+        for (host, entry) in entries {
+            table.insert((id, *host), encode(entry)?.as_slice()).map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    fn any_unfinished(&mut self, id: &str) -> Result<bool, StoreError> {
+        let table = self.0.open_table(HOSTS).map_err(db_err)?;
         for entry in table.range((id, "")..).map_err(db_err)? {
             let (key, value) = entry.map_err(db_err)?;
             if key.value().0 != id {
                 break;
             }
-            if decode::<HostEntry>(value.value())?.state != HostState::Finished {
-                all_finished = false;
-                break;
+            if !rules::finished(&decode::<HostEntry>(value.value())?) {
+                return Ok(true);
             }
         }
-        if all_finished {
-            let ended = now();
-            meta.ended = Some(ended);
-            txn.open_table(EXPIRY)
-                .map_err(db_err)?
-                .insert((micros(ended), id), ())
-                .map_err(db_err)?;
-        }
+        Ok(false)
     }
-    jobs.insert(id, encode(&meta)?.as_slice()).map_err(db_err)?;
-    Ok(all_finished)
+
+    fn batch_for_update(&mut self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let batches = self.0.open_table(BATCHES).map_err(db_err)?;
+        let found = batches.get(id).map_err(db_err)?;
+        Ok(found.map(|v| v.value().to_vec()))
+    }
+
+    fn put_batch(&mut self, id: &str, record: &[u8]) -> Result<(), StoreError> {
+        self.0
+            .open_table(BATCHES)
+            .map_err(db_err)?
+            .insert(id, record)
+            .map_err(db_err)?;
+        Ok(())
+    }
 }
 
 /// A table for reading; `None` while nothing was ever written to it (a
@@ -602,6 +516,7 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{job_id, HostState};
 
     #[test]
     fn pages_newest_first_with_a_cursor_and_a_generation_that_grows() {
@@ -630,7 +545,7 @@ mod tests {
             next.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
             [ids[2].clone(), ids[1].clone(), ids[0].clone()]
         );
-        assert_eq!(store.list().unwrap().len(), 5);
+        assert_eq!(store.list_page(usize::MAX, None).unwrap().len(), 5);
     }
 
     pub fn meta(spec: &str, started: f64) -> JobMeta {
@@ -667,7 +582,7 @@ mod tests {
         let b = store.create(meta("*", 7.25), &["m1".into()]).unwrap();
         assert_eq!(a, "*-test-sleep-7.25");
         assert_eq!(b, "*-test-sleep-7.250001");
-        let listed: Vec<String> = store.list().unwrap().into_iter().map(|m| m.id).collect();
+        let listed: Vec<String> = store.list_page(usize::MAX, None).unwrap().into_iter().map(|m| m.id).collect();
         assert_eq!(listed, vec![b, a], "newest first");
     }
 
@@ -720,7 +635,7 @@ mod tests {
         store.update(&running, &[], false).unwrap();
         assert!(store.load(&old).unwrap().is_none());
         assert!(store.load(&running).unwrap().is_some());
-        assert_eq!(store.list().unwrap().len(), 1);
+        assert_eq!(store.list_page(usize::MAX, None).unwrap().len(), 1);
     }
 
     /// A store written by the first release of this format: later versions
@@ -742,7 +657,7 @@ mod tests {
             let value = crate::jobs::decode_result(entry.result_xml.as_deref().unwrap());
             assert_eq!(value, common::Value::Integer(5));
         }
-        assert_eq!(store.list().unwrap()[0].id, id);
+        assert_eq!(store.list_page(usize::MAX, None).unwrap()[0].id, id);
     }
 
     #[test]
