@@ -363,3 +363,20 @@ class SharedStoreTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StoreConformanceTest(unittest.TestCase):
+    """The job store's conformance suite (func_tests::store_conformance,
+    which `make test` also runs on the embedded store) on its own private
+    PostgreSQL server: the same checks, the same answers."""
+
+    def test_postgresql_conforms(self):
+        pg = Postgres()
+        try:
+            out = subprocess.run([binary("func-store-conformance"), pg.url], capture_output=True, text=True,
+                                 timeout=600)
+        finally:
+            pg.close()
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("0 failed", out.stderr)
+        self.assertGreaterEqual(out.stderr.count("\nok "), 10, out.stderr)

@@ -3,3 +3,4 @@
 //! guard that owns a running `funcd` and ends it on drop.
 
 pub mod fixture;
+pub mod store_conformance;

@@ -35,6 +35,8 @@ mod overlord_failures;
 mod cli;
 // Output for people: streaming, summary, progress, colour, natural order.
 mod output;
+// The job store conformance suite on the embedded store.
+mod store_conformance;
 // --json shapes in every state, --out formats, typed arguments.
 mod json_shapes;
 // Other XML-RPC clients' input: encodings, wide ints, dateTime forms, ALPN.

@@ -185,7 +185,6 @@ impl RedbStore {
             Ok(written)
         })
     }
-
 }
 
 impl JobStore for RedbStore {
@@ -369,7 +368,9 @@ impl rules::Tx for RedbTx<'_> {
         let mut table = self.0.open_table(HOSTS).map_err(db_err)?;
         let bytes = encode(entry)?;
         for host in hosts {
-            table.insert((id, host.as_str()), bytes.as_slice()).map_err(db_err)?;
+            table
+                .insert((id, host.as_str()), bytes.as_slice())
+                .map_err(db_err)?;
         }
         Ok(())
     }
@@ -410,7 +411,9 @@ impl rules::Tx for RedbTx<'_> {
     fn put_hosts(&mut self, id: &str, entries: &BTreeMap<&str, HostEntry>) -> Result<(), StoreError> {
         let mut table = self.0.open_table(HOSTS).map_err(db_err)?;
         for (host, entry) in entries {
-            table.insert((id, *host), encode(entry)?.as_slice()).map_err(db_err)?;
+            table
+                .insert((id, *host), encode(entry)?.as_slice())
+                .map_err(db_err)?;
         }
         Ok(())
     }
@@ -582,7 +585,12 @@ mod tests {
         let b = store.create(meta("*", 7.25), &["m1".into()]).unwrap();
         assert_eq!(a, "*-test-sleep-7.25");
         assert_eq!(b, "*-test-sleep-7.250001");
-        let listed: Vec<String> = store.list_page(usize::MAX, None).unwrap().into_iter().map(|m| m.id).collect();
+        let listed: Vec<String> = store
+            .list_page(usize::MAX, None)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(listed, vec![b, a], "newest first");
     }
 

@@ -46,7 +46,12 @@ pub fn micros(epoch: f64) -> u64 {
 /// `meta.started`, moved on by 1 µs while the id is taken (so ids are
 /// unique however many writers start together); `seal` signs the request
 /// once its id is chosen. Returns the id.
-pub fn create<T: Tx>(tx: &mut T, mut meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, T::Error> {
+pub fn create<T: Tx>(
+    tx: &mut T,
+    mut meta: JobMeta,
+    hosts: &[String],
+    seal: Sealer<'_>,
+) -> Result<String, T::Error> {
     let mut stamp = micros(meta.started);
     meta.hosts = hosts.len();
     loop {

@@ -1,0 +1,537 @@
+//! The job store's conformance suite (DESIGN §13): what every backend of
+//! `overlord::store::JobStore` must answer alike — ids, finishing hosts,
+//! drivers, batch records and their serialized changes (the claims and
+//! leases of batch drivers are made of them), paging, retention, the change
+//! counter and batch events. `make test` runs it against the embedded redb
+//! store (`tests/tests/store_conformance.rs`) and against a private
+//! PostgreSQL server (`func-store-conformance`, from
+//! `tests/python/test_store_pg.py`).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use overlord::store::{job_id, HostState, HostUpdate, JobMeta, JobStore, Store};
+
+/// Opens a store of the backend under test that keeps finished jobs
+/// `keep_secs` (every call may give the same store: checks use their own ids).
+pub type Open<'a> = &'a (dyn Fn(f64) -> Store + Sync);
+
+type Check = fn(Open<'_>) -> Result<(), String>;
+
+/// Every check, by name.
+pub const CHECKS: &[(&str, Check)] = &[
+    ("ids are unique, Func's form, moved on by 1 µs", ids_are_unique),
+    (
+        "ids stay unique under concurrent writers",
+        ids_stay_unique_concurrently,
+    ),
+    (
+        "a finished host never changes; a job ends when dispatched and all finished",
+        hosts_finish_once,
+    ),
+    (
+        "an abandonment applies only to a host never dispatched",
+        abandonment,
+    ),
+    ("the driver is recorded with its host", driver_recorded),
+    ("batch records: save, merge, change, missing", batch_records),
+    (
+        "batch record changes are serialized (claims, leases)",
+        batch_changes_serialized,
+    ),
+    ("pages newest first with a cursor, no gap, no repeat", paging),
+    ("finished jobs expire whole; unfinished never", retention),
+    ("the change counter grows with every write", generation),
+    (
+        "batch events: appended in order, read from a position",
+        batch_events,
+    ),
+];
+
+/// Runs every check; each one's name and outcome.
+pub fn run(open: Open<'_>) -> Vec<(&'static str, Result<(), String>)> {
+    CHECKS.iter().map(|(name, check)| (*name, check(open))).collect()
+}
+
+macro_rules! ensure {
+    ($cond:expr, $($why:tt)+) => {
+        if $cond {
+        } else {
+            return Err(format!($($why)+));
+        }
+    };
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// A job of `spec` calling `test.ping`, started at `started`.
+fn meta(spec: &str, started: f64) -> JobMeta {
+    let mut m = JobMeta::new_call(spec, "test.ping", Vec::new(), None, 0, (30.0, 1), false);
+    m.started = started;
+    m
+}
+
+/// A SPEC no other check (or earlier run on the same database) uses.
+fn spec(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{what}{}x{nanos}", std::process::id())
+}
+
+fn hosts(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+fn finished(host: &str, result: &str) -> (String, HostUpdate) {
+    (
+        host.to_string(),
+        HostUpdate::Finished {
+            result_xml: result.into(),
+        },
+    )
+}
+
+fn dispatched(host: &str) -> (String, HostUpdate) {
+    (
+        host.to_string(),
+        HostUpdate::Dispatched {
+            minion_job: format!("{host}-job"),
+        },
+    )
+}
+
+fn ids_are_unique(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let spec = spec("ids");
+    let started = 1_700_000_000.25;
+    let ids: Vec<String> = (0..3)
+        .map(|_| {
+            store
+                .create(meta(&spec, started), &hosts(&["m1", "m2"]))
+                .map_err(err)
+        })
+        .collect::<Result<_, _>>()?;
+    let stamp = 1_700_000_000_250_000u64;
+    let expected: Vec<String> = (0..3).map(|i| job_id(&spec, "test.ping", stamp + i)).collect();
+    ensure!(ids == expected, "ids {ids:?}, expected {expected:?}");
+    let rec = store
+        .load(&ids[2])
+        .map_err(err)?
+        .ok_or("a created job is missing")?;
+    ensure!(rec.meta.id == ids[2], "loaded {} for {}", rec.meta.id, ids[2]);
+    ensure!(
+        (rec.meta.started - 1_700_000_000.250002).abs() < 1e-6,
+        "started {}",
+        rec.meta.started
+    );
+    ensure!(
+        rec.meta.hosts == 2 && rec.hosts.len() == 2,
+        "hosts {:?}",
+        rec.hosts.keys()
+    );
+    ensure!(
+        rec.hosts.values().all(|h| h.state == HostState::Pending),
+        "a new job's hosts are pending: {:?}",
+        rec.hosts
+    );
+    ensure!(
+        store.load("no-such-job").map_err(err)?.is_none(),
+        "a missing job was found"
+    );
+    Ok(())
+}
+
+fn ids_stay_unique_concurrently(open: Open<'_>) -> Result<(), String> {
+    let spec = spec("many");
+    let ids: Vec<Result<Vec<String>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let spec = &spec;
+                s.spawn(move || {
+                    let store = open(3600.0);
+                    (0..10)
+                        .map(|_| {
+                            store
+                                .create(meta(spec, 1_700_000_100.0), &hosts(&["m1"]))
+                                .map_err(err)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err("a writer panicked".into())))
+            .collect()
+    });
+    let mut all = BTreeSet::new();
+    for batch in ids {
+        all.extend(batch?);
+    }
+    ensure!(all.len() == 40, "40 jobs created, {} distinct ids", all.len());
+    Ok(())
+}
+
+fn hosts_finish_once(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let id = store
+        .create(meta(&spec("fin"), 1_700_000_200.0), &hosts(&["m1", "m2"]))
+        .map_err(err)?;
+    let done = store
+        .update(&id, &[dispatched("m1"), finished("m2", "err")], true)
+        .map_err(err)?;
+    ensure!(!done, "the job ended with m1 still running");
+    ensure!(
+        !store
+            .update(&id, &[finished("m2", "other")], false)
+            .map_err(err)?,
+        "ended early"
+    );
+    let rec = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    ensure!(
+        rec.hosts["m2"].result_xml.as_deref() == Some("err"),
+        "a finished host changed: {:?}",
+        rec.hosts["m2"]
+    );
+    ensure!(
+        rec.hosts["m1"].state == HostState::Dispatched,
+        "m1 {:?}",
+        rec.hosts["m1"]
+    );
+    ensure!(
+        rec.hosts["m1"].minion_job.as_deref() == Some("m1-job"),
+        "m1 {:?}",
+        rec.hosts["m1"]
+    );
+    ensure!(
+        rec.meta.ended.is_none() && rec.meta.dispatched,
+        "meta {:?}",
+        rec.meta
+    );
+    ensure!(
+        store.update(&id, &[finished("m1", "ok")], false).map_err(err)?,
+        "the job did not end"
+    );
+    let rec = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    ensure!(rec.meta.ended.is_some(), "no end time");
+    ensure!(
+        rec.hosts["m1"].result_xml.as_deref() == Some("ok"),
+        "m1 {:?}",
+        rec.hosts["m1"]
+    );
+    ensure!(
+        store.update(&id, &[], false).map_err(err)?,
+        "an ended job is finished"
+    );
+
+    // Every host finished before dispatch ended: the job ends with the dispatch.
+    let id = store
+        .create(meta(&spec("fin2"), 1_700_000_201.0), &hosts(&["a"]))
+        .map_err(err)?;
+    let ended = store
+        .update(&id, &[dispatched("a"), finished("a", "x")], false)
+        .map_err(err)?;
+    ensure!(
+        !ended,
+        "a job ended before its dispatch did: {:?}",
+        store.load(&id).map_err(err)?
+    );
+    let rec = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    ensure!(
+        rec.hosts["a"].state == HostState::Finished,
+        "changes to one host apply in turn: {:?}",
+        rec.hosts["a"]
+    );
+    ensure!(
+        store.update(&id, &[], true).map_err(err)?,
+        "the dispatch's end did not end the job"
+    );
+    // A host the job does not have is left alone.
+    ensure!(
+        !store
+            .update("no-such-job", &[finished("a", "x")], true)
+            .map_err(err)?,
+        "a missing job finished"
+    );
+    Ok(())
+}
+
+fn abandonment(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let id = store
+        .create(meta(&spec("ab"), 1_700_000_300.0), &hosts(&["p", "d"]))
+        .map_err(err)?;
+    store.update(&id, &[dispatched("d")], false).map_err(err)?;
+    let abandon = |h: &str| {
+        (
+            h.to_string(),
+            HostUpdate::Abandoned {
+                result_xml: "gone".into(),
+            },
+        )
+    };
+    ensure!(
+        !store
+            .update(&id, &[abandon("p"), abandon("d")], true)
+            .map_err(err)?,
+        "ended with d running"
+    );
+    let rec = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    ensure!(
+        rec.hosts["p"].state == HostState::Finished,
+        "p {:?}",
+        rec.hosts["p"]
+    );
+    ensure!(
+        rec.hosts["d"].state == HostState::Dispatched,
+        "a dispatched host was abandoned: {:?}",
+        rec.hosts["d"]
+    );
+    Ok(())
+}
+
+fn driver_recorded(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let id = store
+        .create(meta(&spec("drv"), 1_700_000_400.0), &hosts(&["m1"]))
+        .map_err(err)?;
+    store.set_driver(&id, 4242, 777).map_err(err)?;
+    let rec = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    ensure!(
+        rec.meta.driver == Some((4242, 777)),
+        "driver {:?}",
+        rec.meta.driver
+    );
+    ensure!(rec.meta.driver_host.is_some(), "no driver host");
+    store.set_driver("no-such-job", 1, 1).map_err(err)?;
+    Ok(())
+}
+
+fn batch_records(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let id = store
+        .create(meta(&spec("bat"), 1_700_000_500.0), &hosts(&["m1", "m2"]))
+        .map_err(err)?;
+    ensure!(
+        store.batch(&id).map_err(err)?.is_none(),
+        "a batch record before any was saved"
+    );
+    let keep_new = |_: &[u8], new: &[u8]| new.to_vec();
+    let saved = store
+        .save_batch_with(&id, b"one", &[], false, &keep_new)
+        .map_err(err)?;
+    ensure!(saved == b"one", "saved {saved:?}");
+    // A merge sees what is stored, and what it returns is saved.
+    let merge = |stored: &[u8], new: &[u8]| [stored, b"+", new].concat();
+    let saved = store
+        .save_batch_with(
+            &id,
+            b"two",
+            &[dispatched("m1"), finished("m2", "r")],
+            true,
+            &merge,
+        )
+        .map_err(err)?;
+    ensure!(saved == b"one+two", "merged {saved:?}");
+    ensure!(
+        store.batch(&id).map_err(err)?.as_deref() == Some(&b"one+two"[..]),
+        "stored record differs"
+    );
+    let rec = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    ensure!(
+        rec.hosts["m1"].state == HostState::Dispatched && rec.hosts["m2"].state == HostState::Finished,
+        "host changes saved with the record: {:?}",
+        rec.hosts
+    );
+    ensure!(rec.meta.dispatched, "dispatch_done saved with the record");
+    ensure!(
+        store.change_batch_with(&id, &mut |_| None).map_err(err)?,
+        "an existing batch reported missing"
+    );
+    ensure!(
+        store.batch(&id).map_err(err)?.as_deref() == Some(&b"one+two"[..]),
+        "None changed the record"
+    );
+    ensure!(
+        store
+            .change_batch_with(&id, &mut |old| Some([old, b"!"].concat()))
+            .map_err(err)?,
+        "change failed"
+    );
+    ensure!(
+        store.batch(&id).map_err(err)?.as_deref() == Some(&b"one+two!"[..]),
+        "change not stored"
+    );
+    let mut called = false;
+    let exists = store
+        .change_batch_with("no-such-batch", &mut |_| {
+            called = true;
+            Some(b"x".to_vec())
+        })
+        .map_err(err)?;
+    ensure!(!exists && !called, "a missing batch was changed");
+    Ok(())
+}
+
+fn batch_changes_serialized(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let id = store
+        .create(meta(&spec("ser"), 1_700_000_600.0), &hosts(&["m1"]))
+        .map_err(err)?;
+    store
+        .save_batch_with(&id, b"0", &[], false, &|_, n| n.to_vec())
+        .map_err(err)?;
+    let outcomes: Vec<Result<(), String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let id = &id;
+                s.spawn(move || {
+                    let store = open(3600.0);
+                    for _ in 0..10 {
+                        store
+                            .change_batch_with(id, &mut |old| {
+                                let n: u64 = std::str::from_utf8(old).ok()?.parse().ok()?;
+                                Some((n + 1).to_string().into_bytes())
+                            })
+                            .map_err(err)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err("a writer panicked".into())))
+            .collect()
+    });
+    for o in outcomes {
+        o?;
+    }
+    let last = store.batch(&id).map_err(err)?.unwrap_or_default();
+    ensure!(
+        last == b"40",
+        "40 increments from 4 writers left {:?}",
+        String::from_utf8_lossy(&last)
+    );
+    Ok(())
+}
+
+fn paging(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    // Later than anything else in the store (an earlier run's too): these
+    // are the newest jobs.
+    let base = 4_000_000_000.0 + (overlord::store::now() * 100.0).floor();
+    let spec = spec("page");
+    let mut ids: Vec<String> = (0..5)
+        .map(|i| {
+            store
+                .create(meta(&spec, base + i as f64), &hosts(&["m1"]))
+                .map_err(err)
+        })
+        .collect::<Result<_, _>>()?;
+    ids.reverse();
+    let mut seen: Vec<(f64, String)> = Vec::new();
+    let mut cursor = None;
+    while seen.len() < 8 {
+        let page = store.list_page(2, cursor.as_ref()).map_err(err)?;
+        ensure!(page.len() <= 2, "a page of {} jobs", page.len());
+        let Some(last) = page.last().map(|m| (m.started, m.id.clone())) else {
+            break;
+        };
+        seen.extend(page.into_iter().map(|m| (m.started, m.id)));
+        cursor = Some(last);
+    }
+    let newest: Vec<String> = seen.iter().take(5).map(|(_, id)| id.clone()).collect();
+    ensure!(newest == ids, "pages gave {newest:?}, newest first is {ids:?}");
+    let rest = &seen[5.min(seen.len())..];
+    ensure!(
+        rest.iter()
+            .all(|(started, id)| !ids.contains(id) && *started <= base),
+        "after the newest, a job repeated or a newer one came: {rest:?}"
+    );
+    Ok(())
+}
+
+fn retention(open: Open<'_>) -> Result<(), String> {
+    let store = open(0.2);
+    let unfinished = store
+        .create(meta(&spec("open"), 1_700_000_700.0), &hosts(&["m1"]))
+        .map_err(err)?;
+    let id = store
+        .create(meta(&spec("old"), 1_700_000_700.0), &hosts(&["m1"]))
+        .map_err(err)?;
+    ensure!(
+        store.update(&id, &[finished("m1", "r")], true).map_err(err)?,
+        "the job did not end"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // A write purges; a read no longer answers an expired job.
+        store
+            .create(meta(&spec("tick"), 1_700_000_701.0), &[])
+            .map_err(err)?;
+        if store.load(&id).map_err(err)?.is_none() {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "a job finished 60 s ago with keep 0.2 s is still there"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ensure!(
+        store.load(&unfinished).map_err(err)?.is_some(),
+        "an unfinished job expired"
+    );
+    ensure!(
+        store
+            .list_page(usize::MAX, None)
+            .map_err(err)?
+            .iter()
+            .all(|m| m.id != id),
+        "an expired job is still listed"
+    );
+    Ok(())
+}
+
+fn generation(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let g0 = store.generation().map_err(err)?;
+    let id = store
+        .create(meta(&spec("gen"), 1_700_000_800.0), &hosts(&["m1"]))
+        .map_err(err)?;
+    let g1 = store.generation().map_err(err)?;
+    ensure!(g1 > g0, "create: {g0} then {g1}");
+    store.update(&id, &[dispatched("m1")], false).map_err(err)?;
+    let g2 = store.generation().map_err(err)?;
+    ensure!(g2 > g1, "update: {g1} then {g2}");
+    Ok(())
+}
+
+fn batch_events(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let (_, start) = store.batch_events(None).map_err(err)?;
+    let id = store
+        .create(meta(&spec("ev"), 1_700_000_900.0), &hosts(&["m1"]))
+        .map_err(err)?;
+    for n in 0..3 {
+        let line = serde_json::json!({"time": 1.0 + n as f64, "job_id": id, "event": "progress", "n": n});
+        store.log_batch_event(&id, &line).map_err(err)?;
+    }
+    let (lines, end) = store.batch_events(Some(start)).map_err(err)?;
+    let ours: Vec<i64> = lines
+        .iter()
+        .filter(|l| l["job_id"] == id.as_str())
+        .filter_map(|l| l["n"].as_i64())
+        .collect();
+    ensure!(ours == [0, 1, 2], "events after {start}: {lines:?}");
+    let (again, end2) = store.batch_events(Some(end)).map_err(err)?;
+    ensure!(
+        again.is_empty() && end2 == end,
+        "reading from the end gave {again:?} ({end} then {end2})"
+    );
+    Ok(())
+}
