@@ -75,11 +75,7 @@ fn shared_minions(root: &Root) -> Option<Vec<(String, Option<String>)>> {
             return Some(list.clone());
         }
     }
-    let url = match crate::settings::store_url(root)? {
-        Ok(url) => url,
-        Err(_) => return None, // the store itself says why, where it is used
-    };
-    match common::pg::minions(&url) {
+    match crate::settings::store(root).shared_minions()? {
         Ok(list) => {
             let list: Vec<(String, Option<String>)> = list
                 .into_iter()

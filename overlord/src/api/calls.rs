@@ -45,7 +45,12 @@ pub async fn call(
     State(api): State<Arc<Api>>,
     Body(fields): Body<CallFields>,
 ) -> Result<Response, ApiError> {
-    let call = gate::Call::new(fields)?;
+    let mut call = gate::Call::new(fields)?;
+    // A service never drives a batch itself: every batch has its own
+    // driver, and the answer is its id (202), as for an async call.
+    if let Run::Batch { detached, .. } = &mut call.run {
+        *detached = true;
+    }
     let function = call.function();
     let root = api.root.clone();
     let (spec, exclude) = (call.spec.clone(), call.exclude.clone());

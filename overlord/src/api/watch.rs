@@ -83,7 +83,7 @@ struct State {
     seen: HashMap<String, f64>,
     newest: f64,
     stamp: Option<(SystemTime, u64)>,
-    changes: Changes,
+    changes: crate::store::ChangeWatch,
     ends_tx: mpsc::Sender<(String, String, Value)>,
     ends_rx: mpsc::Receiver<(String, String, Value)>,
     batch_log: u64,
@@ -97,7 +97,7 @@ impl State {
         let batch_log = api.store.batch_events(None).map_or(0, |(_, end)| end);
         let since = api.started;
         State {
-            changes: Changes::new(&api),
+            changes: crate::store::ChangeWatch::new(&api.store),
             api,
             rt,
             tracked: HashMap::new(),
@@ -373,55 +373,6 @@ impl State {
     }
 }
 
-/// How the watcher learns that the store changed: the embedded store's
-/// file time and size (looked at each tick, without opening it); for
-/// PostgreSQL, a thread that `LISTEN`s and counts the notifications every
-/// overlord's writes send.
-enum Changes {
-    File(std::path::PathBuf),
-    Notified(Arc<std::sync::atomic::AtomicU64>),
-    Never,
-}
-
-impl Changes {
-    fn new(api: &Arc<Api>) -> Self {
-        match &api.store {
-            crate::store::Store::Redb(s) => Changes::File(s.path().to_path_buf()),
-            crate::store::Store::Postgres(pg) => {
-                let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
-                let (pg, seen) = (Arc::clone(pg), Arc::clone(&count));
-                let _ = std::thread::Builder::new().name("func-api-listen".into()).spawn(move || {
-                    let mut listener = None;
-                    loop {
-                        match pg.wait_change(&mut listener, Duration::from_secs(5)) {
-                            Ok(true) => {
-                                seen.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Ok(false) => {}
-                            Err(e) => {
-                                tracing::warn!(error = %e, "watcher: cannot listen for changes; trying again");
-                                // Changes may have been missed: look again.
-                                seen.fetch_add(1, Ordering::Relaxed);
-                                std::thread::sleep(Duration::from_secs(1));
-                            }
-                        }
-                    }
-                });
-                Changes::Notified(count)
-            }
-            crate::store::Store::Broken(_) => Changes::Never,
-        }
-    }
-
-    fn stamp(&self) -> Option<(SystemTime, u64)> {
-        match self {
-            Changes::File(path) => file_stamp(path),
-            Changes::Notified(n) => Some((SystemTime::UNIX_EPOCH, n.load(Ordering::Relaxed))),
-            Changes::Never => None,
-        }
-    }
-}
-
 /// A batch log line as Salt 3008's event: progress `{total, completed,
 /// active, pending, failed, iter}`, halted `{reason, abandoned_active,
 /// abandoned_pending}`; the others carry the counts.
@@ -450,9 +401,4 @@ pub fn salt_batch_event(id: &str, event: &str, ev: &serde_json::Value) -> (Strin
         }),
     };
     (format!("batch/{id}/{tag}"), data)
-}
-
-fn file_stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
 }

@@ -51,7 +51,7 @@ pub trait JobStore: Send + Sync {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &crate::store::Merge<'_>,
+        merge: &Merge<'_>,
     ) -> Result<Vec<u8>, StoreError>;
     /// Changes a stored batch record in one transaction (`None` from
     /// `change` leaves it); whether the batch exists.

@@ -12,6 +12,17 @@ use super::postgres::PgStore;
 use super::redb::RedbStore;
 use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
 
+/// A minion a shared store lists: its name and advertised address.
+pub type SharedMinion = (String, Option<String>);
+
+/// What `func store status` reports.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub backend: &'static str,
+    pub schema_version: Option<i32>,
+    pub counts: std::collections::BTreeMap<String, i64>,
+}
+
 /// The configured job store.
 #[derive(Clone)]
 pub enum Store {
@@ -83,6 +94,75 @@ impl Store {
             .change_batch_with(id, &mut |bytes| once.take().and_then(|f| f(bytes)))
     }
 
+    /// Whether several overlords share this store (their minions too).
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Store::Postgres(_))
+    }
+
+    /// The minions a shared store lists (name, address); `None` for a
+    /// store that is not shared (the certificates below the root are the list).
+    pub fn shared_minions(&self) -> Option<Result<Vec<SharedMinion>, StoreError>> {
+        match self {
+            Store::Postgres(pg) => Some(pg.minions()),
+            Store::Redb(_) => None,
+            Store::Broken(why) => Some(Err(StoreError::Db(why.clone()))),
+        }
+    }
+
+    /// The backend, its schema version (when it has one) and what it
+    /// holds; `minions`: how many the root knows (for a store that does
+    /// not list minions itself).
+    pub fn status(&self, minions: usize) -> Result<Status, StoreError> {
+        match self {
+            Store::Postgres(pg) => {
+                let (version, counts) = pg.status()?;
+                Ok(Status {
+                    backend: "postgresql",
+                    schema_version: Some(version),
+                    counts: counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                })
+            }
+            Store::Redb(_) => {
+                let jobs = self.list()?;
+                let batches = jobs.iter().filter(|m| m.batch).count();
+                let counts = [("jobs", jobs.len()), ("batches", batches), ("minions", minions)]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v as i64))
+                    .collect();
+                Ok(Status {
+                    backend: "redb",
+                    schema_version: None,
+                    counts,
+                })
+            }
+            Store::Broken(why) => Err(StoreError::Db(why.clone())),
+        }
+    }
+
+    /// Copies `local`'s history (jobs, hosts, results, batch records) into
+    /// this shared store; jobs already here are left alone. (jobs in
+    /// `local`, jobs written, batch records written).
+    pub fn import_history(&self, local: &Store) -> Result<(usize, usize, usize), StoreError> {
+        let Store::Postgres(pg) = self else {
+            return Err(StoreError::Db(
+                "no shared store is configured ([store] url in overlord.conf): nothing to import into".into(),
+            ));
+        };
+        let metas = local.list()?;
+        let (mut written, mut batches) = (0, 0);
+        for chunk in metas.chunks(500) {
+            let ids: Vec<String> = chunk.iter().map(|m| m.id.clone()).collect();
+            written += pg.import(&local.load_many(&ids)?)?;
+            for m in chunk.iter().filter(|m| m.batch) {
+                if let Some(rec) = local.batch(&m.id)? {
+                    pg.import_batch(&m.id, &rec)?;
+                    batches += 1;
+                }
+            }
+        }
+        Ok((metas.len(), written, batches))
+    }
+
     /// Writes whole jobs as they are; ids already there are left alone.
     pub fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError> {
         match self {
@@ -134,7 +214,7 @@ impl JobStore for Store {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &crate::store::Merge<'_>,
+        merge: &super::api::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
         self.inner()?
             .save_batch_with(id, record, changes, dispatch_done, merge)

@@ -5,13 +5,15 @@
 
 pub mod api;
 pub mod backend;
+pub mod changes;
 pub mod postgres;
 pub mod redb;
 pub mod rules;
 pub mod types;
 
 pub use api::{Cursor, JobStore, Merge, Sealer};
-pub use backend::Store;
+pub use backend::{Status, Store};
+pub use changes::ChangeWatch;
 pub use types::{
     job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, Seal, StoreError, DEFAULT_KEEP_JOBS,
 };

@@ -110,6 +110,12 @@ impl PgStore {
         self.url.shown()
     }
 
+    /// The minions the certmasters sharing this store signed and did not
+    /// revoke (name, advertised address).
+    pub fn minions(&self) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        common::pg::minions(&self.url).map_err(|e| StoreError::Unavailable(e.to_string()))
+    }
+
     /// Runs `f` on a pooled connection (made, and the schema brought up to
     /// date, if none is idle); a connection that failed is dropped.
     fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, StoreError> {
@@ -552,7 +558,7 @@ impl JobStore for PgStore {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &crate::store::Merge<'_>,
+        merge: &super::api::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
         self.write(|txn| rules::save_batch(&mut PgTx(txn), id, record, changes, dispatch_done, merge))
     }

@@ -240,7 +240,7 @@ impl JobStore for RedbStore {
         record: &[u8],
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-        merge: &crate::store::Merge<'_>,
+        merge: &super::api::Merge<'_>,
     ) -> Result<Vec<u8>, StoreError> {
         self.write(|txn| rules::save_batch(&mut RedbTx(txn), id, record, changes, dispatch_done, merge))
     }
@@ -519,7 +519,7 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{job_id, HostState};
+    use crate::store::types::{job_id, HostState};
 
     #[test]
     fn pages_newest_first_with_a_cursor_and_a_generation_that_grows() {

@@ -123,7 +123,7 @@ pub fn save_batch<T: Tx>(
     record: &[u8],
     changes: &[(String, HostUpdate)],
     dispatch_done: bool,
-    merge: &super::Merge<'_>,
+    merge: &super::api::Merge<'_>,
 ) -> Result<Vec<u8>, T::Error> {
     let merged = match tx.batch_for_update(id)? {
         Some(old) => merge(&old, record),
