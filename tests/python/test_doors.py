@@ -144,6 +144,15 @@ class OneGateTest(unittest.TestCase):
                 self.assertEqual(status, 0, (door, answers))
             self.assertEqual(wait_for(job_id), (0, ("finished", {"m1": 5, "m2": 5})), door)
 
+    def test_a_batch_is_the_same_job_through_every_door_that_can_say_it(self):
+        call = {"spec": "m1;m2", "module": "test", "method": "add", "args": [4, 5], "batch": 1, "async": True}
+        answers = self.through(call, BATCH_DOORS)
+        # func-api runs every batch with its own driver, async or not.
+        answers["func-api (no async)"] = by_api({k: v for k, v in call.items() if k != "async"})
+        for door, (status, job_id) in answers.items():
+            self.assertEqual(status, 202 if door.startswith("func-api") else 0, (door, answers))
+            self.assertEqual(wait_for(job_id), (0, ("finished", {"m1": 9, "m2": 9})), door)
+
     def refused_alike(self, call, kind, text, doors=tuple(DOORS)):
         answers = self.through(call, doors)
         messages = {door: message for door, (_, message) in answers.items()}
