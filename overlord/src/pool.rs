@@ -12,19 +12,19 @@
 //! the CRL file changes, and every kept connection (verified against the
 //! old list) is closed then.
 //!
-//! [`Pool::wait_end`] long-polls a minion job (`jobs.wait_job`) until it
-//! ends, over the same connections, for watchers of async jobs.
+//! [`Pool::wait_end`] follows a minion job to its end (`jobs::follow`, as
+//! every caller does), over the same connections, for watchers of async jobs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::rpc::client::{CallError, MinionClient};
-use common::xmlrpc::{is_remote_error, remote_error};
+use common::xmlrpc::remote_error;
 use common::Value;
 use tokio::sync::Semaphore;
 
-use crate::jobs::poller::{interpret, Answer};
+use crate::jobs::follow::{Follow, Reply, Step};
 use crate::settings::Calling;
 use crate::targets::Target;
 use crate::worker::{call_error, connect, Link};
@@ -37,8 +37,6 @@ pub const MAX_IDLE: usize = 8192;
 pub const IDLE_FOR: Duration = Duration::from_secs(20);
 /// Hosts one request calls at once.
 pub const CONCURRENCY: usize = 256;
-/// How long one `jobs.wait_job` asks the minion to wait.
-const WAIT_STEP: f64 = 5.0;
 
 struct Kept {
     client: MinionClient,
@@ -177,13 +175,28 @@ impl Pool {
         limit: Duration,
         user: Option<&str>,
     ) -> Value {
+        self.ask(target, method, params, limit, user).await.1
+    }
+
+    /// [`Pool::call`], and what kind of reply it was (typed: the method's
+    /// answer, a fault, or no answer).
+    async fn ask(
+        &self,
+        target: &Target,
+        method: &str,
+        params: Vec<Value>,
+        limit: Duration,
+        user: Option<&str>,
+    ) -> (Reply, Value) {
         match tokio::time::timeout(limit, self.call_inner(target, method, params, limit, user)).await {
-            Ok(v) => v,
-            Err(_) => remote_error(
-                "socket.timeout",
-                &format!("no answer from {} within {:?}", target.addr, limit),
-                "",
-            ),
+            Ok(done) => done,
+            Err(_) => {
+                let why = format!("no answer from {} within {:?}", target.addr, limit);
+                (
+                    Reply::Unreachable(why.clone()),
+                    remote_error("socket.timeout", &why, ""),
+                )
+            }
         }
     }
 
@@ -194,7 +207,8 @@ impl Pool {
         params: Vec<Value>,
         limit: Duration,
         user: Option<&str>,
-    ) -> Value {
+    ) -> (Reply, Value) {
+        let unreachable = |v: Value| (Reply::Unreachable(crate::jobs::follow::why(&v)), v);
         // Looked at before a kept connection is taken: a changed CRL closes
         // them all, so a revoked minion is not called over an old one.
         let link = self.link();
@@ -204,7 +218,7 @@ impl Pool {
             Some(c) => c,
             None => match connect(target, link, limit).await {
                 Ok(c) => c,
-                Err(e) => return e,
+                Err(e) => return unreachable(e),
             },
         };
         client.set_timeout(limit);
@@ -215,7 +229,7 @@ impl Pool {
         if reused && matches!(&outcome, Err(CallError::Http(_))) {
             client = match connect(target, self.link(), limit).await {
                 Ok(c) => c,
-                Err(e) => return e,
+                Err(e) => return unreachable(e),
             };
             client.set_timeout(limit);
             client.set_user(user);
@@ -225,14 +239,15 @@ impl Pool {
             Ok(v) => {
                 self.give_back(target, client);
                 self.answered(&target.name);
-                v
+                (Reply::Value(v.clone()), v)
             }
             Err(e @ CallError::Fault { .. }) => {
                 self.give_back(target, client);
                 self.answered(&target.name);
-                call_error(e)
+                let v = call_error(e);
+                (Reply::Fault(v.clone()), v)
             }
-            Err(e) => call_error(e),
+            Err(e) => unreachable(call_error(e)),
         }
     }
 
@@ -269,51 +284,19 @@ impl Pool {
     }
 
     /// Waits until minion job `job` on `target` ends and returns its final
-    /// result: `jobs.wait_job` again and again (or polls `jobs.job_status`
-    /// on a minion without it). A silent host is asked again after a pause
-    /// that grows to 5 s; whoever awaits this decides when to give up.
+    /// result, following it as every caller does (`jobs::follow`); whoever
+    /// awaits this decides when to give up on a silent host.
     pub async fn wait_end(&self, target: &Target, job: &str) -> Value {
         let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
-        let mut long_poll = true;
-        let mut pause = Duration::from_millis(100);
+        let mut follow = Follow::new(job);
         loop {
-            let (method, params, patience) = if long_poll {
-                let params = vec![Value::String(job.to_string()), Value::Double(WAIT_STEP)];
-                (
-                    "jobs.wait_job",
-                    params,
-                    limit + Duration::from_secs_f64(WAIT_STEP),
-                )
-            } else {
-                ("jobs.job_status", vec![Value::String(job.to_string())], limit)
-            };
+            let (method, params, patience) = follow.ask(limit);
             let asked = std::time::Instant::now();
-            let value = self.call(target, method, params, patience, None).await;
-            if is_remote_error(&value) {
-                let kind = match &value {
-                    Value::Array(items) => items.get(1).cloned(),
-                    _ => None,
-                };
-                // A fault or method error on wait_job: an older minion; poll.
-                let unreachable = matches!(&kind, Some(Value::String(k)) if k.starts_with("socket.") || k.starts_with("ssl.") || k == "func.overlord.CallError");
-                if long_poll && !unreachable {
-                    long_poll = false;
-                    continue;
-                }
-                if !unreachable {
-                    return value;
-                }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(5));
-                continue;
-            }
-            pause = Duration::from_millis(100);
-            match interpret(&target.name, job, value) {
-                Answer::Finished(result) => return result,
-                // A minion that answers "running" at once instead of
-                // waiting is asked again no more than once a second.
-                _ if long_poll && asked.elapsed() >= Duration::from_secs(1) => {}
-                _ => tokio::time::sleep(Duration::from_secs(1)).await,
+            let (reply, _) = self.ask(target, method, params, patience, None).await;
+            match follow.step(&target.name, reply, asked.elapsed()) {
+                Step::Ended(result) => return result,
+                Step::Again(Some(pause)) => tokio::time::sleep(pause).await,
+                Step::Again(None) => {}
             }
         }
     }

@@ -8,6 +8,7 @@
 //! - [`poller`]: `jobs.job_status` on many hosts over kept-alive connections.
 
 pub mod driver;
+pub mod follow;
 pub mod kill;
 pub mod poller;
 pub mod start;

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use common::rpc::client::{CallError, MinionClient};
 use common::tls::Credentials;
-use common::xmlrpc::remote_error;
 use common::Value;
 use tokio::sync::{mpsc, Semaphore};
 
+use super::follow::{Follow, Step};
 use crate::targets::Target;
 use crate::worker::{call_error, connect, Link};
 
@@ -29,25 +29,8 @@ const IN_FLIGHT: usize = 64;
 /// took `func job_status --wait` to 190 MiB. See [`super::window`].
 const WAIT_IN_FLIGHT: usize = 1024;
 
-/// How long one `jobs.wait_job` call asks the minion to wait.
-const WATCH_WAIT: Duration = Duration::from_secs(5);
-
 /// How long [`Poller::ended`] waits for a further end after one.
 const LINGER: Duration = Duration::from_millis(2);
-
-/// Pause between `jobs.job_status` polls of a minion without `wait_job`,
-/// and before calling a silent host again.
-const WATCH_PAUSE: Duration = Duration::from_millis(100);
-
-/// What one host said about its minion job.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    Running,
-    /// The host's final result (possibly a `REMOTE_ERROR`).
-    Finished(Value),
-    /// No answer this round (the host may come back).
-    Unreachable(String),
-}
 
 /// Polling state: a runtime and the open connections.
 pub struct Poller {
@@ -247,14 +230,7 @@ impl Poller {
     }
 }
 
-/// One host's reply to one call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    Value(Value),
-    /// A fault, as the host's `REMOTE_ERROR` value.
-    Fault(Value),
-    Unreachable(String),
-}
+pub use super::follow::{interpret, Answer, Reply};
 
 /// One host: reuse or open a connection, call, read the reply. A kept-alive
 /// connection the minion closed meanwhile is reopened once.
@@ -271,7 +247,7 @@ async fn ask(
         Some(c) => c,
         None => match connect(target, Arc::clone(&tls), limit).await {
             Ok(c) => c,
-            Err(e) => return (Reply::Unreachable(describe(&e)), None),
+            Err(e) => return (Reply::Unreachable(crate::jobs::follow::why(&e)), None),
         },
     };
     let mut outcome = client.call(method, params.clone()).await;
@@ -281,7 +257,7 @@ async fn ask(
                 client = fresh;
                 outcome = client.call(method, params).await;
             }
-            Err(e) => return (Reply::Unreachable(describe(&e)), None),
+            Err(e) => return (Reply::Unreachable(crate::jobs::follow::why(&e)), None),
         }
     }
     match outcome {
@@ -291,10 +267,9 @@ async fn ask(
     }
 }
 
-/// One watch: `jobs.wait_job` again and again until the job ends (falling
-/// back to polling `jobs.job_status` where the minion lacks it). A silent
-/// host is called again after a pause; the caller's deadlines decide when
-/// to give up on it.
+/// One watch: the job followed on its host (`super::follow`) until it
+/// ends, over a kept connection; the caller's deadlines decide when to
+/// give up on a silent host.
 async fn watch_one(
     mut client: Option<MinionClient>,
     target: Target,
@@ -303,83 +278,26 @@ async fn watch_one(
     limit: Duration,
     ends: mpsc::UnboundedSender<(String, Value)>,
 ) {
-    let mut long_poll = true;
+    let mut follow = Follow::new(&job);
     loop {
-        let (method, params, patience) = if long_poll {
-            let params = vec![
-                Value::String(job.clone()),
-                Value::Double(WATCH_WAIT.as_secs_f64()),
-            ];
-            ("jobs.wait_job", params, limit + WATCH_WAIT)
-        } else {
-            ("jobs.job_status", vec![Value::String(job.clone())], limit)
-        };
+        let (method, params, patience) = follow.ask(limit);
+        let asked_at = std::time::Instant::now();
         let asked = tokio::time::timeout(
             patience,
             ask(client.take(), &target, method, params, Arc::clone(&tls), limit),
         );
-        let (reply, kept) = asked.await.unwrap_or((Reply::Unreachable(String::new()), None));
+        let (reply, kept) = asked
+            .await
+            .unwrap_or_else(|_| (Reply::Unreachable(format!("no answer within {patience:?}")), None));
         client = kept;
-        let end = match reply {
-            // No `wait_job` there (an older or other minion): poll instead.
-            Reply::Value(v) if long_poll && common::xmlrpc::is_remote_error(&v) => {
-                long_poll = false;
-                continue;
+        match follow.step(&target.name, reply, asked_at.elapsed()) {
+            Step::Ended(result) => {
+                let _ = ends.send((target.name, result));
+                return;
             }
-            Reply::Fault(_) if long_poll => {
-                long_poll = false;
-                continue;
-            }
-            Reply::Value(v) => match interpret(&target.name, &job, v) {
-                Answer::Finished(result) => Some(result),
-                _ => None,
-            },
-            Reply::Fault(err) => Some(err),
-            Reply::Unreachable(_) => None,
-        };
-        if let Some(result) = end {
-            let _ = ends.send((target.name, result));
-            return;
+            Step::Again(Some(pause)) => tokio::time::sleep(pause).await,
+            Step::Again(None) => {}
         }
-        if !long_poll || client.is_none() {
-            tokio::time::sleep(WATCH_PAUSE).await;
-        }
-    }
-}
-
-/// `[0, -1]`, `[1, result]`, `[2, 0]` → an answer.
-pub fn interpret(host: &str, job: &str, value: Value) -> Answer {
-    match value {
-        Value::Array(mut items) if items.len() == 2 => match items[0] {
-            Value::Integer(0) => Answer::Running,
-            Value::Integer(1) => Answer::Finished(items.swap_remove(1)),
-            Value::Integer(2) => Answer::Finished(remote_error(
-                "func.overlord.LostJob",
-                &format!("{host} no longer knows job {job} (expired, or its records were lost)"),
-                "",
-            )),
-            _ => Answer::Finished(bad_answer(host)),
-        },
-        _ => Answer::Finished(bad_answer(host)),
-    }
-}
-
-fn bad_answer(host: &str) -> Value {
-    remote_error(
-        "func.overlord.BadAnswer",
-        &format!("{host} answered jobs.job_status with something other than [status, result]"),
-        "",
-    )
-}
-
-/// The message of a `REMOTE_ERROR` value.
-fn describe(err: &Value) -> String {
-    match err {
-        Value::Array(items) => match items.get(2) {
-            Some(Value::String(s)) => s.clone(),
-            _ => "unreachable".into(),
-        },
-        _ => "unreachable".into(),
     }
 }
 
