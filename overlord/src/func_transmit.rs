@@ -202,6 +202,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         }
     };
     let method = text("method")?.ok_or_else(|| Bad("a request needs \"method\"".into()))?;
+    crate::gate::call::check_spec("spec", &spec).map_err(|e| Bad(e.to_string()))?;
     match method.as_str() {
         "list_minions" => return Ok(Request::ListMinions { spec }),
         "job_status" => {
@@ -212,6 +213,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
                 }
                 _ => return Err(Bad("job_status takes the job id as \"parameters\"".into())),
             };
+            crate::gate::JobRef::parse(&id).map_err(|e| Bad(e.to_string()))?;
             return Ok(Request::JobStatus { id });
         }
         _ => {}

@@ -108,6 +108,11 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
                     .unwrap_or_else(|| clap_error(e))
             })?;
             global = global.merge(sub.global);
+            // Every SPEC command's SPEC (and -e) is checked by the gate's rule.
+            crate::gate::call::check_spec("spec", spec)?;
+            if let Some(ex) = &global.exclude {
+                crate::gate::call::check_spec("exclude", ex)?;
+            }
             (spec.clone(), Parsed::Spec(sub.command))
         }
         crate::cli::TopCommand::Transmit => {

@@ -191,5 +191,59 @@ class OneGateTest(unittest.TestCase):
                 self.assertIn(rule, message, (door, answers))
 
 
+class OtherRequestsTest(unittest.TestCase):
+    """list_minions and job_status: each door answers in its documented
+    shape; the decisions and messages are the gate's."""
+
+    def func(self, *words):
+        p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "--json"] + list(words),
+                           capture_output=True, text=True, timeout=120)
+        doc = json.loads(p.stdout) if p.stdout.strip() else {}
+        return p.returncode, doc
+
+    def func_transmit(self, request):
+        p = subprocess.run([binary("func-transmit"), "--root", FLEET.ca_root], input=json.dumps(request),
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, json.loads(p.stdout)
+
+    def transmit(self, request):
+        p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "transmit"], input=json.dumps(request),
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, json.loads(p.stdout)
+
+    def test_list_minions_through_every_door(self):
+        code, doc = self.func("m*", "list_minions")
+        self.assertEqual((code, sorted(doc)), (0, ["m1", "m2"]))
+        self.assertEqual(self.func_transmit({"method": "list_minions", "clients": "m*"}), (0, ["m1", "m2"]))
+        status, doc, _ = API.request("GET", "/api/v1/minions?spec=m*", token=TOKEN)
+        self.assertEqual((status, sorted(m["name"] for m in doc["minions"])), (200, ["m1", "m2"]), doc)
+        # A SPEC that is not printable: the same refusal everywhere.
+        bad = "m\u0007"
+        code, doc = self.func(bad, "list_minions")
+        ft_code, ft = self.func_transmit({"method": "list_minions", "clients": bad})
+        status, api, _ = API.request("GET", "/api/v1/minions?spec=m%07", token=TOKEN)
+        messages = {strip(doc["error"]), strip(ft["error"]), strip(api["error"])}
+        self.assertEqual((code, ft_code, status), (2, 2, 400), (doc, ft, api))
+        self.assertEqual(messages, {"spec must be 1 to 4096 printable characters"})
+        # Nothing matched: an error everywhere (Func's error object for func-transmit).
+        code, doc = self.func("nosuch*", "list_minions")
+        ft_code, ft = self.func_transmit({"method": "list_minions", "clients": "nosuch*"})
+        status, api, _ = API.request("GET", "/api/v1/minions?spec=nosuch*", token=TOKEN)
+        self.assertEqual((code, ft_code), (1, 1), (doc, ft))
+        self.assertEqual(status, 404, api)
+        self.assertEqual({strip(doc["error"]), strip(ft["message"]), strip(api["error"])},
+                         {"can't find any minions matching \"nosuch*\""})
+
+    def test_a_job_id_is_read_by_one_rule(self):
+        bad = "x\u001b[2J"
+        code, doc = self.func("job_status", bad)
+        t_code, t = self.transmit({"job_status": bad})
+        ft_code, ft = self.func_transmit({"method": "job_status", "parameters": bad})
+        status, api, _ = API.request("GET", "/api/v1/jobs/x%1B%5B2J", token=TOKEN)
+        self.assertEqual((code, t_code, ft_code, status), (2, 2, 2, 400), (doc, t, ft, api))
+        self.assertEqual({strip(doc["error"]), strip(t["error"]), strip(ft["error"]), strip(api["error"])},
+                         {"a job id is 1 to 4560 printable characters (or last)"})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -220,7 +220,7 @@ fn cursor_of(store: &dyn JobStore, id: &str) -> Result<(f64, String), ApiError> 
 /// The record of job `id` (`last`: the caller's newest), if the caller may see it.
 fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
     let store = &api.store;
-    let id = if id == "last" {
+    let id = if crate::gate::JobRef::parse(id)?.is_last() {
         store
             .newest_of(&caller.user())
             .map_err(ApiError::store)?

@@ -1,7 +1,8 @@
 //! `GET /api/v1/minions[?spec=]`: the signed minions a SPEC names (all by
 //! default), with their addresses and when each last answered func-api
 //! (`last_seen`, epoch seconds, or null), in natural order — for a limited token
-//! only those its rights reach. `GET /api/v1/minions/{name}/methods`: the
+//! only those its rights reach; a SPEC that matches none of those is 404, as
+//! through every door. `GET /api/v1/minions/{name}/methods`: the
 //! minion's modules, their methods and arguments (Func's
 //! `get_method_args`), for forms; a limited token sees the methods it may call.
 
@@ -32,11 +33,21 @@ pub async fn list(
     State(api): State<Arc<Api>>,
     Query(f): Query<Filter>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    // Without `spec`, the collection (empty while no minion is enrolled);
+    // with one, a SPEC as every door reads it: matching nothing the caller
+    // may see is the gate's no-match, 404.
+    let asked = f.spec.is_some();
     let spec = f.spec.unwrap_or_else(|| "*".into());
     super::calls::check_spec(&spec)?;
+    let no_match = || {
+        ApiError::from(crate::gate::GateError::Targets(TargetError::NoMatch(
+            spec.clone(),
+        )))
+    };
     let root = api.root.clone();
+    let spec2 = spec.clone();
     let targets = tokio::task::spawn_blocking(move || {
-        let found = crate::targets::resolve(&root, &spec, None);
+        let found = crate::targets::resolve(&root, &spec2, None);
         let allowed = (!caller.rights.admin).then(|| caller.rights.hosts_for(&root, None));
         (found, allowed)
     })
@@ -47,9 +58,12 @@ pub async fn list(
             .into_iter()
             .filter(|t| targets.1.as_ref().is_none_or(|a| a.contains(&t.name)))
             .collect(),
-        Err(TargetError::NoMatch(_)) => Vec::new(),
-        Err(e) => return Err(ApiError::bad(e.to_string())),
+        Err(TargetError::NoMatch(_)) if !asked => Vec::new(),
+        Err(e) => return Err(crate::gate::GateError::Targets(e).into()),
     };
+    if asked && targets.is_empty() {
+        return Err(no_match());
+    }
     targets.sort_by(|a: &Target, b: &Target| crate::values::natural_cmp(&a.name, &b.name));
     let minions: Vec<_> = targets
         .iter()

@@ -65,6 +65,7 @@ impl Command {
             ) => (id, true),
             _ => return Ok(()),
         };
+        crate::gate::JobRef::parse(id)?;
         *id = crate::jobs::resolve_id(store, id, batch).map_err(PlanError::Config)?;
         Ok(())
     }

@@ -7,11 +7,17 @@
 //!
 //! - [`call`]: the call request (`SPEC call MODULE METHOD ARGS`, async,
 //!   batch) and its validation;
+//! - [`job`]: a job named by a request (`job_status`, lookups, kills);
 //! - [`error`]: why a request was refused or failed, and the status each
 //!   door ends with.
+//!
+//! A SPEC (`call::check_spec`) is checked here for every command that takes
+//! one (`list_minions`, `ping`, `call`, `GET /api/v1/minions?spec=`).
 
 pub mod call;
 pub mod error;
+pub mod job;
 
 pub use call::{Args, Call, CallFields, Run};
 pub use error::GateError;
+pub use job::JobRef;
