@@ -9,7 +9,7 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value as J;
 
-use super::GateError;
+use super::error::GateError;
 use crate::settings::seconds;
 
 /// Longest SPEC (and `exclude`) accepted.

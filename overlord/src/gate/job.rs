@@ -4,7 +4,7 @@
 //! `last` for the newest job of the caller (resolved against the store by
 //! the engine, `jobs::resolve_id`).
 
-use super::GateError;
+use super::error::GateError;
 
 /// Longest job id accepted (a SPEC of [`super::call::MAX_SPEC`], a
 /// function, a time stamp).
