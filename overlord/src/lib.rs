@@ -25,6 +25,7 @@ pub mod batch;
 pub mod calling;
 pub mod cli;
 pub mod commands;
+pub mod conf;
 pub mod dispatch;
 pub mod error;
 pub mod func_transmit;

@@ -65,18 +65,14 @@ impl Dispatch {
     /// per-host timeout (`-t`, else `socket_timeout` of overlord.conf, else
     /// [`DEFAULT_TIMEOUT`]).
     pub fn for_root(root: &Root, forks: Option<usize>, timeout: Option<f64>) -> Result<Self, PlanError> {
-        let conf =
-            common::config::Ini::load(&root.overlord_conf()).map_err(|e| PlanError::Config(e.to_string()))?;
-        let conf_timeout = conf
-            .f64("main", "socket_timeout")
-            .map_err(|e| PlanError::Config(e.to_string()))?
-            .filter(|t| *t > 0.0)
-            .map(|t| t.min(MAX_SECS));
+        // The one place a front end reads overlord.conf first: a bad value
+        // stops it here, naming the file and the key.
+        let conf = crate::conf::OverlordConf::of(root).map_err(|e| PlanError::Config(e.to_string()))?;
         Ok(Dispatch {
             forks: forks.unwrap_or_else(crate::dispatch::default_forks),
-            timeout_secs: timeout.or(conf_timeout).unwrap_or(DEFAULT_TIMEOUT),
+            timeout_secs: timeout.or(conf.socket_timeout).unwrap_or(DEFAULT_TIMEOUT),
             concurrency: WORKER_CONCURRENCY,
-            max_response: max_response(root),
+            max_response: conf.max_response,
         })
     }
 }

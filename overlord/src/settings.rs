@@ -2,10 +2,10 @@
 //! by the detached drivers: its credentials, the job store, the largest
 //! answer accepted, dispatch defaults, and the one parser of seconds.
 
-use common::config::Ini;
 use common::paths::Root;
 use common::tls::Credentials;
 
+use crate::conf::OverlordConf;
 use crate::store::Store;
 
 /// Default per-host timeout when neither `-t` nor `socket_timeout` is set.
@@ -30,49 +30,33 @@ pub fn credentials(root: &Root) -> Credentials {
 /// `max_response_size` of overlord.conf: the largest answer accepted from
 /// one minion (default 64 MiB); a larger one fails that host.
 pub fn max_response(root: &Root) -> usize {
-    Ini::load(&root.overlord_conf())
-        .ok()
-        .and_then(|ini| ini.u64("main", "max_response_size").ok().flatten())
-        .map_or(common::rpc::client::MAX_RESPONSE, |v| v.max(1024) as usize)
+    OverlordConf::or_defaults(root).max_response
 }
 
 /// The job store of `root`, with `keep_jobs` from overlord.conf: the
 /// PostgreSQL store of `[store] url` when set, else the embedded file below
 /// the root. A malformed URL gives a store whose every use says why.
 pub fn store(root: &Root) -> Store {
-    let ini = Ini::load(&root.overlord_conf()).ok();
-    let keep = ini
-        .as_ref()
-        .and_then(|ini| ini.f64("main", "keep_jobs").ok().flatten())
-        .filter(|k| k.is_finite() && *k >= 0.0)
-        .unwrap_or(crate::store::DEFAULT_KEEP_JOBS);
-    match ini.as_ref().and_then(url_in) {
+    let conf = OverlordConf::or_defaults(root);
+    match &conf.store_url {
         Some(Ok(url)) => Store::Postgres(std::sync::Arc::new(crate::store::postgres::PgStore::new(
-            url, keep,
+            url.clone(),
+            conf.keep_jobs,
         ))),
-        Some(Err(e)) => Store::Broken(e.to_string()),
-        None => Store::embedded(root, keep),
+        Some(Err(e)) => Store::Broken(e.clone()),
+        None => Store::embedded(root, conf.keep_jobs),
     }
 }
 
 /// `[store] url` of overlord.conf, parsed, if set.
-pub fn store_url(root: &Root) -> Option<Result<common::pg::StoreUrl, common::pg::PgError>> {
-    url_in(&Ini::load(&root.overlord_conf()).ok()?)
-}
-
-fn url_in(ini: &Ini) -> Option<Result<common::pg::StoreUrl, common::pg::PgError>> {
-    let url = ini.str("store", "url")?.trim();
-    (!url.is_empty()).then(|| common::pg::StoreUrl::parse(url))
+pub fn store_url(root: &Root) -> Option<Result<common::pg::StoreUrl, String>> {
+    OverlordConf::or_defaults(root).store_url.clone()
 }
 
 /// `[store] batch_lease`: how long a batch driver's lease lasts unrenewed
 /// before another overlord may take the batch over (default 30 s).
 pub fn batch_lease(root: &Root) -> f64 {
-    Ini::load(&root.overlord_conf())
-        .ok()
-        .and_then(|ini| ini.f64("store", "batch_lease").ok().flatten())
-        .filter(|v| v.is_finite() && *v >= 1.0)
-        .map_or(30.0, |v| v.min(MAX_SECS))
+    OverlordConf::or_defaults(root).batch_lease
 }
 
 /// Longest time any option takes (30 days): a larger one (`-t 1e308`)

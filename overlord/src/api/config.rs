@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use common::config::Ini;
 use common::paths::Root;
 
 /// func-api's port (DESIGN §14).
@@ -45,14 +44,9 @@ pub struct ApiSettings {
 impl ApiSettings {
     /// As configured below `root`; a malformed value is an error.
     pub fn load(root: &Root) -> Result<Self, String> {
-        let ini = match Ini::load(&root.overlord_conf()) {
-            Ok(ini) => Some(ini),
-            Err(e) if !root.overlord_conf().exists() => {
-                let _ = e;
-                None
-            }
-            Err(e) => return Err(e.to_string()),
-        };
+        // overlord.conf as the process read it once (`conf.rs`).
+        let conf = crate::conf::OverlordConf::of(root).map_err(|e| e.to_string())?;
+        let ini = Some(&conf.ini);
         let num = |key: &str, default: u64, max: u64| -> Result<usize, String> {
             let v = match &ini {
                 Some(ini) => ini.u64("api", key).map_err(|e| e.to_string())?,
@@ -64,7 +58,7 @@ impl ApiSettings {
                 None => Ok(default as usize),
             }
         };
-        let text = |key: &str| ini.as_ref().and_then(|i| i.str("api", key)).map(str::to_string);
+        let text = |key: &str| ini.and_then(|i| i.str("api", key)).map(str::to_string);
         Ok(ApiSettings {
             listen: text("listen").unwrap_or_else(|| format!("0.0.0.0:{DEFAULT_PORT}")),
             cert: text("cert").map(|p| path_of(root, &p)),

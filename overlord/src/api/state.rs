@@ -84,7 +84,7 @@ impl Api {
             started: crate::store::now(),
             metrics: Default::default(),
             dispatch: crate::dispatch::Dispatch::for_root(&root, None, None)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", root.overlord_conf().display()))?,
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
             settings,
             root,
         })
