@@ -12,6 +12,10 @@ use std::sync::{Arc, Mutex};
 use common::config::{ConfigError, Ini};
 use common::paths::Root;
 
+/// Longest time any option takes (30 days): a larger one (`-t 1e308`)
+/// cannot be a deadline and would overflow a `Duration`.
+pub const MAX_SECS: f64 = 30.0 * 86_400.0;
+
 /// What overlord.conf says (defaults where it is silent).
 #[derive(Debug)]
 pub struct OverlordConf {
@@ -33,7 +37,7 @@ pub struct OverlordConf {
 impl OverlordConf {
     /// The settings in `ini` (no I/O).
     pub fn parse(ini: Ini) -> Result<Self, ConfigError> {
-        let max = crate::settings::MAX_SECS;
+        let max = MAX_SECS;
         Ok(OverlordConf {
             socket_timeout: ini
                 .f64("main", "socket_timeout")?

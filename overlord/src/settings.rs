@@ -59,9 +59,7 @@ pub fn batch_lease(root: &Root) -> f64 {
     OverlordConf::or_defaults(root).batch_lease
 }
 
-/// Longest time any option takes (30 days): a larger one (`-t 1e308`)
-/// cannot be a deadline and would overflow a `Duration`.
-pub const MAX_SECS: f64 = 30.0 * 86_400.0;
+pub use crate::conf::MAX_SECS;
 
 /// Seconds from `v`: a number above 0 (or 0 with `zero`) up to [`MAX_SECS`].
 pub fn seconds(v: &str, zero: bool) -> Result<f64, String> {
