@@ -22,6 +22,7 @@
 pub mod api;
 pub mod audit;
 pub mod batch;
+pub mod caller;
 pub mod calling;
 pub mod cli;
 pub mod commands;

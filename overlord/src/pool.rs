@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::rpc::client::{CallError, MinionClient};
+use common::rpc::client::MinionClient;
 use common::xmlrpc::remote_error;
 use common::Value;
 use tokio::sync::Semaphore;
@@ -27,7 +27,7 @@ use tokio::sync::Semaphore;
 use crate::jobs::follow::{Follow, Reply, Step};
 use crate::settings::Calling;
 use crate::targets::Target;
-use crate::worker::{call_error, connect, Link};
+use crate::worker::Link;
 
 /// Idle connections kept per host.
 pub const PER_HOST: usize = 4;
@@ -208,47 +208,16 @@ impl Pool {
         limit: Duration,
         user: Option<&str>,
     ) -> (Reply, Value) {
-        let unreachable = |v: Value| (Reply::Unreachable(crate::jobs::follow::why(&v)), v);
         // Looked at before a kept connection is taken: a changed CRL closes
         // them all, so a revoked minion is not called over an old one.
         let link = self.link();
         let kept = self.take(target);
-        let reused = kept.is_some();
-        let mut client = match kept {
-            Some(c) => c,
-            None => match connect(target, link, limit).await {
-                Ok(c) => c,
-                Err(e) => return unreachable(e),
-            },
-        };
-        client.set_timeout(limit);
-        client.set_user(user);
-        let mut outcome = client.call(method, params.clone()).await;
-        // Only a connection that broke before any answer is retried: a
-        // request the minion never read (hyper reports it as an HTTP error).
-        if reused && matches!(&outcome, Err(CallError::Http(_))) {
-            client = match connect(target, self.link(), limit).await {
-                Ok(c) => c,
-                Err(e) => return unreachable(e),
-            };
-            client.set_timeout(limit);
-            client.set_user(user);
-            outcome = client.call(method, params).await;
+        let done = crate::caller::call_once(kept, target, method, params, link, limit, user).await;
+        if let Some(client) = done.client {
+            self.give_back(target, client);
+            self.answered(&target.name);
         }
-        match outcome {
-            Ok(v) => {
-                self.give_back(target, client);
-                self.answered(&target.name);
-                (Reply::Value(v.clone()), v)
-            }
-            Err(e @ CallError::Fault { .. }) => {
-                self.give_back(target, client);
-                self.answered(&target.name);
-                let v = call_error(e);
-                (Reply::Fault(v.clone()), v)
-            }
-            Err(e) => unreachable(call_error(e)),
-        }
+        (done.reply, done.value)
     }
 
     /// Calls `method(params)` on every target, [`CONCURRENCY`] at a time;

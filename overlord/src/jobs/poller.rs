@@ -12,14 +12,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::rpc::client::{CallError, MinionClient};
+use common::rpc::client::MinionClient;
 use common::tls::Credentials;
 use common::Value;
 use tokio::sync::{mpsc, Semaphore};
 
 use super::follow::{Follow, Step};
 use crate::targets::Target;
-use crate::worker::{call_error, connect, Link};
+use crate::worker::Link;
 
 /// Hosts asked at once.
 const IN_FLIGHT: usize = 64;
@@ -232,8 +232,8 @@ impl Poller {
 
 pub use super::follow::{interpret, Answer, Reply};
 
-/// One host: reuse or open a connection, call, read the reply. A kept-alive
-/// connection the minion closed meanwhile is reopened once.
+/// One host: reuse or open a connection, call, read the reply
+/// (`crate::caller::call_once`, as every caller does).
 async fn ask(
     client: Option<MinionClient>,
     target: &Target,
@@ -242,29 +242,8 @@ async fn ask(
     tls: Arc<Link>,
     limit: Duration,
 ) -> (Reply, Option<MinionClient>) {
-    let reused = client.is_some();
-    let mut client = match client {
-        Some(c) => c,
-        None => match connect(target, Arc::clone(&tls), limit).await {
-            Ok(c) => c,
-            Err(e) => return (Reply::Unreachable(crate::jobs::follow::why(&e)), None),
-        },
-    };
-    let mut outcome = client.call(method, params.clone()).await;
-    if reused && matches!(outcome, Err(ref e) if !matches!(e, CallError::Fault { .. })) {
-        match connect(target, tls, limit).await {
-            Ok(fresh) => {
-                client = fresh;
-                outcome = client.call(method, params).await;
-            }
-            Err(e) => return (Reply::Unreachable(crate::jobs::follow::why(&e)), None),
-        }
-    }
-    match outcome {
-        Ok(value) => (Reply::Value(value), Some(client)),
-        Err(e @ CallError::Fault { .. }) => (Reply::Fault(call_error(e)), Some(client)),
-        Err(e) => (Reply::Unreachable(e.to_string()), None),
-    }
+    let done = crate::caller::call_once(client, target, method, params, tls, limit, None).await;
+    (done.reply, done.client)
 }
 
 /// One watch: the job followed on its host (`super::follow`) until it
