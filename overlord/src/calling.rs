@@ -45,8 +45,10 @@ pub fn dispatch_to(
     on_each: impl FnMut(&str, &Value),
 ) -> Result<BTreeMap<String, Value>, PlanError> {
     plan.check_credentials()?;
-    let exe = common::process::own_exe()
-        .map_err(|e| PlanError::Config(format!("cannot find the func executable: {e}")))?;
+    let exe = common::process::own_exe().map_err(|source| crate::error::EngineError::Spawn {
+        what: "workers (the func executable is not found)",
+        source,
+    })?;
     plan.detail(targets);
     dispatch::run(
         &exe,
@@ -56,7 +58,13 @@ pub fn dispatch_to(
         &plan.dispatch,
         on_each,
     )
-    .map_err(|e| PlanError::Config(format!("cannot start workers: {e}")))
+    .map_err(|source| {
+        crate::error::EngineError::Spawn {
+            what: "workers",
+            source,
+        }
+        .into()
+    })
 }
 
 /// A call action for `method` with `params`.

@@ -25,6 +25,19 @@ pub enum PlanError {
     Targets(#[from] targets::TargetError),
     #[error("{0}")]
     Config(String),
+    /// overlord.conf cannot be used (the file and key are named).
+    #[error(transparent)]
+    Conf(#[from] std::sync::Arc<common::config::ConfigError>),
+    /// The job store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// A local file a command reads or writes.
+    #[error("{}: {source}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// A runtime failure of the engine.
     #[error(transparent)]
     Engine(#[from] crate::error::EngineError),
@@ -67,7 +80,7 @@ impl Dispatch {
     pub fn for_root(root: &Root, forks: Option<usize>, timeout: Option<f64>) -> Result<Self, PlanError> {
         // The one place a front end reads overlord.conf first: a bad value
         // stops it here, naming the file and the key.
-        let conf = crate::conf::OverlordConf::of(root).map_err(|e| PlanError::Config(e.to_string()))?;
+        let conf = crate::conf::OverlordConf::of(root)?;
         Ok(Dispatch {
             forks: forks.unwrap_or_else(crate::dispatch::default_forks),
             timeout_secs: timeout.or(conf.socket_timeout).unwrap_or(DEFAULT_TIMEOUT),

@@ -44,8 +44,7 @@ pub fn watch(
             None => LONGEST_WAIT,
         };
         let wait = (!wait.is_zero()).then_some(wait);
-        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || new_poller(plan), wait)
-            .map_err(|e| PlanError::Config(e.to_string()))?;
+        let status = jobs::refresh(&store, &plan.root, id, &mut poller, || new_poller(plan), wait)?;
         each(&status);
         let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
         let stop = out_of_time || crate::interrupt::requested();

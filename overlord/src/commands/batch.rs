@@ -44,8 +44,8 @@ impl Batch {
     }
 }
 
-fn config(e: impl std::fmt::Display) -> PlanError {
-    PlanError::Config(e.to_string())
+fn config(e: impl Into<PlanError>) -> PlanError {
+    e.into()
 }
 
 /// Every batch the store holds, newest first.
@@ -233,7 +233,10 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
         return Ok(out.finish(0));
     }
     let mut outcome = serde_json::Map::new();
-    let exe = common::process::own_exe().map_err(config)?;
+    let exe = common::process::own_exe().map_err(|source| crate::error::EngineError::Spawn {
+        what: "the batch driver (its executable is not found)",
+        source,
+    })?;
     let mut code = 0;
     let store = plan.store();
     for id in targets {

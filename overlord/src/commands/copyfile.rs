@@ -17,18 +17,25 @@ pub struct CopyFile {
 
 impl CopyFile {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let meta = std::fs::metadata(&self.local)
-            .map_err(|e| PlanError::Config(format!("{}: {e}", self.local.display())))?;
+        let meta = std::fs::metadata(&self.local).map_err(|source| PlanError::File {
+            path: self.local.clone(),
+            source,
+        })?;
         if !meta.is_file() {
             return Err(PlanError::Config(format!(
                 "{} is not a regular file",
                 self.local.display()
             )));
         }
-        let local = std::fs::canonicalize(&self.local)
-            .map_err(|e| PlanError::Config(format!("{}: {e}", self.local.display())))?;
+        let local = std::fs::canonicalize(&self.local).map_err(|source| PlanError::File {
+            path: self.local.clone(),
+            source,
+        })?;
         let action = Action::CopyFile {
-            sha1: sha1_file(&local).map_err(|e| PlanError::Config(format!("{}: {e}", local.display())))?,
+            sha1: sha1_file(&local).map_err(|source| PlanError::File {
+                path: local.clone(),
+                source,
+            })?,
             local,
             remote: self.remote.clone(),
             mode: meta.mode() & 0o7777,

@@ -135,8 +135,10 @@ impl Group {
         }
         out.field("changed", serde_json::json!(changed));
         if changed {
-            save(&path, &groups.render())
-                .map_err(|e| PlanError::Config(format!("writing {}: {e}", path.display())))?;
+            save(&path, &groups.render()).map_err(|source| PlanError::File {
+                path: path.clone(),
+                source,
+            })?;
         }
         Ok(out.finish(status))
     }

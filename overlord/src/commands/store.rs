@@ -13,8 +13,8 @@ use crate::store::Store as Backend;
 #[derive(Debug)]
 pub struct Store(pub StoreCommand);
 
-fn failed(e: impl std::fmt::Display) -> PlanError {
-    PlanError::Config(e.to_string())
+fn failed(e: crate::store::StoreError) -> PlanError {
+    e.into()
 }
 
 impl Store {

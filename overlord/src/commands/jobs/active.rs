@@ -32,7 +32,7 @@ impl Active {
         let answers = crate::calling::dispatch_to(plan, &targets, &action, |_, _| {})?;
         // Which overlord job each (host, minion job) belongs to.
         let store = plan.store();
-        let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());
+        let config = PlanError::from;
         let open: Vec<String> = store
             .list()
             .map_err(config)?

@@ -27,7 +27,7 @@ impl Kill {
     }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());
+        let config = PlanError::from;
         let store = plan.store();
         let signal = common::process::parse_signal(&self.signal).unwrap_or(nix::sys::signal::Signal::SIGKILL);
         let limit = Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));

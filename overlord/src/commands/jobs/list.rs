@@ -78,7 +78,7 @@ impl List {
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let store = plan.store();
-        let config = |e: crate::store::StoreError| PlanError::Config(e.to_string());
+        let config = PlanError::from;
         let ids = self.matching_ids(&store).map_err(config)?;
         let records = crate::store::JobStore::load_many(&store, &ids).map_err(config)?;
         // Unfinished batches nobody drives read as interrupted, not running.
