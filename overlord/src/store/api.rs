@@ -9,18 +9,27 @@ use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
 /// in epoch seconds, and its id), newest first.
 pub type Cursor = (f64, String);
 
-/// Merges a stored batch record with a new one (`merge(stored, new)`).
-pub type Merge<'a> = dyn Fn(&[u8], &[u8]) -> Vec<u8> + 'a;
+use super::rules::{self, Tx};
+pub use super::rules::{Merge, Sealer};
 
-/// Signs a new job's request once the store has chosen its id.
-pub type Sealer<'a> = &'a dyn Fn(&mut JobMeta, &[String]);
-
-/// The overlord's job store.
+/// The overlord's job store. A backend gives its storage primitives in one
+/// write transaction ([`JobStore::write_tx`], `rules::Tx`) and its reads;
+/// the writes below are the store's rules (`rules.rs`), written once.
 pub trait JobStore: Send + Sync {
+    /// Runs `f` over this backend's primitives in one write transaction
+    /// (committed when `f` succeeds, rolled back when it fails).
+    fn write_tx(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError>;
     /// Records a new job with all its hosts pending, under a fresh id that
     /// no other writer can take; returns the id. `seal` signs the request
     /// once its id is chosen, before it is written (`seal.rs`).
-    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError>;
+    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
+        let mut id = String::new();
+        self.write_tx(&mut |tx| {
+            id = rules::create(tx, meta.clone(), hosts, seal)?;
+            Ok(())
+        })?;
+        Ok(id)
+    }
     /// [`JobStore::create_sealed`] without a signature (tests, imports:
     /// no driver runs such a job).
     fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {
@@ -33,7 +42,9 @@ pub trait JobStore: Send + Sync {
         Ok(self.load_many(&[id.to_string()])?.pop())
     }
     /// Records the process driving job `id` (pid + start time).
-    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError>;
+    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
+        self.write_tx(&mut |tx| rules::set_driver(tx, id, pid, start))
+    }
     /// Applies host changes (and ends the dispatch with `dispatch_done`);
     /// whether the job is finished now.
     fn update(
@@ -41,7 +52,14 @@ pub trait JobStore: Send + Sync {
         id: &str,
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<bool, StoreError> {
+        let mut finished = false;
+        self.write_tx(&mut |tx| {
+            finished = rules::update(tx, id, changes, dispatch_done)?;
+            Ok(())
+        })?;
+        Ok(finished)
+    }
     /// Saves a batch record with its host changes, in one transaction;
     /// `merge(stored, new)` keeps what others stored meanwhile (a stop).
     /// Returns the record as saved.
@@ -52,14 +70,28 @@ pub trait JobStore: Send + Sync {
         changes: &[(String, HostUpdate)],
         dispatch_done: bool,
         merge: &Merge<'_>,
-    ) -> Result<Vec<u8>, StoreError>;
+    ) -> Result<Vec<u8>, StoreError> {
+        let mut saved = Vec::new();
+        self.write_tx(&mut |tx| {
+            saved = rules::save_batch(tx, id, record, changes, dispatch_done, merge)?;
+            Ok(())
+        })?;
+        Ok(saved)
+    }
     /// Changes a stored batch record in one transaction (`None` from
     /// `change` leaves it); whether the batch exists.
     fn change_batch_with(
         &self,
         id: &str,
         change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<bool, StoreError> {
+        let mut found = false;
+        self.write_tx(&mut |tx| {
+            found = rules::change_batch(tx, id, change)?;
+            Ok(())
+        })?;
+        Ok(found)
+    }
     /// A batch's stored record.
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// At most `limit` jobs, newest first, starting below `before`.

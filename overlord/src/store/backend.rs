@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::api::{Cursor, JobStore, Sealer};
+use super::api::{Cursor, JobStore};
 use super::postgres::PgStore;
 use super::redb::RedbStore;
-use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
+use super::types::{JobMeta, JobRecord, StoreError};
 
 /// A minion a shared store lists: its name and advertised address.
 pub type SharedMinion = (String, Option<String>);
@@ -191,40 +191,14 @@ impl Store {
 }
 
 impl JobStore for Store {
-    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
-        self.inner()?.create_sealed(meta, hosts, seal)
+    fn write_tx(
+        &self,
+        f: &mut dyn FnMut(&mut dyn super::rules::Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.inner()?.write_tx(f)
     }
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         self.inner()?.load_many(ids)
-    }
-    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
-        self.inner()?.set_driver(id, pid, start)
-    }
-    fn update(
-        &self,
-        id: &str,
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-    ) -> Result<bool, StoreError> {
-        self.inner()?.update(id, changes, dispatch_done)
-    }
-    fn save_batch_with(
-        &self,
-        id: &str,
-        record: &[u8],
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-        merge: &super::api::Merge<'_>,
-    ) -> Result<Vec<u8>, StoreError> {
-        self.inner()?
-            .save_batch_with(id, record, changes, dispatch_done, merge)
-    }
-    fn change_batch_with(
-        &self,
-        id: &str,
-        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
-    ) -> Result<bool, StoreError> {
-        self.inner()?.change_batch_with(id, change)
     }
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.inner()?.batch(id)

@@ -21,9 +21,9 @@ use common::pg::{PgError, StoreUrl};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Transaction};
 
-use super::api::{Cursor, JobStore, Sealer};
+use super::api::{Cursor, JobStore};
 use super::rules;
-use super::types::{now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, StoreError};
+use super::types::{now, HostEntry, HostState, JobMeta, JobRecord, StoreError};
 
 /// The schema this build writes.
 pub const SCHEMA_VERSION: i32 = 1;
@@ -393,112 +393,142 @@ fn insert_hosts<'a>(
 
 /// The storage primitives of the store's rules (`rules.rs`) in one
 /// PostgreSQL transaction: rows are locked as they are read for a change.
-struct PgTx<'a, 'b>(&'a mut Transaction<'b>);
+struct PgTx<'a, 'b> {
+    txn: &'a mut Transaction<'b>,
+    url: &'a StoreUrl,
+}
+
+impl PgTx<'_, '_> {
+    /// `f` on the transaction; a PostgreSQL error as the store says it
+    /// (unavailable, so drivers keep their results and try again, or not).
+    fn run<T>(
+        &mut self,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, WriteError>,
+    ) -> Result<T, StoreError> {
+        let url = self.url;
+        f(self.txn).map_err(|e| match e {
+            WriteError::Pg(e) => pg_err(url.error(e)),
+            WriteError::Store(e) => e,
+        })
+    }
+}
 
 impl rules::Tx for PgTx<'_, '_> {
-    type Error = WriteError;
-
-    fn insert_job(&mut self, meta: &JobMeta) -> Result<bool, WriteError> {
-        let n = self.0.execute(
-            "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
-             VALUES ($1, $2, NULL, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
-            &[
-                &meta.id,
-                &meta.started,
-                &meta.function,
-                &meta.spec,
-                &meta.user,
-                &meta.batch,
-                &json(meta)?,
-            ],
-        )?;
-        Ok(n == 1)
+    fn insert_job(&mut self, meta: &JobMeta) -> Result<bool, StoreError> {
+        self.run(|txn| {
+            let n = txn.execute(
+                "INSERT INTO func_jobs (id, started, ended, function, spec, user_name, batch, meta)
+                 VALUES ($1, $2, NULL, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                &[
+                    &meta.id,
+                    &meta.started,
+                    &meta.function,
+                    &meta.spec,
+                    &meta.user,
+                    &meta.batch,
+                    &json(meta)?,
+                ],
+            )?;
+            Ok(n == 1)
+        })
     }
 
-    fn insert_hosts(&mut self, id: &str, hosts: &[String], entry: &HostEntry) -> Result<(), WriteError> {
-        insert_hosts(self.0, id, hosts.iter().map(|h| (h, entry)))
+    fn insert_hosts(&mut self, id: &str, hosts: &[String], entry: &HostEntry) -> Result<(), StoreError> {
+        self.run(|txn| insert_hosts(txn, id, hosts.iter().map(|h| (h, entry))))
     }
 
-    fn job_for_update(&mut self, id: &str) -> Result<Option<JobMeta>, WriteError> {
-        match self
-            .0
-            .query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?
-        {
-            Some(row) => Ok(Some(decode(row.get(0))?)),
-            None => Ok(None),
-        }
+    fn job_for_update(&mut self, id: &str) -> Result<Option<JobMeta>, StoreError> {
+        self.run(|txn| {
+            match txn.query_opt("SELECT meta FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])? {
+                Some(row) => Ok(Some(decode(row.get(0))?)),
+                None => Ok(None),
+            }
+        })
     }
 
-    fn put_job(&mut self, meta: &JobMeta, _newly_ended: bool) -> Result<(), WriteError> {
-        self.0.execute(
-            "UPDATE func_jobs SET meta = $2, ended = $3 WHERE id = $1",
-            &[&meta.id, &json(meta)?, &meta.ended],
-        )?;
-        Ok(())
+    fn put_job(&mut self, meta: &JobMeta, _newly_ended: bool) -> Result<(), StoreError> {
+        self.run(|txn| {
+            txn.execute(
+                "UPDATE func_jobs SET meta = $2, ended = $3 WHERE id = $1",
+                &[&meta.id, &json(meta)?, &meta.ended],
+            )?;
+            Ok(())
+        })
     }
 
-    fn hosts_of(&mut self, id: &str, names: &[&str]) -> Result<BTreeMap<String, HostEntry>, WriteError> {
-        let rows = self.0.query(
-            "SELECT host, entry FROM func_hosts WHERE job_id = $1 AND host = ANY($2)",
-            &[&id, &names],
-        )?;
-        let mut out = BTreeMap::new();
-        for r in rows {
-            out.insert(r.get(0), decode(r.get(1))?);
-        }
-        Ok(out)
+    fn hosts_of(&mut self, id: &str, names: &[&str]) -> Result<BTreeMap<String, HostEntry>, StoreError> {
+        self.run(|txn| {
+            let rows = txn.query(
+                "SELECT host, entry FROM func_hosts WHERE job_id = $1 AND host = ANY($2)",
+                &[&id, &names],
+            )?;
+            let mut out = BTreeMap::new();
+            for r in rows {
+                out.insert(r.get(0), decode(r.get(1))?);
+            }
+            Ok(out)
+        })
     }
 
-    fn put_hosts(&mut self, id: &str, entries: &BTreeMap<&str, HostEntry>) -> Result<(), WriteError> {
-        let (mut hosts, mut values, mut finished) = (Vec::new(), Vec::new(), Vec::new());
-        for (host, entry) in entries {
-            hosts.push(*host);
-            values.push(json(entry)?);
-            finished.push(rules::finished(entry));
-        }
-        self.0.execute(
-            "UPDATE func_hosts SET entry = t.e, finished = t.f
-             FROM unnest($2::text[], $3::jsonb[], $4::bool[]) AS t(h, e, f)
-             WHERE func_hosts.job_id = $1 AND func_hosts.host = t.h",
-            &[&id, &hosts, &values, &finished],
-        )?;
-        Ok(())
+    fn put_hosts(&mut self, id: &str, entries: &BTreeMap<&str, HostEntry>) -> Result<(), StoreError> {
+        self.run(|txn| {
+            let (mut hosts, mut values, mut finished) = (Vec::new(), Vec::new(), Vec::new());
+            for (host, entry) in entries {
+                hosts.push(*host);
+                values.push(json(entry)?);
+                finished.push(rules::finished(entry));
+            }
+            txn.execute(
+                "UPDATE func_hosts SET entry = t.e, finished = t.f
+                 FROM unnest($2::text[], $3::jsonb[], $4::bool[]) AS t(h, e, f)
+                 WHERE func_hosts.job_id = $1 AND func_hosts.host = t.h",
+                &[&id, &hosts, &values, &finished],
+            )?;
+            Ok(())
+        })
     }
 
-    fn any_unfinished(&mut self, id: &str) -> Result<bool, WriteError> {
-        Ok(self
-            .0
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM func_hosts WHERE job_id = $1 AND NOT finished)",
+    fn any_unfinished(&mut self, id: &str) -> Result<bool, StoreError> {
+        self.run(|txn| {
+            Ok(txn
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM func_hosts WHERE job_id = $1 AND NOT finished)",
+                    &[&id],
+                )?
+                .get(0))
+        })
+    }
+
+    fn batch_for_update(&mut self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.run(|txn| {
+            // The job row first: the order every writer of a batch locks in.
+            txn.query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
+            let row = txn.query_opt(
+                "SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE",
                 &[&id],
-            )?
-            .get(0))
+            )?;
+            Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+        })
     }
 
-    fn batch_for_update(&mut self, id: &str) -> Result<Option<Vec<u8>>, WriteError> {
-        // The job row first: the order every writer of a batch locks in.
-        self.0
-            .query_opt("SELECT 1 FROM func_jobs WHERE id = $1 FOR UPDATE", &[&id])?;
-        let row = self.0.query_opt(
-            "SELECT record FROM func_batches WHERE job_id = $1 FOR UPDATE",
-            &[&id],
-        )?;
-        Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
-    }
-
-    fn put_batch(&mut self, id: &str, record: &[u8]) -> Result<(), WriteError> {
-        self.0.execute(
-            "INSERT INTO func_batches (job_id, record) VALUES ($1, $2)
-             ON CONFLICT (job_id) DO UPDATE SET record = EXCLUDED.record",
-            &[&id, &record],
-        )?;
-        Ok(())
+    fn put_batch(&mut self, id: &str, record: &[u8]) -> Result<(), StoreError> {
+        self.run(|txn| {
+            txn.execute(
+                "INSERT INTO func_batches (job_id, record) VALUES ($1, $2)
+                 ON CONFLICT (job_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&id, &record],
+            )?;
+            Ok(())
+        })
     }
 }
 
 impl JobStore for PgStore {
-    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
-        self.write(|txn| rules::create(&mut PgTx(txn), meta, hosts, seal))
+    fn write_tx(
+        &self,
+        f: &mut dyn FnMut(&mut dyn rules::Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.write(|txn| f(&mut PgTx { txn, url: &self.url }).map_err(WriteError::Store))
     }
 
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
@@ -537,38 +567,6 @@ impl JobStore for PgStore {
                 })
             })
             .collect())
-    }
-
-    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
-        self.write(|txn| rules::set_driver(&mut PgTx(txn), id, pid, start))
-    }
-
-    fn update(
-        &self,
-        id: &str,
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-    ) -> Result<bool, StoreError> {
-        self.write(|txn| rules::update(&mut PgTx(txn), id, changes, dispatch_done))
-    }
-
-    fn save_batch_with(
-        &self,
-        id: &str,
-        record: &[u8],
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-        merge: &super::api::Merge<'_>,
-    ) -> Result<Vec<u8>, StoreError> {
-        self.write(|txn| rules::save_batch(&mut PgTx(txn), id, record, changes, dispatch_done, merge))
-    }
-
-    fn change_batch_with(
-        &self,
-        id: &str,
-        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
-    ) -> Result<bool, StoreError> {
-        self.write(|txn| rules::change_batch(&mut PgTx(txn), id, change))
     }
 
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::Serialize;
 
-use super::api::{Cursor, JobStore, Sealer};
+use super::api::{Cursor, JobStore};
 use super::rules::{self, micros};
-use super::types::{now, HostEntry, HostUpdate, JobMeta, JobRecord, StoreError};
+use super::types::{now, HostEntry, JobMeta, JobRecord, StoreError};
 
 const JOBS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("jobs");
 const HOSTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("hosts");
@@ -188,8 +188,11 @@ impl RedbStore {
 }
 
 impl JobStore for RedbStore {
-    fn create_sealed(&self, meta: JobMeta, hosts: &[String], seal: Sealer<'_>) -> Result<String, StoreError> {
-        self.write(|txn| rules::create(&mut RedbTx(txn), meta, hosts, seal))
+    fn write_tx(
+        &self,
+        f: &mut dyn FnMut(&mut dyn rules::Tx) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.write(|txn| f(&mut RedbTx(txn)))
     }
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
         let Some(db) = self.open_existing()? else {
@@ -223,34 +226,6 @@ impl JobStore for RedbStore {
         Ok(out)
     }
 
-    fn set_driver(&self, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
-        self.write(|txn| rules::set_driver(&mut RedbTx(txn), id, pid, start))
-    }
-    fn update(
-        &self,
-        id: &str,
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-    ) -> Result<bool, StoreError> {
-        self.write(|txn| rules::update(&mut RedbTx(txn), id, changes, dispatch_done))
-    }
-    fn save_batch_with(
-        &self,
-        id: &str,
-        record: &[u8],
-        changes: &[(String, HostUpdate)],
-        dispatch_done: bool,
-        merge: &super::api::Merge<'_>,
-    ) -> Result<Vec<u8>, StoreError> {
-        self.write(|txn| rules::save_batch(&mut RedbTx(txn), id, record, changes, dispatch_done, merge))
-    }
-    fn change_batch_with(
-        &self,
-        id: &str,
-        change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
-    ) -> Result<bool, StoreError> {
-        self.write(|txn| rules::change_batch(&mut RedbTx(txn), id, change))
-    }
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok(None);
@@ -347,8 +322,6 @@ impl JobStore for RedbStore {
 struct RedbTx<'a>(&'a redb::WriteTransaction);
 
 impl rules::Tx for RedbTx<'_> {
-    type Error = StoreError;
-
     fn insert_job(&mut self, meta: &JobMeta) -> Result<bool, StoreError> {
         let mut jobs = self.0.open_table(JOBS).map_err(db_err)?;
         if jobs.get(meta.id.as_str()).map_err(db_err)?.is_some() {
@@ -519,7 +492,7 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::types::{job_id, HostState};
+    use crate::store::types::{job_id, HostState, HostUpdate};
 
     #[test]
     fn pages_newest_first_with_a_cursor_and_a_generation_that_grows() {

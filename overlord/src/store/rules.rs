@@ -9,32 +9,36 @@
 
 use std::collections::BTreeMap;
 
-use super::api::Sealer;
 use super::types::{job_id, now, HostEntry, HostState, HostUpdate, JobMeta, StoreError};
+
+/// Signs a new job's request once the store has chosen its id.
+pub type Sealer<'a> = &'a dyn Fn(&mut JobMeta, &[String]);
+
+/// Merges a stored batch record with a new one (`merge(stored, new)`).
+pub type Merge<'a> = dyn Fn(&[u8], &[u8]) -> Vec<u8> + 'a;
 
 /// Storage primitives inside one write transaction of a backend.
 pub trait Tx {
-    type Error: From<StoreError>;
     /// Writes job `meta` unless a job with its id exists; whether it did.
-    fn insert_job(&mut self, meta: &JobMeta) -> Result<bool, Self::Error>;
+    fn insert_job(&mut self, meta: &JobMeta) -> Result<bool, StoreError>;
     /// Writes `entry` for each of `hosts` of job `id` (a new job's).
-    fn insert_hosts(&mut self, id: &str, hosts: &[String], entry: &HostEntry) -> Result<(), Self::Error>;
+    fn insert_hosts(&mut self, id: &str, hosts: &[String], entry: &HostEntry) -> Result<(), StoreError>;
     /// Job `id`, locked against other writers until the transaction ends.
-    fn job_for_update(&mut self, id: &str) -> Result<Option<JobMeta>, Self::Error>;
+    fn job_for_update(&mut self, id: &str) -> Result<Option<JobMeta>, StoreError>;
     /// Rewrites job `meta`; `newly_ended`: it has just ended (its end time
     /// starts counting towards expiry).
-    fn put_job(&mut self, meta: &JobMeta, newly_ended: bool) -> Result<(), Self::Error>;
+    fn put_job(&mut self, meta: &JobMeta, newly_ended: bool) -> Result<(), StoreError>;
     /// The entries of `names` of job `id` (hosts it does not have are left out).
-    fn hosts_of(&mut self, id: &str, names: &[&str]) -> Result<BTreeMap<String, HostEntry>, Self::Error>;
+    fn hosts_of(&mut self, id: &str, names: &[&str]) -> Result<BTreeMap<String, HostEntry>, StoreError>;
     /// Rewrites these host entries of job `id`.
-    fn put_hosts(&mut self, id: &str, entries: &BTreeMap<&str, HostEntry>) -> Result<(), Self::Error>;
+    fn put_hosts(&mut self, id: &str, entries: &BTreeMap<&str, HostEntry>) -> Result<(), StoreError>;
     /// Whether job `id` has a host not finished.
-    fn any_unfinished(&mut self, id: &str) -> Result<bool, Self::Error>;
+    fn any_unfinished(&mut self, id: &str) -> Result<bool, StoreError>;
     /// Batch `id`'s record, locked (after the job, the order every writer
     /// of a batch locks in).
-    fn batch_for_update(&mut self, id: &str) -> Result<Option<Vec<u8>>, Self::Error>;
+    fn batch_for_update(&mut self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// Writes batch `id`'s record.
-    fn put_batch(&mut self, id: &str, record: &[u8]) -> Result<(), Self::Error>;
+    fn put_batch(&mut self, id: &str, record: &[u8]) -> Result<(), StoreError>;
 }
 
 /// Microseconds since the epoch, as ids and indexes count time.
@@ -46,12 +50,12 @@ pub fn micros(epoch: f64) -> u64 {
 /// `meta.started`, moved on by 1 µs while the id is taken (so ids are
 /// unique however many writers start together); `seal` signs the request
 /// once its id is chosen. Returns the id.
-pub fn create<T: Tx>(
-    tx: &mut T,
+pub fn create(
+    tx: &mut dyn Tx,
     mut meta: JobMeta,
     hosts: &[String],
     seal: Sealer<'_>,
-) -> Result<String, T::Error> {
+) -> Result<String, StoreError> {
     let mut stamp = micros(meta.started);
     meta.hosts = hosts.len();
     loop {
@@ -71,12 +75,12 @@ pub fn create<T: Tx>(
 /// changes to one host, each applies in turn), marks dispatch complete when
 /// `dispatch_done`, and ends the job when it is dispatched and every host
 /// is finished. Whether the job is finished now.
-pub fn update<T: Tx>(
-    tx: &mut T,
+pub fn update(
+    tx: &mut dyn Tx,
     id: &str,
     changes: &[(String, HostUpdate)],
     dispatch_done: bool,
-) -> Result<bool, T::Error> {
+) -> Result<bool, StoreError> {
     let Some(mut meta) = tx.job_for_update(id)? else {
         return Ok(false);
     };
@@ -106,7 +110,7 @@ pub fn update<T: Tx>(
 }
 
 /// Records the process driving job `id` (pid + start time) and its host.
-pub fn set_driver<T: Tx>(tx: &mut T, id: &str, pid: u32, start: u64) -> Result<(), T::Error> {
+pub fn set_driver(tx: &mut dyn Tx, id: &str, pid: u32, start: u64) -> Result<(), StoreError> {
     let Some(mut meta) = tx.job_for_update(id)? else {
         return Ok(());
     };
@@ -117,14 +121,14 @@ pub fn set_driver<T: Tx>(tx: &mut T, id: &str, pid: u32, start: u64) -> Result<(
 
 /// Saves batch `id`'s record with its host changes; `merge(stored, new)`
 /// keeps what others stored meanwhile (a stop). The record as saved.
-pub fn save_batch<T: Tx>(
-    tx: &mut T,
+pub fn save_batch(
+    tx: &mut dyn Tx,
     id: &str,
     record: &[u8],
     changes: &[(String, HostUpdate)],
     dispatch_done: bool,
-    merge: &super::api::Merge<'_>,
-) -> Result<Vec<u8>, T::Error> {
+    merge: &Merge<'_>,
+) -> Result<Vec<u8>, StoreError> {
     let merged = match tx.batch_for_update(id)? {
         Some(old) => merge(&old, record),
         None => record.to_vec(),
@@ -138,11 +142,11 @@ pub fn save_batch<T: Tx>(
 
 /// Changes batch `id`'s stored record (`None` from `change` leaves it);
 /// whether the batch exists.
-pub fn change_batch<T: Tx>(
-    tx: &mut T,
+pub fn change_batch(
+    tx: &mut dyn Tx,
     id: &str,
     change: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>,
-) -> Result<bool, T::Error> {
+) -> Result<bool, StoreError> {
     let Some(old) = tx.batch_for_update(id)? else {
         return Ok(false);
     };
