@@ -188,8 +188,19 @@ impl Pool {
         limit: Duration,
         user: Option<&str>,
     ) -> (Reply, Value) {
-        match tokio::time::timeout(limit, self.call_inner(target, method, params, limit, user)).await {
-            Ok(done) => done,
+        // Looked at before a kept connection is taken: a changed CRL closes
+        // them all, so a revoked minion is not called over an old one.
+        let link = self.link();
+        let kept = self.take(target);
+        let call = crate::caller::call_once(kept, target, method, params, link, limit, user);
+        match tokio::time::timeout(limit, call).await {
+            Ok(done) => {
+                if let Some(client) = done.client {
+                    self.give_back(target, client);
+                    self.answered(&target.name);
+                }
+                (done.reply, done.value)
+            }
             Err(_) => {
                 let why = format!("no answer from {} within {:?}", target.addr, limit);
                 (
@@ -198,26 +209,6 @@ impl Pool {
                 )
             }
         }
-    }
-
-    async fn call_inner(
-        &self,
-        target: &Target,
-        method: &str,
-        params: Vec<Value>,
-        limit: Duration,
-        user: Option<&str>,
-    ) -> (Reply, Value) {
-        // Looked at before a kept connection is taken: a changed CRL closes
-        // them all, so a revoked minion is not called over an old one.
-        let link = self.link();
-        let kept = self.take(target);
-        let done = crate::caller::call_once(kept, target, method, params, link, limit, user).await;
-        if let Some(client) = done.client {
-            self.give_back(target, client);
-            self.answered(&target.name);
-        }
-        (done.reply, done.value)
     }
 
     /// Calls `method(params)` on every target, [`CONCURRENCY`] at a time;
