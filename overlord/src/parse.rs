@@ -190,6 +190,8 @@ fn transmitted_call(root: Option<String>, call: crate::gate::Call) -> Result<(Pl
 
 /// The plan for `command` with `globals`.
 fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan, Command), PlanError> {
+    // overlord.conf first: a bad value stops here, naming the file and key.
+    crate::conf::OverlordConf::of(&globals.root)?;
     command.resolve_last(&store(&globals.root))?;
     let dispatch = Dispatch::for_root(&globals.root, globals.forks, globals.timeout)?;
     let plan = Plan {

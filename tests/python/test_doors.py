@@ -166,6 +166,16 @@ class OneGateTest(unittest.TestCase):
         # Through all four doors.
         self.refused_alike(dict(base, method="pi ng"), INVALID, "module and method are names")
         self.refused_alike(dict(base, module="async"), INVALID, 'module "async"')
+        # async.M.m would start a minion job outside the store and the
+        # caller's rights on M.m: refused by every door, nothing sent.
+        self.refused_alike(dict(base, module="async.command", method="run", args=["id"]), INVALID,
+                           'module "async"')
+        deep = [1]
+        for _ in range(40):
+            deep = [deep]
+        self.refused_alike(dict(base, method="echo", args=[deep]), INVALID, "deeper than 32 levels")
+        self.refused_alike(dict(base, method="echo", args=[deep], **{"async": True}), INVALID,
+                           "deeper than 32 levels")
         self.refused_alike(dict(base, spec="nosuch*"), NO_MATCH, "can't find any minions matching")
         self.refused_alike(dict(base, spec="@nosuchgroup"), (1, 400), "unknown group")
         # What Func's protocol cannot say (batches): the three others.

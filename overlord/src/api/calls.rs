@@ -67,7 +67,10 @@ pub async fn call(
     let limited = !caller.rights.admin;
     let (rights, function2) = (caller.rights.clone(), function.clone());
     let resolved = tokio::task::spawn_blocking(move || {
-        if limited && !every_word_names_a_callable_minion(&root, &rights, &function2, &spec) {
+        // `exclude` too: a word naming a group or host the caller may not
+        // call would otherwise tell whether it exists.
+        let judged = |words: &str| every_word_names_a_callable_minion(&root, &rights, &function2, words);
+        if limited && (!judged(&spec) || exclude.as_deref().is_some_and(|ex| !judged(ex))) {
             return Ok(None);
         }
         crate::targets::resolve(&root, &spec, exclude.as_deref()).map(Some)

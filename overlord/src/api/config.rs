@@ -53,7 +53,10 @@ impl ApiSettings {
                 None => None,
             };
             match v {
-                Some(v) if v == 0 || v > max => Err(format!("[api] {key} = {v}: from 1 to {max}")),
+                Some(v) if v == 0 || v > max => Err(format!(
+                    "{}: [api] {key} = {v}: from 1 to {max}",
+                    root.overlord_conf().display()
+                )),
                 Some(v) => Ok(v as usize),
                 None => Ok(default as usize),
             }

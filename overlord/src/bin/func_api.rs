@@ -119,9 +119,8 @@ fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
 
 fn serve(cli: &Cli) -> anyhow::Result<()> {
     let root = root_of(cli)?;
-    let mut settings = ApiSettings::load(&root)
-        .map_err(anyhow::Error::msg)
-        .context("overlord.conf")?;
+    // Its errors name the file and the key.
+    let mut settings = ApiSettings::load(&root).map_err(anyhow::Error::msg)?;
     if let Some(l) = &cli.listen {
         settings.listen = l.clone();
     }

@@ -78,6 +78,14 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
             ))),
         }
     };
+    // Names, SPECs and job ids are text (a number is not read as one).
+    let name_of = |key: &str| -> Result<Option<String>, PlanError> {
+        match obj.get(key) {
+            None | Some(J::Null) => Ok(None),
+            Some(J::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(bad(format!("{key:?} must be a string"))),
+        }
+    };
     let flag = |key: &str| match obj.get(key) {
         None | Some(J::Null) => Ok(false),
         Some(J::Bool(b)) => Ok(*b),
@@ -109,7 +117,7 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
         words.extend(list.iter().filter_map(|w| w.as_str().map(str::to_string)));
         return Ok(Request::Words(words));
     }
-    if let Some(id) = text_of("job_status")? {
+    if let Some(id) = name_of("job_status")? {
         only_known(obj, JOB_STATUS_KEYS, "job_status")?;
         if let Some(t) = text_of("timeout")? {
             words.extend(["--timeout".into(), t]);
@@ -121,7 +129,7 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
         return Ok(Request::Words(words));
     }
     only_known(obj, CALL_KEYS, "call")?;
-    let need = |key: &str| text_of(key)?.ok_or_else(|| bad(format!("a call needs {key:?}")));
+    let need = |key: &str| name_of(key)?.ok_or_else(|| bad(format!("a call needs {key:?}")));
     let args = match obj.get("parameters") {
         None | Some(J::Null) => Vec::new(),
         Some(J::Array(p)) => p.clone(),
@@ -129,7 +137,7 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
     };
     let call = crate::gate::Call::new(crate::gate::CallFields {
         spec: need("clients")?,
-        exclude: text_of("exclude")?,
+        exclude: name_of("exclude")?,
         module: need("module")?,
         method: need("method")?,
         args,

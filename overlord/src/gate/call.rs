@@ -18,6 +18,11 @@ pub const MAX_SPEC: usize = 4096;
 pub const MAX_NAME: usize = 200;
 /// Most forks (`--forks`, `nforks`).
 pub const MAX_FORKS: usize = 1024;
+/// Deepest nesting of lists and structs in an argument: well inside what
+/// an XML-RPC call may nest on the wire (each level is three elements) and
+/// what a minion accepts, so a call too deep is refused here, the same way
+/// through every door and in every mode, never sent to fail on a host.
+pub const MAX_ARG_DEPTH: usize = 32;
 
 /// A call as a door hands it in, not yet checked. Numbers that a person
 /// types (`timeout`, `batch`, `batch_wait`) are taken as a JSON number or
@@ -110,10 +115,17 @@ impl Call {
                 "module and method are names of 1 to {MAX_NAME} letters, digits, '_' and '.'"
             ));
         }
-        if f.module == "async" {
+        // `async.M.m` is the minion's own way to start a job, outside the
+        // overlord's store and the caller's rights on `M.m`: never a module.
+        if f.module == "async" || f.module.starts_with("async.") {
             return bad(
                 "module \"async\" is the minion's own: to run a call as a job, use async (--async)".into(),
             );
+        }
+        if f.args.iter().any(|a| depth(a) > MAX_ARG_DEPTH) {
+            return bad(format!(
+                "an argument nests lists or structs deeper than {MAX_ARG_DEPTH} levels"
+            ));
         }
         let secs = |what: &str, v: &Option<String>, zero: bool| -> Result<Option<f64>, GateError> {
             v.as_deref()
@@ -191,6 +203,15 @@ pub fn forks(n: &str) -> Result<usize, GateError> {
                 common::paths::shorten(n)
             ))
         })
+}
+
+/// How deep `v` nests lists and structs (a scalar is 0).
+fn depth(v: &J) -> usize {
+    match v {
+        J::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        J::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// A SPEC's form: not empty, not huge, printable.
@@ -297,6 +318,14 @@ mod tests {
             (
                 r#"{"spec": "*", "module": "async", "method": "ping"}"#,
                 "module \"async\"",
+            ),
+            (
+                r#"{"spec": "*", "module": "async.command", "method": "run"}"#,
+                "module \"async\"",
+            ),
+            (
+                r#"{"spec": "*", "module": "test", "method": "echo", "args": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
+                "deeper than 32",
             ),
             (
                 r#"{"spec": "*", "module": "test", "method": "ping", "failhard": true}"#,
