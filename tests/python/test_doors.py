@@ -255,5 +255,38 @@ class OtherRequestsTest(unittest.TestCase):
                          {"a job id is 1 to 4560 printable characters (or last)"})
 
 
+class JobManagementTest(unittest.TestCase):
+    """Job management through func, func transmit's command form and
+    func-api: a kill's signal and a listing's filter are read by one rule."""
+
+    def test_a_bad_signal_and_a_bad_filter_are_refused_alike(self):
+        def func(*words):
+            p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "--json"] + list(words),
+                               capture_output=True, text=True, timeout=120)
+            return p.returncode, strip(json.loads(p.stdout)["error"])
+
+        def transmit(words):
+            p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "transmit"],
+                               input=json.dumps({"command": words}), capture_output=True, text=True, timeout=120)
+            return p.returncode, strip(json.loads(p.stdout)["error"])
+
+        def api(method, path, body=None):
+            status, doc, _ = API.request(method, path, token=TOKEN, body=body)
+            return status, strip(doc["error"])
+
+        job = "x-test-ping-1"
+        kills = [func("jobs", "kill", job, "--signal", "FROB"),
+                 transmit(["jobs", "kill", job, "--signal", "FROB"]),
+                 api("POST", "/api/v1/jobs/%s/kill" % job, {"signal": "FROB"})]
+        self.assertEqual([k[0] for k in kills], [2, 2, 400], kills)
+        self.assertEqual({k[1] for k in kills}, {'unknown signal "FROB" (KILL, TERM, INT, HUP, USR1, USR2, or a number)'})
+        lists = [func("jobs", "list", "--function", "[bad"),
+                 transmit(["jobs", "list", "--function", "[bad"]),
+                 api("GET", "/api/v1/jobs?function=%5Bbad")]
+        self.assertEqual([k[0] for k in lists], [2, 2, 400], lists)
+        self.assertEqual(len({k[1] for k in lists}), 1, lists)
+        self.assertTrue(lists[0][1].startswith("function: bad glob"), lists)
+
+
 if __name__ == "__main__":
     unittest.main()

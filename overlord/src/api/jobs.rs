@@ -41,12 +41,7 @@ pub struct ListQuery {
 
 fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiError> {
     text.filter(|t| !t.is_empty())
-        .map(|t| {
-            if t.len() > 1000 {
-                return Err(ApiError::bad(format!("{what}: at most 1000 characters")));
-            }
-            glob::Pattern::new(t).map_err(|e| ApiError::bad(format!("{what}: bad glob: {e}")))
-        })
+        .map(|t| crate::gate::jobs::glob(what, t).map_err(ApiError::from))
         .transpose()
 }
 
@@ -288,12 +283,7 @@ pub async fn kill(
     Body(req): Body<KillRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let signal_name = req.signal.unwrap_or_else(|| "KILL".into());
-    let signal = common::process::parse_signal(&signal_name).ok_or_else(|| {
-        ApiError::bad(format!(
-            "unknown signal {:?}",
-            common::paths::shorten(&signal_name)
-        ))
-    })?;
+    let signal = crate::gate::jobs::signal(&signal_name)?;
     let api2 = Arc::clone(&api);
     let caller2 = caller.clone();
     let record = tokio::task::spawn_blocking(move || -> Result<JobRecord, ApiError> {

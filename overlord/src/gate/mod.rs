@@ -8,6 +8,7 @@
 //! - [`call`]: the call request (`SPEC call MODULE METHOD ARGS`, async,
 //!   batch) and its validation;
 //! - [`job`]: a job named by a request (`job_status`, lookups, kills);
+//! - [`jobs`]: a kill's signal and a listing's filters;
 //! - [`error`]: why a request was refused or failed, and the status each
 //!   door ends with.
 //!
@@ -17,6 +18,7 @@
 pub mod call;
 pub mod error;
 pub mod job;
+pub mod jobs;
 
 pub use call::{Args, Call, CallFields, Run};
 pub use error::GateError;

@@ -20,9 +20,7 @@ pub struct Kill {
 
 impl Kill {
     pub fn new(id: String, signal: String) -> Result<Self, PlanError> {
-        if common::process::parse_signal(&signal).is_none() {
-            return Err(PlanError::Usage(format!("jobs kill: unknown signal {signal:?}")));
-        }
+        crate::gate::jobs::signal(&signal)?;
         Ok(Self { id, signal })
     }
 

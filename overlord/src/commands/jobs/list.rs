@@ -22,7 +22,7 @@ impl List {
     pub fn from_args(a: crate::cli::JobsListArgs) -> Result<Self, PlanError> {
         let now = crate::store::now();
         let pattern = |flag: &str, v: String| {
-            glob::Pattern::new(&v).map_err(|e| PlanError::Usage(format!("{flag}: bad pattern {v:?}: {e}")))
+            crate::gate::jobs::glob(flag.trim_start_matches('-'), &v).map_err(PlanError::from)
         };
         let time = |flag: &str, v: String| {
             when::parse(&v, now).ok_or_else(|| {
