@@ -24,10 +24,10 @@ use common::xmlrpc::remote_error;
 use common::Value;
 use tokio::sync::Semaphore;
 
+use crate::caller::Link;
 use crate::jobs::follow::{Follow, Reply, Step};
 use crate::settings::Calling;
 use crate::targets::Target;
-use crate::worker::Link;
 
 /// Idle connections kept per host.
 pub const PER_HOST: usize = 4;

@@ -8,15 +8,15 @@
 //! overlord turned client-side exceptions into error lists.
 
 use std::io::{BufRead, Write};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::rpc::client::{CallError, MinionClient};
+use common::rpc::client::MinionClient;
 use common::xmlrpc::{self, remote_error};
 use common::Value;
 use tokio::sync::Semaphore;
 
+use crate::caller::{call_error, connect, Link};
 use crate::job::{Action, Job, Report};
 use crate::targets::Target;
 
@@ -94,51 +94,29 @@ fn emit(report: &Report) {
     }
 }
 
-/// What a connection to a minion needs: the TLS configuration (CA, CRL,
-/// the overlord's certificate) and the largest response accepted.
-pub struct Link {
-    pub tls: Arc<rustls::ClientConfig>,
-    pub max_response: usize,
-}
-
-/// Resolves and connects to `target`; a failure is the host's error value.
-pub async fn connect(target: &Target, tls: Arc<Link>, limit: Duration) -> Result<MinionClient, Value> {
-    let addr: SocketAddr = match tokio::net::lookup_host(&target.addr).await.map(|mut a| a.next()) {
-        Ok(Some(a)) => a,
-        _ => {
-            return Err(remote_error(
-                "socket.gaierror",
-                &format!("cannot resolve {}", target.addr),
-                "",
-            ))
-        }
-    };
-    MinionClient::connect(addr, &target.name, Arc::clone(&tls.tls), limit)
-        .await
-        .map(|c| c.with_max_response(tls.max_response))
-        .map_err(call_error)
-}
-
 async fn one_host(job: &Job, target: &Target, tls: Arc<Link>, limit: Duration) -> Value {
+    if let Action::Call { call_xml } = &job.action {
+        let limits = xmlrpc::Limits {
+            max_body: usize::MAX,
+            max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+            max_values: usize::MAX,
+        };
+        // One call, as every caller makes it (`caller.rs`).
+        return match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
+            Ok(call) => {
+                crate::caller::call_once(None, target, &call.method, call.params, tls, limit, None)
+                    .await
+                    .value
+            }
+            Err(e) => remote_error("func.overlord.BadCall", &e.to_string(), ""),
+        };
+    }
     let mut client = match connect(target, tls, limit).await {
         Ok(c) => c,
         Err(e) => return e,
     };
     match &job.action {
-        Action::Call { call_xml } => {
-            let limits = xmlrpc::Limits {
-                max_body: usize::MAX,
-                max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
-                max_values: usize::MAX,
-            };
-            match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
-                Ok(call) => client
-                    .call(&call.method, call.params)
-                    .await
-                    .unwrap_or_else(call_error),
-                Err(e) => remote_error("func.overlord.BadCall", &e.to_string(), ""),
-            }
-        }
+        Action::Call { .. } => remote_error("func.overlord.BadCall", "a call reached the copy path", ""),
         Action::CopyFile {
             local,
             remote,
@@ -204,16 +182,4 @@ async fn copy_file(
         ));
     }
     Ok(Value::Integer(1))
-}
-
-/// A client-side failure as Func reported it: a `REMOTE_ERROR` value.
-pub fn call_error(e: CallError) -> Value {
-    let kind = match &e {
-        CallError::Fault { .. } => "xmlrpclib.Fault",
-        CallError::Timeout(_) => "socket.timeout",
-        CallError::Connect { .. } => "socket.error",
-        CallError::Tls { .. } => "ssl.SSLError",
-        _ => "func.overlord.CallError",
-    };
-    remote_error(kind, &e.to_string(), "")
 }

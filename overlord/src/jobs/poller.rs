@@ -18,8 +18,8 @@ use common::Value;
 use tokio::sync::{mpsc, Semaphore};
 
 use super::follow::{Follow, Step};
+use crate::caller::Link;
 use crate::targets::Target;
-use crate::worker::Link;
 
 /// Hosts asked at once.
 const IN_FLIGHT: usize = 64;
