@@ -1,7 +1,8 @@
 //! The job store as the engine uses it ([`JobStore`]): every operation one
-//! transaction, so a second implementation backed by a database server
-//! (PostgreSQL, DESIGN §15) fits behind it unchanged. The embedded redb
-//! store (`redb.rs`) is the one built today.
+//! transaction. Its writes are written here once, over the store's rules
+//! (`rules.rs`); a backend — the embedded redb file (`redb.rs`), the
+//! shared PostgreSQL store (`postgres.rs`, DESIGN §15) — gives its
+//! primitives in one transaction (`write_tx`) and its reads.
 
 use super::types::{HostUpdate, JobMeta, JobRecord, StoreError};
 

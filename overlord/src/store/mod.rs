@@ -1,7 +1,9 @@
 //! The overlord's job store: what it holds (`types.rs`), the [`JobStore`]
-//! trait the engine uses (`api.rs`), the embedded redb store (`redb.rs`),
-//! the PostgreSQL store shared by several overlords (`postgres.rs`), and
-//! [`Store`], the one configured (`backend.rs`).
+//! trait the engine uses with its writes (`api.rs`) over the store's rules
+//! (`rules.rs`), the embedded redb store (`redb.rs`), the PostgreSQL store
+//! shared by several overlords (`postgres.rs`), [`Store`], the one
+//! configured (`backend.rs`), and how a reader hears of changes
+//! (`changes.rs`).
 
 pub mod api;
 pub mod backend;
