@@ -1,15 +1,16 @@
 //! `func transmit`: Func's `func-transmit` for programs. One JSON request
-//! on stdin, one JSON answer on stdout, the CLI's exit status. A request is
-//! turned into the command line it stands for (always with `--json`), so a
-//! program gets exactly what `--json` documents:
+//! on stdin, one JSON answer on stdout, the CLI's exit status, and exactly
+//! what `--json` documents:
 //!
 //! - a call: `{"clients": SPEC, "module": M, "method": m, "parameters": [...],
 //!   "async": bool, "nforks": N, "timeout": S, "exclude": SPEC, "batch": "N|P%",
 //!   "batch_wait": S, "failhard": bool}` → `{host: result}`, or with
 //!   `"async": true` `{"job_id": ID}` (the parameters are sent typed, as
-//!   with `--json-args`);
-//! - `{"job_status": ID, "wait": bool, "timeout": S}`;
-//! - any other command as its words: `{"command": ["jobs", "list", "--limit", "5"]}`.
+//!   with `--json-args`). Its keys become the gate's call (`gate::CallFields`),
+//!   checked as every door's is, and it runs as `func --json SPEC call`;
+//! - `{"job_status": ID, "wait": bool, "timeout": S}` and any other command
+//!   as its words, `{"command": ["jobs", "list", "--limit", "5"]}`: the
+//!   command line they stand for (always with `--json`).
 //!
 //! A key the request's kind does not know is refused with the closest
 //! known one (`"exlude"` → did you mean `"exclude"`?): a misspelt key must
