@@ -29,6 +29,8 @@ fn unknown(id: &str) -> ApiError {
 
 /// The batch, if the caller may see it (else as unknown).
 fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<(JobMeta, BatchRecord), ApiError> {
+    // The id is read as every door reads one.
+    crate::gate::JobRef::parse(id)?;
     let found = crate::batch::driver::load(&api.store, id).map_err(engine)?;
     let (meta, rec) = found.ok_or_else(|| unknown(id))?;
     let hosts = rec
