@@ -164,8 +164,14 @@ fn decode(text: &str, yaml: bool) -> Result<J, Bad> {
         true if yaml_nesting(text) > MAX_YAML_NESTING => Err(Bad(format!(
             "the request nests deeper than {MAX_YAML_NESTING} levels"
         ))),
-        true => yaml_serde::from_str(text).map_err(|e| Bad(format!("the request is not YAML: {e}"))),
-        false => serde_json::from_str(text).map_err(|e| Bad(format!("the request is not JSON: {e}"))),
+        true => {
+            let doc = yaml_serde::from_str(text).map_err(|e| Bad(format!("the request is not YAML: {e}")))?;
+            crate::gate::keys::repeated_in_yaml(text).map_or(Ok(doc), |why| Err(Bad(why)))
+        }
+        false => {
+            let doc = serde_json::from_str(text).map_err(|e| Bad(format!("the request is not JSON: {e}")))?;
+            crate::gate::keys::repeated_in_json(text).map_or(Ok(doc), |why| Err(Bad(why)))
+        }
     }
 }
 

@@ -185,6 +185,20 @@ class OneGateTest(unittest.TestCase):
         self.refused_alike(dict(base, batch="x"), INVALID, "expected a number N or a percentage", BATCH_DOORS)
         self.refused_alike(dict(base, batch=1, batch_wait=-1), INVALID, "batch_wait takes seconds", BATCH_DOORS)
 
+    def test_a_key_given_twice_is_refused_by_every_door(self):
+        # The last value would win in a JSON reader that keeps one: a
+        # request that says m1 to whatever looked at it first and * to us.
+        text = '{"clients": "m1", "module": "test", "method": "ping", "clients": "*"}'
+        for program in ([binary("func"), "--root", FLEET.ca_root, "transmit"],
+                        [binary("func-transmit"), "--root", FLEET.ca_root]):
+            p = subprocess.run(program, input=text, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 2, (program, p.stdout))
+            self.assertIn('the key \\"clients\\" is given twice', p.stdout, program)
+        status, doc, _ = API.request("POST", "/api/v1/calls", token=TOKEN,
+                                     raw='{"spec": "m1", "module": "test", "method": "ping", "spec": "*"}')
+        self.assertEqual(status, 400, doc)
+        self.assertIn("duplicate field", doc["error"])
+
     def test_bad_numbers_are_refused_by_every_door_that_takes_them(self):
         # -t and --forks are func's global options (every command takes
         # them): their message names the flag; the rule and its wording

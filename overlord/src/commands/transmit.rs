@@ -60,6 +60,9 @@ pub enum Request {
 pub fn request(text: &str) -> Result<Request, PlanError> {
     let bad = |why: String| PlanError::Usage(format!("func transmit: {why}"));
     let req: J = serde_json::from_str(text).map_err(|e| bad(format!("the request is not JSON: {e}")))?;
+    if let Some(why) = crate::gate::keys::repeated_in_json(text) {
+        return Err(bad(why));
+    }
     let obj = req
         .as_object()
         .ok_or_else(|| bad("the request must be a JSON object".into()))?;

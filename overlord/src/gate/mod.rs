@@ -9,6 +9,7 @@
 //!   batch) and its validation;
 //! - [`job`]: a job named by a request (`job_status`, lookups, kills);
 //! - [`jobs`]: a kill's signal and a listing's filters;
+//! - [`keys`]: a request document's keys, each once;
 //! - [`error`]: why a request was refused or failed, and the status each
 //!   door ends with.
 //!
@@ -19,6 +20,7 @@ pub mod call;
 pub mod error;
 pub mod job;
 pub mod jobs;
+pub mod keys;
 
 pub use call::{Args, Call, CallFields, Run};
 pub use error::GateError;
