@@ -1,14 +1,22 @@
 //! The Func overlord: the library behind `func`.
 //!
 //! # Layout
+//! - [`gate`]: the one gate (DESIGN §13): the typed requests every door —
+//!   `func`, `func transmit`, `func-transmit`, `func-api` — maps its input
+//!   onto, validated in one place, and [`gate::GateError`] with one mapping to
+//!   exit status and HTTP status.
+//! - [`conf`]: overlord.conf, read once per process into typed settings.
+//! - [`caller`]: one call to one minion, for every caller (workers, poller,
+//!   func-api's pool).
 //! - [`cli`]: the clap definitions of `func` (also for man pages and completions).
 //! - [`plan`]: the command line parsed into a validated plan (hosts resolved,
 //!   options checked) before anything is sent.
 //! - [`targets`], [`groups`]: which minions a SPEC names, and where they are.
 //! - [`dispatch`], [`worker`], [`job`]: `--forks N` worker processes, each
 //!   calling its bucket of minions with bounded concurrency.
-//! - [`store`], [`jobs`]: async jobs: the redb job store, the detached
-//!   dispatch driver, status polling.
+//! - [`store`], [`jobs`]: async jobs: the job store (its rules once above
+//!   redb and PostgreSQL), the one job start, the detached dispatch driver,
+//!   the one long-poll (`jobs::follow`), status polling.
 //! - [`output`]: human and JSON output, exit status; [`out`]: stdout
 //!   that never panics on a closed pipe (`out!`, `outln!`).
 //! - [`interrupt`]: Ctrl-C on a sync batch or a polling call: a flag the
