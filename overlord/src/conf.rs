@@ -37,7 +37,7 @@ pub struct OverlordConf {
 impl OverlordConf {
     /// The settings in `ini` (no I/O).
     pub fn parse(ini: Ini) -> Result<Self, ConfigError> {
-        let max = MAX_SECS;
+        let (max, d) = (MAX_SECS, Self::defaults());
         Ok(OverlordConf {
             socket_timeout: ini
                 .f64("main", "socket_timeout")?
@@ -45,11 +45,11 @@ impl OverlordConf {
                 .map(|t| t.min(max)),
             max_response: ini
                 .u64("main", "max_response_size")?
-                .map_or(common::rpc::client::MAX_RESPONSE, |v| v.max(1024) as usize),
+                .map_or(d.max_response, |v| v.max(1024) as usize),
             keep_jobs: ini
                 .f64("main", "keep_jobs")?
                 .filter(|k| k.is_finite() && *k >= 0.0)
-                .unwrap_or(crate::store::DEFAULT_KEEP_JOBS),
+                .unwrap_or(d.keep_jobs),
             store_url: ini
                 .str("store", "url")
                 .map(str::trim)
@@ -58,7 +58,7 @@ impl OverlordConf {
             batch_lease: ini
                 .f64("store", "batch_lease")?
                 .filter(|v| v.is_finite() && *v >= 1.0)
-                .map_or(30.0, |v| v.min(max)),
+                .map_or(d.batch_lease, |v| v.min(max)),
             ini,
         })
     }
@@ -89,20 +89,20 @@ impl OverlordConf {
             if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 crate::log::line(&format!("func: {e}; using the defaults"));
             }
-            Arc::new(Self::parse(Ini::default()).unwrap_or_else(|_| unreachable_defaults()))
+            Arc::new(Self::defaults())
         })
     }
-}
 
-/// The defaults (what an empty file gives).
-fn unreachable_defaults() -> OverlordConf {
-    OverlordConf {
-        socket_timeout: None,
-        max_response: common::rpc::client::MAX_RESPONSE,
-        keep_jobs: crate::store::DEFAULT_KEEP_JOBS,
-        store_url: None,
-        batch_lease: 30.0,
-        ini: Ini::default(),
+    /// What a file that says nothing gives.
+    fn defaults() -> Self {
+        OverlordConf {
+            socket_timeout: None,
+            max_response: common::rpc::client::MAX_RESPONSE,
+            keep_jobs: crate::store::DEFAULT_KEEP_JOBS,
+            store_url: None,
+            batch_lease: 30.0,
+            ini: Ini::default(),
+        }
     }
 }
 

@@ -164,14 +164,15 @@ fn decode(text: &str, yaml: bool) -> Result<J, Bad> {
         true if yaml_nesting(text) > MAX_YAML_NESTING => Err(Bad(format!(
             "the request nests deeper than {MAX_YAML_NESTING} levels"
         ))),
-        true => {
-            let doc = yaml_serde::from_str(text).map_err(|e| Bad(format!("the request is not YAML: {e}")))?;
-            crate::gate::keys::repeated_in_yaml(text).map_or(Ok(doc), |why| Err(Bad(why)))
-        }
-        false => {
-            let doc = serde_json::from_str(text).map_err(|e| Bad(format!("the request is not JSON: {e}")))?;
-            crate::gate::keys::repeated_in_json(text).map_or(Ok(doc), |why| Err(Bad(why)))
-        }
+        true => crate::gate::keys::yaml(text).map_err(|e| unread(e, "YAML")),
+        false => crate::gate::keys::json(text).map_err(|e| unread(e, "JSON")),
+    }
+}
+
+fn unread(e: crate::gate::keys::Unread, format: &str) -> Bad {
+    match e {
+        crate::gate::keys::Unread::Syntax(e) => Bad(format!("the request is not {format}: {e}")),
+        crate::gate::keys::Unread::Repeated(why) => Bad(why),
     }
 }
 

@@ -95,28 +95,23 @@ fn emit(report: &Report) {
 }
 
 async fn one_host(job: &Job, target: &Target, tls: Arc<Link>, limit: Duration) -> Value {
-    if let Action::Call { call_xml } = &job.action {
-        let limits = xmlrpc::Limits {
-            max_body: usize::MAX,
-            max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
-            max_values: usize::MAX,
-        };
-        // One call, as every caller makes it (`caller.rs`).
-        return match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
-            Ok(call) => {
-                crate::caller::call_once(None, target, &call.method, call.params, tls, limit, None)
-                    .await
-                    .value
-            }
-            Err(e) => remote_error("func.overlord.BadCall", &e.to_string(), ""),
-        };
-    }
-    let mut client = match connect(target, tls, limit).await {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
     match &job.action {
-        Action::Call { .. } => remote_error("func.overlord.BadCall", "a call reached the copy path", ""),
+        Action::Call { call_xml } => {
+            let limits = xmlrpc::Limits {
+                max_body: usize::MAX,
+                max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
+                max_values: usize::MAX,
+            };
+            // One call, as every caller makes it (`caller.rs`).
+            match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
+                Ok(call) => {
+                    crate::caller::call_once(None, target, &call.method, call.params, tls, limit, None)
+                        .await
+                        .value
+                }
+                Err(e) => remote_error("func.overlord.BadCall", &e.to_string(), ""),
+            }
+        }
         Action::CopyFile {
             local,
             remote,
@@ -124,9 +119,15 @@ async fn one_host(job: &Job, target: &Target, tls: Arc<Link>, limit: Duration) -
             uid,
             gid,
             sha1,
-        } => copy_file(&mut client, local, remote, *mode, *uid, *gid, sha1)
-            .await
-            .unwrap_or_else(|e| e),
+        } => {
+            let mut client = match connect(target, tls, limit).await {
+                Ok(c) => c,
+                Err(e) => return e,
+            };
+            copy_file(&mut client, local, remote, *mode, *uid, *gid, sha1)
+                .await
+                .unwrap_or_else(|e| e)
+        }
     }
 }
 

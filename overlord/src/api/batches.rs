@@ -33,15 +33,9 @@ fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<(JobMeta, BatchR
     crate::gate::JobRef::parse(id)?;
     let found = crate::batch::driver::load(&api.store, id).map_err(engine)?;
     let (meta, rec) = found.ok_or_else(|| unknown(id))?;
-    let hosts = rec
-        .state
-        .pending
-        .iter()
-        .chain(rec.state.active.keys())
-        .chain(rec.state.ended.keys());
     if caller
         .rights
-        .forbidden(&api.root, &meta.function, hosts)
+        .forbidden(&api.root, &meta.function, rec.state.hosts())
         .is_some()
     {
         return Err(unknown(id));

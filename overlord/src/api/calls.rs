@@ -34,11 +34,6 @@ impl From<GateError> for ApiError {
     }
 }
 
-/// A SPEC's form, as the gate checks it.
-pub fn check_spec(spec: &str) -> Result<(), ApiError> {
-    gate::call::check_spec("spec", spec).map_err(ApiError::from)
-}
-
 /// `POST /api/v1/calls`.
 pub async fn call(
     caller: Caller,

@@ -38,7 +38,7 @@ pub async fn list(
     // may see is the gate's no-match, 404.
     let asked = f.spec.is_some();
     let spec = f.spec.unwrap_or_else(|| "*".into());
-    super::calls::check_spec(&spec)?;
+    crate::gate::call::check_spec("spec", &spec)?;
     let no_match = || {
         ApiError::from(crate::gate::GateError::Targets(TargetError::NoMatch(
             spec.clone(),

@@ -192,13 +192,7 @@ pub fn drive(
     let refused = match signed {
         Err(why) => Some(why),
         Ok(hosts) => {
-            let listed = rec
-                .state
-                .pending
-                .iter()
-                .chain(rec.state.active.keys())
-                .chain(rec.state.ended.keys());
-            let extra = crate::seal::unsigned_hosts(&hosts, listed);
+            let extra = crate::seal::unsigned_hosts(&hosts, rec.state.hosts());
             (!extra.is_empty()).then(|| crate::seal::SealError::ExtraHosts(extra.join(", ")))
         }
     };

@@ -129,6 +129,14 @@ pub fn size(spec: &str, hosts: usize) -> Result<usize, String> {
 
 impl BatchState {
     /// A new batch over `hosts` (taken in sorted order).
+    /// Every host of the batch: pending, in flight and ended.
+    pub fn hosts(&self) -> impl Iterator<Item = &String> {
+        self.pending
+            .iter()
+            .chain(self.active.keys())
+            .chain(self.ended.keys())
+    }
+
     pub fn new(mut hosts: Vec<String>, size: usize, batch_wait: f64, failhard: bool, timeout: f64) -> Self {
         hosts.sort();
         hosts.dedup();

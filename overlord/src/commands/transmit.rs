@@ -18,6 +18,7 @@
 
 use serde_json::Value as J;
 
+use crate::gate::keys::Unread;
 use crate::plan::PlanError;
 
 /// The keys each kind of request knows.
@@ -59,10 +60,10 @@ pub enum Request {
 /// Reads a request.
 pub fn request(text: &str) -> Result<Request, PlanError> {
     let bad = |why: String| PlanError::Usage(format!("func transmit: {why}"));
-    let req: J = serde_json::from_str(text).map_err(|e| bad(format!("the request is not JSON: {e}")))?;
-    if let Some(why) = crate::gate::keys::repeated_in_json(text) {
-        return Err(bad(why));
-    }
+    let req: J = crate::gate::keys::json(text).map_err(|e| match e {
+        Unread::Syntax(e) => bad(format!("the request is not JSON: {e}")),
+        Unread::Repeated(why) => bad(why),
+    })?;
     let obj = req
         .as_object()
         .ok_or_else(|| bad("the request must be a JSON object".into()))?;

@@ -23,7 +23,7 @@ impl<'de> Deserialize<'de> for UniqueKeys {
                 while let Some((k, v)) = m.next_entry::<String, Value>()? {
                     if out.contains_key(&k) {
                         return Err(serde::de::Error::custom(format!(
-                            "the key {:?} is given twice",
+                            "the key {:?} {TWICE}",
                             common::paths::shorten(&k)
                         )));
                     }
@@ -36,19 +36,39 @@ impl<'de> Deserialize<'de> for UniqueKeys {
     }
 }
 
-/// The key given twice in JSON `text`'s top-level object, if one is.
-pub fn repeated_in_json(text: &str) -> Option<String> {
-    match serde_json::from_str::<UniqueKeys>(text) {
-        Err(e) if e.to_string().contains("is given twice") => Some(e.to_string()),
-        _ => None,
-    }
+/// Why a request document could not be read.
+pub enum Unread {
+    /// Not JSON (or YAML) at all: the parser's words.
+    Syntax(String),
+    /// A top-level key is given twice.
+    Repeated(String),
 }
 
-/// The key given twice in YAML `text`'s top-level mapping, if one is.
-pub fn repeated_in_yaml(text: &str) -> Option<String> {
-    match yaml_serde::from_str::<UniqueKeys>(text) {
-        Err(e) if e.to_string().contains("is given twice") => Some(e.to_string()),
-        _ => None,
+const TWICE: &str = "is given twice";
+
+/// JSON `text`, each top-level key once: one parse for an object (a
+/// request), a second only to describe a document that is not one.
+pub fn json(text: &str) -> Result<Value, Unread> {
+    read(serde_json::from_str::<UniqueKeys>(text), || {
+        serde_json::from_str(text)
+    })
+}
+
+/// YAML `text`, as [`json`].
+pub fn yaml(text: &str) -> Result<Value, Unread> {
+    read(yaml_serde::from_str::<UniqueKeys>(text), || {
+        yaml_serde::from_str(text)
+    })
+}
+
+fn read<E: std::fmt::Display>(
+    unique: Result<UniqueKeys, E>,
+    any: impl FnOnce() -> Result<Value, E>,
+) -> Result<Value, Unread> {
+    match unique {
+        Ok(UniqueKeys(map)) => Ok(Value::Object(map)),
+        Err(e) if e.to_string().contains(TWICE) => Err(Unread::Repeated(e.to_string())),
+        Err(_) => any().map_err(|e| Unread::Syntax(e.to_string())),
     }
 }
 
@@ -58,12 +78,14 @@ mod tests {
 
     #[test]
     fn a_key_given_twice_is_found_in_json_and_yaml() {
-        let e = repeated_in_json(r#"{"clients": "m1", "method": "ping", "clients": "*"}"#).unwrap();
+        let Err(Unread::Repeated(e)) = json(r#"{"clients": "m1", "method": "ping", "clients": "*"}"#) else {
+            panic!("a repeated key was read")
+        };
         assert!(e.contains(r#"the key "clients" is given twice"#), "{e}");
-        assert!(repeated_in_json(r#"{"clients": "m1", "parameters": [{"a": 1}, {"a": 2}]}"#).is_none());
-        assert!(repeated_in_json("[1]").is_none());
-        let e = repeated_in_yaml("clients: m1\nmethod: ping\nclients: '*'\n");
-        // yaml_serde may refuse a duplicate key itself; either way it is found.
-        assert!(e.is_some() || yaml_serde::from_str::<Value>("clients: m1\nclients: '*'\n").is_err());
+        assert!(json(r#"{"clients": "m1", "parameters": [{"a": 1}, {"a": 2}]}"#).is_ok());
+        assert!(matches!(json("[1]"), Ok(Value::Array(_))));
+        assert!(matches!(json("{"), Err(Unread::Syntax(_))));
+        assert!(yaml("clients: m1\nmethod: ping\nclients: '*'\n").is_err());
+        assert!(matches!(yaml("clients: m1\n"), Ok(Value::Object(_))));
     }
 }
