@@ -831,6 +831,52 @@ class ApiTest(unittest.TestCase):
         status, doc, _ = self.api.request("GET", "/api/v1/minions", self.admin)
         self.assertEqual(status, 200, "still answers")
 
+    def test_every_answer_is_what_the_document_says(self):
+        """The document is derived from the answers' Rust types; each real
+        answer of every operation is validated against it (the fuzzing
+        below rarely reaches a real job or batch)."""
+        import jsonschema
+        _, doc, _ = self.api.request("GET", "/api/v1/openapi.json")
+
+        def check(method, path, status, body, template=None):
+            op = doc["paths"][template or path][method.lower()]
+            self.assertIn(str(status), op["responses"], (method, path, body))
+            schema = op["responses"][str(status)]["content"]["application/json"]["schema"]
+            jsonschema.Draft202012Validator(dict(schema, components=doc["components"])).validate(body)
+
+        def ask(method, path, template=None, body=None, token=None):
+            status, answer, _ = self.api.request(method, path, token or self.admin, body)
+            check(method, path, status, answer, template)
+            return status, answer
+
+        ask("GET", "/api/v1/minions")
+        ask("GET", "/api/v1/minions?spec=nosuch", "/api/v1/minions")
+        ask("GET", "/api/v1/minions/m1/methods", "/api/v1/minions/{name}/methods")
+        ping = {"spec": "m*", "module": "test", "method": "ping"}
+        ask("POST", "/api/v1/calls", body=ping)
+        ask("POST", "/api/v1/calls", body=dict(ping, method="bad name"))
+        ask("POST", "/api/v1/calls", body=ping, token=self.api.token("few", "--allow", "m1=test.add"))
+        _, job = ask("POST", "/api/v1/calls", body=dict(ping, method="sleep", args=[30], **{"async": True}))
+        _, batch = ask("POST", "/api/v1/calls", body=dict(ping, method="sleep", args=[30], batch=1))
+        ask("GET", "/api/v1/jobs?limit=2", "/api/v1/jobs")
+        ask("GET", "/api/v1/jobs/" + job["job_id"], "/api/v1/jobs/{id}")
+        ask("GET", "/api/v1/jobs/nosuch-1", "/api/v1/jobs/{id}")
+        ask("GET", "/api/v1/batches/" + batch["job_id"], "/api/v1/batches/{id}")
+        ask("POST", "/api/v1/batches/%s/stop" % batch["job_id"], "/api/v1/batches/{id}/stop", {"kill": True})
+        ask("POST", "/api/v1/batches/%s/recover" % batch["job_id"], "/api/v1/batches/{id}/recover")
+        ask("POST", "/api/v1/jobs/%s/kill" % job["job_id"], "/api/v1/jobs/{id}/kill", {})
+        ask("POST", "/api/v1/jobs/%s/kill" % job["job_id"], "/api/v1/jobs/{id}/kill", {"signal": "NOPE"})
+        # The finished ones too: results, ends and reasons in their places.
+        self.assertTrue(wait_until(120, lambda: self.api.request(
+            "GET", "/api/v1/jobs/" + job["job_id"], self.admin)[1]["state"] == "finished"))
+        ask("GET", "/api/v1/jobs/" + job["job_id"], "/api/v1/jobs/{id}")
+        self.assertTrue(wait_until(120, lambda: self.api.request(
+            "GET", "/api/v1/batches/" + batch["job_id"], self.admin)[1]["complete"]))
+        ask("GET", "/api/v1/batches/" + batch["job_id"], "/api/v1/batches/{id}")
+        status, body, _ = self.api.request("POST", "/api/v1/login", None, {"token": self.admin},
+                                           headers={"X-Func-CSRF": "1"})
+        check("POST", "/api/v1/login", status, body)
+
     def test_openapi_document_and_schemathesis(self):
         status, doc, _ = self.api.request("GET", "/api/v1/openapi.json")
         self.assertEqual(status, 200)
@@ -848,7 +894,7 @@ class ApiTest(unittest.TestCase):
         env = dict(os.environ, REQUESTS_CA_BUNDLE=self.fleet.ca_cert(), SSL_CERT_FILE=self.fleet.ca_cert())
         out = subprocess.run(
             st + ["run", base + "/api/v1/openapi.json", "--url", base,
-             "--checks", "not_a_server_error", "--exclude-path", "/api/v1/events",
+             "--checks", "not_a_server_error,response_schema_conformance,content_type_conformance,status_code_conformance", "--exclude-path", "/api/v1/events",
              "-H", "Authorization: Bearer " + fuzz, "--max-examples", "30",
              "--tls-verify", self.fleet.ca_cert(), "--request-timeout", "30"],
             capture_output=True, text=True, env=env, timeout=600,

@@ -5,18 +5,19 @@
 //! /api/v1/batches/{id}/recover`: a batch whose driver died gets a new one
 //! (never two). Limited tokens: as for jobs.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::reply::Path;
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::auth::Caller;
-use super::reply::{ApiError, Body};
+use super::jobs::JobIdParam;
+use super::reply::{ApiError, Body, ErrorBody};
 use super::state::Api;
-use crate::batch::control::{self, Recovered};
+use crate::batch::control::{self, BatchDoc, Recovered};
 use crate::batch::record::BatchRecord;
 use crate::store::JobMeta;
 
@@ -51,11 +52,15 @@ fn engine(e: crate::error::EngineError) -> ApiError {
 }
 
 /// `GET /api/v1/batches/{id}`.
+#[utoipa::path(get, path = "/api/v1/batches/{id}", tag = "batches", operation_id = "getBatch",
+    summary = "A batch's status (batch status --json)", params(JobIdParam),
+    responses((status = 200, body = BatchDoc), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn status(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Path(id): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<BatchDoc>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let (meta, mut rec) = load_visible(&api, &caller, &id)?;
         control::with_recorded_ends(&api.store, &mut rec, &meta.id);
@@ -65,20 +70,57 @@ pub async fn status(
     .map_err(ApiError::internal)?
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopRequest {
+    /// Also kill the hosts in flight (else they finish; none is started).
     #[serde(default)]
     kill: bool,
 }
 
+/// The batch as a stop request left it (its driver applies the request
+/// at its next step).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct StopRequested {
+    pub job_id: String,
+    /// `stop` or `kill`.
+    pub requested: &'static str,
+    pub state: String,
+    pub complete: bool,
+    pub driver_alive: bool,
+    pub counts: BTreeMap<&'static str, usize>,
+}
+
+/// What a recover did.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RecoverOutcome {
+    pub job_id: String,
+    /// `resumed` or `nothing to recover`.
+    pub outcome: &'static str,
+    pub state: String,
+    /// The driver that still holds it (when nothing was recovered for that).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_host: Option<String>,
+    /// Seconds its lease has left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_left: Option<f64>,
+}
+
 /// `POST /api/v1/batches/{id}/stop`.
+#[utoipa::path(post, path = "/api/v1/batches/{id}/stop", tag = "batches", operation_id = "stopBatch",
+    summary = "Drains a batch (kill: also kills in-flight hosts)", params(JobIdParam),
+    request_body(content = Option<StopRequest>),
+    responses((status = 200, body = StopRequested), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 408, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 415, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn stop(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Path(id): Path<String>,
     Body(req): Body<StopRequest>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<StopRequested>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let (_, before) = load_visible(&api, &caller, &id)?;
         let hosts: Vec<String> = before
@@ -99,25 +141,29 @@ pub async fn stop(
             &hosts,
             200,
         );
-        Ok(Json(json!({
-            "job_id": meta.id,
-            "requested": what,
-            "state": control::state_word(&rec),
-            "complete": rec.complete,
-            "driver_alive": !rec.orphaned() && !rec.complete,
-            "counts": rec.state.counts(),
-        })))
+        Ok(Json(StopRequested {
+            job_id: meta.id,
+            requested: what,
+            state: control::state_word(&rec),
+            complete: rec.complete,
+            driver_alive: !rec.orphaned() && !rec.complete,
+            counts: rec.state.counts(),
+        }))
     })
     .await
     .map_err(ApiError::internal)?
 }
 
 /// `POST /api/v1/batches/{id}/recover`.
+#[utoipa::path(post, path = "/api/v1/batches/{id}/recover", tag = "batches", operation_id = "recoverBatch",
+    summary = "Resumes a batch whose driver died", params(JobIdParam),
+    responses((status = 200, body = RecoverOutcome), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn recover(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Path(id): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<RecoverOutcome>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let (meta, rec) = load_visible(&api, &caller, &id)?;
         let hosts: Vec<String> = rec
@@ -131,18 +177,28 @@ pub async fn recover(
         if let Some(child) = driver {
             super::state::reap(child);
         }
+        let answer = |outcome, state| RecoverOutcome {
+            job_id: meta.id.clone(),
+            outcome,
+            state,
+            driver_pid: None,
+            driver_host: None,
+            lease_left: None,
+        };
         let outcome = match outcome {
             Recovered::Missing => return Err(unknown(&id)),
-            Recovered::Ended(word) => {
-                json!({"job_id": meta.id, "outcome": "nothing to recover", "state": word})
-            }
+            Recovered::Ended(word) => answer("nothing to recover", word),
             Recovered::Held {
                 pid,
                 host,
                 lease_left,
-            } => json!({"job_id": meta.id, "outcome": "nothing to recover",
-                "state": "running", "driver_pid": pid, "driver_host": host, "lease_left": lease_left}),
-            Recovered::Resumed => json!({"job_id": meta.id, "outcome": "resumed", "state": "running"}),
+            } => RecoverOutcome {
+                driver_pid: Some(pid),
+                driver_host: host,
+                lease_left,
+                ..answer("nothing to recover", "running".into())
+            },
+            Recovered::Resumed => answer("resumed", "running".into()),
         };
         api.audit.line(
             &caller.name,

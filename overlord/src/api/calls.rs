@@ -14,10 +14,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 use super::auth::Caller;
-use super::reply::{ApiError, Body};
+use super::reply::{ApiError, Body, ErrorBody};
 use super::state::Api;
 use crate::gate::{self, CallFields, GateError, Run};
 use crate::targets::Target;
@@ -34,7 +33,24 @@ impl From<GateError> for ApiError {
     }
 }
 
+/// A job started (async or batch): follow it by its id.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct JobId {
+    pub job_id: String,
+}
+
 /// `POST /api/v1/calls`.
+#[utoipa::path(post, path = "/api/v1/calls", tag = "calls", operation_id = "runCall",
+    summary = "Runs a method: synchronously (200), async or as a batch (202)",
+    request_body = CallFields,
+    responses(
+        (status = 200, description = "{host: result}: the document of func --json", body = Object),
+        (status = 202, description = "started", body = JobId,
+            headers(("Location" = String, description = "the job (or batch) to follow"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "the SPEC names no minion", body = ErrorBody), (status = 408, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody), (status = 429, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
 pub async fn call(
     caller: Caller,
     State(api): State<Arc<Api>>,
@@ -202,7 +218,7 @@ async fn start_job(
         "jobs"
     };
     let location = format!("/api/v1/{kind}/{}", encode_segment(&id));
-    let mut answer = (StatusCode::ACCEPTED, Json(json!({"job_id": id}))).into_response();
+    let mut answer = (StatusCode::ACCEPTED, Json(JobId { job_id: id })).into_response();
     if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
         answer.headers_mut().insert(axum::http::header::LOCATION, v);
     }

@@ -121,9 +121,12 @@ impl Judged {
 }
 
 /// `?tag=PREFIX`.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct EventsQuery {
+    /// Only tags starting with this prefix.
+    #[param(max_length = 1000)]
     tag: Option<String>,
 }
 
@@ -139,6 +142,12 @@ fn sse(id: Option<u64>, tag: &str, data: &str) -> SseEvent {
 }
 
 /// `GET /api/v1/events`.
+#[utoipa::path(get, path = "/api/v1/events", tag = "events", operation_id = "streamEvents",
+    summary = "Server-Sent Events: job/<id>/new|ret/<host>|complete, batch/<id>/new|progress|complete|halted|recover",
+    description = "Each event: `id:` and `data: {\"tag\": TAG, \"data\": PAYLOAD}` (no `event:` line).",
+    params(EventsQuery, ("Last-Event-ID" = Option<String>, Header, description = "resume after this event")),
+    responses((status = 200, description = "an event stream", content_type = "text/event-stream", body = String),
+        (status = 400, body = super::reply::ErrorBody), (status = 401, body = super::reply::ErrorBody)))]
 pub async fn stream(
     caller: Caller,
     State(api): State<Arc<Api>>,

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use super::reply::{Path, Query};
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::auth::Caller;
-use super::reply::{ApiError, Body};
+use super::reply::{ApiError, Body, ErrorBody};
 use super::state::Api;
 use crate::jobs::kill::{self as killing, Signalled};
 use crate::store::{JobMeta, JobRecord, JobStore};
@@ -31,12 +31,70 @@ const MAX_SCAN: usize = 20_000;
 /// against its rights); `next` lets it go on below.
 const MAX_SCAN_LIMITED: usize = 2_000;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// Jobs on the page (1 to 500, 50 when absent).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<usize>,
+    /// The `next` of the previous page.
     before: Option<String>,
+    /// A glob over `module.method`.
     function: Option<String>,
+    /// A glob over the SPEC.
     target: Option<String>,
+}
+
+/// One job of a listing.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct JobRow {
+    pub id: String,
+    /// `module.method`.
+    pub function: String,
+    /// The SPEC it was started with.
+    pub target: String,
+    pub user: String,
+    /// Epoch seconds.
+    pub started: f64,
+    pub ended: Option<f64>,
+    pub hosts: usize,
+    pub batch: bool,
+    pub finished: bool,
+    /// Its hosts by how they ended (and those still pending).
+    pub counts: crate::jobs::Tally,
+    /// `ok`, `failed`, `stopped`, `interrupted` or `running`.
+    pub outcome: &'static str,
+}
+
+/// A page of jobs, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct JobPage {
+    pub jobs: Vec<JobRow>,
+    /// The `before` of the next page (null: this is the last).
+    pub next: Option<String>,
+}
+
+/// A job's status, and who started it, when and with what.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct JobDoc {
+    #[serde(flatten)]
+    pub status: crate::jobs::StatusDoc,
+    pub user: String,
+    pub target: String,
+    pub started: f64,
+    pub ended: Option<f64>,
+    /// Its arguments, as sent.
+    #[schema(value_type = Vec<serde_json::Value>)]
+    pub args: serde_json::Value,
+    pub batch: bool,
+}
+
+/// The hosts a kill reached: each one's message, or `{"error"}`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Killed {
+    pub job_id: String,
+    #[schema(value_type = Object)]
+    pub signalled: BTreeMap<String, serde_json::Value>,
 }
 
 fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiError> {
@@ -45,12 +103,25 @@ fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiErro
         .transpose()
 }
 
-fn row(meta: &JobMeta, tally: Option<&crate::jobs::Tally>) -> serde_json::Value {
+fn row(meta: JobMeta, tally: Option<&crate::jobs::Tally>) -> JobRow {
     let tally = tally.copied().unwrap_or_default();
-    json!({"id": meta.id, "function": meta.function, "target": meta.spec, "user": meta.user,
-        "started": meta.started, "ended": meta.ended, "hosts": meta.hosts, "batch": meta.batch,
-        "finished": meta.ended.is_some(), "counts": tally,
-        "outcome": if meta.ended.is_some() || tally.pending == 0 { tally.outcome() } else { "running" }})
+    JobRow {
+        outcome: if meta.ended.is_some() || tally.pending == 0 {
+            tally.outcome()
+        } else {
+            "running"
+        },
+        finished: meta.ended.is_some(),
+        counts: tally,
+        id: meta.id,
+        function: meta.function,
+        target: meta.spec,
+        user: meta.user,
+        started: meta.started,
+        ended: meta.ended,
+        hosts: meta.hosts,
+        batch: meta.batch,
+    }
 }
 
 /// Whether `caller` may see job `record`.
@@ -62,6 +133,12 @@ fn may_see(api: &Api, caller: &Caller, record: &JobRecord) -> bool {
 }
 
 /// `GET /api/v1/jobs`.
+#[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs", operation_id = "listJobs",
+    summary = "Jobs, newest first, a page at a time", params(ListQuery),
+    responses((status = 200, body = JobPage,
+            headers(("Link" = String, description = "<…>; rel=\"next\" when there is a next page"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn list(
     caller: Caller,
     State(api): State<Arc<Api>>,
@@ -94,7 +171,7 @@ pub async fn list(
             Some(id) => Some(cursor_of(store, &id)?),
             None => None,
         };
-        let mut jobs: Vec<serde_json::Value> = Vec::new();
+        let mut jobs: Vec<JobRow> = Vec::new();
         let mut tallies: std::collections::HashMap<String, crate::jobs::Tally> = Default::default();
         let mut last_returned = None;
         let (mut scanned, mut exhausted, mut cut) = (0, false, false);
@@ -143,12 +220,15 @@ pub async fn list(
             }
             let total = kept.len();
             for (i, meta) in kept.into_iter().enumerate() {
-                let mut r = row(&meta, tallies.get(&meta.id));
-                if meta.batch && meta.ended.is_none() && crate::batch::control::interrupted(store, &meta.id) {
-                    r["outcome"] = json!("interrupted");
+                last_returned = Some((meta.started, meta.id.clone()));
+                let interrupted =
+                    meta.batch && meta.ended.is_none() && crate::batch::control::interrupted(store, &meta.id);
+                let tally = tallies.get(&meta.id).copied();
+                let mut r = row(meta, tally.as_ref());
+                if interrupted {
+                    r.outcome = "interrupted";
                 }
                 jobs.push(r);
-                last_returned = Some((meta.started, meta.id));
                 if jobs.len() == limit {
                     cut = i + 1 < total;
                     break;
@@ -186,7 +266,7 @@ pub async fn list(
             }
             link = Some(format!("</api/v1/jobs?{q}>; rel=\"next\""));
         }
-        Ok::<_, ApiError>((link, Json(json!({"jobs": jobs, "next": next}))))
+        Ok::<_, ApiError>((link, Json(JobPage { jobs, next })))
     })
     .await
     .map_err(ApiError::internal)??;
@@ -238,50 +318,69 @@ fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiEr
 }
 
 /// `GET /api/v1/jobs/{id}`.
+#[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs", operation_id = "getJob",
+    summary = "A job's status (job_status --json)", params(JobIdParam),
+    responses((status = 200, body = JobDoc), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn one(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Path(id): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<JobDoc>, ApiError> {
     tokio::task::spawn_blocking(move || {
         let record = load_visible(&api, &caller, &id)?;
         let id = record.meta.id.clone();
         let meta = record.meta.clone();
         let status = crate::jobs::status_of(record, &BTreeMap::new());
         // The job_status document, and who started it, when, with what.
-        let mut doc = status.doc(&id);
-        for (key, value) in [
-            ("user", json!(meta.user)),
-            ("target", json!(meta.spec)),
-            ("started", json!(meta.started)),
-            ("ended", json!(meta.ended)),
-            ("args", meta.args_json()),
-            ("batch", json!(meta.batch)),
-        ] {
-            doc[key] = value;
-        }
-        Ok(Json(doc))
+        Ok(Json(JobDoc {
+            status: status.doc(&id),
+            args: meta.args_json(),
+            user: meta.user,
+            target: meta.spec,
+            started: meta.started,
+            ended: meta.ended,
+            batch: meta.batch,
+        }))
     })
     .await
     .map_err(ApiError::internal)?
 }
 
-#[derive(Deserialize, Default)]
+/// A job id in a path (`last`: the caller's newest job).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct JobIdParam {
+    /// A job id (or `last`).
+    #[param(min_length = 1, max_length = 4560)]
+    #[allow(dead_code)]
+    id: String,
+}
+
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillRequest {
+    /// A signal's name or number (KILL when absent).
     #[serde(default)]
+    #[schema(default = "KILL")]
     signal: Option<String>,
 }
 
 /// `POST /api/v1/jobs/{id}/kill`: 200 `{"job_id", "signalled": {host:
 /// message | {"error"}}}`; the hosts' ends then come as events and in the
 /// job's status.
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/kill", tag = "jobs", operation_id = "killJob",
+    summary = "Signals the hosts still running the job", params(JobIdParam),
+    request_body(content = Option<KillRequest>),
+    responses((status = 200, body = Killed), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 408, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 415, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn kill(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Path(id): Path<String>,
     Body(req): Body<KillRequest>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Killed>, ApiError> {
     let signal_name = req.signal.unwrap_or_else(|| "KILL".into());
     let signal = crate::gate::jobs::signal(&signal_name)?;
     let api2 = Arc::clone(&api);
@@ -311,7 +410,7 @@ pub async fn kill(
     let hosts: Vec<String> = record.hosts.keys().cloned().collect();
     let limit = Duration::from_secs(10);
     let user = caller.user();
-    let mut signalled = serde_json::Map::new();
+    let mut signalled = BTreeMap::new();
     for (target, method, params) in killing::signal_calls(&api.root, &record, &signal_name) {
         let value = api.pool.call(&target, &method, params, limit, Some(&user)).await;
         let reply = if common::xmlrpc::is_remote_error(&value) {
@@ -335,5 +434,8 @@ pub async fn kill(
         &hosts,
         200,
     );
-    Ok(Json(json!({"job_id": record.meta.id, "signalled": signalled})))
+    Ok(Json(Killed {
+        job_id: record.meta.id,
+        signalled,
+    }))
 }

@@ -15,6 +15,10 @@ use super::reply::ApiError;
 use super::state::Api;
 
 /// `GET /metrics`.
+#[utoipa::path(get, path = "/metrics", tag = "meta", operation_id = "getMetrics",
+    summary = "Counters in Prometheus' text format (administrators)",
+    responses((status = 200, description = "metrics", content_type = "text/plain", body = String),
+        (status = 401, body = super::reply::ErrorBody), (status = 403, body = super::reply::ErrorBody)))]
 pub async fn metrics(caller: Caller, State(api): State<Arc<Api>>) -> Result<Response, ApiError> {
     if !caller.rights.admin {
         return Err(ApiError::forbidden("metrics are for administrators"));

@@ -14,25 +14,53 @@ use super::reply::{Path, Query};
 use axum::extract::State;
 use axum::Json;
 use common::Value;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::auth::Caller;
-use super::reply::ApiError;
+use super::reply::{ApiError, ErrorBody};
 use super::state::Api;
 use crate::targets::{Target, TargetError};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Filter {
+    /// Func's SPEC: globs separated by `;`, `@group` (every minion when absent).
     spec: Option<String>,
 }
 
+/// A signed minion.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct MinionRow {
+    pub name: String,
+    /// `host:port` it advertised.
+    pub address: String,
+    /// When it last answered func-api (epoch seconds).
+    pub last_seen: Option<f64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct MinionList {
+    pub minions: Vec<MinionRow>,
+}
+
+/// A minion's modules: `{module: {method: {"args": …, "description": …}}}`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct MinionMethods {
+    pub minion: String,
+    #[schema(value_type = Object)]
+    pub modules: BTreeMap<String, serde_json::Value>,
+}
+
 /// `GET /api/v1/minions`.
+#[utoipa::path(get, path = "/api/v1/minions", tag = "minions", operation_id = "listMinions",
+    summary = "Signed minions a SPEC names (natural order)", params(Filter),
+    responses((status = 200, body = MinionList), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, description = "the SPEC names no minion", body = ErrorBody)))]
 pub async fn list(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Query(f): Query<Filter>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<MinionList>, ApiError> {
     // Without `spec`, the collection (empty while no minion is enrolled);
     // with one, a SPEC as every door reads it: matching nothing the caller
     // may see is the gate's no-match, 404.
@@ -65,19 +93,28 @@ pub async fn list(
         return Err(no_match());
     }
     targets.sort_by(|a: &Target, b: &Target| crate::values::natural_cmp(&a.name, &b.name));
-    let minions: Vec<_> = targets
-        .iter()
-        .map(|t| json!({"name": t.name, "address": t.addr, "last_seen": api.pool.last_seen(&t.name)}))
+    let minions = targets
+        .into_iter()
+        .map(|t| MinionRow {
+            last_seen: api.pool.last_seen(&t.name),
+            name: t.name,
+            address: t.addr,
+        })
         .collect();
-    Ok(Json(json!({"minions": minions})))
+    Ok(Json(MinionList { minions }))
 }
 
 /// `GET /api/v1/minions/{name}/methods`.
+#[utoipa::path(get, path = "/api/v1/minions/{name}/methods", tag = "minions", operation_id = "getMinionMethods",
+    summary = "A minion's modules, methods and arguments (get_method_args)",
+    params(("name" = String, Path, description = "a minion's name")),
+    responses((status = 200, body = MinionMethods), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 502, body = ErrorBody)))]
 pub async fn methods(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<MinionMethods>, ApiError> {
     let known =
         common::identity::is_valid_host_name(&name) && crate::targets::all_minions(&api.root).contains(&name);
     let groups = crate::groups::Groups::load(&api.root.groups_file());
@@ -144,5 +181,8 @@ pub async fn methods(
             out.insert(module, serde_json::Value::Object(methods));
         }
     }
-    Ok(Json(json!({"minion": name, "modules": out})))
+    Ok(Json(MinionMethods {
+        minion: name,
+        modules: out,
+    }))
 }

@@ -10,7 +10,8 @@
 //! - One file per group of endpoints: [`minions`], [`calls`], [`jobs`],
 //!   [`batches`], [`session`], [`events`] (Server-Sent Events from the
 //!   [`bus`], fed by the [`watch`]er of every unfinished job and batch).
-//! - [`reply`]: JSON bodies in and out, errors as `{"error"}`.
+//! - [`reply`]: JSON bodies in and out, errors as `{"error"}`;
+//!   [`openapi`]: the OpenAPI document, derived from those types.
 //! - [`web`]: the web UI's pages, built into the binary.
 
 pub mod anonymous;
@@ -27,6 +28,7 @@ pub mod failures;
 pub mod jobs;
 pub mod metrics;
 pub mod minions;
+pub mod openapi;
 pub mod reply;
 pub mod server;
 pub mod session;

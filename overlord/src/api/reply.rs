@@ -6,7 +6,6 @@ use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
 /// An error answer.
 #[derive(Debug)]
@@ -64,9 +63,16 @@ pub fn busy_anonymous() -> Response {
     r
 }
 
+/// Every error's body.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut r = (self.status, axum::Json(json!({"error": self.message}))).into_response();
+        let body = ErrorBody { error: self.message };
+        let mut r = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
@@ -145,15 +151,6 @@ pub async fn method_not_allowed() -> ApiError {
         StatusCode::METHOD_NOT_ALLOWED,
         "method not allowed here (see /api/v1/openapi.json)",
     )
-}
-
-/// `GET /api/v1/openapi.json`.
-pub async fn openapi() -> Response {
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        include_str!("openapi.json"),
-    )
-        .into_response()
 }
 
 /// Any other path: JSON under `/api/`, a page of the web UI elsewhere.

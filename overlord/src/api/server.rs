@@ -17,7 +17,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::Service as _;
 
 use super::state::{Api, Peer};
-use super::{batches, calls, conventions, events, jobs, metrics, minions, reply, session, watch, web};
+use super::{
+    batches, calls, conventions, events, jobs, metrics, minions, openapi, reply, session, watch, web,
+};
 
 /// Connections from one address at once (all of them: `[api] max_connections`).
 const PER_ADDRESS: usize = 64;
@@ -51,7 +53,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/batches/{id}/stop", post(batches::stop))
         .route("/api/v1/batches/{id}/recover", post(batches::recover))
         .route("/api/v1/events", get(events::stream))
-        .route("/api/v1/openapi.json", get(reply::openapi))
+        .route("/api/v1/openapi.json", get(openapi::document))
         .route("/metrics", get(metrics::metrics))
         .route("/", get(web::page))
         .route("/run", get(web::page))

@@ -7,18 +7,31 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::auth::COOKIE;
-use super::reply::{ApiError, Body};
+use super::reply::{ApiError, Body, ErrorBody};
 use super::state::{Api, Peer};
 use super::tokens;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Login {
     token: String,
+}
+
+/// Who the session is.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LoggedIn {
+    pub name: String,
+    pub admin: bool,
+    /// When the token (and so the session) expires (epoch seconds).
+    pub expires: f64,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LoggedOut {
+    pub ok: bool,
 }
 
 /// A login from our own page, or from a program: it carries the
@@ -53,6 +66,15 @@ impl axum::extract::FromRequestParts<Arc<Api>> for SameOrigin {
 }
 
 /// `POST /api/v1/login`.
+#[utoipa::path(post, path = "/api/v1/login", tag = "session", operation_id = "login", security(),
+    summary = "A session cookie for a token (browsers)",
+    description = "Needs the X-Func-CSRF header or this service's own Origin (no login CSRF); the body (at most 4 KiB) must arrive within 5 s.",
+    params(("X-Func-CSRF" = Option<String>, Header, description = "any value")),
+    request_body = Login,
+    responses((status = 200, description = "logged in; Set-Cookie: func_session (HttpOnly, Secure, SameSite=Strict)", body = LoggedIn),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 408, body = ErrorBody), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn login(
     State(api): State<Arc<Api>>,
     peer: Option<axum::Extension<Peer>>,
@@ -86,16 +108,22 @@ pub async fn login(
     let max_age = (token.expires - crate::store::now()).max(0.0) as u64;
     let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age={max_age}");
     api.audit.line(&token.name, from, "login", &[], 200);
-    let body = json!({"name": token.name, "admin": token.admin, "expires": token.expires});
+    let body = LoggedIn {
+        name: token.name,
+        admin: token.admin,
+        expires: token.expires,
+    };
     Ok(([(header::SET_COOKIE, cookie)], axum::Json(body)).into_response())
 }
 
 /// `POST /api/v1/logout`: ends the session of the cookie (if any).
+#[utoipa::path(post, path = "/api/v1/logout", tag = "session", operation_id = "logout", security(),
+    summary = "Ends the session", responses((status = 200, body = LoggedOut)))]
 pub async fn logout(State(api): State<Arc<Api>>, headers: HeaderMap) -> Response {
     let id = super::auth::cookie(&headers, COOKIE).map(str::to_string);
     if let Some(id) = id {
         api.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     }
     let cookie = format!("{COOKIE}=; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=0");
-    ([(header::SET_COOKIE, cookie)], axum::Json(json!({"ok": true}))).into_response()
+    ([(header::SET_COOKIE, cookie)], axum::Json(LoggedOut { ok: true })).into_response()
 }

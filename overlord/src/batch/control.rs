@@ -3,10 +3,10 @@
 //! driver, and a recover that takes a driverless batch and starts a new
 //! driver for it (never two: the claim is one store transaction).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::paths::Root;
-use serde_json::json;
 
 use super::driver;
 use super::machine::{BatchState, HostEnd};
@@ -37,43 +37,96 @@ pub fn counts_text(rec: &BatchRecord) -> String {
         .join(", ")
 }
 
-/// `batch status --json` of a batch: `{job_id, function, size, mode,
-/// state, halted, complete, interrupted, driver_alive, driver_pid, counts,
-/// hosts: {host: {state, minion_job | reason}}}`.
-pub fn status_doc(meta: &JobMeta, rec: &BatchRecord) -> serde_json::Value {
-    json!({"job_id": meta.id, "function": meta.function, "size": rec.state.size, "mode": rec.mode,
-        "state": state_word(rec), "halted": rec.state.halted, "complete": rec.complete,
-        "interrupted": rec.interrupted,
-        "driver_alive": !rec.orphaned() && !rec.complete, "driver_pid": rec.driver.map(|d| d.0),
-        "counts": rec.state.counts(), "hosts": hosts_doc(rec)})
+/// A batch as `batch status --json` prints it and func-api answers it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct BatchDoc {
+    pub job_id: String,
+    /// `module.method` (null for a batch the store does not have).
+    pub function: Option<String>,
+    pub size: Option<usize>,
+    /// `sync` (driven by the `func` that started it) or `async`.
+    pub mode: Option<String>,
+    /// The state in words (`running`, `complete`, `halted (…)`, …).
+    pub state: String,
+    /// Why it halted (failhard, a stop request), if it did.
+    pub halted: Option<String>,
+    pub complete: bool,
+    pub interrupted: bool,
+    pub driver_alive: bool,
+    pub driver_pid: Option<u32>,
+    /// Hosts per state: every state named, zero or not.
+    pub counts: BTreeMap<&'static str, usize>,
+    pub hosts: BTreeMap<String, HostDoc>,
+}
+
+/// One host of a batch: pending, active (with its minion job), or how it
+/// ended (with why, for a timeout, an unreachable or an abandoned host).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct HostDoc {
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minion_job: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `batch status --json` of a batch.
+pub fn status_doc(meta: &JobMeta, rec: &BatchRecord) -> BatchDoc {
+    BatchDoc {
+        job_id: meta.id.clone(),
+        function: Some(meta.function.clone()),
+        size: Some(rec.state.size),
+        mode: Some(rec.mode.clone()),
+        state: state_word(rec),
+        halted: rec.state.halted.clone(),
+        complete: rec.complete,
+        interrupted: rec.interrupted,
+        driver_alive: !rec.orphaned() && !rec.complete,
+        driver_pid: rec.driver.map(|d| d.0),
+        counts: rec.state.counts(),
+        hosts: hosts_doc(rec),
+    }
 }
 
 /// The same document for a batch the store does not have.
-pub fn unknown_doc(id: &str) -> serde_json::Value {
+pub fn unknown_doc(id: &str) -> BatchDoc {
     let none = BatchState::new(Vec::new(), 1, 0.0, false, 1.0);
-    json!({"job_id": id, "function": null, "size": null, "mode": null,
-        "state": "unknown", "halted": null, "complete": false, "interrupted": false,
-        "driver_alive": false, "driver_pid": null, "counts": none.counts(), "hosts": {}})
+    BatchDoc {
+        job_id: id.to_string(),
+        function: None,
+        size: None,
+        mode: None,
+        state: "unknown".into(),
+        halted: None,
+        complete: false,
+        interrupted: false,
+        driver_alive: false,
+        driver_pid: None,
+        counts: none.counts(),
+        hosts: BTreeMap::new(),
+    }
 }
 
 /// Each host's state: pending, active (with its minion job), or how it ended.
-pub fn hosts_doc(rec: &BatchRecord) -> serde_json::Map<String, serde_json::Value> {
-    let mut hosts = serde_json::Map::new();
+pub fn hosts_doc(rec: &BatchRecord) -> BTreeMap<String, HostDoc> {
+    let mut hosts = BTreeMap::new();
+    let doc = |state, minion_job, reason| HostDoc {
+        state,
+        minion_job,
+        reason,
+    };
     for h in &rec.state.pending {
-        hosts.insert(h.clone(), json!({"state": "pending"}));
+        hosts.insert(h.clone(), doc("pending", None, None));
     }
     for h in rec.state.active.keys() {
-        hosts.insert(
-            h.clone(),
-            json!({"state": "active", "minion_job": rec.minion_jobs.get(h)}),
-        );
+        hosts.insert(h.clone(), doc("active", rec.minion_jobs.get(h).cloned(), None));
     }
     for (h, end) in &rec.state.ended {
         let why = match end {
             HostEnd::Timeout(w) | HostEnd::Unreachable(w) | HostEnd::Abandoned(w) => Some(w.clone()),
             _ => None,
         };
-        hosts.insert(h.clone(), json!({"state": end.name(), "reason": why}));
+        hosts.insert(h.clone(), doc(end.name(), None, why));
     }
     hosts
 }

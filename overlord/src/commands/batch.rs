@@ -113,11 +113,12 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
             counts_text(&rec)
         );
         for (h, v) in &hosts {
-            let reason = v["reason"]
-                .as_str()
+            let reason = v
+                .reason
+                .as_deref()
                 .map(|r| format!(" ({})", crate::output::shown_line(r)))
                 .unwrap_or_default();
-            crate::outln!("    {h}: {}{reason}", v["state"].as_str().unwrap_or(""));
+            crate::outln!("    {h}: {}{reason}", v.state);
         }
     }
     Ok(i32::from(control::any_failed(&rec) || rec.orphaned()))

@@ -28,10 +28,13 @@ pub const MAX_ARG_DEPTH: usize = 32;
 /// types (`timeout`, `batch`, `batch_wait`) are taken as a JSON number or
 /// as text, and read here, so `-t 5`, `"timeout": 5` and `"timeout": "5"`
 /// are one value and a bad one gets one message.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Call)]
 pub struct CallFields {
+    /// Func's SPEC: globs separated by `;`, `@group`.
     pub spec: String,
+    /// Hosts left out (a SPEC too).
     #[serde(default)]
     pub exclude: Option<String>,
     pub module: String,
@@ -39,6 +42,7 @@ pub struct CallFields {
     /// Typed arguments (JSON values), as func-api, `func transmit`,
     /// `func-transmit` and `--json-args` send them.
     #[serde(default)]
+    #[schema(value_type = Vec<serde_json::Value>)]
     pub args: Vec<J>,
     /// The command line's arguments, sent as strings as Func sends them
     /// (`func SPEC call M m a b`); not part of the JSON shape.
@@ -46,15 +50,19 @@ pub struct CallFields {
     pub words: Option<Vec<String>>,
     #[serde(default, rename = "async")]
     pub asynchronous: bool,
-    /// `N` or `"P%"`.
+    /// Hosts at a time: `N` or `"P%"`.
     #[serde(default, deserialize_with = "text_or_number")]
+    #[schema(schema_with = number_or_text)]
     pub batch: Option<String>,
+    /// Seconds between a host's end and the next start (with `batch`).
     #[serde(default, deserialize_with = "text_or_number")]
+    #[schema(schema_with = number_or_text)]
     pub batch_wait: Option<String>,
     #[serde(default)]
     pub failhard: bool,
     /// Seconds each host has (`-t`).
     #[serde(default, deserialize_with = "text_or_number")]
+    #[schema(schema_with = number_or_text)]
     pub timeout: Option<String>,
     /// Worker processes (`--forks`, Func's `nforks`); not part of func-api's shape.
     #[serde(skip)]
@@ -230,6 +238,17 @@ fn is_name(s: &str) -> bool {
         && s.len() <= MAX_NAME
         && s.split('.')
             .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// The schema of a field read by [`text_or_number`].
+fn number_or_text() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Number))
+        .item(ObjectBuilder::new().schema_type(Type::String))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some("a number, or the same as text"))
+        .into()
 }
 
 /// A number or a text, as text (`5`, `"5"`, `"5%"`); null is none.

@@ -60,24 +60,39 @@ impl Status {
         self.code == FINISHED
     }
 
-    /// `job_status --json` of job `id`: `{"job_id", "status" (Func's code),
-    /// "state" (its name), "function", "results": {host: result} (finished
-    /// hosts), "waiting": {host: why}}`.
-    pub fn doc(&self, id: &str) -> serde_json::Value {
-        let results: serde_json::Map<String, serde_json::Value> = self
-            .results
-            .iter()
-            .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
-            .collect();
-        serde_json::json!({
-            "job_id": id,
-            "status": self.code,
-            "state": code_name(self.code),
-            "function": self.method(),
-            "results": results,
-            "waiting": self.waiting,
-        })
+    /// `job_status --json` of job `id`.
+    pub fn doc(&self, id: &str) -> StatusDoc {
+        StatusDoc {
+            job_id: id.to_string(),
+            status: self.code,
+            state: code_name(self.code).to_string(),
+            function: self.method().to_string(),
+            results: self
+                .results
+                .iter()
+                .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+                .collect(),
+            waiting: self.waiting.clone(),
+        }
     }
+}
+
+/// A job's status as `job_status --json` prints it and func-api answers it
+/// (`GET /api/v1/jobs/{id}` adds who started it, when and with what).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct StatusDoc {
+    pub job_id: String,
+    /// Func's code: 0 running, 1 finished, 2 lost in space, 3 partial.
+    pub status: i32,
+    /// The code's name.
+    pub state: String,
+    /// `module.method` ("" for an unknown job).
+    pub function: String,
+    /// Finished hosts' results (`{}` when none, or the job is unknown).
+    #[schema(value_type = Object)]
+    pub results: BTreeMap<String, serde_json::Value>,
+    /// Unfinished hosts, with why (not dispatched yet, running, unreachable).
+    pub waiting: BTreeMap<String, String>,
 }
 
 /// The name of a Func status code.
@@ -283,10 +298,9 @@ pub fn current_user() -> String {
     common::process::invoking_user()
 }
 
-/// Host counts of a job as the store has it: (done, failed, pending).
 /// How a job's hosts stand: each finished host classed as the summary
 /// classes it (timed out counts as unreachable), and those still pending.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Tally {
     pub ok: usize,
     pub failed: usize,

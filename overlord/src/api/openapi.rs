@@ -1,0 +1,132 @@
+//! `GET /api/v1/openapi.json`: func-api's OpenAPI document, derived from
+//! the Rust types its handlers take and answer (`utoipa`), and from the
+//! `#[utoipa::path]` each handler carries beside its code. Nothing here is
+//! kept by hand but the list of handlers and the document's heading, so a
+//! field added to a request or an answer is in the document at once.
+
+use std::sync::LazyLock;
+
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::OpenApi;
+
+use super::auth::COOKIE;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "func-api",
+        version = "1",
+        description = "Func in Rust: the overlord's REST API and live events (DESIGN §14). Every endpoint but login/logout and this document needs `Authorization: Bearer TOKEN`, the session cookie, or the overlord's client certificate."
+    ),
+    servers((url = "/")),
+    security(("bearer" = []), ("cookie" = [])),
+    modifiers(&Schemes),
+    paths(
+        super::session::login,
+        super::session::logout,
+        super::minions::list,
+        super::minions::methods,
+        super::calls::call,
+        super::jobs::list,
+        super::jobs::one,
+        super::jobs::kill,
+        super::batches::status,
+        super::batches::stop,
+        super::batches::recover,
+        super::events::stream,
+        document,
+        super::metrics::metrics,
+    ),
+    tags(
+        (name = "session"), (name = "minions"), (name = "calls"), (name = "jobs"),
+        (name = "batches"), (name = "events"), (name = "meta")
+    )
+)]
+struct Doc;
+
+/// The two ways to present a token: `Authorization: Bearer` and the
+/// browser session's cookie.
+struct Schemes;
+
+impl utoipa::Modify for Schemes {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        components.add_security_scheme(
+            "cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(COOKIE))),
+        );
+    }
+}
+
+/// The document as served: built once.
+static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
+    Doc::openapi()
+        .to_pretty_json()
+        .expect("the OpenAPI document serializes")
+});
+
+/// `GET /api/v1/openapi.json`.
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "meta", operation_id = "getOpenApi",
+    summary = "This document", security(),
+    responses((status = 200, description = "OpenAPI 3", body = Object)))]
+pub async fn document() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        DOCUMENT.as_str(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_has_a_name_a_tag_and_errors_as_error_bodies() {
+        let doc: serde_json::Value = serde_json::from_str(&DOCUMENT).unwrap();
+        let mut ids = std::collections::BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let id = op["operationId"].as_str().unwrap_or_default();
+                assert!(
+                    !id.is_empty() && ids.insert(id.to_string()),
+                    "{method} {path}: {id}"
+                );
+                assert!(
+                    op["tags"].as_array().is_some_and(|t| !t.is_empty()),
+                    "{method} {path}"
+                );
+                for (code, answer) in op["responses"].as_object().unwrap() {
+                    if code.starts_with('4') || code.starts_with('5') {
+                        let schema = &answer["content"]["application/json"]["schema"]["$ref"];
+                        assert_eq!(schema, "#/components/schemas/ErrorBody", "{method} {path} {code}");
+                    }
+                }
+            }
+        }
+        assert_eq!(ids.len(), 14);
+        // The call body is the gate's own type: its fields, unknown ones refused.
+        let call = &doc["components"]["schemas"]["Call"];
+        assert_eq!(call["additionalProperties"], false, "{call}");
+        for field in [
+            "spec",
+            "module",
+            "method",
+            "args",
+            "async",
+            "batch",
+            "batch_wait",
+            "failhard",
+            "timeout",
+            "exclude",
+        ] {
+            assert!(call["properties"].get(field).is_some(), "{field}: {call}");
+        }
+        assert!(call["properties"].get("words").is_none());
+    }
+}
