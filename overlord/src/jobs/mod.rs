@@ -197,7 +197,7 @@ pub fn refresh(
         return Ok(status_of(record, &BTreeMap::new()));
     }
     if poller.is_none() {
-        *poller = Some(make_poller().map_err(StoreError::Db)?);
+        *poller = Some(make_poller().map_err(StoreError::Caller)?);
     }
     let Some(active) = poller.as_mut() else {
         return Ok(status_of(record, &BTreeMap::new()));

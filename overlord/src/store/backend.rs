@@ -57,7 +57,7 @@ impl Store {
         match self {
             Store::Redb(s) => Ok(s),
             Store::Postgres(s) => Ok(s.as_ref()),
-            Store::Broken(why) => Err(StoreError::Db(why.clone())),
+            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
         }
     }
 
@@ -105,7 +105,7 @@ impl Store {
         match self {
             Store::Postgres(pg) => Some(pg.minions()),
             Store::Redb(_) => None,
-            Store::Broken(why) => Some(Err(StoreError::Db(why.clone()))),
+            Store::Broken(why) => Some(Err(StoreError::Unusable(why.clone()))),
         }
     }
 
@@ -135,7 +135,7 @@ impl Store {
                     counts,
                 })
             }
-            Store::Broken(why) => Err(StoreError::Db(why.clone())),
+            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
         }
     }
 
@@ -144,7 +144,7 @@ impl Store {
     /// `local`, jobs written, batch records written).
     pub fn import_history(&self, local: &Store) -> Result<(usize, usize, usize), StoreError> {
         let Store::Postgres(pg) = self else {
-            return Err(StoreError::Db(
+            return Err(StoreError::Unusable(
                 "no shared store is configured ([store] url in overlord.conf): nothing to import into".into(),
             ));
         };
@@ -168,7 +168,7 @@ impl Store {
         match self {
             Store::Redb(s) => s.import(records),
             Store::Postgres(s) => s.import(records),
-            Store::Broken(why) => Err(StoreError::Db(why.clone())),
+            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
         }
     }
 

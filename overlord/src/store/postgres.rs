@@ -84,16 +84,16 @@ fn pg_err(e: PgError) -> StoreError {
     if e.is_unavailable() {
         StoreError::Unavailable(e.to_string())
     } else {
-        StoreError::Db(e.to_string())
+        StoreError::Postgres(e)
     }
 }
 
 fn decode<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, StoreError> {
-    serde_json::from_value(v).map_err(|e| StoreError::Db(format!("unreadable record: {e}")))
+    Ok(serde_json::from_value(v)?)
 }
 
 fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, StoreError> {
-    serde_json::to_value(v).map_err(|e| StoreError::Db(e.to_string()))
+    Ok(serde_json::to_value(v)?)
 }
 
 impl PgStore {
@@ -170,7 +170,9 @@ impl PgStore {
         match (out, inner) {
             (Some(v), _) => Ok(v),
             (None, Some(e)) => Err(e),
-            (None, None) => Err(StoreError::Db("write failed".into())),
+            (None, None) => Err(StoreError::Unavailable(
+                "the write transaction ended without an answer".into(),
+            )),
         }
     }
 

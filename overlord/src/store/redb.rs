@@ -34,8 +34,8 @@ const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 /// How long one operation waits for other processes to let go of the file.
 const OPEN_PATIENCE: Duration = Duration::from_secs(60);
 
-fn db_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Db(e.to_string())
+fn db_err(e: impl Into<redb::Error>) -> StoreError {
+    StoreError::Redb(e.into())
 }
 
 /// The overlord store of one root.
@@ -267,7 +267,10 @@ impl JobStore for RedbStore {
     }
     fn log_batch_event(&self, _id: &str, line: &serde_json::Value) -> Result<(), StoreError> {
         let Some(path) = &self.events else { return Ok(()) };
-        let io = |e: std::io::Error| StoreError::Db(format!("{}: {e}", path.display()));
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
         if let Some(dir) = path.parent() {
             common::private::private_dir(dir).map_err(io)?;
         }
@@ -474,7 +477,7 @@ fn purge(txn: &redb::WriteTransaction, now: f64, keep_secs: f64) -> Result<usize
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(value).map_err(db_err)
+    Ok(serde_json::to_vec(value)?)
 }
 
 /// Job `id`'s meta as a write transaction sees it.
@@ -486,7 +489,7 @@ fn stored_meta(jobs: &redb::Table<'_, &str, &[u8]>, id: &str) -> Result<Option<J
 }
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Db(format!("unreadable record: {e}")))
+    Ok(serde_json::from_slice(bytes)?)
 }
 
 #[cfg(test)]

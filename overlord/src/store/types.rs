@@ -229,8 +229,29 @@ pub enum StoreError {
     Open { path: String, message: String },
     #[error("job store {path} stayed busy (another func process holds it) for {secs}s")]
     Busy { path: String, secs: u64 },
+    /// PostgreSQL failed a statement or the session broke.
+    #[error(transparent)]
+    Postgres(common::pg::PgError),
+    /// The local redb file failed.
     #[error("job store: {0}")]
-    Db(String),
+    Redb(#[from] redb::Error),
+    /// A record that does not read back (or cannot be written) as JSON.
+    #[error("job store: bad record: {0}")]
+    Record(#[from] serde_json::Error),
+    #[error("job store: {path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store overlord.conf names cannot be used (the reason is said
+    /// when the configuration is read), or the operation needs another.
+    #[error("job store: {0}")]
+    Unusable(String),
+    /// A job's unfinished hosts could not be asked (the overlord's own
+    /// certificate, key or CA could not be loaded).
+    #[error("cannot call minions: {0}")]
+    Caller(String),
 }
 
 /// Seconds since the epoch, now.
