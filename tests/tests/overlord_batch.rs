@@ -211,6 +211,27 @@ fn async_batch_stop_drains_and_stop_kill_leaves_nothing_running() {
 }
 
 #[test]
+fn jobs_kill_of_a_batch_stops_it_as_batch_stop_kill_does() {
+    // `func jobs kill` of a batch (as func-api's kill): the driver starts
+    // no more hosts, those in flight are killed, nothing is left running.
+    let fleet = Fleet::start(&["m1", "m2", "m3"]);
+    let out = fleet.func(&[
+        "-t", "30", "*", "call", "--batch", "1", "--async", "test", "sleep", "60",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = job_id(&out.stdout);
+    assert!(wait_until(Duration::from_secs(20), || batch_status(&fleet, &id)
+        ["counts"]["active"]
+        == 1));
+    let out = fleet.func(&["jobs", "kill", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc = wait_complete(&fleet, &id);
+    assert_eq!(doc["counts"]["killed"], 1, "{doc}");
+    assert_eq!(doc["counts"]["abandoned"], 2, "no other host was started: {doc}");
+    assert!(doc["state"].as_str().unwrap().starts_with("halted"), "{doc}");
+}
+
+#[test]
 fn a_killed_driver_is_noticed_and_recover_finishes_without_running_any_host_twice() {
     let fleet = Fleet::start(&["m1", "m2", "m3", "m4"]);
     let out = fleet.func(&[

@@ -14,8 +14,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Caller;
-use super::jobs::JobIdParam;
-use super::reply::{ApiError, Body, ErrorBody};
+use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
 use crate::batch::control::{self, BatchDoc, Recovered};
 use crate::batch::record::BatchRecord;
@@ -32,7 +31,7 @@ fn unknown(id: &str) -> ApiError {
 fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<(JobMeta, BatchRecord), ApiError> {
     // The id is read as every door reads one.
     crate::gate::JobRef::parse(id)?;
-    let found = crate::batch::driver::load(&api.store, id).map_err(engine)?;
+    let found = crate::batch::driver::load(&api.store, id).map_err(ApiError::from)?;
     let (meta, rec) = found.ok_or_else(|| unknown(id))?;
     if caller
         .rights
@@ -42,13 +41,6 @@ fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<(JobMeta, BatchR
         return Err(unknown(id));
     }
     Ok((meta, rec))
-}
-
-fn engine(e: crate::error::EngineError) -> ApiError {
-    match e {
-        crate::error::EngineError::Store(s) => ApiError::store(s),
-        other => ApiError::internal(other),
-    }
 }
 
 /// `GET /api/v1/batches/{id}`.
@@ -131,7 +123,7 @@ pub async fn stop(
             .cloned()
             .collect();
         let (meta, rec) = control::request_stop(&api.store, &id, req.kill)
-            .map_err(engine)?
+            .map_err(ApiError::from)?
             .ok_or_else(|| unknown(&id))?;
         let what = if req.kill { "kill" } else { "stop" };
         api.audit.line(
@@ -173,7 +165,8 @@ pub async fn recover(
             .chain(rec.state.active.keys())
             .cloned()
             .collect();
-        let (outcome, driver) = control::recover(&api.store, &api.root, &api.exe, &id).map_err(engine)?;
+        let (outcome, driver) =
+            control::recover(&api.store, &api.root, &api.exe, &id).map_err(ApiError::from)?;
         if let Some(child) = driver {
             super::state::reap(child);
         }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::auth::Caller;
-use super::reply::{ApiError, Body, ErrorBody};
+use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
 use crate::jobs::kill::{self as killing, Signalled};
 use crate::store::{JobMeta, JobRecord, JobStore};
@@ -347,16 +347,6 @@ pub async fn one(
     .map_err(ApiError::internal)?
 }
 
-/// A job id in a path (`last`: the caller's newest job).
-#[derive(Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct JobIdParam {
-    /// A job id (or `last`).
-    #[param(min_length = 1, max_length = 4560)]
-    #[allow(dead_code)]
-    id: String,
-}
-
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillRequest {
@@ -386,24 +376,14 @@ pub async fn kill(
     let api2 = Arc::clone(&api);
     let caller2 = caller.clone();
     let record = tokio::task::spawn_blocking(move || -> Result<JobRecord, ApiError> {
-        let mut record = load_visible(&api2, &caller2, &id)?;
+        let record = load_visible(&api2, &caller2, &id)?;
         // A live driver may finish dispatching (10 s), so every job it
         // started is signalled; then it is stopped.
+        let who = format!("{} via func-api", caller2.user());
         let until = Instant::now() + Duration::from_secs(10);
-        while !record.meta.dispatched && !record.meta.batch && !crate::jobs::driver_gone(&record.meta) {
-            if Instant::now() >= until {
-                let who = format!("{} via func-api", caller2.user());
-                killing::stop_driver(&api2.store, &record, signal, &who).map_err(ApiError::store)?;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-            record = api2
-                .store
-                .load(&record.meta.id)
-                .map_err(ApiError::store)?
-                .ok_or_else(|| ApiError::not_found("job expired"))?;
-        }
-        Ok(record)
+        killing::settle_dispatch(&api2.store, &record.meta.id, until, signal, &who)
+            .map_err(ApiError::from)?
+            .ok_or_else(|| ApiError::not_found("job expired"))
     })
     .await
     .map_err(ApiError::internal)??;

@@ -128,5 +128,8 @@ mod tests {
             assert!(call["properties"].get(field).is_some(), "{field}: {call}");
         }
         assert!(call["properties"].get("words").is_none());
+        // A job id in a path is bounded as the gate bounds it.
+        let id = &doc["paths"]["/api/v1/jobs/{id}"]["get"]["parameters"][0];
+        assert_eq!(id["schema"]["maxLength"], crate::gate::job::MAX_JOB_ID, "{id}");
     }
 }

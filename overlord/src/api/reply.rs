@@ -41,6 +41,26 @@ impl ApiError {
     }
 }
 
+/// A job id in a path (`last`: the caller's newest job).
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct JobIdParam {
+    /// A job id (or `last`).
+    #[param(min_length = 1, max_length = 4560)]
+    #[allow(dead_code)]
+    id: String,
+}
+
+/// The engine failed: the store's 503, else 500.
+impl From<crate::error::EngineError> for ApiError {
+    fn from(e: crate::error::EngineError) -> Self {
+        match e {
+            crate::error::EngineError::Store(s) => ApiError::store(s),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
 /// A body over `limit` bytes: 413.
 pub fn too_large(limit: usize) -> ApiError {
     ApiError::new(

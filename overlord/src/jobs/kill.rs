@@ -9,6 +9,7 @@ use common::xmlrpc::remote_error;
 use common::Value;
 
 use super::poller::Reply;
+use crate::error::EngineError;
 use crate::store::{JobRecord, JobStore, StoreError};
 use crate::targets::Target;
 
@@ -20,6 +21,40 @@ pub enum Signalled {
     /// Its error (the job was not signalled there).
     Failed(Value),
     Unreachable(String),
+}
+
+/// Job `id` once its dispatch has settled, for every door's kill: a live
+/// driver is let finish dispatching until `deadline` (so every minion job
+/// it started is known and signalled), and stopped past it (see
+/// [`stop_driver`]); `who` names the killer. A batch is asked to stop as
+/// `batch stop --kill` does (its driver starts no more hosts and kills
+/// those in flight). `None`: no such job.
+pub fn settle_dispatch(
+    store: &dyn JobStore,
+    id: &str,
+    deadline: std::time::Instant,
+    signal: nix::sys::signal::Signal,
+    who: &str,
+) -> Result<Option<JobRecord>, EngineError> {
+    let mut record = store.load(id)?;
+    if record
+        .as_ref()
+        .is_some_and(|r| r.meta.batch && r.meta.ended.is_none())
+    {
+        crate::batch::control::request_stop(store, id, true)?;
+    }
+    while let Some(r) = record
+        .as_ref()
+        .filter(|r| !r.meta.dispatched && !r.meta.batch && !super::driver_gone(&r.meta))
+    {
+        if std::time::Instant::now() >= deadline {
+            stop_driver(store, r, signal, who)?;
+            return Ok(store.load(id)?);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        record = store.load(id)?;
+    }
+    Ok(record)
 }
 
 /// The `jobs.signal_job` calls for the hosts of `record` still running it.

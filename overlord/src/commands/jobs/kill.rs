@@ -6,7 +6,6 @@
 //! Then the job is polled until the signalled hosts have ended (the minions
 //! record them as killed, and by whom), at most `-t` seconds (default 10).
 
-use crate::store::JobStore as _;
 use std::time::{Duration, Instant};
 
 use crate::jobs::{self, kill::Signalled};
@@ -25,27 +24,10 @@ impl Kill {
     }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let config = PlanError::from;
-        let store = plan.store();
-        let signal = common::process::parse_signal(&self.signal).unwrap_or(nix::sys::signal::Signal::SIGKILL);
+        let signal = crate::gate::jobs::signal(&self.signal)?;
         let limit = Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
-        // A live driver is let finish dispatching, so every minion job it
-        // started is known and signalled; it is stopped only if it takes
-        // longer than the deadline.
-        let wait_until = Instant::now() + limit;
-        let mut record = store.load(&self.id).map_err(config)?;
-        while let Some(r) = record
-            .as_ref()
-            .filter(|r| !r.meta.dispatched && !jobs::driver_gone(&r.meta))
-        {
-            if Instant::now() >= wait_until {
-                let who = format!("{} via func jobs kill", jobs::current_user());
-                jobs::kill::stop_driver(&store, r, signal, &who).map_err(config)?;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-            record = store.load(&self.id).map_err(config)?;
-        }
+        let who = format!("{} via func jobs kill", jobs::current_user());
+        jobs::kill::settle_dispatch(&plan.store(), &self.id, Instant::now() + limit, signal, &who)?;
         let status = crate::status::refreshed(plan, &self.id)?;
         let Some(record) = &status.record else {
             crate::status::print(plan, &self.id, &status);
