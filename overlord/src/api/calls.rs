@@ -63,44 +63,21 @@ pub async fn call(
         *detached = true;
     }
     let function = call.function();
-    let root = api.root.clone();
-    let (spec, exclude) = (call.spec.clone(), call.exclude.clone());
     let action = format!("call {function}");
-    // Which host is not said: it may be one this caller cannot see. A
-    // limited caller gets this same answer for a SPEC word that names no
-    // minion at all, so it cannot tell missing minions from forbidden ones.
-    let forbidden = |names: &[String]| {
-        api.audit.line(&caller.name, caller.from, &action, names, 403);
-        ApiError::forbidden(format!(
-            "this token may not call {function} on every host the SPEC names"
-        ))
-    };
-    let limited = !caller.rights.admin;
-    let (rights, function2) = (caller.rights.clone(), function.clone());
-    let resolved = tokio::task::spawn_blocking(move || {
-        // `exclude` too: a word naming a group or host the caller may not
-        // call would otherwise tell whether it exists.
-        let judged = |words: &str| every_word_names_a_callable_minion(&root, &rights, &function2, words);
-        if limited && (!judged(&spec) || exclude.as_deref().is_some_and(|ex| !judged(ex))) {
-            return Ok(None);
+    let (root, rights, call2) = (api.root.clone(), caller.rights.clone(), call.clone());
+    let judged = tokio::task::spawn_blocking(move || gate::rights::authorize_call(&root, &rights, &call2))
+        .await
+        .map_err(ApiError::internal)?;
+    let targets = match judged {
+        Ok(targets) => targets,
+        Err(e) => {
+            if matches!(e, GateError::Forbidden(_)) {
+                api.audit.line(&caller.name, caller.from, &action, &[], 403);
+            }
+            return Err(e.into());
         }
-        crate::targets::resolve(&root, &spec, exclude.as_deref()).map(Some)
-    })
-    .await
-    .map_err(ApiError::internal)?;
-    let targets = match resolved {
-        Ok(Some(targets)) => targets,
-        Ok(None) => return Err(forbidden(&[])),
-        // A limited caller learns nothing of names it may not call: no
-        // match, an unknown group or pattern in the SPEC or `exclude`, all
-        // answer as forbidden.
-        Err(_) if limited => return Err(forbidden(&[])),
-        Err(e) => return Err(GateError::Targets(e).into()),
     };
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-    if caller.rights.forbidden(&api.root, &function, &names).is_some() {
-        return Err(forbidden(&names));
-    }
     let _slot = take_slot(&api, &caller)?;
     api.metrics
         .calls
@@ -114,24 +91,6 @@ pub async fn call(
     api.audit
         .line(&caller.name, caller.from, &action, &names, status.as_u16());
     answer
-}
-
-/// Whether every `;` word of `spec` names at least one minion `rights`
-/// may call with `function` (a word naming none would otherwise be
-/// dropped silently, and whether it named a forbidden minion or none at
-/// all would show: `m1;m2` excluding `m2` answered 200 when m2 existed).
-fn every_word_names_a_callable_minion(
-    root: &common::paths::Root,
-    rights: &super::tokens::Rights,
-    function: &str,
-    spec: &str,
-) -> bool {
-    let callable: Vec<String> = rights.hosts_for(root, Some(function)).into_iter().collect();
-    let groups = crate::groups::Groups::load(&root.groups_file());
-    spec.split(';')
-        .map(str::trim)
-        .filter(|w| !w.is_empty())
-        .all(|w| crate::targets::select(w, &callable, &groups).is_ok_and(|hosts| !hosts.is_empty()))
 }
 
 /// One of the caller's slots for calls in progress, or 429.

@@ -4,18 +4,16 @@
 //! atomically). The service reads the file again whenever it changes, so a
 //! revoke takes effect at the next request, and ends open event streams.
 //!
-//! Rights: a token is an admin (everything) or holds rules `SPEC=GLOB,…`:
-//! a call is allowed when every host it reaches is named by the SPEC of a
-//! rule whose method globs match the method (`web*=test.*,service.*`).
+//! A token is an admin (everything) or holds rules `SPEC=GLOB,…`; what
+//! they allow is judged by the gate (`gate::rights`).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use common::paths::Root;
 use serde::{Deserialize, Serialize};
 
-use crate::groups::Groups;
+pub use crate::gate::rights::{Rights, Rule};
 
 /// Longest life a token may be given (a year); the default is 12 hours, as
 /// salt-api's `token_expire`.
@@ -23,60 +21,6 @@ pub const MAX_EXPIRES: f64 = 365.0 * 86_400.0;
 pub const DEFAULT_EXPIRES: f64 = 12.0 * 3600.0;
 /// Tokens kept at most.
 pub const MAX_TOKENS: usize = 10_000;
-
-/// One rule: hosts (a SPEC of globs, `;`-separated, `@group` allowed) and
-/// the methods they may be called with.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rule {
-    pub spec: String,
-    pub methods: Vec<String>,
-}
-
-impl Rule {
-    /// Parses `SPEC=GLOB[,GLOB…]`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let (spec, methods) = text
-            .rsplit_once('=')
-            .ok_or_else(|| format!("--allow {text:?}: expected SPEC=METHOD_GLOB[,METHOD_GLOB…]"))?;
-        let spec = spec.trim();
-        let methods: Vec<String> = methods
-            .split(',')
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .map(str::to_string)
-            .collect();
-        if spec.is_empty() || methods.is_empty() {
-            return Err(format!(
-                "--allow {text:?}: both a SPEC and a method glob are needed"
-            ));
-        }
-        for m in &methods {
-            glob::Pattern::new(m).map_err(|e| format!("--allow: bad method glob {m:?}: {e}"))?;
-        }
-        for part in spec
-            .split(';')
-            .map(str::trim)
-            .filter(|p| !p.is_empty() && !p.starts_with('@'))
-        {
-            glob::Pattern::new(part).map_err(|e| format!("--allow: bad SPEC glob {part:?}: {e}"))?;
-        }
-        Ok(Rule {
-            spec: spec.to_string(),
-            methods,
-        })
-    }
-
-    fn allows_method(&self, method: &str) -> bool {
-        self.methods
-            .iter()
-            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches(method)))
-    }
-
-    /// The hosts among `known` this rule names.
-    fn hosts(&self, known: &[String], groups: &Groups) -> BTreeSet<String> {
-        crate::targets::select(&self.spec, known, groups).unwrap_or_default()
-    }
-}
 
 /// A stored token (never the token itself).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -100,76 +44,6 @@ impl Token {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
     tokens: Vec<Token>,
-}
-
-/// Who is asking, once authenticated, and what they may do.
-#[derive(Debug, Clone)]
-pub struct Rights {
-    /// Everything (an admin token, or the overlord's certificate).
-    pub admin: bool,
-    pub rules: Vec<Rule>,
-}
-
-impl Rights {
-    pub fn admin() -> Self {
-        Rights {
-            admin: true,
-            rules: Vec::new(),
-        }
-    }
-
-    /// The first host of `hosts` that may not be called with `method`;
-    /// `None` when all may. Judged on the names alone, before any call.
-    pub fn forbidden<'a>(
-        &self,
-        root: &Root,
-        method: &str,
-        hosts: impl IntoIterator<Item = &'a String>,
-    ) -> Option<String> {
-        if self.admin {
-            return None;
-        }
-        let allowed = self.hosts_for(root, Some(method));
-        hosts.into_iter().find(|h| !allowed.contains(*h)).cloned()
-    }
-
-    /// The hosts these rights reach with `method` (any method: `None`).
-    pub fn hosts_for(&self, root: &Root, method: Option<&str>) -> BTreeSet<String> {
-        let known = crate::targets::all_minions(root);
-        let groups = Groups::load(&root.groups_file());
-        self.rules
-            .iter()
-            .filter(|r| method.is_none_or(|m| r.allows_method(m)))
-            .flat_map(|r| r.hosts(&known, &groups))
-            .collect()
-    }
-
-    /// Whether every one of `hosts` (at least one) may be called with
-    /// `method`, on the names alone: each rule is judged once over all the
-    /// hosts, not once per host (events and listings of big jobs).
-    pub fn allows_all(&self, hosts: &[String], method: &str, groups: &Groups) -> bool {
-        if self.admin {
-            return true;
-        }
-        if hosts.is_empty() {
-            return false;
-        }
-        let mut covered = BTreeSet::new();
-        for rule in self.rules.iter().filter(|r| r.allows_method(method)) {
-            covered.extend(rule.hosts(hosts, groups));
-        }
-        hosts.iter().all(|h| covered.contains(h))
-    }
-
-    /// Whether `host` may be called with `method` (names only, no lookups
-    /// of the certificates: for events and listings of known hosts).
-    pub fn allows(&self, host: &str, method: &str, groups: &Groups) -> bool {
-        self.admin
-            || self
-                .rules
-                .iter()
-                .any(|r| r.allows_method(method) && r.hosts(&[host.to_string()], groups).contains(host))
-    }
 }
 
 /// The token file below `root`.
@@ -332,33 +206,6 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rules_parse_and_judge() {
-        let r = Rule::parse("web*=test.*,service.*").unwrap();
-        assert_eq!(r.spec, "web*");
-        assert_eq!(r.methods, ["test.*", "service.*"]);
-        assert!(Rule::parse("web*").is_err());
-        assert!(Rule::parse("=test.*").is_err());
-        assert!(Rule::parse("web*=").is_err());
-        assert!(Rule::parse("web*=[").is_err());
-        let rights = Rights {
-            admin: false,
-            rules: vec![r],
-        };
-        let g = Groups::default();
-        assert!(rights.allows("web1", "test.ping", &g));
-        assert!(!rights.allows("web1", "command.run", &g));
-        assert!(!rights.allows("db1", "test.ping", &g));
-        assert!(Rights::admin().allows("db1", "command.run", &g));
-        let web: Vec<String> = vec!["web1".into(), "web2".into()];
-        assert_eq!(
-            rights.allows_all(&web, "test.ping", &g),
-            web.iter().all(|h| rights.allows(h, "test.ping", &g))
-        );
-        assert!(!rights.allows_all(&["web1".into(), "db1".into()], "test.ping", &g));
-        assert!(!rights.allows_all(&[], "test.ping", &g));
-    }
 
     #[test]
     fn tokens_are_stored_hashed_and_revocable() {

@@ -10,6 +10,7 @@
 //! - [`job`]: a job named by a request (`job_status`, lookups, kills);
 //! - [`jobs`]: a kill's signal and a listing's filters;
 //! - [`keys`]: a request document's keys, each once;
+//! - [`rights`]: who may do what, judged here for every door;
 //! - [`error`]: why a request was refused or failed, and the status each
 //!   door ends with.
 //!
@@ -21,6 +22,7 @@ pub mod error;
 pub mod job;
 pub mod jobs;
 pub mod keys;
+pub mod rights;
 
 pub use call::{Args, Call, CallFields, Run};
 pub use error::GateError;

@@ -1,0 +1,222 @@
+//! Who may do what (DESIGN §14), judged in one place for every door: an
+//! administrator (a func-api admin token, the overlord's certificate, and
+//! every local door — `func`, `func transmit`, `func-transmit` — whose user
+//! holds the overlord's key) may do everything; a func-api token with
+//! rules `SPEC=GLOB,…` may call a method on the hosts a rule's SPEC names
+//! when one of its method globs matches (`web*=test.*,service.*`), and
+//! sees only the jobs and batches whose every host it may call with the
+//! job's function. A call is judged on names alone, before anything is
+//! resolved further or sent; a limited caller learns nothing of names it
+//! may not call (no match, an unknown group and a forbidden host answer
+//! alike).
+
+use std::collections::BTreeSet;
+
+use common::paths::Root;
+use serde::{Deserialize, Serialize};
+
+use super::{Call, GateError};
+use crate::groups::Groups;
+use crate::targets::Target;
+
+/// One rule: hosts (a SPEC of globs, `;`-separated, `@group` allowed) and
+/// the methods they may be called with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    pub spec: String,
+    pub methods: Vec<String>,
+}
+
+impl Rule {
+    /// Parses `SPEC=GLOB[,GLOB…]`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (spec, methods) = text
+            .rsplit_once('=')
+            .ok_or_else(|| format!("--allow {text:?}: expected SPEC=METHOD_GLOB[,METHOD_GLOB…]"))?;
+        let spec = spec.trim();
+        let methods: Vec<String> = methods
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+            .collect();
+        if spec.is_empty() || methods.is_empty() {
+            return Err(format!(
+                "--allow {text:?}: both a SPEC and a method glob are needed"
+            ));
+        }
+        for m in &methods {
+            glob::Pattern::new(m).map_err(|e| format!("--allow: bad method glob {m:?}: {e}"))?;
+        }
+        for part in spec
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty() && !p.starts_with('@'))
+        {
+            glob::Pattern::new(part).map_err(|e| format!("--allow: bad SPEC glob {part:?}: {e}"))?;
+        }
+        Ok(Rule {
+            spec: spec.to_string(),
+            methods,
+        })
+    }
+
+    fn allows_method(&self, method: &str) -> bool {
+        self.methods
+            .iter()
+            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches(method)))
+    }
+
+    /// The hosts among `known` this rule names.
+    fn hosts(&self, known: &[String], groups: &Groups) -> BTreeSet<String> {
+        crate::targets::select(&self.spec, known, groups).unwrap_or_default()
+    }
+}
+
+/// Who is asking, once authenticated, and what they may do.
+#[derive(Debug, Clone)]
+pub struct Rights {
+    /// Everything (an admin token, or the overlord's certificate).
+    pub admin: bool,
+    pub rules: Vec<Rule>,
+}
+
+impl Rights {
+    pub fn admin() -> Self {
+        Rights {
+            admin: true,
+            rules: Vec::new(),
+        }
+    }
+
+    /// The first host of `hosts` that may not be called with `method`;
+    /// `None` when all may. Judged on the names alone, before any call.
+    pub fn forbidden<'a>(
+        &self,
+        root: &Root,
+        method: &str,
+        hosts: impl IntoIterator<Item = &'a String>,
+    ) -> Option<String> {
+        if self.admin {
+            return None;
+        }
+        let allowed = self.hosts_for(root, Some(method));
+        hosts.into_iter().find(|h| !allowed.contains(*h)).cloned()
+    }
+
+    /// The hosts these rights reach with `method` (any method: `None`).
+    pub fn hosts_for(&self, root: &Root, method: Option<&str>) -> BTreeSet<String> {
+        let known = crate::targets::all_minions(root);
+        let groups = Groups::load(&root.groups_file());
+        self.rules
+            .iter()
+            .filter(|r| method.is_none_or(|m| r.allows_method(m)))
+            .flat_map(|r| r.hosts(&known, &groups))
+            .collect()
+    }
+
+    /// Whether every one of `hosts` (at least one) may be called with
+    /// `method`, on the names alone: each rule is judged once over all the
+    /// hosts, not once per host (events and listings of big jobs).
+    pub fn allows_all(&self, hosts: &[String], method: &str, groups: &Groups) -> bool {
+        if self.admin {
+            return true;
+        }
+        if hosts.is_empty() {
+            return false;
+        }
+        let mut covered = BTreeSet::new();
+        for rule in self.rules.iter().filter(|r| r.allows_method(method)) {
+            covered.extend(rule.hosts(hosts, groups));
+        }
+        hosts.iter().all(|h| covered.contains(h))
+    }
+
+    /// Whether `host` may be called with `method` (names only, no lookups
+    /// of the certificates: for events and listings of known hosts).
+    pub fn allows(&self, host: &str, method: &str, groups: &Groups) -> bool {
+        self.admin
+            || self
+                .rules
+                .iter()
+                .any(|r| r.allows_method(method) && r.hosts(&[host.to_string()], groups).contains(host))
+    }
+}
+
+/// The hosts `call` reaches, if `rights` may call its function on every
+/// one of them: the authorization of a call, for every door.
+pub fn authorize_call(root: &Root, rights: &Rights, call: &Call) -> Result<Vec<Target>, GateError> {
+    let function = call.function();
+    // Which host is not said: it may be one this caller cannot see.
+    let forbidden = || {
+        GateError::Forbidden(format!(
+            "this token may not call {function} on every host the SPEC names"
+        ))
+    };
+    let limited = !rights.admin;
+    // `exclude` too: a word naming a group or host the caller may not
+    // call would otherwise tell whether it exists.
+    let judged = |words: &str| every_word_names_a_callable_minion(root, rights, &function, words);
+    if limited && (!judged(&call.spec) || call.exclude.as_deref().is_some_and(|ex| !judged(ex))) {
+        return Err(forbidden());
+    }
+    let targets = match crate::targets::resolve(root, &call.spec, call.exclude.as_deref()) {
+        Ok(targets) => targets,
+        // No match, an unknown group or pattern in the SPEC or `exclude`:
+        // all answer as forbidden to a limited caller.
+        Err(_) if limited => return Err(forbidden()),
+        Err(e) => return Err(GateError::Targets(e)),
+    };
+    if rights
+        .forbidden(root, &function, targets.iter().map(|t| &t.name))
+        .is_some()
+    {
+        return Err(forbidden());
+    }
+    Ok(targets)
+}
+
+/// Whether every `;` word of `spec` names at least one minion `rights`
+/// may call with `function` (a word naming none would otherwise be
+/// dropped silently, and whether it named a forbidden minion or none at
+/// all would show: `m1;m2` excluding `m2` answered 200 when m2 existed).
+fn every_word_names_a_callable_minion(root: &Root, rights: &Rights, function: &str, spec: &str) -> bool {
+    let callable: Vec<String> = rights.hosts_for(root, Some(function)).into_iter().collect();
+    let groups = Groups::load(&root.groups_file());
+    spec.split(';')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .all(|w| crate::targets::select(w, &callable, &groups).is_ok_and(|hosts| !hosts.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse_and_judge() {
+        let r = Rule::parse("web*=test.*,service.*").unwrap();
+        assert_eq!(r.spec, "web*");
+        assert_eq!(r.methods, ["test.*", "service.*"]);
+        assert!(Rule::parse("web*").is_err());
+        assert!(Rule::parse("=test.*").is_err());
+        assert!(Rule::parse("web*=").is_err());
+        assert!(Rule::parse("web*=[").is_err());
+        let rights = Rights {
+            admin: false,
+            rules: vec![r],
+        };
+        let g = Groups::default();
+        assert!(rights.allows("web1", "test.ping", &g));
+        assert!(!rights.allows("web1", "command.run", &g));
+        assert!(!rights.allows("db1", "test.ping", &g));
+        assert!(Rights::admin().allows("db1", "command.run", &g));
+        let web: Vec<String> = vec!["web1".into(), "web2".into()];
+        assert_eq!(
+            rights.allows_all(&web, "test.ping", &g),
+            web.iter().all(|h| rights.allows(h, "test.ping", &g))
+        );
+        assert!(!rights.allows_all(&["web1".into(), "db1".into()], "test.ping", &g));
+        assert!(!rights.allows_all(&[], "test.ping", &g));
+    }
+}
