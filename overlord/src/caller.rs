@@ -9,14 +9,15 @@
 //! turns a client-side failure into that value.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use common::rpc::client::{CallError, MinionClient};
 use common::xmlrpc::remote_error;
 use common::Value;
 
 use crate::jobs::follow::{why, Reply};
+use crate::settings::Calling;
 use crate::targets::Target;
 
 /// What one call gave: the typed reply, the host's value (a `REMOTE_ERROR`
@@ -86,6 +87,85 @@ pub async fn call_once(
 pub struct Link {
     pub tls: Arc<rustls::ClientConfig>,
     pub max_response: usize,
+}
+
+/// The TLS setup of a caller that may live long (func-api's pool, a
+/// batch driver's poller): rebuilt from the credentials (CA, CRL, the
+/// overlord's certificate) when the CRL file changes, looked at at most
+/// once a second, so a minion revoked meanwhile is refused at its next
+/// connection. Whoever keeps connections closes them on a reload (they
+/// were verified against the old list).
+pub struct LiveLink {
+    calling: Calling,
+    state: Mutex<LinkState>,
+}
+
+struct LinkState {
+    link: Arc<Link>,
+    /// The CRL file's (modified time, length) when `link` was built.
+    crl: Option<CrlStamp>,
+    checked: Instant,
+}
+
+/// When the CRL in use was written, and its size: a change means a reload.
+type CrlStamp = (SystemTime, u64);
+
+/// The overlord's credentials cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("the overlord's credentials: {0}")]
+pub struct LinkError(String);
+
+impl LiveLink {
+    pub fn new(calling: Calling) -> Result<Self, LinkError> {
+        let (link, crl) = build(&calling)?;
+        Ok(Self {
+            calling,
+            state: Mutex::new(LinkState {
+                link,
+                crl,
+                checked: Instant::now(),
+            }),
+        })
+    }
+
+    /// The TLS setup to connect with now, and whether it was just rebuilt
+    /// (kept connections are then to be closed). A CRL that cannot be
+    /// read keeps the old list rather than calling with none, and says so.
+    pub fn current(&self) -> (Arc<Link>, bool) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reloaded = false;
+        if state.checked.elapsed() >= Duration::from_secs(1) {
+            state.checked = Instant::now();
+            if crl_stamp(&self.calling) != state.crl {
+                match build(&self.calling) {
+                    Ok((link, crl)) => {
+                        state.link = link;
+                        state.crl = crl;
+                        reloaded = true;
+                    }
+                    Err(e) => crate::log::line(&format!("CRL not reloaded: {e}")),
+                }
+            }
+        }
+        (Arc::clone(&state.link), reloaded)
+    }
+}
+
+fn crl_stamp(calling: &Calling) -> Option<CrlStamp> {
+    let meta = std::fs::metadata(calling.credentials.crl.as_ref()?).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn build(calling: &Calling) -> Result<(Arc<Link>, Option<CrlStamp>), LinkError> {
+    let crl = crl_stamp(calling);
+    let tls = common::tls::client_config(&calling.credentials).map_err(|e| LinkError(e.to_string()))?;
+    Ok((
+        Arc::new(Link {
+            tls: Arc::new(tls),
+            max_response: calling.max_response,
+        }),
+        crl,
+    ))
 }
 
 /// Resolves and connects to `target`; a failure is the host's error value.

@@ -17,14 +17,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use common::rpc::client::MinionClient;
 use common::xmlrpc::remote_error;
 use common::Value;
 use tokio::sync::Semaphore;
 
-use crate::caller::Link;
+use crate::caller::{Link, LinkError, LiveLink};
 use crate::jobs::follow::{Follow, Reply, Step};
 use crate::settings::Calling;
 use crate::targets::Target;
@@ -44,61 +44,31 @@ struct Kept {
     since: Instant,
 }
 
-struct Tls {
-    link: Arc<Link>,
-    /// The CRL file's (modified time, length) when `link` was built.
-    crl: Option<CrlStamp>,
-    checked: Instant,
-}
-
 /// Warm connections to minions (see the module doc).
 pub struct Pool {
-    calling: Calling,
-    tls: Mutex<Tls>,
+    live: LiveLink,
     idle: Mutex<HashMap<String, Vec<Kept>>>,
     /// When each host last answered a call (epoch seconds).
     seen: Mutex<HashMap<String, f64>>,
 }
 
-/// Why a pool could not be made.
-#[derive(Debug, thiserror::Error)]
-#[error("the overlord's credentials: {0}")]
-pub struct PoolError(String);
-
 impl Pool {
-    pub fn new(calling: Calling) -> Result<Self, PoolError> {
-        let (link, crl) = build(&calling)?;
+    pub fn new(calling: Calling) -> Result<Self, LinkError> {
         Ok(Self {
-            calling,
-            tls: Mutex::new(Tls {
-                link,
-                crl,
-                checked: Instant::now(),
-            }),
+            live: LiveLink::new(calling)?,
             idle: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The TLS setup, rebuilt (and the kept connections closed) when the
-    /// CRL changed; looked at most once a second.
+    /// The TLS setup; the kept connections are closed when it was rebuilt
+    /// for a changed CRL.
     fn link(&self) -> Arc<Link> {
-        let mut tls = self.tls.lock().unwrap_or_else(|p| p.into_inner());
-        if tls.checked.elapsed() >= Duration::from_secs(1) {
-            tls.checked = Instant::now();
-            if crl_stamp(&self.calling) != tls.crl {
-                match build(&self.calling) {
-                    Ok((link, crl)) => {
-                        tls.link = link;
-                        tls.crl = crl;
-                        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
-                    }
-                    // Keep the old list rather than call with none.
-                    Err(e) => crate::log::line(&format!("func-api: CRL not reloaded: {e}")),
-                }
-            }
+        let (link, reloaded) = self.live.current();
+        if reloaded {
+            self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
-        Arc::clone(&tls.link)
+        link
     }
 
     fn take(&self, target: &Target) -> Option<MinionClient> {
@@ -260,24 +230,4 @@ impl Pool {
             }
         }
     }
-}
-
-fn crl_stamp(calling: &Calling) -> Option<CrlStamp> {
-    let meta = std::fs::metadata(calling.credentials.crl.as_ref()?).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
-}
-
-/// When the CRL in use was written, and its size: a change means a reload.
-type CrlStamp = (SystemTime, u64);
-
-fn build(calling: &Calling) -> Result<(Arc<Link>, Option<CrlStamp>), PoolError> {
-    let crl = crl_stamp(calling);
-    let tls = common::tls::client_config(&calling.credentials).map_err(|e| PoolError(e.to_string()))?;
-    Ok((
-        Arc::new(Link {
-            tls: Arc::new(tls),
-            max_response: calling.max_response,
-        }),
-        crl,
-    ))
 }

@@ -66,11 +66,11 @@ pub fn watch(
 const LONGEST_WAIT: Duration = Duration::from_secs(1);
 
 pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
-    Poller::new(
-        &plan.credentials(),
-        Duration::from_secs_f64(plan.dispatch.timeout_secs),
-        crate::settings::max_response(&plan.root),
-    )
+    let calling = crate::settings::Calling {
+        credentials: plan.credentials(),
+        max_response: crate::settings::max_response(&plan.root),
+    };
+    Poller::new(calling, Duration::from_secs_f64(plan.dispatch.timeout_secs))
 }
 
 /// The exit status of a job that is not finished yet (Func's codes 0 and

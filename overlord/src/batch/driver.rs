@@ -197,8 +197,7 @@ pub fn drive(
         }
     };
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
-    let mut poller =
-        Poller::new(&calling.credentials, limit, calling.max_response).map_err(EngineError::Credentials)?;
+    let mut poller = Poller::new(calling.clone(), limit).map_err(EngineError::Credentials)?;
     let mut events = Vec::new();
     if recovering {
         // Hosts saved as in flight but without a minion job id were being

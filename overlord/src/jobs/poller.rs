@@ -13,12 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::rpc::client::MinionClient;
-use common::tls::Credentials;
 use common::Value;
 use tokio::sync::{mpsc, Semaphore};
 
 use super::follow::{Follow, Step};
-use crate::caller::Link;
+use crate::caller::{Link, LiveLink};
+use crate::settings::Calling;
 use crate::targets::Target;
 
 /// Hosts asked at once.
@@ -35,7 +35,7 @@ const LINGER: Duration = Duration::from_millis(2);
 /// Polling state: a runtime and the open connections.
 pub struct Poller {
     runtime: tokio::runtime::Runtime,
-    tls: Arc<Link>,
+    live: LiveLink,
     clients: HashMap<String, MinionClient>,
     limit: Duration,
     watches: HashMap<String, tokio::task::AbortHandle>,
@@ -46,8 +46,8 @@ pub struct Poller {
 }
 
 impl Poller {
-    pub fn new(creds: &Credentials, limit: Duration, max_response: usize) -> Result<Self, String> {
-        let tls = common::tls::client_config(creds).map_err(|e| e.to_string())?;
+    pub fn new(calling: Calling, limit: Duration) -> Result<Self, String> {
+        let live = LiveLink::new(calling).map_err(|e| e.to_string())?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -55,10 +55,7 @@ impl Poller {
         let (ends_tx, ends_rx) = mpsc::unbounded_channel();
         Ok(Self {
             runtime,
-            tls: Arc::new(Link {
-                tls: Arc::new(tls),
-                max_response,
-            }),
+            live,
             clients: HashMap::new(),
             limit,
             watches: HashMap::new(),
@@ -72,14 +69,25 @@ impl Poller {
     /// final result) comes out of [`Self::ended`]. Takes the host's kept
     /// connection.
     pub fn watch(&mut self, target: Target, job: String) {
+        let tls = self.link();
         let client = self.clients.remove(&target.name);
-        let (tls, limit, tx) = (Arc::clone(&self.tls), self.limit, self.ends_tx.clone());
+        let (limit, tx) = (self.limit, self.ends_tx.clone());
         let name = target.name.clone();
         let _guard = self.runtime.enter();
         let task = tokio::spawn(watch_one(client, target, job, tls, limit, tx));
         if let Some(old) = self.watches.insert(name, task.abort_handle()) {
             old.abort();
         }
+    }
+
+    /// The TLS setup to connect with (a driver may run for hours: a
+    /// changed CRL is taken up, and the kept connections are closed).
+    fn link(&mut self) -> Arc<Link> {
+        let (link, reloaded) = self.live.current();
+        if reloaded {
+            self.clients.clear();
+        }
+        link
     }
 
     /// Stops watching `host` (it ended some other way).
@@ -195,11 +203,12 @@ impl Poller {
         } else {
             calls.len().clamp(1, WAIT_IN_FLIGHT)
         }));
+        let tls = self.link();
         let mut tasks = tokio::task::JoinSet::new();
         let _guard = self.runtime.enter();
         for (target, method, params) in calls {
             let client = self.clients.remove(&target.name);
-            let (tls, slots, limit) = (Arc::clone(&self.tls), Arc::clone(&slots), self.limit);
+            let (tls, slots, limit) = (Arc::clone(&tls), Arc::clone(&slots), self.limit);
             tasks.spawn(async move {
                 let _slot = slots.acquire_owned().await;
                 let asked =
