@@ -70,6 +70,10 @@ impl Root {
     pub fn groups_file(&self) -> PathBuf {
         self.join("etc/func/groups")
     }
+    /// Local facts (DESIGN §16): `NAME.json` or executables.
+    pub fn facts_dir(&self) -> PathBuf {
+        self.join("etc/func/facts.d")
+    }
     pub fn acl_dir(&self) -> PathBuf {
         self.join("etc/func/minion-acl.d")
     }

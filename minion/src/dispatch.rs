@@ -13,6 +13,7 @@ use common::xmlrpc::{self, FAULT_FUNC, FAULT_INVALID_REQUEST};
 use common::Value;
 
 use crate::acl::Caller;
+use crate::facts::Filtered;
 use crate::modules::{Context, MethodError};
 use crate::state::Minion;
 
@@ -61,7 +62,9 @@ pub async fn call(
     minion
         .audit
         .record(peer, &caller, user.as_deref(), &method, &params);
-    if !is_async && minion.registry.is_instant(&method) {
+    // A call with Func's fact query reads the facts first (I/O): never instant.
+    let filtered = crate::facts::query_of(&params).is_some();
+    if !is_async && !filtered && minion.registry.is_instant(&method) {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run(&minion, &method, &params, &caller)
         }));
@@ -75,11 +78,23 @@ pub async fn call(
     let worker = Arc::clone(&minion);
     let joined = tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        // Func's fact query: the method runs only where it holds.
+        let (verdict, params) = match crate::facts::query_of(&params) {
+            Some(wire) => match crate::facts::filtered(&worker.config.root, wire) {
+                Filtered::Run(verdict) => (Some(verdict), params[1..].to_vec()),
+                Filtered::Answer(answer) => return Ok(answer),
+            },
+            None => (None, params),
+        };
         if is_async {
             // Any method gets an id; an unknown one fails inside the job, as in Func.
             return worker.jobs.submit(&method, params, &caller).map(Value::String);
         }
-        run(&worker, &method, &params, &caller)
+        let ran = run(&worker, &method, &params, &caller);
+        match verdict {
+            Some(verdict) => Ok(Filtered::wrap(verdict, settle(Some(ran)))),
+            None => ran,
+        }
     })
     .await;
     Reply::Value(settle(joined.ok()))

@@ -10,6 +10,7 @@
 //! - [`dispatch`]: one call: ACL check, audit line, module lookup, blocking work
 //!   off the async threads, `REMOTE_ERROR` values and faults.
 //! - [`enroll`]: getting a certificate from the certmaster, and its CRL.
+//! - [`facts`]: what the minion knows of itself, and Func's fact queries.
 //! - [`jobs`]: async jobs: detached job processes, the spool, the redb store.
 //! - [`limits`]: per-caller limits (blocking calls, request bytes, jobs).
 //! - [`acl`]: Func's `minion-acl.d/*.acl` files.
@@ -29,6 +30,7 @@ pub mod config;
 pub mod dispatch;
 pub mod dropin;
 pub mod enroll;
+pub mod facts;
 pub mod jobproc;
 pub mod jobs;
 pub mod limits;

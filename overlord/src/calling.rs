@@ -24,8 +24,18 @@ pub fn call_and_show(
     transform: &dyn Fn(Value) -> Value,
 ) -> Result<i32, PlanError> {
     let targets = plan.targets()?;
-    let mut report = crate::report::Report::new(plan, method, targets.iter().map(|t| t.name.clone()), render);
+    // Hosts that could not judge a filter end now, failed, with why.
+    let unjudged = plan.unjudged();
+    let names = targets
+        .iter()
+        .map(|t| t.name.clone())
+        .chain(unjudged.keys().cloned());
+    let mut report = crate::report::Report::new(plan, method, names, render);
     let mut shown = BTreeMap::new();
+    for (host, error) in unjudged {
+        report.host(&host, &error);
+        shown.insert(host, error);
+    }
     dispatch_to(plan, &targets, action, |host, value| {
         let value = transform(value.clone());
         report.host(host, &value);

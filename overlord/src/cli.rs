@@ -44,6 +44,15 @@ pub struct GlobalArgs {
     /// Say less on stderr: no progress or informational lines (errors still).
     #[arg(short = 'q', long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Only the minions whose facts satisfy every term: 'os=Debian,num_cpus>=2' (=, <, >, <=, >=, in, ini)
+    #[arg(long, global = true, value_name = "TERMS")]
+    pub filter: Option<String>,
+    /// Only the minions whose facts satisfy at least one term: 'os=Debian,os=Ubuntu'
+    #[arg(long, global = true, value_name = "TERMS")]
+    pub filteror: Option<String>,
+    /// Salt's grain target: only the minions whose fact KEY matches GLOB ('os_family:Debi*')
+    #[arg(short = 'G', long = "grain", global = true, value_name = "KEY:GLOB")]
+    pub grain: Option<String>,
 }
 
 impl GlobalArgs {
@@ -57,6 +66,9 @@ impl GlobalArgs {
         self.forks = later.forks.or(self.forks);
         self.verbose += later.verbose;
         self.quiet |= later.quiet;
+        self.filter = later.filter.or(self.filter);
+        self.filteror = later.filteror.or(self.filteror);
+        self.grain = later.grain.or(self.grain);
         self
     }
 }

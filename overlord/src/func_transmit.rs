@@ -42,6 +42,9 @@ const KEYS: &[&str] = &[
     "async",
     "nforks",
     "timeout",
+    "filter",
+    "filteror",
+    "grain",
 ];
 
 #[derive(Parser, Debug)]
@@ -70,6 +73,7 @@ pub struct Cli {
 enum Request {
     ListMinions {
         spec: String,
+        filter: Option<crate::gate::filter::Filter>,
     },
     JobStatus {
         id: String,
@@ -210,8 +214,14 @@ fn check(doc: &J) -> Result<Request, Bad> {
     };
     let method = text("method")?.ok_or_else(|| Bad("a request needs \"method\"".into()))?;
     crate::gate::call::check_spec("spec", &spec).map_err(|e| Bad(e.to_string()))?;
+    let filter = crate::gate::filter::Filter::parse(
+        text("filter")?.as_deref(),
+        text("filteror")?.as_deref(),
+        text("grain")?.as_deref(),
+    )
+    .map_err(|e| Bad(e.to_string()))?;
     match method.as_str() {
-        "list_minions" => return Ok(Request::ListMinions { spec }),
+        "list_minions" => return Ok(Request::ListMinions { spec, filter }),
         "job_status" => {
             let id = match obj.get("parameters") {
                 Some(J::String(id)) => id.clone(),
@@ -264,6 +274,9 @@ fn check(doc: &J) -> Result<Request, Bad> {
         failhard: false,
         timeout: number("timeout")?,
         forks: number("nforks")?,
+        filter: text("filter")?,
+        filteror: text("filteror")?,
+        grain: text("grain")?,
     })
     .map(Request::Call)
     .map_err(|e| Bad(e.to_string()))
@@ -305,8 +318,9 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
 
 fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
     Ok(match request {
-        Request::ListMinions { spec } => {
-            let plan = Plan::for_program(root, spec, None, None)?;
+        Request::ListMinions { spec, filter } => {
+            let mut plan = Plan::for_program(root, spec, None, None)?;
+            plan.filter = filter.clone();
             let mut names = plan.target_names()?;
             names.sort_by(|a, b| crate::values::natural_cmp(a, b));
             (json!(names), 0)
@@ -324,7 +338,8 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
             (json!([status.code, results]), crate::status::exit_code(&status))
         }
         Request::Call(call) => {
-            let plan = Plan::for_program(root, &call.spec, call.forks, call.timeout)?;
+            let mut plan = Plan::for_program(root, &call.spec, call.forks, call.timeout)?;
+            plan.filter = call.filter.as_deref().cloned();
             let function = call.function();
             if call.run != crate::gate::Run::Now {
                 let hosts = plan.target_names()?;
@@ -382,11 +397,17 @@ mod tests {
     fn funcs_request_shapes() {
         assert_eq!(
             req(r#"{"method": "list_minions"}"#).unwrap(),
-            Request::ListMinions { spec: "*".into() }
+            Request::ListMinions {
+                spec: "*".into(),
+                filter: None
+            }
         );
         assert_eq!(
             req(r#"{"method": "list_minions", "clients": ["a", "@g"]}"#).unwrap(),
-            Request::ListMinions { spec: "a;@g".into() }
+            Request::ListMinions {
+                spec: "a;@g".into(),
+                filter: None
+            }
         );
         assert_eq!(
             req(r#"{"method": "job_status", "parameters": "x-1.5", "clients": "*"}"#).unwrap(),
@@ -422,6 +443,7 @@ mod tests {
                 run: crate::gate::Run::Async,
                 forks: Some(4),
                 timeout: None,
+                filter: None,
             })
         );
     }

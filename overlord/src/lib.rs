@@ -11,7 +11,8 @@
 //! - [`cli`]: the clap definitions of `func` (also for man pages and completions).
 //! - [`plan`]: the command line parsed into a validated plan (hosts resolved,
 //!   options checked) before anything is sent.
-//! - [`targets`], [`groups`]: which minions a SPEC names, and where they are.
+//! - [`targets`], [`groups`]: which minions a SPEC names, and where they are;
+//!   [`facts`]: which of them a fact filter chooses (the minions judge it).
 //! - [`dispatch`], [`worker`], [`job`]: `--forks N` worker processes, each
 //!   calling its bucket of minions with bounded concurrency.
 //! - [`store`], [`jobs`]: async jobs: the job store (its rules once above
@@ -37,6 +38,7 @@ pub mod commands;
 pub mod conf;
 pub mod dispatch;
 pub mod error;
+pub mod facts;
 pub mod func_transmit;
 pub mod gate;
 pub mod groups;

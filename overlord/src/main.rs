@@ -24,6 +24,8 @@ fn main() -> ExitCode {
     match overlord::commands::run(&plan, &command) {
         // A named minion that does not exist is a failure, whatever the others did.
         Ok(0) if !plan.missing().is_empty() => ExitCode::from(1),
+        // So is one that could not judge the filter (it was not called).
+        Ok(0) if !plan.unjudged().is_empty() => ExitCode::from(1),
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => fail(&e, plan.json),
     }

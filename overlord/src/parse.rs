@@ -155,6 +155,11 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
         forks: global.forks.map(usize::from),
         verbose: global.verbose,
         quiet: global.quiet,
+        filter: crate::gate::filter::Filter::parse(
+            global.filter.as_deref(),
+            global.filteror.as_deref(),
+            global.grain.as_deref(),
+        )?,
     };
     let command = match parsed {
         Parsed::Spec(c) => Command::from_spec(c, &spec, &mut globals)?,
@@ -175,6 +180,7 @@ fn transmitted_call(root: Option<String>, call: crate::gate::Call) -> Result<(Pl
         forks: call.forks,
         verbose: 0,
         quiet: false,
+        filter: call.filter.as_deref().cloned(),
     };
     let spec = call.spec.clone();
     let nopoll = matches!(
@@ -198,6 +204,8 @@ fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan,
         dispatch,
         timeout: globals.timeout,
         missing: Default::default(),
+        filter: globals.filter,
+        unjudged: Default::default(),
         root: globals.root,
         spec,
         exclude: globals.exclude,

@@ -3,6 +3,8 @@
 //! format, dispatch settings — and [`PlanError`], the runtime failures with
 //! the exit status each maps to (usage 2, help 0, anything else 1).
 
+use std::collections::BTreeMap;
+
 use common::paths::Root;
 use common::tls::Credentials;
 
@@ -71,6 +73,8 @@ pub struct Globals {
     /// `-v` (repeatable) and `-q`.
     pub verbose: u8,
     pub quiet: bool,
+    /// `--filter`, `--filteror`, `-G`: targeting by facts.
+    pub filter: Option<crate::gate::filter::Filter>,
 }
 
 impl Dispatch {
@@ -108,6 +112,11 @@ pub struct Plan {
     pub missing: std::cell::RefCell<Vec<String>>,
     /// `-t` as given (a deadline for `--wait` and async polling).
     pub timeout: Option<f64>,
+    /// Targeting by facts: the hosts the SPEC names are asked to judge it.
+    pub filter: Option<crate::gate::filter::Filter>,
+    /// Hosts that could not judge the filter, with the error that is their
+    /// result (noted by [`Plan::targets`]: never called, exit status 1).
+    pub unjudged: std::cell::RefCell<BTreeMap<String, common::Value>>,
 }
 
 impl Plan {
@@ -147,7 +156,50 @@ impl Plan {
             );
         }
         self.missing.borrow_mut().extend(missing);
-        Ok(found)
+        match &self.filter {
+            Some(filter) => self.judged(found, filter),
+            None => Ok(found),
+        }
+    }
+
+    /// The names among `found` whose minions judge that `filter` holds;
+    /// the others are not targeted, and those that could not judge it are
+    /// reported and remembered. Matching nothing is the gate's no-match.
+    fn judged(
+        &self,
+        found: Vec<String>,
+        filter: &crate::gate::filter::Filter,
+    ) -> Result<Vec<String>, PlanError> {
+        let targets = found.iter().map(|n| Target::enrolled(&self.root, n)).collect();
+        let calling = crate::settings::Calling {
+            credentials: self.credentials(),
+            max_response: self.dispatch.max_response,
+        };
+        let limit = std::time::Duration::from_secs_f64(self.dispatch.timeout_secs);
+        let judged = crate::facts::judge(calling, limit, targets, filter).map_err(PlanError::Config)?;
+        for (host, error) in &judged.unjudged {
+            crate::errln!(
+                "func: {host}: could not judge the filter, not called: {}",
+                crate::output::error_line(error)
+            );
+        }
+        if self.verbose > 0 && !judged.rejected.is_empty() {
+            crate::errln!("func: left out by the filter: {}", judged.rejected.join(" "));
+        }
+        if judged.chosen.is_empty() && judged.unjudged.is_empty() {
+            return Err(PlanError::Targets(targets::TargetError::NoMatch(format!(
+                "{} with {}",
+                self.spec,
+                filter.describe()
+            ))));
+        }
+        self.unjudged.borrow_mut().extend(judged.unjudged);
+        Ok(judged.chosen.into_iter().map(|t| t.name).collect())
+    }
+
+    /// Hosts that could not judge the filter, with their errors.
+    pub fn unjudged(&self) -> BTreeMap<String, common::Value> {
+        self.unjudged.borrow().clone()
     }
 
     /// A plan for a program's request (`func-transmit`): quiet, JSON, the
@@ -162,6 +214,8 @@ impl Plan {
             dispatch: Dispatch::for_root(&root, forks, timeout)?,
             timeout,
             missing: Default::default(),
+            filter: None,
+            unjudged: Default::default(),
             root,
             spec: spec.to_string(),
             exclude: None,

@@ -65,6 +65,9 @@ def by_func(call):
         words += ["--batch-wait", str(call["batch_wait"])]
     if call.get("failhard"):
         words.append("--failhard")
+    for key, flag in (("filter", "--filter"), ("filteror", "--filteror"), ("grain", "-G")):
+        if key in call:
+            words += [flag, call[key]]
     words += ["--json-args", json.dumps(call.get("args", [])), "--", call["module"], call["method"]]
     p = subprocess.run(words, capture_output=True, text=True, timeout=120)
     doc = json.loads(p.stdout) if p.stdout.strip() else None

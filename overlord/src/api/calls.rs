@@ -7,6 +7,7 @@
 //! called over the warm pool. Async or batch: 202 `{"job_id"}`, run by the
 //! same detached drivers as `func`'s.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,11 @@ impl From<GateError> for ApiError {
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct JobId {
     pub job_id: String,
+    /// Hosts the SPEC named that could not judge the call's fact filter:
+    /// not in the job, never called, each with its error (absent when none).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = Object)]
+    pub not_called: BTreeMap<String, serde_json::Value>,
 }
 
 /// `POST /api/v1/calls`.
@@ -77,15 +83,20 @@ pub async fn call(
             return Err(e.into());
         }
     };
-    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     let _slot = take_slot(&api, &caller)?;
+    // Targeting by facts: the hosts judge the filter before anything else is sent.
+    let (targets, unjudged) = match &call.filter {
+        None => (targets, BTreeMap::new()),
+        Some(filter) => judge(&api, &call, targets, (**filter).clone()).await?,
+    };
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     api.metrics
         .calls
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let answer = if call.run != Run::Now {
-        start_job(&api, &caller, &call, names.clone()).await
+        start_job(&api, &caller, &call, names.clone(), unjudged).await
     } else {
-        Ok(sync_call(&api, &caller, &call, &targets).await)
+        Ok(sync_call(&api, &caller, &call, &targets, unjudged).await)
     };
     let status = answer.as_ref().map_or_else(|e| e.status, |r| r.status());
     api.audit
@@ -116,7 +127,36 @@ pub fn take_slot(api: &Api, caller: &Caller) -> Result<tokio::sync::OwnedSemapho
     })
 }
 
-async fn sync_call(api: &Arc<Api>, caller: &Caller, call: &gate::Call, targets: &[Target]) -> Response {
+/// The targets whose minions judge that `filter` holds, and the hosts that
+/// could not judge it (their errors); none holding it is the gate's no-match.
+async fn judge(
+    api: &Arc<Api>,
+    call: &gate::Call,
+    targets: Vec<Target>,
+    filter: gate::filter::Filter,
+) -> Result<(Vec<Target>, BTreeMap<String, common::Value>), ApiError> {
+    let calling = crate::settings::Calling::of_root(&api.root);
+    let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
+    let spec = call.spec.clone();
+    tokio::task::spawn_blocking(move || {
+        let judged = crate::facts::judge(calling, limit, targets, &filter).map_err(ApiError::internal)?;
+        if judged.chosen.is_empty() && judged.unjudged.is_empty() {
+            let none = crate::targets::TargetError::NoMatch(format!("{spec} with {}", filter.describe()));
+            return Err(ApiError::from(GateError::Targets(none)));
+        }
+        Ok((judged.chosen, judged.unjudged))
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
+async fn sync_call(
+    api: &Arc<Api>,
+    caller: &Caller,
+    call: &gate::Call,
+    targets: &[Target],
+    unjudged: BTreeMap<String, common::Value>,
+) -> Response {
     let params = call.params();
     let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
     let results = api
@@ -130,8 +170,10 @@ async fn sync_call(api: &Arc<Api>, caller: &Caller, call: &gate::Call, targets: 
             |_, _| {},
         )
         .await;
+    // A host that could not judge the filter is failed, with why.
     let doc: serde_json::Map<String, serde_json::Value> = results
         .iter()
+        .chain(unjudged.iter())
         .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
         .collect();
     (StatusCode::OK, Json(serde_json::Value::Object(doc))).into_response()
@@ -142,6 +184,7 @@ async fn start_job(
     caller: &Caller,
     call: &gate::Call,
     names: Vec<String>,
+    unjudged: BTreeMap<String, common::Value>,
 ) -> Result<Response, ApiError> {
     let who = crate::jobs::start::Caller {
         user: caller.user(),
@@ -177,7 +220,17 @@ async fn start_job(
         "jobs"
     };
     let location = format!("/api/v1/{kind}/{}", encode_segment(&id));
-    let mut answer = (StatusCode::ACCEPTED, Json(JobId { job_id: id })).into_response();
+    let mut answer = (
+        StatusCode::ACCEPTED,
+        Json(JobId {
+            job_id: id,
+            not_called: unjudged
+                .iter()
+                .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+                .collect(),
+        }),
+    )
+        .into_response();
     if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
         answer.headers_mut().insert(axum::http::header::LOCATION, v);
     }

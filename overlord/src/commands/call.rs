@@ -43,6 +43,9 @@ const CALL_OPTIONS: &[&str] = &[
     "--forks",
     "--timeout",
     "--exclude",
+    "--filter",
+    "--filteror",
+    "--grain",
     "--verbose",
     "--quiet",
 ];
@@ -76,6 +79,7 @@ impl Call {
         let (mut asynchronous, mut nopoll, mut jobstatus) = (a.asynchronous, a.nopoll, a.jobstatus);
         let (mut batch, mut batch_wait, mut failhard) = (a.batch, a.batch_wait, a.failhard);
         let mut typed_args = a.json_args;
+        let (mut filter, mut filteror, mut grain) = (None, None, None);
         let mut i = 0;
         while i < rest.len() {
             let arg = &rest[i];
@@ -100,6 +104,9 @@ impl Call {
                 "--batch" | "-b" => batch = Some(value(&mut i)?),
                 "--batch-wait" => batch_wait = Some(value(&mut i)?),
                 "--json-args" => typed_args = Some(value(&mut i)?),
+                "--filter" => filter = Some(value(&mut i)?),
+                "--filteror" => filteror = Some(value(&mut i)?),
+                "-G" | "--grain" => grain = Some(value(&mut i)?),
                 "--out" => match value(&mut i)?.as_str() {
                     "json" => globals.json = true,
                     "yaml" => globals.out = crate::output::Format::Yaml,
@@ -164,7 +171,15 @@ impl Call {
             failhard,
             timeout: globals.timeout.map(|t| t.to_string()),
             forks: globals.forks.map(|n| n.to_string()),
+            filter: None,
+            filteror: None,
+            grain: None,
         })?;
+        // Filters given after MODULE METHOD replace those before them.
+        if filter.is_some() || filteror.is_some() || grain.is_some() {
+            globals.filter =
+                gate::filter::Filter::parse(filter.as_deref(), filteror.as_deref(), grain.as_deref())?;
+        }
         Ok(Self::Run { call, nopoll })
     }
 

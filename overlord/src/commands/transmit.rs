@@ -33,6 +33,9 @@ const CALL_KEYS: &[&str] = &[
     "nforks",
     "timeout",
     "exclude",
+    "filter",
+    "filteror",
+    "grain",
     "batch",
     "batch_wait",
     "failhard",
@@ -153,6 +156,9 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
         failhard: flag("failhard")?,
         timeout: text_of("timeout")?,
         forks: text_of("nforks")?,
+        filter: name_of("filter")?,
+        filteror: name_of("filteror")?,
+        grain: name_of("grain")?,
     })?;
     Ok(Request::Call(call))
 }

@@ -67,6 +67,15 @@ pub struct CallFields {
     /// Worker processes (`--forks`, Func's `nforks`); not part of func-api's shape.
     #[serde(skip)]
     pub forks: Option<String>,
+    /// Targeting by facts: every term holds (`os=Debian,num_cpus>=2`).
+    #[serde(default)]
+    pub filter: Option<String>,
+    /// Targeting by facts: at least one term holds.
+    #[serde(default)]
+    pub filteror: Option<String>,
+    /// Salt's grain target `KEY:GLOB`.
+    #[serde(default)]
+    pub grain: Option<String>,
 }
 
 /// A checked call.
@@ -81,6 +90,8 @@ pub struct Call {
     /// Seconds each host has, when the caller chose (else overlord.conf's).
     pub timeout: Option<f64>,
     pub forks: Option<usize>,
+    /// Targeting by facts (boxed: most calls have none).
+    pub filter: Option<Box<super::filter::Filter>>,
 }
 
 /// A call's arguments.
@@ -164,6 +175,8 @@ impl Call {
             Some(_) => return bad("the arguments are given twice (as words and as typed values)".into()),
             None => Args::Typed(f.args),
         };
+        let filter =
+            super::filter::Filter::parse(f.filter.as_deref(), f.filteror.as_deref(), f.grain.as_deref())?;
         Ok(Call {
             spec: f.spec,
             exclude: f.exclude,
@@ -173,6 +186,7 @@ impl Call {
             run,
             timeout,
             forks,
+            filter: filter.map(Box::new),
         })
     }
 

@@ -9,6 +9,7 @@
 //!   batch) and its validation;
 //! - [`job`]: a job named by a request (`job_status`, lookups, kills);
 //! - [`jobs`]: a kill's signal and a listing's filters;
+//! - [`filter`]: targeting by facts (`--filter`, `--filteror`, `-G`);
 //! - [`keys`]: a request document's keys, each once;
 //! - [`rights`]: who may do what, judged here for every door;
 //! - [`error`]: why a request was refused or failed, and the status each
@@ -19,6 +20,7 @@
 
 pub mod call;
 pub mod error;
+pub mod filter;
 pub mod job;
 pub mod jobs;
 pub mod keys;

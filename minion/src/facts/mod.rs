@@ -1,0 +1,159 @@
+//! Facts (DESIGN §16, Func's facts and Salt's grains): what a minion knows
+//! of itself, for targeting and inventory. [`builtin`] reads them from the
+//! system, [`local`] from `etc/func/facts.d/`; [`query`] judges Func's fact
+//! query. [`Facts`] is one reading of all of them, by Func's
+//! `module.method` name and by tag; [`filtered`] is Func's wire extension:
+//! a call whose first argument is `{"__fact__": QUERY}` runs only when the
+//! query holds, and answers `[{"__fact__": [verdict, facts]}, result]`
+//! (`[{"__fact__": [false, facts]}]` when it does not), so Func's own
+//! overlord targets funcd by facts as it did Func's minions.
+
+pub mod builtin;
+pub mod local;
+pub mod query;
+
+use std::collections::BTreeMap;
+
+use common::paths::Root;
+use common::xmlrpc::remote_error;
+use common::Value;
+
+use query::{Query, QueryError};
+
+/// The key of Func's fact query in a call's first argument.
+pub const FACT_KEY: &str = "__fact__";
+/// `fact.items()`'s key for the local facts that could not be read.
+pub const ERRORS_KEY: &str = "__errors__";
+
+/// One fact method, as `fact.show_fact_method` describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Method {
+    /// Func's `module.method`.
+    pub name: String,
+    pub module: String,
+    pub tag: String,
+    pub description: String,
+    pub value: Value,
+}
+
+/// All facts, read once.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub methods: Vec<Method>,
+    /// Local fact files that could not be read, with why.
+    pub broken: BTreeMap<String, String>,
+}
+
+impl Facts {
+    /// The built-in facts and those of `root`'s `facts.d`.
+    pub fn read(root: &Root) -> Self {
+        let mut methods: Vec<Method> = builtin::FACTS
+            .iter()
+            .map(|f| Method {
+                name: format!("{}.{}", f.module, f.method),
+                module: f.module.to_string(),
+                tag: f.tag.to_string(),
+                description: f.description.to_string(),
+                value: (f.read)(),
+            })
+            .collect();
+        let local = local::gather(&root.facts_dir());
+        for file in local.files {
+            for (key, value) in file.values {
+                methods.push(Method {
+                    name: format!("{}.{key}", file.name),
+                    module: file.name.clone(),
+                    description: format!("from facts.d/{}", file.name),
+                    tag: key,
+                    value,
+                });
+            }
+        }
+        Facts {
+            methods,
+            broken: local.broken,
+        }
+    }
+
+    /// A fact by tag or by `module.method`; a local fact overrides a
+    /// built-in one of the same tag (as Func's later registrations did).
+    pub fn get(&self, name: &str) -> Option<&Method> {
+        self.methods
+            .iter()
+            .rev()
+            .find(|m| m.tag == name || m.name == name)
+    }
+
+    /// Every fact by its tag (Salt's `grains.items`), the unreadable local
+    /// ones under `__errors__`.
+    pub fn items(&self) -> Value {
+        let mut all: BTreeMap<String, Value> = BTreeMap::new();
+        for m in &self.methods {
+            all.insert(m.tag.clone(), m.value.clone());
+        }
+        if !self.broken.is_empty() {
+            all.insert(
+                ERRORS_KEY.into(),
+                Value::Struct(
+                    self.broken
+                        .iter()
+                        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                        .collect(),
+                ),
+            );
+        }
+        Value::Struct(all)
+    }
+
+    /// Judges Func's serialized query: its verdict and the facts it read.
+    pub fn judge(&self, wire: &Value) -> Result<(bool, BTreeMap<String, Value>), QueryError> {
+        Query::parse(wire)?.judge(&|name| self.get(name).map(|m| m.value.clone()))
+    }
+}
+
+/// The fact query of a call, when its first argument is `{"__fact__": Q}`.
+pub fn query_of(params: &[Value]) -> Option<&Value> {
+    match params.first() {
+        Some(Value::Struct(first)) if first.len() == 1 => first.get(FACT_KEY),
+        _ => None,
+    }
+}
+
+/// What a call with a fact query comes to.
+pub enum Filtered {
+    /// The query holds: run the method with the other arguments, and wrap
+    /// its result with [`Filtered::wrap`].
+    Run(Value),
+    /// The answer as it is (the query did not hold, or could not be read).
+    Answer(Value),
+}
+
+impl Filtered {
+    /// Func's answer for a host the query chose: `[{"__fact__": …}, result]`.
+    pub fn wrap(verdict: Value, result: Value) -> Value {
+        Value::Array(vec![verdict, result])
+    }
+}
+
+/// Judges the call's fact query against the facts of `root`.
+pub fn filtered(root: &Root, wire: &Value) -> Filtered {
+    let facts = Facts::read(root);
+    match facts.judge(wire) {
+        Ok((verdict, seen)) => {
+            let answer = Value::Struct(
+                [(
+                    FACT_KEY.to_string(),
+                    Value::Array(vec![Value::Boolean(verdict), Value::Struct(seen)]),
+                )]
+                .into_iter()
+                .collect(),
+            );
+            if verdict {
+                Filtered::Run(answer)
+            } else {
+                Filtered::Answer(Value::Array(vec![answer]))
+            }
+        }
+        Err(e) => Filtered::Answer(remote_error(e.class(), &e.to_string(), "")),
+    }
+}

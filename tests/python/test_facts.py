@@ -1,0 +1,236 @@
+"""Facts and targeting by facts (DESIGN §16), on a real fleet: the minion's
+`fact` module with Func's methods (a port of Func's test_facts_minion.py:
+its keyword tests are Rust unit tests in minion/src/facts/query.rs, its
+fact pull is here), local facts from etc/func/facts.d (JSON files and
+executables, broken ones reported), Func's wire extension as Func's own
+overlord sent it (a first argument {"__fact__": QUERY}), and --filter,
+--filteror and -G through every door, in every mode."""
+
+import json
+import os
+import subprocess
+import unittest
+
+import test_doors
+from funcfixture import Fleet, binary
+from test_api import Api
+
+
+def facts_d(role, extra=None):
+    """A prepare(root) that writes etc/func/facts.d/role.json (and more)."""
+    def prepare(root):
+        d = os.path.join(root, "etc/func/facts.d")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        for path in (os.path.join(root, "etc/func"), os.path.join(root, "etc")):
+            os.chmod(path, 0o755)
+        files = {"role.json": (json.dumps({"role": role, "tier": 2}), 0o644)}
+        files.update(extra or {})
+        for name, (text, mode) in files.items():
+            p = os.path.join(d, name)
+            with open(p, "w") as f:
+                f.write(text)
+            os.chmod(p, mode)
+    return prepare
+
+
+def setUpModule():
+    global FLEET, API, TOKEN, PORTS
+    FLEET = Fleet()
+    PORTS = {}
+    extra = {
+        "rack": ("#!/bin/sh\necho '{\"rack\": \"r7\"}'\n", 0o755),
+        "broken.json": ("{not json", 0o644),
+        "dup.json": (json.dumps({"tier": 3}), 0o644),
+    }
+    _, PORTS["m1"] = FLEET.start_minion("m1", prepare=facts_d("web", extra))
+    _, PORTS["m2"] = FLEET.start_minion("m2", prepare=facts_d("db"))
+    try:
+        API = Api(FLEET)
+    except Exception:
+        FLEET.close()
+        raise
+    TOKEN = API.token("facts", "--admin")
+    # The four doors of test_doors, on this fleet.
+    test_doors.FLEET, test_doors.API, test_doors.TOKEN = FLEET, API, TOKEN
+
+
+def tearDownModule():
+    API.close()
+    FLEET.close()
+
+
+def func(*args):
+    p = subprocess.run([binary("func"), "--root", FLEET.ca_root] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def call_json(spec, module, method, *args):
+    code, out, err = func("--json", spec, "call", module, method, *args)
+    return code, json.loads(out) if out.strip() else None, err
+
+
+class FactModuleTest(unittest.TestCase):
+    """Func's fact module methods."""
+
+    def test_funcs_methods(self):
+        _, mods, _ = call_json("m1", "fact", "list_fact_modules")
+        self.assertTrue({"hardware", "os", "network", "role", "rack"} <= set(mods["m1"]), mods)
+        _, methods, _ = call_json("m1", "fact", "list_fact_methods")
+        for name in ("runlevel", "hardware.run_level", "os", "os.os_name", "kernel", "cpuvendor", "cpumodel",
+                     "os_family", "osrelease", "fqdn", "num_cpus", "mem_total", "ipv4", "virtual", "arch",
+                     "role", "role.role", "rack"):
+            self.assertIn(name, methods["m1"])
+        _, shown, _ = call_json("m1", "fact", "show_fact_module", "hardware")
+        self.assertEqual(set(shown["m1"]), {"name", "description", "version"})
+        _, shown, _ = call_json("m1", "fact", "show_fact_method", "runlevel")
+        self.assertEqual(shown["m1"]["name"], "hardware.run_level")
+        self.assertEqual(shown["m1"]["tag"], "runlevel")
+        self.assertEqual(call_json("m1", "fact", "show_fact_method", "nosuch")[1], {"m1": {}})
+        _, n, _ = call_json("m1", "fact", "call_fact", "num_cpus")
+        self.assertIsInstance(n["m1"], int)
+        self.assertGreaterEqual(n["m1"], 1)
+        self.assertEqual(call_json("m1", "fact", "call_fact", "role.role")[1], {"m1": "web"})
+        _, hits, _ = call_json("m1", "fact", "grep", "WEB")
+        self.assertEqual(hits["m1"], {"fact.items": ["role: web"]})
+
+    def test_items_are_salts_grains_and_broken_local_facts_are_reported(self):
+        code, items, _ = call_json("m1", "fact", "items")
+        self.assertEqual(code, 0)
+        got = items["m1"]
+        for key in ("os", "os_family", "osrelease", "kernel", "runlevel", "cpuvendor", "cpumodel", "fqdn",
+                    "num_cpus", "mem_total", "ipv4", "virtual", "arch"):
+            self.assertIn(key, got)
+        self.assertIn("127.0.0.1", got["ipv4"])
+        self.assertEqual((got["role"], got["tier"], got["rack"]), ("web", 2, "r7"))
+        self.assertIn("not JSON", got["__errors__"]["broken.json"])
+        # m2 has no broken file: no __errors__.
+        self.assertNotIn("__errors__", call_json("m2", "fact", "items")[1]["m2"])
+
+    def test_a_tag_claimed_twice_is_a_conflict_when_asked(self):
+        # dup.json and role.json both give "tier": the later file wins, as
+        # Func's later registration did, and abort_on_conflict names both.
+        _, out, _ = call_json("m1", "fact", "list_fact_methods", "true")
+        self.assertEqual(out["m1"], {"__conflict__": {"tier": ["dup.tier", "role.tier"]}})
+        self.assertEqual(call_json("m1", "fact", "call_fact", "tier")[1], {"m1": 2})
+        self.assertIsInstance(call_json("m2", "fact", "list_fact_methods", "true")[1]["m2"], list)
+
+
+class FuncWireTest(unittest.TestCase):
+    """Func's own overlord: the fact query as the call's first argument."""
+
+    def call(self, method, *args):
+        # Func's overlord checked the chain to its CA, not the host name.
+        ctx = FLEET.context()
+        ctx.check_hostname = False
+        with FLEET.proxy(PORTS["m1"], ctx) as proxy:
+            return getattr(proxy, method)(*args)
+
+    def test_a_call_runs_only_where_the_query_holds(self):
+        web = {"__fact__": ["AND", [["role", "web"], ["num_cpus__gte", "1"]]]}
+        answer = self.call("test.add", web, 1, 2)
+        self.assertEqual(answer[1], 3)
+        verdict, facts = answer[0]["__fact__"]
+        self.assertIs(verdict, True)
+        self.assertEqual(facts["role"], "web")
+        db = {"__fact__": ["AND", [["role", "db"]]]}
+        self.assertEqual(self.call("test.add", db, 1, 2), [{"__fact__": [False, {"role": "web"}]}])
+        # Func's run-level pull (two keywords on one fact, in one leaf), on
+        # a numeric fact every machine has here (a container has no run level).
+        pull = {"__fact__": ["AND", [["hardware.num_cpus__lt", 100000, "hardware.num_cpus__gt", 0]]]}
+        self.assertEqual(len(self.call("test.ping", pull)), 2)
+        runlevel = self.call("fact.call_fact", "runlevel")
+        self.assertTrue(runlevel == "unknown" or runlevel in range(0, 7), runlevel)
+        neg = {"__fact__": ["NOT", ["OR", [["role", "db"], ["role", "mail"]]]]}
+        self.assertEqual(self.call("test.ping", neg)[1], 1)
+
+    def test_a_bad_query_is_an_error_and_runs_nothing(self):
+        marker = os.path.join(FLEET.dir, "ran")
+        for q in (["AND", [["nosuch", "x"]]], ["AND", [["role__near", "x"]]], "role=web",
+                  ["AND", [["num_cpus__gt", "many"]]]):
+            answer = self.call("command.run", {"__fact__": q}, "touch " + marker)
+            self.assertEqual(answer[0], "REMOTE_ERROR", (q, answer))
+        self.assertFalse(os.path.exists(marker), "the method never ran")
+        self.assertIn("None existing Fact method or tag required nosuch",
+                      self.call("test.ping", {"__fact__": ["AND", [["nosuch", "x"]]]})[2])
+
+
+class TargetingTest(unittest.TestCase):
+    """--filter, --filteror and -G through every door and mode."""
+
+    def test_the_filter_chooses_the_same_hosts_through_every_door(self):
+        for extra, want in (({"filter": "role=web"}, {"m1": 3}),
+                            ({"filteror": "role=db,role=mail"}, {"m2": 3}),
+                            ({"grain": "role:*b"}, {"m1": 3, "m2": 3}),
+                            ({"filter": "tier>=2,role in w"}, {"m1": 3}),
+                            ({"filter": "role ini WE"}, {"m1": 3})):
+            call = dict({"spec": "*", "module": "test", "method": "add", "args": [1, 2]}, **extra)
+            answers = {door: test_doors.DOORS[door](dict(call)) for door in test_doors.DOORS}
+            self.assertEqual(answers.pop("func-api"), (200, want), extra)
+            for door, answer in answers.items():
+                self.assertEqual(answer, (0, want), (door, extra))
+
+    def test_a_filter_matching_nothing_is_the_gates_no_match(self):
+        call = {"spec": "*", "module": "test", "method": "ping", "filter": "role=mail"}
+        answers = {door: test_doors.DOORS[door](dict(call)) for door in test_doors.DOORS}
+        for door, (status, message) in answers.items():
+            self.assertEqual(status, 404 if door == "func-api" else 1, (door, answers))
+            self.assertIn("with --filter 'role=mail'", message, (door, answers))
+
+    def test_bad_filters_are_refused_alike(self):
+        for extra in ({"filter": "role"}, {"filter": "role__near=x"}, {"grain": "role"}):
+            call = dict({"spec": "*", "module": "test", "method": "ping"}, **extra)
+            answers = {door: test_doors.DOORS[door](dict(call)) for door in test_doors.DOORS}
+            messages = {m for _, m in answers.values()}
+            self.assertEqual(len(messages), 1, answers)
+            self.assertEqual({s for d, (s, _) in answers.items() if d != "func-api"}, {2}, answers)
+            self.assertEqual(answers["func-api"][0], 400)
+
+    def test_ping_and_list_minions_take_filters(self):
+        code, out, _ = func("*", "ping", "--filter", "role=db")
+        self.assertEqual(code, 0)
+        self.assertIn("m2", out)
+        self.assertNotIn("m1", out)
+        code, out, _ = func("*", "list_minions", "-G", "role:w*")
+        self.assertEqual((code, out.split()), (0, ["m1"]))
+        p = subprocess.run([binary("func-transmit"), "--root", FLEET.ca_root],
+                           input=json.dumps({"method": "list_minions", "filter": "role=db"}),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(json.loads(p.stdout), ["m2"])
+
+    def test_async_jobs_and_batches_take_only_the_chosen_hosts(self):
+        for mode in (["--async"], ["--batch", "1"]):
+            code, out, err = func("--json", "*", "call", *mode, "--filter", "role=web", "test", "add", "2", "2")
+            self.assertEqual(code, 0, err)
+            doc = json.loads(out)
+            # An async job answers its status document; a batch, the results.
+            self.assertEqual(doc.get("results", doc), {"m1": 4}, (mode, out))
+
+    def test_a_host_that_cannot_judge_the_filter_fails_and_is_not_called(self):
+        audit = os.path.join(FLEET.dir, "m2", "var/log/func/audit.log")
+        with open(audit) as f:
+            before = f.read().count("test.echo")
+        # m2 has no "rack" fact: it cannot judge; m1 can, and is called.
+        code, out, err = func("--json", "*", "call", "--filter", "rack=r7", "test", "echo", "x")
+        self.assertEqual(code, 1, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["m1"], "x")
+        self.assertEqual(doc["m2"][0], "REMOTE_ERROR")
+        self.assertIn("rack", doc["m2"][2])
+        self.assertIn("could not judge the filter", err)
+        with open(audit) as f:
+            self.assertEqual(f.read().count("test.echo"), before, "m2 was never called")
+        # func-api: the same document; for a job, the hosts left out are named.
+        status, body, _ = API.request("POST", "/api/v1/calls", TOKEN,
+                                      {"spec": "*", "module": "test", "method": "echo", "args": ["x"],
+                                       "filter": "rack=r7"})
+        self.assertEqual((status, body["m1"], body["m2"][0]), (200, "x", "REMOTE_ERROR"))
+        status, body, _ = API.request("POST", "/api/v1/calls", TOKEN,
+                                      {"spec": "*", "module": "test", "method": "echo", "args": ["x"],
+                                       "filter": "rack=r7", "async": True})
+        self.assertEqual(status, 202)
+        self.assertEqual(list(body["not_called"]), ["m2"])
+
+
+if __name__ == "__main__":
+    unittest.main()
