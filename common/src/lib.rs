@@ -16,6 +16,7 @@
 //!   reading (routes, size limit, body deadline) servers share.
 
 pub mod config;
+pub mod fact_query;
 pub mod identity;
 pub mod outcome;
 pub mod paths;

@@ -53,6 +53,9 @@ pub struct GlobalArgs {
     /// Salt's grain target: only the minions whose fact KEY matches GLOB ('os_family:Debi*')
     #[arg(short = 'G', long = "grain", global = true, value_name = "KEY:GLOB")]
     pub grain: Option<String>,
+    /// Func's serialized fact query as JSON ('["OR", [["role", "web"], ["role", "db"]]]'), as the Python API's filters send it
+    #[arg(long, global = true, value_name = "JSON")]
+    pub fact_query: Option<String>,
 }
 
 impl GlobalArgs {
@@ -69,6 +72,7 @@ impl GlobalArgs {
         self.filter = later.filter.or(self.filter);
         self.filteror = later.filteror.or(self.filteror);
         self.grain = later.grain.or(self.grain);
+        self.fact_query = later.fact_query.or(self.fact_query);
         self
     }
 }

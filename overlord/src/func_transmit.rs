@@ -218,6 +218,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         text("filter")?.as_deref(),
         text("filteror")?.as_deref(),
         text("grain")?.as_deref(),
+        None,
     )
     .map_err(|e| Bad(e.to_string()))?;
     match method.as_str() {
@@ -277,6 +278,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         filter: text("filter")?,
         filteror: text("filteror")?,
         grain: text("grain")?,
+        fact_query: None,
     })
     .map(Request::Call)
     .map_err(|e| Bad(e.to_string()))

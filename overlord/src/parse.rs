@@ -159,6 +159,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
             global.filter.as_deref(),
             global.filteror.as_deref(),
             global.grain.as_deref(),
+            crate::gate::filter::query_text(global.fact_query.as_deref())?.as_ref(),
         )?,
     };
     let command = match parsed {

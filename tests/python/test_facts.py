@@ -232,5 +232,37 @@ class TargetingTest(unittest.TestCase):
         self.assertEqual(list(body["not_called"]), ["m2"])
 
 
+class PythonApiTest(unittest.TestCase):
+    """Func's Python API: filter, filter_or, and_and, and_or, or_or, or_and
+    and exclude with Django-style keywords, each a new Overlord (Func's
+    OverlordQuery); the query goes to the minions as Func's."""
+
+    def ov(self):
+        from func.overlord.client import Overlord
+        os.environ["FUNC_BINARY"] = binary("func")
+        return Overlord("*", root=FLEET.ca_root)
+
+    def test_filters_return_new_overlords_that_target_by_facts(self):
+        ov = self.ov()
+        web = ov.filter(role="web")
+        self.assertIsNot(web, ov)
+        self.assertEqual(web.test.add(1, 2), {"m1": 3})
+        self.assertEqual(ov.test.add(1, 2), {"m1": 3, "m2": 3}, "the original is unchanged")
+        self.assertEqual(ov.filter(tier__gte=2, role__startswith="w").test.ping(), {"m1": 1})
+        self.assertEqual(ov.filter(role="web").filter_or(role="db").test.ping(), {"m1": 1, "m2": 1})
+        self.assertEqual(ov.filter(role="web").and_or(role="db", tier=2).test.ping(), {"m1": 1})
+        self.assertEqual(ov.filter(role__icontains="D").or_and(role="web", tier=2).test.ping(), {"m1": 1, "m2": 1})
+        self.assertEqual(ov.or_or(role="web").test.ping(), {"m1": 1})
+        self.assertEqual(ov.and_and(role="db").test.ping(), {"m2": 1})
+        self.assertEqual(ov.exclude(role="web").test.ping(), {"m2": 1})
+        self.assertEqual(ov.filter(role="web").list_minions(), ["m1"])
+        # Async jobs take the filter too.
+        from func.overlord.client import Overlord
+        job = Overlord("*", root=FLEET.ca_root, async_mode=True).filter(role="db").test.add(2, 2)
+        code, _, _ = func("-t", "60", "job_status", job, "--wait")
+        self.assertEqual(code, 0)
+        self.assertEqual(self.ov().job_status(job), (1, {"m2": 4}))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -107,7 +107,9 @@ impl Facts {
 
     /// Judges Func's serialized query: its verdict and the facts it read.
     pub fn judge(&self, wire: &Value) -> Result<(bool, BTreeMap<String, Value>), QueryError> {
-        Query::parse(wire)?.judge(&|name| self.get(name).map(|m| m.value.clone()))
+        query::judge(&Query::parse(wire)?, &|name| {
+            self.get(name).map(|m| m.value.clone())
+        })
     }
 }
 

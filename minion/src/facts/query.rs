@@ -12,29 +12,14 @@
 
 use std::collections::BTreeMap;
 
+pub use common::fact_query::{ParseError, Query, MAX_DEPTH, MAX_LEAVES};
 use common::Value;
-
-/// Deepest nesting of a query, and most leaves: a query is a filter, not a
-/// program.
-pub const MAX_DEPTH: usize = 16;
-pub const MAX_LEAVES: usize = 256;
-
-/// A parsed query.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Query {
-    Leaf { key: String, value: Value },
-    And(Vec<Query>),
-    Or(Vec<Query>),
-    Not(Box<Query>),
-}
 
 /// Why a query could not be read or judged.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum QueryError {
-    #[error("not a fact query: {0}")]
-    Shape(String),
-    #[error("the fact query nests deeper than {MAX_DEPTH} levels or has more than {MAX_LEAVES} terms")]
-    TooBig,
+    #[error(transparent)]
+    Parse(#[from] ParseError),
     #[error("None existing Fact method or tag required {0}")]
     UnknownFact(String),
     #[error("The keyword {0} used in query is not a valid one")]
@@ -54,110 +39,42 @@ impl QueryError {
             QueryError::UnknownFact(_) => "func.minion.facts.minion_query.MinionQueryError",
             QueryError::UnknownKeyword(_) => "func.minion.facts.minion_query.NonExistingQueryKeyword",
             QueryError::Type { .. } => "exceptions.ValueError",
-            QueryError::Shape(_) | QueryError::TooBig => "exceptions.TypeError",
+            QueryError::Parse(_) => "exceptions.TypeError",
         }
     }
 }
 
-impl Query {
-    /// Reads Func's serialized form.
-    pub fn parse(wire: &Value) -> Result<Query, QueryError> {
-        let mut leaves = 0;
-        parse_node(wire, 0, &mut leaves)
-    }
-
-    /// Judges the query against `facts` (by name or tag): whether it holds,
-    /// and the value of every fact it looked at (Func's answer).
-    pub fn judge(
-        &self,
-        facts: &dyn Fn(&str) -> Option<Value>,
-    ) -> Result<(bool, BTreeMap<String, Value>), QueryError> {
-        let mut seen = BTreeMap::new();
-        let verdict = self.eval(facts, &mut seen)?;
-        Ok((verdict, seen))
-    }
-
-    fn eval(
-        &self,
-        facts: &dyn Fn(&str) -> Option<Value>,
-        seen: &mut BTreeMap<String, Value>,
-    ) -> Result<bool, QueryError> {
-        match self {
-            Query::Leaf { key, value } => {
-                let (name, keyword) = key.split_once("__").unwrap_or((key, ""));
-                let fact = facts(name).ok_or_else(|| QueryError::UnknownFact(name.to_string()))?;
-                seen.insert(name.to_string(), fact.clone());
-                matches(name, keyword, value, &fact)
-            }
-            // Every term is judged (so every fact looked at is reported).
-            Query::And(terms) => terms
-                .iter()
-                .try_fold(true, |all, t| Ok(t.eval(facts, seen)? && all)),
-            Query::Or(terms) => terms
-                .iter()
-                .try_fold(false, |any, t| Ok(t.eval(facts, seen)? || any)),
-            Query::Not(inner) => Ok(!inner.eval(facts, seen)?),
-        }
-    }
+/// Judges `query` against `facts` (by name or tag): whether it holds, and
+/// the value of every fact it looked at (Func's answer).
+pub fn judge(
+    query: &Query,
+    facts: &dyn Fn(&str) -> Option<Value>,
+) -> Result<(bool, BTreeMap<String, Value>), QueryError> {
+    let mut seen = BTreeMap::new();
+    let verdict = eval(query, facts, &mut seen)?;
+    Ok((verdict, seen))
 }
 
-fn connector(text: &str) -> Option<bool> {
-    match text {
-        "AND" => Some(true),
-        "OR" => Some(false),
-        _ => None,
-    }
-}
-
-fn parse_node(wire: &Value, depth: usize, leaves: &mut usize) -> Result<Query, QueryError> {
-    if depth > MAX_DEPTH {
-        return Err(QueryError::TooBig);
-    }
-    let Value::Array(items) = wire else {
-        return Err(QueryError::Shape("a query is a list".into()));
-    };
-    match items.as_slice() {
-        [Value::String(not), inner] if not == "NOT" => {
-            Ok(Query::Not(Box::new(parse_node(inner, depth + 1, leaves)?)))
+fn eval(
+    query: &Query,
+    facts: &dyn Fn(&str) -> Option<Value>,
+    seen: &mut BTreeMap<String, Value>,
+) -> Result<bool, QueryError> {
+    match query {
+        Query::Leaf { key, value } => {
+            let (name, keyword) = key.split_once("__").unwrap_or((key, ""));
+            let fact = facts(name).ok_or_else(|| QueryError::UnknownFact(name.to_string()))?;
+            seen.insert(name.to_string(), fact.clone());
+            matches(name, keyword, value, &fact)
         }
-        [Value::String(conn), Value::Array(children)] if connector(conn).is_some() => {
-            let terms = children
-                .iter()
-                .map(|c| parse_node(c, depth + 1, leaves))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(if connector(conn) == Some(true) {
-                Query::And(terms)
-            } else {
-                Query::Or(terms)
-            })
-        }
-        // KEY, VALUE pairs, ANDed (Func's leaf).
-        [Value::String(_), _, ..] if items.len() % 2 == 0 => {
-            let mut pairs = Vec::new();
-            for pair in items.chunks(2) {
-                let Value::String(key) = &pair[0] else {
-                    return Err(QueryError::Shape("a fact's name is a string".into()));
-                };
-                *leaves += 1;
-                if *leaves > MAX_LEAVES {
-                    return Err(QueryError::TooBig);
-                }
-                if key.is_empty() || key.len() > 200 {
-                    return Err(QueryError::Shape("a fact's name is 1 to 200 characters".into()));
-                }
-                pairs.push(Query::Leaf {
-                    key: key.clone(),
-                    value: pair[1].clone(),
-                });
-            }
-            Ok(match pairs.len() {
-                1 => pairs.remove(0),
-                _ => Query::And(pairs),
-            })
-        }
-        _ => Err(QueryError::Shape(
-            "expected [\"AND\"|\"OR\", [...]], [\"NOT\", query] or [KEY, VALUE, ...]".into(),
-        )),
+        // Every term is judged (so every fact looked at is reported).
+        Query::And(terms) => terms
+            .iter()
+            .try_fold(true, |all, t| Ok(eval(t, facts, seen)? && all)),
+        Query::Or(terms) => terms
+            .iter()
+            .try_fold(false, |any, t| Ok(eval(t, facts, seen)? || any)),
+        Query::Not(inner) => Ok(!eval(inner, facts, seen)?),
     }
 }
 
@@ -342,7 +259,7 @@ mod tests {
     }
 
     fn judge(wire: Value) -> Result<(bool, BTreeMap<String, Value>), QueryError> {
-        Query::parse(&wire)?.judge(&facts)
+        super::judge(&Query::parse(&wire)?, &facts)
     }
 
     fn q(conn: &str, leaves: Vec<Value>) -> Value {
@@ -421,11 +338,14 @@ mod tests {
             judge(q("AND", vec![leaf("num_cpus__gt", s("many"))])).unwrap_err(),
             QueryError::Type { .. }
         ));
-        assert!(matches!(judge(s("os=Debian")).unwrap_err(), QueryError::Shape(_)));
+        assert!(matches!(
+            judge(s("os=Debian")).unwrap_err(),
+            QueryError::Parse(ParseError::Shape(_))
+        ));
         let mut deep = q("AND", vec![leaf("os", s("Debian"))]);
         for _ in 0..40 {
             deep = Value::Array(vec![s("NOT"), deep]);
         }
-        assert_eq!(judge(deep).unwrap_err(), QueryError::TooBig);
+        assert_eq!(judge(deep).unwrap_err(), QueryError::Parse(ParseError::TooBig));
     }
 }

@@ -46,6 +46,7 @@ const CALL_OPTIONS: &[&str] = &[
     "--filter",
     "--filteror",
     "--grain",
+    "--fact-query",
     "--verbose",
     "--quiet",
 ];
@@ -79,7 +80,7 @@ impl Call {
         let (mut asynchronous, mut nopoll, mut jobstatus) = (a.asynchronous, a.nopoll, a.jobstatus);
         let (mut batch, mut batch_wait, mut failhard) = (a.batch, a.batch_wait, a.failhard);
         let mut typed_args = a.json_args;
-        let (mut filter, mut filteror, mut grain) = (None, None, None);
+        let (mut filter, mut filteror, mut grain, mut fact_query) = (None, None, None, None);
         let mut i = 0;
         while i < rest.len() {
             let arg = &rest[i];
@@ -107,6 +108,7 @@ impl Call {
                 "--filter" => filter = Some(value(&mut i)?),
                 "--filteror" => filteror = Some(value(&mut i)?),
                 "-G" | "--grain" => grain = Some(value(&mut i)?),
+                "--fact-query" => fact_query = Some(value(&mut i)?),
                 "--out" => match value(&mut i)?.as_str() {
                     "json" => globals.json = true,
                     "yaml" => globals.out = crate::output::Format::Yaml,
@@ -174,11 +176,17 @@ impl Call {
             filter: None,
             filteror: None,
             grain: None,
+            fact_query: None,
         })?;
         // Filters given after MODULE METHOD replace those before them.
-        if filter.is_some() || filteror.is_some() || grain.is_some() {
-            globals.filter =
-                gate::filter::Filter::parse(filter.as_deref(), filteror.as_deref(), grain.as_deref())?;
+        if filter.is_some() || filteror.is_some() || grain.is_some() || fact_query.is_some() {
+            let query = gate::filter::query_text(fact_query.as_deref())?;
+            globals.filter = gate::filter::Filter::parse(
+                filter.as_deref(),
+                filteror.as_deref(),
+                grain.as_deref(),
+                query.as_ref(),
+            )?;
         }
         Ok(Self::Run { call, nopoll })
     }

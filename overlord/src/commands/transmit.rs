@@ -36,6 +36,7 @@ const CALL_KEYS: &[&str] = &[
     "filter",
     "filteror",
     "grain",
+    "fact_query",
     "batch",
     "batch_wait",
     "failhard",
@@ -159,6 +160,7 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
         filter: name_of("filter")?,
         filteror: name_of("filteror")?,
         grain: name_of("grain")?,
+        fact_query: obj.get("fact_query").filter(|q| !q.is_null()).cloned(),
     })?;
     Ok(Request::Call(call))
 }

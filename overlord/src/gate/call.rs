@@ -76,6 +76,11 @@ pub struct CallFields {
     /// Salt's grain target `KEY:GLOB`.
     #[serde(default)]
     pub grain: Option<String>,
+    /// Func's serialized fact query (`["AND", [["os", "Debian"]]]`), as
+    /// Func's overlord built it; ANDed with the other filters.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<serde_json::Value>>)]
+    pub fact_query: Option<J>,
 }
 
 /// A checked call.
@@ -175,8 +180,12 @@ impl Call {
             Some(_) => return bad("the arguments are given twice (as words and as typed values)".into()),
             None => Args::Typed(f.args),
         };
-        let filter =
-            super::filter::Filter::parse(f.filter.as_deref(), f.filteror.as_deref(), f.grain.as_deref())?;
+        let filter = super::filter::Filter::parse(
+            f.filter.as_deref(),
+            f.filteror.as_deref(),
+            f.grain.as_deref(),
+            f.fact_query.as_ref(),
+        )?;
         Ok(Call {
             spec: f.spec,
             exclude: f.exclude,

@@ -9,6 +9,7 @@
 //! serialized query (`["AND", [["os", "Debian"], ["num_cpus__gte", "2"]]]`),
 //! the first argument `{"__fact__": QUERY}` Func's overlord sent.
 
+use common::fact_query::Query;
 use common::Value;
 
 use super::error::GateError;
@@ -39,7 +40,7 @@ pub struct Term {
 }
 
 /// A checked filter.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Filter {
     /// `--filter`: every term holds.
     pub all: Vec<Term>,
@@ -47,6 +48,9 @@ pub struct Filter {
     pub any: Vec<Term>,
     /// `-G`: a glob on one fact.
     pub grain: Option<Term>,
+    /// `--fact-query`: Func's serialized query as such (the Python API's
+    /// `filter`, `filter_or`, ... build it, as Func's overlord did).
+    pub query: Option<Query>,
 }
 
 impl Filter {
@@ -55,6 +59,7 @@ impl Filter {
         filter: Option<&str>,
         filteror: Option<&str>,
         grain: Option<&str>,
+        query: Option<&serde_json::Value>,
     ) -> Result<Option<Filter>, GateError> {
         let all = terms("filter", filter)?;
         let any = terms("filteror", filteror)?;
@@ -64,7 +69,19 @@ impl Filter {
                 "a filter has at most {MAX_TERMS} terms"
             )));
         }
-        Ok((!all.is_empty() || !any.is_empty() || grain.is_some()).then_some(Filter { all, any, grain }))
+        let query = query
+            .map(|q| {
+                let wire = wire_value(q, 0)?;
+                Query::parse(&wire).map_err(|e| GateError::Invalid(format!("fact_query: {e}")))
+            })
+            .transpose()?;
+        let given = !all.is_empty() || !any.is_empty() || grain.is_some() || query.is_some();
+        Ok(given.then_some(Filter {
+            all,
+            any,
+            grain,
+            query,
+        }))
     }
 
     /// Func's serialized query: `--filter`'s terms ANDed, `--filteror`'s
@@ -84,6 +101,9 @@ impl Filter {
         }
         if let Some(g) = &self.grain {
             parts.push(group("AND", std::slice::from_ref(g)));
+        }
+        if let Some(q) = &self.query {
+            parts.push(q.wire());
         }
         match parts.len() {
             1 => parts.remove(0),
@@ -111,8 +131,51 @@ impl Filter {
             let name = g.key.trim_end_matches("__glob");
             parts.push(format!("-G '{name}:{}'", g.value));
         }
+        if self.query.is_some() {
+            parts.push("a fact query".into());
+        }
         parts.join(" ")
     }
+}
+
+/// `--fact-query JSON` read (the query itself is checked by [`Filter::parse`]).
+pub fn query_text(text: Option<&str>) -> Result<Option<serde_json::Value>, GateError> {
+    text.map(|t| {
+        serde_json::from_str(t).map_err(|e| GateError::Invalid(format!("fact_query is not JSON: {e}")))
+    })
+    .transpose()
+}
+
+/// A JSON fact query as the XML-RPC value it is sent as: strings, numbers,
+/// booleans and lists (Func's form has no structs or nulls).
+fn wire_value(json: &serde_json::Value, depth: usize) -> Result<Value, GateError> {
+    use serde_json::Value as J;
+    if depth > common::fact_query::MAX_DEPTH * 2 + 2 {
+        return Err(GateError::Invalid("fact_query: nests too deep".into()));
+    }
+    Ok(match json {
+        J::String(s) => {
+            check_text("fact_query", s)?;
+            Value::String(s.clone())
+        }
+        J::Bool(b) => Value::Boolean(*b),
+        J::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => common::xmlrpc::int(i),
+            (None, Some(f)) => Value::Double(f),
+            _ => return Err(GateError::Invalid("fact_query: a number out of range".into())),
+        },
+        J::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| wire_value(i, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        J::Null | J::Object(_) => {
+            return Err(GateError::Invalid(
+                "fact_query: Func's serialized query is lists, strings, numbers and booleans".into(),
+            ))
+        }
+    })
 }
 
 fn check_text(what: &str, text: &str) -> Result<(), GateError> {
@@ -233,11 +296,11 @@ mod tests {
     use super::*;
 
     fn parse(f: Option<&str>, o: Option<&str>, g: Option<&str>) -> Filter {
-        Filter::parse(f, o, g).unwrap().unwrap()
+        Filter::parse(f, o, g, None).unwrap().unwrap()
     }
 
     fn refused(f: &str) -> String {
-        match Filter::parse(Some(f), None, None) {
+        match Filter::parse(Some(f), None, None, None) {
             Err(GateError::Invalid(why)) => why,
             other => panic!("{f}: {other:?}"),
         }
@@ -279,7 +342,18 @@ mod tests {
         assert_eq!(top[0], s("AND"));
         assert!(matches!(&top[1], Value::Array(parts) if parts.len() == 3));
         assert_eq!(both.grain.unwrap().key, "os_family__glob");
-        assert_eq!(Filter::parse(None, None, None).unwrap(), None);
+        assert_eq!(Filter::parse(None, None, None, None).unwrap(), None);
+        // Func's own serialized query, as the Python API sends it.
+        let q = serde_json::json!(["OR", [["role", "web"], ["NOT", ["AND", [["num_cpus__gt", 8]]]]]]);
+        let f = Filter::parse(None, None, None, Some(&q)).unwrap().unwrap();
+        assert_eq!(crate::values::to_json(&f.wire()), q);
+        for bad in [
+            serde_json::json!({"os": "x"}),
+            serde_json::json!("os=x"),
+            serde_json::json!(["AND", "os"]),
+        ] {
+            assert!(Filter::parse(None, None, None, Some(&bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -291,8 +365,8 @@ mod tests {
         assert!(refused("os__gt>=x").contains("a keyword and an operator"));
         assert!(refused("").contains("empty"));
         assert!(refused("os=\u{1b}[2J").contains("control characters"));
-        assert!(Filter::parse(None, None, Some("os_family")).is_err());
-        assert!(Filter::parse(None, None, Some("os:[")).is_err());
+        assert!(Filter::parse(None, None, Some("os_family"), None).is_err());
+        assert!(Filter::parse(None, None, Some("os:["), None).is_err());
         let many = vec!["a=1"; MAX_TERMS + 1].join(",");
         assert!(refused(&many).contains("at most"));
     }

@@ -13,6 +13,7 @@ or `**{"async": True}`; arguments go as JSON types (bytes and dates are not
 accepted as arguments).
 """
 
+import copy
 import json
 import os
 import re
@@ -57,6 +58,32 @@ class _Module:
         return _Method(self._overlord, self._module, method)
 
 
+class _Q(object):
+    """Func's fact query: a connector (AND, OR) over (key, value) pairs and
+    other queries, maybe negated; `wire()` is Func's serialized form, the
+    `{"__fact__": ...}` its overlord sent and funcd judges."""
+
+    def __init__(self, connector="AND", children=(), negated=False):
+        self.connector, self.children, self.negated = connector, list(children), negated
+
+    @classmethod
+    def of(cls, connector, kwargs):
+        # Django's Q(**kwargs): the pairs in key order.
+        return cls(connector, sorted(kwargs.items()))
+
+    def combine(self, other, connector):
+        if not self.children:
+            return other
+        return _Q(connector, [self, other])
+
+    def wire(self):
+        items = []
+        for c in self.children:
+            items.append(c.wire() if isinstance(c, _Q) else [c[0], c[1]])
+        node = [self.connector, items]
+        return ["NOT", node] if self.negated else node
+
+
 class Overlord(object):
     """Calls minions matching `server_spec` (a glob, `a;b`, `@group`)."""
 
@@ -75,6 +102,49 @@ class Overlord(object):
         self.async_mode = bool(async_mode or kwargs.pop("async", False))
         # Func's other keywords (delegate, mapfile, ...) are accepted and unused.
         self.extra = kwargs
+        # Targeting by facts (filter, filter_or, ...): judged by the minions.
+        self.fact_query = _Q()
+
+    # -- targeting by facts, as Func's OverlordQuery did ---------------------
+
+    def _filtered(self, outside, inside, kwargs, negated=False):
+        if not kwargs:
+            raise TypeError("a filter needs at least one fact=value (os=\"Debian\", runlevel__gt=2)")
+        clone = copy.copy(self)
+        q = _Q.of(inside, kwargs)
+        q.negated = negated
+        clone.fact_query = self.fact_query.combine(q, outside)
+        return clone
+
+    def filter(self, **kwargs):
+        """A new Overlord for the minions whose facts satisfy every
+        fact=value (Django-style keywords: runlevel__gt=2, os__icontains="deb")."""
+        return self._filtered("AND", "AND", kwargs)
+
+    def filter_or(self, **kwargs):
+        """At least one fact=value holds (ORed with the filters so far)."""
+        return self._filtered("OR", "OR", kwargs)
+
+    def and_and(self, **kwargs):
+        return self._filtered("AND", "AND", kwargs)
+
+    def and_or(self, **kwargs):
+        return self._filtered("AND", "OR", kwargs)
+
+    def or_or(self, **kwargs):
+        return self._filtered("OR", "OR", kwargs)
+
+    def or_and(self, **kwargs):
+        return self._filtered("OR", "AND", kwargs)
+
+    def exclude(self, **kwargs):
+        """The minions where the fact=value terms do not all hold."""
+        return self._filtered("AND", "AND", kwargs, negated=True)
+
+    def _fact_words(self):
+        if not self.fact_query.children:
+            return []
+        return ["--fact-query", json.dumps(self.fact_query.wire())]
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -116,7 +186,7 @@ class Overlord(object):
         result}; with noglobs the one result; a job id when async; {} when
         nothing matches (as Func)."""
         forks = nforks or self.nforks or 1
-        words = ["--forks", str(max(1, min(int(forks), 1024))), self.server_spec, "call"]
+        words = ["--forks", str(max(1, min(int(forks), 1024)))] + self._fact_words() + [self.server_spec, "call"]
         if self.async_mode:
             words += ["--async", "--nopoll"]
         try:
@@ -149,7 +219,7 @@ class Overlord(object):
 
     def list_minions(self, format="list"):
         """The names the spec matches, in natural order ([] when none)."""
-        code, out, err = self._func([self.server_spec, "list_minions"])
+        code, out, err = self._func(self._fact_words() + [self.server_spec, "list_minions"])
         if NO_MATCH in err:
             return []
         value = self._typed(out, err, code)
