@@ -83,6 +83,18 @@ pub fn judge(
     Ok(judged)
 }
 
+/// Keeps the facts each host looked at in the store (merged into its last
+/// facts, with the time): the listings, the API and the web UI show them.
+pub fn keep(store: &dyn crate::store::JobStore, judged: &Judged) -> Result<(), crate::store::StoreError> {
+    let seen = crate::store::now();
+    for (host, facts) in &judged.seen {
+        if let serde_json::Value::Object(facts) = crate::values::to_json(facts) {
+            store.save_facts(host, &facts, seen, false)?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads a minion's answer to `test.ping({"__fact__": Q})`: Func's
 /// `[{"__fact__": [verdict, facts]}, 1]` or `[{"__fact__": [false, facts]}]`.
 pub fn verdict(reply: Reply) -> Verdict {

@@ -177,6 +177,10 @@ impl Plan {
         };
         let limit = std::time::Duration::from_secs_f64(self.dispatch.timeout_secs);
         let judged = crate::facts::judge(calling, limit, targets, filter).map_err(PlanError::Config)?;
+        // The facts seen are kept; a store that cannot take them is said, not fatal.
+        if let Err(e) = crate::facts::keep(&self.store(), &judged) {
+            crate::errln!("func: the facts seen were not kept: {e}");
+        }
         for (host, error) in &judged.unjudged {
             crate::errln!(
                 "func: {host}: could not judge the filter, not called: {}",

@@ -264,5 +264,44 @@ class PythonApiTest(unittest.TestCase):
         self.assertEqual(self.ov().job_status(job), (1, {"m2": 4}))
 
 
+class ZKeptFactsTest(unittest.TestCase):
+    """Runs last (it stops m2): the last facts seen are kept in the job
+    store with their time, served by func-api when the minion is away."""
+
+    def test_facts_are_read_now_kept_and_served_when_the_minion_is_away(self):
+        status, doc, _ = API.request("GET", "/api/v1/minions/m2/facts", TOKEN)
+        self.assertEqual(status, 200, doc)
+        self.assertIs(doc["live"], True)
+        self.assertEqual(doc["facts"]["role"], "db")
+        read_at = doc["seen"]
+        # A filter's run keeps the facts it looked at, too.
+        self.assertEqual(func("*", "ping", "--filter", "tier=2")[0], 0)
+        # The listing takes the same filters.
+        status, doc, _ = API.request("GET", "/api/v1/minions?filter=role%3Ddb", TOKEN)
+        self.assertEqual([m["name"] for m in doc["minions"]], ["m2"])
+        status, doc, _ = API.request("GET", "/api/v1/minions?grain=role%3Anone", TOKEN)
+        self.assertEqual(status, 404, doc)
+        # A limited token reads facts only where it may call fact.items.
+        few = API.token("few-facts", "--allow", "m1=test.*")
+        self.assertEqual(API.request("GET", "/api/v1/minions/m1/facts", few)[0], 403)
+        self.assertEqual(API.request("GET", "/api/v1/minions/nosuch/facts", few)[0], 403)
+        self.assertEqual(API.request("GET", "/api/v1/minions/nosuch/facts", TOKEN)[0], 404)
+        # m2 goes away: its last facts are still there, said to be old.
+        m2 = FLEET.procs[1]
+        m2.terminate()
+        m2.wait(timeout=30)
+        status, doc, _ = API.request("GET", "/api/v1/minions/m2/facts", TOKEN)
+        self.assertEqual(status, 200, doc)
+        self.assertIs(doc["live"], False)
+        self.assertGreaterEqual(doc["seen"], read_at)
+        self.assertEqual((doc["facts"]["role"], doc["facts"]["tier"]), ("db", 2))
+        self.assertIn("error", doc)
+        # And a filter names m2 as not judged, never as chosen or silent.
+        code, out, err = func("*", "list_minions", "--filter", "tier=2")
+        self.assertEqual(code, 1)
+        self.assertEqual(out.split(), ["m1"])
+        self.assertIn("m2: could not judge the filter", err)
+
+
 if __name__ == "__main__":
     unittest.main()

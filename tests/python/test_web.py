@@ -84,6 +84,19 @@ class WebTest(unittest.TestCase):
         cookie = b.js("return document.cookie")
         self.assertNotIn("func_session", cookie, "the session cookie is HttpOnly")
 
+    def test_the_minion_list_filters_by_facts_the_minions_judge(self):
+        b = self.browser
+        b.get(self.base + "/")
+        b.wait_for("#minions tbody tr")
+        rows = lambda: b.js("return [...document.querySelectorAll('#minions tbody tr')].map(r => r.dataset.host)")
+        b.type("#fact-filter", "num_cpus>=1\ue007")  # Enter
+        b.until(30, lambda: rows() == ["m1", "m2", "m3", "m10"], "every minion has a CPU")
+        b.js("document.querySelector('#fact-filter').value = ''")
+        b.type("#fact-filter", "num_cpus>=100000\ue007")
+        b.until(30, lambda: rows() == [], "no minion has that many")
+        self.assertIn("can't find any minions", b.text("#fact-note"))
+        b.screenshot(os.path.join(SHOTS, "minions-by-facts.png"))
+
     def test_a_method_form_runs_a_call_and_shows_the_results(self):
         b = self.browser
         b.get(self.base + "/minions/m1")
@@ -178,6 +191,8 @@ class WebTest(unittest.TestCase):
         b.until(30, lambda: b.js("const d = document.querySelector('#facts dd[data-fact=kernel]'); return d ? d.textContent : ''") != "")
         kernel = b.js("return document.querySelector('#facts dd[data-fact=kernel]').textContent")
         self.assertEqual(kernel, os.uname().release)
+        self.assertTrue(b.js("return !!document.querySelector('#facts dd[data-fact=os_family]')"))
+        self.assertIn("read now", b.text("#facts-note"))
         b.screenshot(os.path.join(SHOTS, "minion-facts.png"))
 
     def test_a_batch_whose_driver_died_is_recovered_from_its_page(self):

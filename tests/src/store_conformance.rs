@@ -46,6 +46,10 @@ pub const CHECKS: &[(&str, Check)] = &[
         "batch events: appended in order, read from a position",
         batch_events,
     ),
+    (
+        "the last facts of a minion: whole, merged, never older",
+        facts_kept,
+    ),
 ];
 
 /// Runs every check; each one's name and outcome.
@@ -289,6 +293,47 @@ fn abandonment(open: Open<'_>) -> Result<(), String> {
         rec.hosts["d"].state == HostState::Dispatched,
         "a dispatched host was abandoned: {:?}",
         rec.hosts["d"]
+    );
+    Ok(())
+}
+
+fn facts_kept(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let host = spec("facts");
+    let map = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+    ensure!(
+        store.last_facts(&host).map_err(err)?.is_none(),
+        "facts of an unknown host"
+    );
+    let all = map(serde_json::json!({"os": "Debian", "num_cpus": 2, "ipv4": ["10.0.0.1"]}));
+    store.save_facts(&host, &all, 100.0, true).map_err(err)?;
+    // Some facts (a filter's) merge into what is stored.
+    store
+        .save_facts(&host, &map(serde_json::json!({"num_cpus": 4})), 200.0, false)
+        .map_err(err)?;
+    let got = store.last_facts(&host).map_err(err)?.ok_or("facts missing")?;
+    ensure!(got.seen == 200.0, "seen {}", got.seen);
+    ensure!(
+        serde_json::Value::Object(got.facts.clone())
+            == serde_json::json!({"os": "Debian", "num_cpus": 4, "ipv4": ["10.0.0.1"]}),
+        "merged {:?}",
+        got.facts
+    );
+    // An older reading is not written over a newer one.
+    store.save_facts(&host, &all, 150.0, true).map_err(err)?;
+    let got = store.last_facts(&host).map_err(err)?.ok_or("facts missing")?;
+    ensure!(
+        got.seen == 200.0 && got.facts["num_cpus"] == 4,
+        "older won: {got:?}"
+    );
+    // A whole reading replaces.
+    store
+        .save_facts(&host, &map(serde_json::json!({"os": "Ubuntu"})), 300.0, true)
+        .map_err(err)?;
+    let got = store.last_facts(&host).map_err(err)?.ok_or("facts missing")?;
+    ensure!(
+        serde_json::Value::Object(got.facts) == serde_json::json!({"os": "Ubuntu"}),
+        "not replaced"
     );
     Ok(())
 }

@@ -138,8 +138,12 @@ async fn judge(
     let calling = crate::settings::Calling::of_root(&api.root);
     let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
     let spec = call.spec.clone();
+    let api = Arc::clone(api);
     tokio::task::spawn_blocking(move || {
         let judged = crate::facts::judge(calling, limit, targets, &filter).map_err(ApiError::internal)?;
+        if let Err(e) = crate::facts::keep(&api.store, &judged) {
+            tracing::warn!(error = %e, "the facts seen were not kept");
+        }
         if judged.chosen.is_empty() && judged.unjudged.is_empty() {
             let none = crate::targets::TargetError::NoMatch(format!("{spec} with {}", filter.describe()));
             return Err(ApiError::from(GateError::Targets(none)));

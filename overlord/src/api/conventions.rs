@@ -15,17 +15,6 @@ use axum::response::{IntoResponse, Response};
 use super::reply::ApiError;
 use super::state::Api;
 
-/// The query parameters an API path takes (none: any is a 400).
-fn parameters(path: &str) -> Option<&'static [&'static str]> {
-    let path = path.strip_prefix("/api/v1/")?;
-    Some(match path {
-        "minions" => &["spec"],
-        "jobs" => &["limit", "before", "function", "target"],
-        "events" => &["tag"],
-        _ => &[],
-    })
-}
-
 /// The middleware.
 pub async fn conventions(State(api): State<Arc<Api>>, req: Request, next: Next) -> Response {
     let origin = req
@@ -69,10 +58,16 @@ pub async fn conventions(State(api): State<Arc<Api>>, req: Request, next: Next) 
 
 /// Unknown query parameters, and bodies that are not JSON.
 fn check(req: &Request) -> Result<(), ApiError> {
-    if let (Some(allowed), Some(query)) = (parameters(req.uri().path()), req.uri().query()) {
+    // The parameters each path takes are those its OpenAPI operations declare.
+    let allowed = req
+        .uri()
+        .path()
+        .starts_with("/api/v1/")
+        .then(|| super::openapi::query_parameters(req.uri().path()));
+    if let (Some(allowed), Some(query)) = (allowed, req.uri().query()) {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let name = pair.split_once('=').map_or(pair, |(n, _)| n);
-            if !allowed.contains(&name) {
+            if !allowed.iter().any(|a| a == name) {
                 let takes = match allowed.is_empty() {
                     true => "no query parameters".to_string(),
                     false => format!("only {}", allowed.join(", ")),

@@ -26,6 +26,12 @@ use crate::targets::{Target, TargetError};
 pub struct Filter {
     /// Func's SPEC: globs separated by `;`, `@group` (every minion when absent).
     spec: Option<String>,
+    /// Only minions whose facts satisfy every term (`os=Debian,num_cpus>=2`).
+    filter: Option<String>,
+    /// Only minions whose facts satisfy at least one term.
+    filteror: Option<String>,
+    /// Salt's grain target `KEY:GLOB`.
+    grain: Option<String>,
 }
 
 /// A signed minion.
@@ -41,6 +47,11 @@ pub struct MinionRow {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct MinionList {
     pub minions: Vec<MinionRow>,
+    /// With a fact filter: the minions that could not judge it, with why
+    /// (absent when none).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = Object)]
+    pub not_judged: BTreeMap<String, serde_json::Value>,
 }
 
 /// A minion's modules: `{module: {method: {"args": …, "description": …}}}`.
@@ -64,7 +75,13 @@ pub async fn list(
     // Without `spec`, the collection (empty while no minion is enrolled);
     // with one, a SPEC as every door reads it: matching nothing the caller
     // may see is the gate's no-match, 404.
-    let asked = f.spec.is_some();
+    let filter = crate::gate::filter::Filter::parse(
+        f.filter.as_deref(),
+        f.filteror.as_deref(),
+        f.grain.as_deref(),
+        None,
+    )?;
+    let asked = f.spec.is_some() || filter.is_some();
     let spec = f.spec.unwrap_or_else(|| "*".into());
     crate::gate::call::check_spec("spec", &spec)?;
     let no_match = || {
@@ -89,7 +106,28 @@ pub async fn list(
         Err(TargetError::NoMatch(_)) if !asked => Vec::new(),
         Err(e) => return Err(crate::gate::GateError::Targets(e).into()),
     };
-    if asked && targets.is_empty() {
+    let mut not_judged = BTreeMap::new();
+    if let (Some(filter), false) = (filter, targets.is_empty()) {
+        let calling = crate::settings::Calling::of_root(&api.root);
+        let limit = Duration::from_secs_f64(api.dispatch.timeout_secs);
+        let api2 = Arc::clone(&api);
+        let judged = tokio::task::spawn_blocking(move || {
+            let judged = crate::facts::judge(calling, limit, targets, &filter).map_err(ApiError::internal)?;
+            if let Err(e) = crate::facts::keep(&api2.store, &judged) {
+                tracing::warn!(error = %e, "the facts seen were not kept");
+            }
+            Ok::<_, ApiError>(judged)
+        })
+        .await
+        .map_err(ApiError::internal)??;
+        targets = judged.chosen;
+        not_judged = judged
+            .unjudged
+            .iter()
+            .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+            .collect();
+    }
+    if asked && targets.is_empty() && not_judged.is_empty() {
         return Err(no_match());
     }
     targets.sort_by(|a: &Target, b: &Target| crate::values::natural_cmp(&a.name, &b.name));
@@ -101,7 +139,7 @@ pub async fn list(
             address: t.addr,
         })
         .collect();
-    Ok(Json(MinionList { minions }))
+    Ok(Json(MinionList { minions, not_judged }))
 }
 
 /// `GET /api/v1/minions/{name}/methods`.

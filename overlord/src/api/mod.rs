@@ -24,6 +24,7 @@ pub mod config;
 pub mod conventions;
 pub mod counters;
 pub mod events;
+pub mod facts;
 pub mod failures;
 pub mod jobs;
 pub mod metrics;

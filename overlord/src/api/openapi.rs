@@ -27,6 +27,7 @@ use super::auth::COOKIE;
         super::session::logout,
         super::minions::list,
         super::minions::methods,
+        super::facts::facts,
         super::calls::call,
         super::jobs::list,
         super::jobs::one,
@@ -61,6 +62,42 @@ impl utoipa::Modify for Schemes {
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(COOKIE))),
         );
     }
+}
+
+/// The query parameters each path template declares (every method's).
+static QUERY_PARAMETERS: LazyLock<Vec<(Vec<String>, Vec<String>)>> = LazyLock::new(|| {
+    let doc: serde_json::Value = serde_json::from_str(&DOCUMENT).unwrap_or_default();
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        let names = item
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, op)| op["parameters"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p["in"] == "query")
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .collect();
+        out.push((path.split('/').map(str::to_string).collect(), names));
+    }
+    out
+});
+
+/// The query parameters the operations at `path` declare (none for a path
+/// the document does not have): anything else is refused, so a misspelt
+/// parameter is never silently ignored.
+pub fn query_parameters(path: &str) -> Vec<String> {
+    let segments: Vec<&str> = path.split('/').collect();
+    QUERY_PARAMETERS
+        .iter()
+        .find(|(template, _)| {
+            template.len() == segments.len()
+                && template
+                    .iter()
+                    .zip(&segments)
+                    .all(|(t, s)| t == s || (t.starts_with('{') && t.ends_with('}')))
+        })
+        .map(|(_, names)| names.clone())
+        .unwrap_or_default()
 }
 
 /// The document as served: built once.
@@ -109,7 +146,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ids.len(), 14);
+        assert_eq!(ids.len(), 15);
         // The call body is the gate's own type: its fields, unknown ones refused.
         let call = &doc["components"]["schemas"]["Call"];
         assert_eq!(call["additionalProperties"], false, "{call}");
@@ -128,6 +165,17 @@ mod tests {
             assert!(call["properties"].get(field).is_some(), "{field}: {call}");
         }
         assert!(call["properties"].get("words").is_none());
+        // The query parameters the middleware allows come from here.
+        assert_eq!(
+            query_parameters("/api/v1/jobs"),
+            ["limit", "before", "function", "target"]
+        );
+        assert_eq!(
+            query_parameters("/api/v1/minions"),
+            ["spec", "filter", "filteror", "grain"]
+        );
+        assert_eq!(query_parameters("/api/v1/events"), ["tag"]);
+        assert!(query_parameters("/api/v1/jobs/some-id").is_empty());
         // A job id in a path is bounded as the gate bounds it.
         let id = &doc["paths"]["/api/v1/jobs/{id}"]["get"]["parameters"][0];
         assert_eq!(id["schema"]["maxLength"], crate::gate::job::MAX_JOB_ID, "{id}");

@@ -18,7 +18,7 @@ use tower::Service as _;
 
 use super::state::{Api, Peer};
 use super::{
-    batches, calls, conventions, events, jobs, metrics, minions, openapi, reply, session, watch, web,
+    batches, calls, conventions, events, facts, jobs, metrics, minions, openapi, reply, session, watch, web,
 };
 
 /// Connections from one address at once (all of them: `[api] max_connections`).
@@ -45,6 +45,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/logout", post(session::logout))
         .route("/api/v1/minions", get(minions::list))
         .route("/api/v1/minions/{name}/methods", get(minions::methods))
+        .route("/api/v1/minions/{name}/facts", get(facts::facts))
         .route("/api/v1/calls", post(calls::call))
         .route("/api/v1/jobs", get(jobs::list))
         .route("/api/v1/jobs/{id}", get(jobs::one))

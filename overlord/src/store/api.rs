@@ -95,6 +95,25 @@ pub trait JobStore: Send + Sync {
     }
     /// A batch's stored record.
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Minion `host`'s stored facts record.
+    fn facts_of(&self, host: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// The last facts seen from `host`, with when.
+    fn last_facts(&self, host: &str) -> Result<Option<super::types::FactsRecord>, StoreError> {
+        Ok(match self.facts_of(host)? {
+            Some(bytes) => Some(serde_json::from_slice(&bytes)?),
+            None => None,
+        })
+    }
+    /// Records facts seen from `host` (see [`rules::save_facts`]).
+    fn save_facts(
+        &self,
+        host: &str,
+        facts: &serde_json::Map<String, serde_json::Value>,
+        seen: f64,
+        whole: bool,
+    ) -> Result<(), StoreError> {
+        self.write_tx(&mut |tx| rules::save_facts(tx, host, facts, seen, whole))
+    }
     /// At most `limit` jobs, newest first, starting below `before`.
     fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError>;
     /// A number that grows with every change: a watcher compares it to

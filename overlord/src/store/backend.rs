@@ -203,6 +203,9 @@ impl JobStore for Store {
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.inner()?.batch(id)
     }
+    fn facts_of(&self, host: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner()?.facts_of(host)
+    }
     fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
         self.inner()?.list_page(limit, before)
     }

@@ -17,5 +17,6 @@ pub use api::{Cursor, JobStore, Merge, Sealer};
 pub use backend::{Status, Store};
 pub use changes::ChangeWatch;
 pub use types::{
-    job_id, now, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, Seal, StoreError, DEFAULT_KEEP_JOBS,
+    job_id, now, FactsRecord, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, Seal, StoreError,
+    DEFAULT_KEEP_JOBS,
 };

@@ -26,7 +26,7 @@ use super::rules;
 use super::types::{now, HostEntry, HostState, JobMeta, JobRecord, StoreError};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 /// Connections kept per process.
 const POOL: usize = 4;
 /// The channel changes are announced on.
@@ -65,6 +65,14 @@ CREATE TABLE IF NOT EXISTS func_batch_events (
 );
 CREATE INDEX IF NOT EXISTS func_batch_events_job ON func_batch_events (job_id);
 CREATE SEQUENCE IF NOT EXISTS func_generation;
+";
+
+/// Version 2: the last facts seen from each minion.
+const MIGRATE_2: &str = "
+CREATE TABLE IF NOT EXISTS func_facts (
+    host text PRIMARY KEY,
+    record bytea NOT NULL
+);
 ";
 
 /// The PostgreSQL job store.
@@ -368,6 +376,10 @@ fn migrate(c: &mut Client) -> Result<(), postgres::Error> {
         txn.batch_execute(common::pg::MINIONS_SCHEMA)?;
         txn.execute("INSERT INTO func_schema (version) VALUES (1)", &[])?;
     }
+    if version.unwrap_or(0) < 2 {
+        txn.batch_execute(MIGRATE_2)?;
+        txn.execute("INSERT INTO func_schema (version) VALUES (2)", &[])?;
+    }
     txn.commit()
 }
 
@@ -523,6 +535,27 @@ impl rules::Tx for PgTx<'_, '_> {
             Ok(())
         })
     }
+
+    fn facts_for_update(&mut self, host: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.run(|txn| {
+            let row = txn.query_opt(
+                "SELECT record FROM func_facts WHERE host = $1 FOR UPDATE",
+                &[&host],
+            )?;
+            Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+        })
+    }
+
+    fn put_facts(&mut self, host: &str, record: &[u8]) -> Result<(), StoreError> {
+        self.run(|txn| {
+            txn.execute(
+                "INSERT INTO func_facts (host, record) VALUES ($1, $2)
+                 ON CONFLICT (host) DO UPDATE SET record = EXCLUDED.record",
+                &[&host, &record],
+            )?;
+            Ok(())
+        })
+    }
 }
 
 impl JobStore for PgStore {
@@ -569,6 +602,13 @@ impl JobStore for PgStore {
                 })
             })
             .collect())
+    }
+
+    fn facts_of(&self, host: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.with(|c| {
+            let row = c.query_opt("SELECT record FROM func_facts WHERE host = $1", &[&host])?;
+            Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+        })
     }
 
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {

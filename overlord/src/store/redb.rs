@@ -30,6 +30,8 @@ const EXPIRY: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("expir
 const BATCHES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("batches");
 /// `generation`: bumped by every write transaction ([`JobStore::generation`]).
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
+/// The last facts seen from each minion (`types::FactsRecord`, JSON).
+const FACTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("facts");
 
 /// How long one operation waits for other processes to let go of the file.
 const OPEN_PATIENCE: Duration = Duration::from_secs(60);
@@ -226,6 +228,18 @@ impl JobStore for RedbStore {
         Ok(out)
     }
 
+    fn facts_of(&self, host: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(db) = self.open_existing()? else {
+            return Ok(None);
+        };
+        let txn = db.begin_read().map_err(db_err)?;
+        let Some(facts) = read_table(&txn, FACTS)? else {
+            return Ok(None);
+        };
+        let found = facts.get(host).map_err(db_err)?;
+        Ok(found.map(|v| v.value().to_vec()))
+    }
+
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok(None);
@@ -419,6 +433,21 @@ impl rules::Tx for RedbTx<'_> {
             .open_table(BATCHES)
             .map_err(db_err)?
             .insert(id, record)
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn facts_for_update(&mut self, host: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let facts = self.0.open_table(FACTS).map_err(db_err)?;
+        let found = facts.get(host).map_err(db_err)?;
+        Ok(found.map(|v| v.value().to_vec()))
+    }
+
+    fn put_facts(&mut self, host: &str, record: &[u8]) -> Result<(), StoreError> {
+        self.0
+            .open_table(FACTS)
+            .map_err(db_err)?
+            .insert(host, record)
             .map_err(db_err)?;
         Ok(())
     }

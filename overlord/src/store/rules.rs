@@ -39,6 +39,39 @@ pub trait Tx {
     fn batch_for_update(&mut self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// Writes batch `id`'s record.
     fn put_batch(&mut self, id: &str, record: &[u8]) -> Result<(), StoreError>;
+    /// Minion `host`'s facts record, locked.
+    fn facts_for_update(&mut self, host: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Writes minion `host`'s facts record.
+    fn put_facts(&mut self, host: &str, record: &[u8]) -> Result<(), StoreError>;
+}
+
+/// Records `facts` seen from `host` at `seen`: all of them (`whole`: a
+/// `fact.items` reading) or some (the facts a filter looked at), merged
+/// into what was stored. An older reading never overwrites a newer one.
+pub fn save_facts(
+    tx: &mut dyn Tx,
+    host: &str,
+    facts: &serde_json::Map<String, serde_json::Value>,
+    seen: f64,
+    whole: bool,
+) -> Result<(), StoreError> {
+    let stored: Option<super::types::FactsRecord> = match tx.facts_for_update(host)? {
+        Some(bytes) => serde_json::from_slice(&bytes).ok(),
+        None => None,
+    };
+    let record = match stored {
+        Some(old) if old.seen > seen => return Ok(()),
+        Some(mut old) if !whole => {
+            old.facts.extend(facts.clone());
+            old.seen = seen;
+            old
+        }
+        _ => super::types::FactsRecord {
+            seen,
+            facts: facts.clone(),
+        },
+    };
+    tx.put_facts(host, &serde_json::to_vec(&record)?)
 }
 
 /// Microseconds since the epoch, as ids and indexes count time.

@@ -219,6 +219,15 @@ pub enum HostUpdate {
     },
 }
 
+/// The last facts seen from a minion (DESIGN §16), with when.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FactsRecord {
+    /// Epoch seconds of the last reading.
+    pub seen: f64,
+    /// `{tag: value}`, as `fact.items` answers (JSON).
+    pub facts: serde_json::Map<String, serde_json::Value>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store's server cannot be reached (PostgreSQL down): trying

@@ -272,6 +272,25 @@ async function minionsPage() {
     }));
   }
   filter.addEventListener('input', draw);
+  // Targeting by facts: the minions judge the filter (DESIGN §16).
+  const byFacts = el('input', { type: 'text', id: 'fact-filter', placeholder: 'facts: os=Debian,num_cpus>=2 (Enter)' });
+  const factNote = el('span.muted', { id: 'fact-note' });
+  byFacts.addEventListener('keydown', async (ev) => {
+    if (ev.key !== 'Enter') return;
+    const terms = byFacts.value.trim();
+    factNote.textContent = '';
+    try {
+      const { doc: chosen } = await api('GET', '/api/v1/minions' + (terms ? '?filter=' + encodeURIComponent(terms) : ''));
+      doc.minions = chosen.minions;
+      const left = Object.keys(chosen.not_judged || {});
+      if (left.length) factNote.textContent = 'could not judge: ' + left.join(' ');
+    } catch (e) {
+      if (e instanceof Unauthorized) throw e;
+      doc.minions = [];
+      factNote.textContent = e.message;
+    }
+    draw();
+  });
   const ping = el('button.plain', {
     type: 'button', id: 'ping', onclick: async () => {
       ping.disabled = true;
@@ -295,7 +314,7 @@ async function minionsPage() {
       draw();
     },
   }, 'Ping all');
-  show(el('h1', {}, 'Minions'), el('div.row', {}, filter, ping, count),
+  show(el('h1', {}, 'Minions'), el('div.row', {}, filter, byFacts, ping, count), factNote,
     el('table', { id: 'minions' }, el('thead', {}, el('tr', {}, el('th', {}, 'name'), el('th', {}, 'address'), el('th', {}, 'state'))), tbody));
   draw();
   filter.focus();
@@ -423,19 +442,17 @@ async function minionPage(name) {
     list.append(box);
   }
   const facts = el('dl.facts', { id: 'facts' });
-  show(el('h1', {}, 'Minion ', name), facts, el('p.muted', {}, 'Modules and methods (get_method_args); open a method for its form.'), list);
-  // What it runs (hardware.info), when the caller may ask; text only.
-  if (modules.includes('hardware') && doc.modules.hardware.info) {
-    try {
-      const { doc: r } = await api('POST', '/api/v1/calls', { spec: name, module: 'hardware', method: 'info' });
-      const info = r && r[name];
-      if (info && typeof info === 'object' && !Array.isArray(info)) {
-        const rows = [['OS', info.os], ['kernel', info.kernelVersion], ['CPUs', info.numCpus], ['CPU', info.cpuModel],
-          ['memory (MiB)', info.systemMemory], ['platform', info.platform]].filter(([, v]) => v !== undefined && v !== null);
-        facts.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', { 'data-fact': k }, String(v))]));
-      }
-    } catch (e) { /* not within this caller's rights: no facts shown */ }
-  }
+  const factsNote = el('p.muted', { id: 'facts-note' });
+  show(el('h1', {}, 'Minion ', name), facts, factsNote, el('p.muted', {}, 'Modules and methods (get_method_args); open a method for its form.'), list);
+  // Its facts (fact.items), read now or the last kept; text only.
+  try {
+    const { doc: r } = await api('GET', '/api/v1/minions/' + encodeURIComponent(name) + '/facts');
+    const shown = (v) => (Array.isArray(v) ? v.join(', ') : (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v)));
+    const keys = Object.keys(r.facts).filter((k) => k !== '__errors__').sort();
+    facts.replaceChildren(...keys.flatMap((k) => [el('dt', {}, k), el('dd', { 'data-fact': k }, shown(r.facts[k]))]));
+    factsNote.textContent = (r.live ? 'Facts read now' : 'Facts kept from ' + new Date(r.seen * 1000).toISOString() + ' (' + (r.error || '') + ')')
+      + (r.facts.__errors__ ? '; local facts not read: ' + Object.keys(r.facts.__errors__).join(' ') : '');
+  } catch (e) { if (e instanceof Unauthorized) throw e; /* not within this caller's rights: no facts shown */ }
 }
 
 function runPage() {
