@@ -199,7 +199,12 @@ record("idle_kernel_monitor_per_minion", round((kernel_monitor_seconds() - monit
        "us/s", True, "kdamond threads over the same span (part of the row above)")
 if "sync" in SECTIONS:
     sync("sync_ping", ["*", "ping"], lambda out: out.count("[ ok") >= k, "cpu_per_host_sync_ping")
-    sync("sync_call_test_ping", ["*", "call", "test", "ping"], lambda out: out.count("\n    1\n") >= k)
+    sync("sync_call_test_ping", ["*", "call", "test", "ping"], lambda out: out.count("\n    1\n") >= k,
+         "cpu_per_host_sync_call_ping")
+    # The same call targeted by facts: every host judges the filter first
+    # (DESIGN §16), a filter every host satisfies, so the same hosts answer.
+    sync("sync_call_test_ping_filtered", ["*", "call", "--filter", "num_cpus>=1", "test", "ping"],
+         lambda out: out.count("\n    1\n") >= k, "cpu_per_host_sync_call_ping_filtered")
     sync("sync_command_run_echo", ["*", "call", "command", "run", "echo hi"], all_hosts_say("- hi"))
     sync("sync_call_dropin_sh", ["*", "call", "bench_sh", "ping"], lambda out: out.count("\n    1\n") >= k)
 
