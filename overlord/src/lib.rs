@@ -43,6 +43,7 @@ pub mod func_transmit;
 pub mod gate;
 pub mod groups;
 pub mod interrupt;
+pub mod inventory;
 pub mod job;
 pub mod jobs;
 pub mod log;

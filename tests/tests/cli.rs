@@ -142,6 +142,7 @@ fn man_pages_render_and_completions_load() {
         "certmaster-ca.8",
         "func-api.8",
         "func-transmit.1",
+        "func-inventory.1",
     ] {
         let out = Command::new("groff")
             .args(["-man", "-Tutf8", "-P-cbou"])

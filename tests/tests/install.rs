@@ -280,6 +280,8 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
     for f in [
         "./usr/bin/func",
         "./usr/bin/func-transmit",
+        "./usr/bin/func-inventory",
+        "./usr/share/man/man1/func-inventory.1.gz",
         "./usr/sbin/func-api",
         "./usr/lib/systemd/system/func-api.service",
         "./usr/share/man/man8/func-api.8.gz",

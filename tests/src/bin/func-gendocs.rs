@@ -1,5 +1,5 @@
 //! `func-gendocs DIR`: man pages and shell completions (bash, zsh, fish) of
-//! the six binaries, generated from their clap definitions (the same ones
+//! the seven binaries, generated from their clap definitions (the same ones
 //! they parse with), into `DIR/man/` and `DIR/completions/{bash,zsh,fish}/`.
 //! `make docs` runs it into `target/docs`.
 
@@ -17,6 +17,7 @@ fn main() -> anyhow::Result<()> {
     let commands = [
         ("1", overlord::cli::docs_command()),
         ("1", overlord::func_transmit::Cli::command()),
+        ("1", overlord::inventory::Cli::command()),
         ("8", overlord::api::cli::Cli::command()),
         ("8", minion::cli::Cli::command()),
         ("8", certs::cli::CertmasterCli::command()),
@@ -88,6 +89,11 @@ fn examples(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
             ("Two numbers added on every web server.", "func 'web*' call test add 1 2"),
             ("Typed arguments.", "func db1 call --json-args '[\"ls -l /\"]' command run"),
             ("In the background, polling until every host is finished.", "func '*' call --async test sleep 5"),
+        ],
+        "func-inventory" => &[
+            ("Every minion's hardware.info, committed to the git tree below var/lib/func/inventory.", "func-inventory"),
+            ("Facts and services of the web servers, as JSON, into a tree of your own.", "func-inventory -s 'web*' -M fact,service -m items,get_running --json -t /srv/inventory"),
+            ("What changed on which host since the last runs.", "git -C /var/lib/func/inventory log -p"),
         ],
         "func-transmit" => &[
             ("One call, as Func's programs send it.", "echo '{\"clients\": \"web*\", \"module\": \"test\", \"method\": \"ping\"}' | func-transmit"),

@@ -1,0 +1,328 @@
+//! `func-inventory` (Func's program, DESIGN §16): asks every minion a SPEC
+//! names for the methods chosen (`--methods`, default `info`, of the
+//! modules chosen, `--modules`, default all), writes each answer to
+//! `TREE/HOST/MODULE/METHOD` (default tree: `var/lib/func/inventory` below
+//! the root) and commits the run's changes to git, so `git log -p` shows
+//! what changed on which host and when. A host that cannot be asked, or a
+//! method that fails, is reported and keeps its last inventory (its files
+//! are not touched); the exit status is then 1. Names a minion gives are
+//! data: a module or method name that is not a plain file name is skipped
+//! and said, never used as a path. Files are 0600 in 0700 directories,
+//! written whole (temp + rename) and never through a link.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::Parser;
+use common::paths::Root;
+use common::Value;
+
+use crate::output::Format;
+use crate::plan::{Plan, PlanError};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "func-inventory",
+    version,
+    about = "Func's inventory: the minions' answers to chosen methods as files in a git tree (git log -p shows what changed where)",
+    after_help = "Exit status: 0 every host answered every method; 1 a host or a method failed (its last inventory is kept), or the tree could not be written; 2 a usage error."
+)]
+pub struct Cli {
+    /// Read and write only below DIR (the certmaster's root); env FUNC_ROOT, default /
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The minions to inventory (a SPEC: globs, ';', @group)
+    #[arg(short = 's', long = "server-spec", value_name = "SPEC", default_value = "*")]
+    pub server_spec: String,
+    /// Methods to call, comma-separated, or all (every method, called without arguments, as Func did)
+    #[arg(short = 'm', long, value_name = "NAMES", default_value = "info")]
+    pub methods: String,
+    /// Modules whose methods are called, comma-separated, or all
+    #[arg(short = 'M', long, value_name = "NAMES", default_value = "all")]
+    pub modules: String,
+    /// Where the tree is (default: var/lib/func/inventory below the root)
+    #[arg(short = 't', long, value_name = "DIR")]
+    pub tree: Option<PathBuf>,
+    /// Only write the files; no git repository, no commits
+    #[arg(short = 'n', long = "no-git")]
+    pub no_git: bool,
+    /// Write each answer as JSON (default: YAML, as func --out yaml)
+    #[arg(long, conflicts_with = "xmlrpc")]
+    pub json: bool,
+    /// Write each answer as an XML-RPC methodResponse (every type kept)
+    #[arg(long)]
+    pub xmlrpc: bool,
+    /// Say each host, module and method on stderr
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+/// Why a run could not be done at all.
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("git: {0} (install git, or use --no-git)")]
+    Git(String),
+}
+
+/// What one run did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub hosts: usize,
+    pub written: usize,
+    pub failures: usize,
+    /// The commit made (none when nothing changed, or with --no-git).
+    pub commit: Option<String>,
+}
+
+/// `func-inventory`'s main.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(&cli) {
+        Ok(done) => {
+            crate::outln!(
+                "func-inventory: {} host(s), {} file(s) written{}{}",
+                done.hosts,
+                done.written,
+                match &done.commit {
+                    Some(c) => format!(", committed {c}"),
+                    None => String::new(),
+                },
+                match done.failures {
+                    0 => String::new(),
+                    n => format!(", {n} failure(s): their last inventory is kept"),
+                }
+            );
+            ExitCode::from(u8::from(done.failures > 0))
+        }
+        Err(e) => {
+            crate::errln!("func-inventory: {e}");
+            ExitCode::from(match &e {
+                InventoryError::Plan(p) => p.exit_code() as u8,
+                _ => 1,
+            })
+        }
+    }
+}
+
+/// A module or method name a minion gave, usable as one path component.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+}
+
+fn chosen(list: &str) -> Option<BTreeSet<String>> {
+    let names: BTreeSet<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    (!names.contains("all")).then_some(names)
+}
+
+/// One run.
+pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
+    let root = Root::new(
+        cli.root
+            .clone()
+            .or_else(|| std::env::var_os(common::paths::ROOT_ENV).map(PathBuf::from))
+            .unwrap_or_else(|| "/".into()),
+    );
+    let tree = cli
+        .tree
+        .clone()
+        .unwrap_or_else(|| root.join("var/lib/func/inventory"));
+    let format = match (cli.json, cli.xmlrpc) {
+        (true, _) => Format::Json,
+        (_, true) => Format::Xmlrpc,
+        _ => Format::Yaml,
+    };
+    let say = |line: &str| {
+        if cli.verbose {
+            crate::errln!("{line}");
+        }
+    };
+    let (modules, methods) = (chosen(&cli.modules), chosen(&cli.methods));
+    let plan = Plan::for_program(root, &cli.server_spec, None, None)?;
+    let targets = plan.targets()?;
+    let private = |path: &Path| {
+        common::private::private_dir(path).map_err(|source| InventoryError::File {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    private(&tree)?;
+    if !cli.no_git {
+        git_init(&tree)?;
+    }
+    let mut done = Outcome {
+        hosts: targets.len(),
+        ..Outcome::default()
+    };
+    // What each host has: one system.list_methods each.
+    let list = crate::calling::call_action("system.list_methods", Vec::new())?;
+    let listed = crate::calling::dispatch_to(&plan, &targets, &list, |_, _| {})?;
+    let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (host, answer) in &listed {
+        let names = match answer {
+            Value::Array(names) if !common::xmlrpc::is_remote_error(answer) => names,
+            _ => {
+                crate::errln!(
+                    "{host}: cannot list its methods ({}): its last inventory is kept",
+                    crate::output::error_line(answer)
+                );
+                done.failures += 1;
+                continue;
+            }
+        };
+        say(&format!("- {host}: connected"));
+        for name in names {
+            let Value::String(full) = name else { continue };
+            let Some((module, method)) = full.rsplit_once('.') else {
+                continue;
+            };
+            if module == "system" && full != "system.inventory" && methods.is_none() {
+                continue; // system.listMethods and the like describe, they inventory nothing
+            }
+            let take = modules.as_ref().is_none_or(|m| m.contains(module))
+                && methods.as_ref().is_none_or(|m| m.contains(method));
+            if !take {
+                continue;
+            }
+            if !plain_name(module) || !plain_name(method) {
+                crate::errln!(
+                    "{host}: skipped {:?}: not a plain name, never used as a path",
+                    common::paths::shorten(full)
+                );
+                continue;
+            }
+            wanted.entry(full.clone()).or_default().push(host.clone());
+        }
+    }
+    for (full, hosts) in &wanted {
+        let (module, method) = full.rsplit_once('.').unwrap_or((full, ""));
+        say(&format!("-- {full} on {} host(s)", hosts.len()));
+        let chosen: Vec<_> = targets
+            .iter()
+            .filter(|t| hosts.contains(&t.name))
+            .cloned()
+            .collect();
+        let action = crate::calling::call_action(full, Vec::new())?;
+        let answers = crate::calling::dispatch_to(&plan, &chosen, &action, |_, _| {})?;
+        for (host, value) in answers {
+            if !crate::output::all_ok(full, &BTreeMap::from([(host.clone(), value.clone())])) {
+                crate::errln!(
+                    "{host}: {full} failed ({}): its last answer is kept",
+                    crate::output::error_line(&value)
+                );
+                done.failures += 1;
+                continue;
+            }
+            let dir = tree.join(&host).join(module);
+            private(&tree.join(&host))?;
+            private(&dir)?;
+            let text = match format {
+                Format::Xmlrpc => crate::output::xmlrpc(value),
+                other => crate::output::doc_as(other, &crate::values::to_json(&value)),
+            };
+            let path = dir.join(method);
+            common::private::write(&path, format!("{}\n", text.trim_end()).as_bytes(), true)
+                .map_err(|source| InventoryError::File { path, source })?;
+            done.written += 1;
+        }
+    }
+    if !cli.no_git {
+        done.commit = git_commit(&tree, done.hosts)?;
+    }
+    Ok(done)
+}
+
+fn git(tree: &Path, args: &[&str]) -> Result<std::process::Output, InventoryError> {
+    Command::new("git")
+        .current_dir(tree)
+        .args([
+            "-c",
+            "user.name=func-inventory",
+            "-c",
+            "user.email=func-inventory@localhost",
+        ])
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .map_err(|e| InventoryError::Git(format!("cannot run git: {e}")))
+        .and_then(|out| match out.status.success() {
+            true => Ok(out),
+            false => Err(InventoryError::Git(format!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+        })
+}
+
+fn git_init(tree: &Path) -> Result<(), InventoryError> {
+    if tree.join(".git").is_dir() {
+        return Ok(());
+    }
+    git(tree, &["init", "-q"]).map(|_| ())
+}
+
+/// Commits what changed; the commit's short id (none when nothing did).
+fn git_commit(tree: &Path, hosts: usize) -> Result<Option<String>, InventoryError> {
+    git(tree, &["add", "-A"])?;
+    let changed = git(tree, &["status", "--porcelain"])?;
+    if changed.stdout.is_empty() {
+        return Ok(None);
+    }
+    let when = crate::when::show(crate::store::now());
+    git(
+        tree,
+        &[
+            "commit",
+            "-q",
+            "-m",
+            &format!("func-inventory: {hosts} host(s), {when}"),
+        ],
+    )?;
+    let head = git(tree, &["rev-parse", "--short", "HEAD"])?;
+    Ok(Some(String::from_utf8_lossy(&head.stdout).trim().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_names_become_paths() {
+        for ok in ["hardware", "info", "a.b", "get_method_args", "x-1"] {
+            assert!(plain_name(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "../etc", "a/b", ".git", "a b", "é"] {
+            assert!(!plain_name(bad), "{bad}");
+        }
+        assert_eq!(chosen("all"), None);
+        assert_eq!(
+            chosen("info, inventory"),
+            Some(["info".to_string(), "inventory".to_string()].into())
+        );
+    }
+}

@@ -1,0 +1,105 @@
+"""func-inventory (Func's program, DESIGN §16) on a real fleet: the tree
+TREE/HOST/MODULE/METHOD, a git commit per run that changed something (so
+`git log -p` shows what changed on which host), a changed fact between two
+runs, a host that is away keeping its last inventory, the formats, and the
+files private."""
+
+import json
+import os
+import stat
+import subprocess
+import unittest
+
+from funcfixture import Fleet, binary
+
+
+def role(root, value):
+    d = os.path.join(root, "etc/func/facts.d")
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    for path in (os.path.join(root, "etc/func"), os.path.join(root, "etc")):
+        os.chmod(path, 0o755)
+    path = os.path.join(d, "role.json")
+    with open(path + ".new", "w") as f:
+        json.dump({"role": value}, f)
+    os.chmod(path + ".new", 0o644)
+    os.replace(path + ".new", path)
+
+
+class InventoryTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.fleet = Fleet()
+        cls.roots = {}
+        for name, value in (("m1", "web"), ("m2", "db")):
+            cls.roots[name], _ = cls.fleet.start_minion(name, prepare=lambda root, v=value: role(root, v))
+        cls.tree = os.path.join(cls.fleet.dir, "inventory")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fleet.close()
+
+    def inventory(self, *args):
+        return subprocess.run([binary("func-inventory"), "--root", self.fleet.ca_root] + list(args),
+                              capture_output=True, text=True, timeout=300)
+
+    def git(self, *args):
+        return subprocess.run(["git", "-C", self.tree] + list(args), capture_output=True, text=True,
+                              check=True).stdout
+
+    def test_runs_commit_what_changed_and_a_host_away_keeps_its_last_inventory(self):
+        out = self.inventory("-t", self.tree, "-M", "fact", "-m", "items")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("2 host(s), 2 file(s) written, committed", out.stdout)
+        items = os.path.join(self.tree, "m1", "fact", "items")
+        with open(items) as f:
+            self.assertIn('"role": "web"', f.read())
+        self.assertEqual(stat.S_IMODE(os.stat(items).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.tree, "m1")).st_mode), 0o700)
+        # Nothing changed: no commit.
+        out = self.inventory("-t", self.tree, "-M", "fact", "-m", "items")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertNotIn("committed", out.stdout)
+        self.assertEqual(len(self.git("log", "--oneline").splitlines()), 1)
+        # A fact changes: the next run's commit shows it, on that host only.
+        role(self.roots["m1"], "api")
+        out = self.inventory("-t", self.tree, "-M", "fact", "-m", "items")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("committed", out.stdout)
+        diff = self.git("log", "-p", "-1")
+        self.assertIn('-"role": "web"', diff)
+        self.assertIn('+"role": "api"', diff)
+        self.assertIn("m1/fact/items", diff)
+        self.assertNotIn("m2/fact/items", diff)
+        # m2 goes away: reported, exit 1, its last inventory kept.
+        m2_items = os.path.join(self.tree, "m2", "fact", "items")
+        with open(m2_items) as f:
+            before = f.read()
+        self.fleet.procs[1].terminate()
+        self.fleet.procs[1].wait(timeout=30)
+        out = self.inventory("-t", self.tree, "-M", "fact", "-m", "items")
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("m2: cannot list its methods", out.stderr)
+        self.assertIn("its last inventory is kept", out.stderr)
+        with open(m2_items) as f:
+            self.assertEqual(f.read(), before)
+        self.assertTrue(os.path.exists(os.path.join(self.tree, "m2", "fact", "items")))
+
+    def test_the_default_is_every_info_method_and_the_formats(self):
+        tree = os.path.join(self.fleet.dir, "json-tree")
+        out = self.inventory("-t", tree, "-s", "m1", "--json", "--no-git")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(os.path.join(tree, "m1", "hardware", "info")) as f:
+            info = json.load(f)
+        self.assertIn("numCpus", info)
+        self.assertFalse(os.path.exists(os.path.join(tree, ".git")), "--no-git")
+        out = self.inventory("-t", tree, "-s", "m1", "--xmlrpc", "--no-git", "-M", "test", "-m", "ping")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(os.path.join(tree, "m1", "test", "ping")) as f:
+            self.assertIn("<methodResponse>", f.read())
+        out = self.inventory("-s", "nosuch")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("nosuch", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
