@@ -55,26 +55,14 @@ pub fn dispatch_to(
     on_each: impl FnMut(&str, &Value),
 ) -> Result<BTreeMap<String, Value>, PlanError> {
     plan.check_credentials()?;
-    let exe = common::process::own_exe().map_err(|source| crate::error::EngineError::Spawn {
-        what: "workers (the func executable is not found)",
-        source,
-    })?;
     plan.detail(targets);
-    dispatch::run(
-        &exe,
+    Ok(dispatch::call_workers(
         &plan.credentials(),
         targets,
         action,
         &plan.dispatch,
         on_each,
-    )
-    .map_err(|source| {
-        crate::error::EngineError::Spawn {
-            what: "workers",
-            source,
-        }
-        .into()
-    })
+    )?)
 }
 
 /// A call action for `method` with `params`.

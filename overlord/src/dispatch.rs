@@ -36,6 +36,25 @@ pub fn default_forks() -> usize {
     std::thread::available_parallelism().map(usize::from).unwrap_or(1)
 }
 
+/// Calls `action` on `targets` through worker processes of this very
+/// executable (`EXE __worker`); `on_result` sees each host as it ends.
+pub fn call_workers(
+    creds: &common::tls::Credentials,
+    targets: &[Target],
+    action: &Action,
+    how: &Dispatch,
+    on_result: impl FnMut(&str, &Value),
+) -> Result<BTreeMap<String, Value>, crate::error::EngineError> {
+    let exe = common::process::own_exe().map_err(|source| crate::error::EngineError::Spawn {
+        what: "workers (the func executable is not found)",
+        source,
+    })?;
+    run(&exe, creds, targets, action, how, on_result).map_err(|source| crate::error::EngineError::Spawn {
+        what: "workers",
+        source,
+    })
+}
+
 pub fn run(
     exe: &Path,
     creds: &common::tls::Credentials,

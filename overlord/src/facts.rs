@@ -9,15 +9,12 @@
 //! facts each host used come back with its verdict.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use common::xmlrpc::{is_remote_error, remote_error};
 use common::Value;
 
 use crate::gate::filter::Filter;
 use crate::jobs::follow::Reply;
-use crate::jobs::poller::Poller;
-use crate::settings::Calling;
 use crate::targets::Target;
 
 /// Where the filter left each host.
@@ -41,38 +38,36 @@ pub enum Verdict {
     Unjudged(Value),
 }
 
-/// Asks every target to judge `filter` (each call within `limit`).
-pub fn judge(
-    calling: Calling,
-    limit: Duration,
-    targets: Vec<Target>,
-    filter: &Filter,
-) -> Result<Judged, String> {
+/// The first argument that asks a minion to judge `filter`: Func's
+/// `{"__fact__": QUERY}`, sent with `test.ping` to every target.
+pub fn query_arg(filter: &Filter) -> Value {
+    Value::Struct([("__fact__".to_string(), filter.wire())].into_iter().collect())
+}
+
+/// The method the filter is judged with.
+pub const JUDGE_METHOD: &str = "test.ping";
+
+/// Sorts `targets` by their answers to `test.ping(query_arg(filter))`
+/// (each door asks its own way: `func`'s workers, func-api's pool). A
+/// host without an answer could not judge it.
+pub fn sort(targets: Vec<Target>, mut answers: BTreeMap<String, Value>) -> Judged {
     let mut judged = Judged::default();
-    if targets.is_empty() {
-        return Ok(judged);
-    }
-    let query = Value::Struct([("__fact__".to_string(), filter.wire())].into_iter().collect());
-    let mut poller = Poller::new(calling, limit)?;
-    let calls = targets
-        .iter()
-        .map(|t| (t.clone(), "test.ping".to_string(), vec![query.clone()]))
-        .collect();
-    let mut by_name: BTreeMap<String, Target> = targets.into_iter().map(|t| (t.name.clone(), t)).collect();
-    for (host, reply) in poller.call_each(calls) {
+    for target in targets {
+        let reply = match answers.remove(&target.name) {
+            Some(v) => Reply::Value(v),
+            None => Reply::Unreachable("no answer".into()),
+        };
         match verdict(reply) {
             Verdict::Chosen(facts) => {
-                judged.seen.insert(host.clone(), facts);
-                if let Some(t) = by_name.remove(&host) {
-                    judged.chosen.push(t);
-                }
+                judged.seen.insert(target.name.clone(), facts);
+                judged.chosen.push(target);
             }
             Verdict::Rejected(facts) => {
-                judged.seen.insert(host.clone(), facts);
-                judged.rejected.push(host);
+                judged.seen.insert(target.name.clone(), facts);
+                judged.rejected.push(target.name);
             }
             Verdict::Unjudged(error) => {
-                judged.unjudged.insert(host, error);
+                judged.unjudged.insert(target.name, error);
             }
         }
     }
@@ -80,7 +75,7 @@ pub fn judge(
         .chosen
         .sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
     judged.rejected.sort_by(|a, b| crate::values::natural_cmp(a, b));
-    Ok(judged)
+    judged
 }
 
 /// Keeps the facts each host looked at in the store (merged into its last

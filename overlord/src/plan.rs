@@ -170,13 +170,19 @@ impl Plan {
         found: Vec<String>,
         filter: &crate::gate::filter::Filter,
     ) -> Result<Vec<String>, PlanError> {
-        let targets = found.iter().map(|n| Target::enrolled(&self.root, n)).collect();
-        let calling = crate::settings::Calling {
-            credentials: self.credentials(),
-            max_response: self.dispatch.max_response,
-        };
-        let limit = std::time::Duration::from_secs_f64(self.dispatch.timeout_secs);
-        let judged = crate::facts::judge(calling, limit, targets, filter).map_err(PlanError::Config)?;
+        let targets: Vec<Target> = found.iter().map(|n| Target::enrolled(&self.root, n)).collect();
+        // Every host judges it, through the workers as any call goes.
+        let call_xml = common::xmlrpc::encode_call(
+            crate::facts::JUDGE_METHOD,
+            vec![crate::facts::query_arg(filter)],
+            common::xmlrpc::DEFAULT_MAX_DEPTH,
+        )
+        .map_err(|e| PlanError::Usage(format!("cannot encode the filter: {e}")))?;
+        let ask = crate::job::Action::Call { call_xml };
+        self.check_credentials()?;
+        let answers =
+            crate::dispatch::call_workers(&self.credentials(), &targets, &ask, &self.dispatch, |_, _| {})?;
+        let judged = crate::facts::sort(targets, answers);
         // The facts seen are kept; a store that cannot take them is said, not fatal.
         if let Err(e) = crate::facts::keep(&self.store(), &judged) {
             crate::errln!("func: the facts seen were not kept: {e}");

@@ -24,9 +24,32 @@ pub fn to_json(value: &Value) -> serde_json::Value {
     }
 }
 
+/// The two XML-RPC types JSON lacks, tagged as drop-in modules write them
+/// (docs/MODULES.md): `{"__base64__": TEXT}` and `{"__datetime__": TEXT}`.
+/// `None` for any other object; an error for a tag whose text is not one.
+pub fn tagged(map: &serde_json::Map<String, serde_json::Value>) -> Option<Result<Value, String>> {
+    use base64::Engine as _;
+    let (tag, serde_json::Value::String(text)) = map.iter().next().filter(|_| map.len() == 1)? else {
+        return None;
+    };
+    Some(match tag.as_str() {
+        "__base64__" => base64::engine::general_purpose::STANDARD
+            .decode(text.split_ascii_whitespace().collect::<String>())
+            .map(Value::Base64)
+            .map_err(|e| format!("__base64__ is not base64: {e}")),
+        "__datetime__" => text
+            .trim()
+            .parse()
+            .map(Value::DateTime)
+            .map_err(|_| "__datetime__ is not an XML-RPC dateTime (like 20261126T04:05:06)".to_string()),
+        _ => return None,
+    })
+}
+
 /// A JSON value as an XML-RPC value (typed arguments): whole numbers as
 /// `<int>` or, beyond 32 bits, `<i8>`; other numbers `<double>`; `null`
-/// as `<nil/>`; objects as structs.
+/// as `<nil/>`; objects as structs, but the [`tagged`] base64 and
+/// dateTime (checked by the gate first).
 pub fn from_json(value: &serde_json::Value) -> Value {
     use serde_json::Value as J;
     match value {
@@ -38,7 +61,10 @@ pub fn from_json(value: &serde_json::Value) -> Value {
         },
         J::String(s) => Value::String(s.clone()),
         J::Array(items) => Value::Array(items.iter().map(from_json).collect()),
-        J::Object(m) => Value::Struct(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
+        J::Object(m) => match tagged(m) {
+            Some(Ok(v)) => v,
+            _ => Value::Struct(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
+        },
     }
 }
 

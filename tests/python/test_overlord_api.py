@@ -114,9 +114,50 @@ class ApiTest(unittest.TestCase):
     def test_noglobs_gives_the_one_result(self):
         self.assertEqual(Overlord("m1", noglobs=True).test.add(1, 2), 3)
 
-    def test_nothing_matching_is_an_empty_result(self):
-        self.assertEqual(Overlord("nosuch*").test.ping(), {})
-        self.assertEqual(Overlord("nosuch*").list_minions(), [])
+    def test_nothing_matching_raises_as_funcs_client_did(self):
+        from func.CommonErrors import Func_Client_Exception
+        with self.assertRaises(Func_Client_Exception) as raised:
+            Overlord("nosuch*")
+        self.assertIn("Can't find any minions matching \"nosuch*\"", str(raised.exception))
+        self.assertFalse(func.overlord.client.is_minion("nosuch*"))
+        self.assertTrue(func.overlord.client.is_minion("m*"))
+        m = func.overlord.client.Minions("m[12]")
+        self.assertEqual(m.get_all_hosts(), ["m1", "m2"])
+        self.assertEqual(m.get_urls(), ["https://m1:51234", "https://m2:51234"])
+
+    def test_funcs_other_names(self):
+        ov = Overlord("m*", exclude_spec="m3")
+        self.assertEqual(sorted(ov.test.ping()), ["m1", "m2"], "exclude_spec works")
+        self.assertFalse(Overlord("m1", **{"async": "false"}).async_mode, "smart_bool")
+        self.assertTrue(Overlord("m1", **{"async": "yes"}).async_mode)
+        self.assertEqual(Overlord("m1").job_status("*-test-ping-1.0"), (jobthing.JOB_ID_LOST_IN_SPACE, 0))
+        self.assertEqual(jobthing.JOB_ID_REMOTE_ERROR, 4)
+        # Typed arguments: bytes, Binary and datetime arrive as themselves.
+        import datetime
+        import xmlrpc.client
+        when = datetime.datetime(2026, 11, 26, 4, 5, 6)
+        echoed = Overlord("m1", noglobs=True).test.echo([b"\x00\xff", xmlrpc.client.Binary(b"ab"), when])
+        self.assertEqual(echoed, [b"\x00\xff", b"ab", when])
+        # A misspelt API method fails at once, with a suggestion.
+        with self.assertRaises(AttributeError) as raised:
+            Overlord("m1").job_stauts("x")
+        self.assertIn("did you mean job_status", str(raised.exception))
+        with self.assertRaises(AttributeError):
+            getattr(Overlord("m1"), "not-a-module")
+        # local.utils.async_poll and open_job_ids, as funcweb used them.
+        job = Overlord("m1", async_mode=True).test.add(1, 2)
+        seen = []
+        self.assertEqual(Overlord("m1").local.utils.async_poll(job, seen.append), {"m1": 3})
+        self.assertEqual(Overlord("m1").open_job_ids()[job], jobthing.JOB_ID_FINISHED)
+        self.assertEqual(jobthing.get_open_ids()[job], jobthing.JOB_ID_FINISHED)
+        # local.copyfile.send
+        src = os.path.join(FLEET.dir, "sent.txt")
+        with open(src, "w") as f:
+            f.write("hello\n")
+        result = Overlord("m1").local.copyfile.send(src, "/tmp/sent.txt")
+        self.assertFalse(func.utils.is_error(result["m1"]), result)
+        with open(os.path.join(FLEET.dir, "m1", "tmp", "sent.txt")) as f:
+            self.assertEqual(f.read(), "hello\n")
 
     def test_list_minions(self):
         self.assertEqual(Overlord("*").list_minions(), ["m1", "m2", "m3"])

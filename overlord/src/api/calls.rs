@@ -87,7 +87,7 @@ pub async fn call(
     // Targeting by facts: the hosts judge the filter before anything else is sent.
     let (targets, unjudged) = match &call.filter {
         None => (targets, BTreeMap::new()),
-        Some(filter) => judge(&api, &call, targets, (**filter).clone()).await?,
+        Some(filter) => judge(&api, &caller, &call, targets, filter).await?,
     };
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     api.metrics
@@ -131,27 +131,18 @@ pub fn take_slot(api: &Api, caller: &Caller) -> Result<tokio::sync::OwnedSemapho
 /// could not judge it (their errors); none holding it is the gate's no-match.
 async fn judge(
     api: &Arc<Api>,
+    caller: &Caller,
     call: &gate::Call,
     targets: Vec<Target>,
-    filter: gate::filter::Filter,
+    filter: &gate::filter::Filter,
 ) -> Result<(Vec<Target>, BTreeMap<String, common::Value>), ApiError> {
-    let calling = crate::settings::Calling::of_root(&api.root);
     let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
-    let spec = call.spec.clone();
-    let api = Arc::clone(api);
-    tokio::task::spawn_blocking(move || {
-        let judged = crate::facts::judge(calling, limit, targets, &filter).map_err(ApiError::internal)?;
-        if let Err(e) = crate::facts::keep(&api.store, &judged) {
-            tracing::warn!(error = %e, "the facts seen were not kept");
-        }
-        if judged.chosen.is_empty() && judged.unjudged.is_empty() {
-            let none = crate::targets::TargetError::NoMatch(format!("{spec} with {}", filter.describe()));
-            return Err(ApiError::from(GateError::Targets(none)));
-        }
-        Ok((judged.chosen, judged.unjudged))
-    })
-    .await
-    .map_err(ApiError::internal)?
+    let judged = super::judge::judge(api, targets, filter, limit, &caller.user()).await?;
+    if judged.chosen.is_empty() && judged.unjudged.is_empty() {
+        let none = crate::targets::TargetError::NoMatch(format!("{} with {}", call.spec, filter.describe()));
+        return Err(ApiError::from(GateError::Targets(none)));
+    }
+    Ok((judged.chosen, judged.unjudged))
 }
 
 async fn sync_call(

@@ -91,6 +91,7 @@ pub async fn list(
     };
     let root = api.root.clone();
     let spec2 = spec.clone();
+    let user = caller.user();
     let targets = tokio::task::spawn_blocking(move || {
         let found = crate::targets::resolve(&root, &spec2, None);
         let allowed = (!caller.rights.admin).then(|| caller.rights.hosts_for(&root, None));
@@ -108,18 +109,8 @@ pub async fn list(
     };
     let mut not_judged = BTreeMap::new();
     if let (Some(filter), false) = (filter, targets.is_empty()) {
-        let calling = crate::settings::Calling::of_root(&api.root);
         let limit = Duration::from_secs_f64(api.dispatch.timeout_secs);
-        let api2 = Arc::clone(&api);
-        let judged = tokio::task::spawn_blocking(move || {
-            let judged = crate::facts::judge(calling, limit, targets, &filter).map_err(ApiError::internal)?;
-            if let Err(e) = crate::facts::keep(&api2.store, &judged) {
-                tracing::warn!(error = %e, "the facts seen were not kept");
-            }
-            Ok::<_, ApiError>(judged)
-        })
-        .await
-        .map_err(ApiError::internal)??;
+        let judged = super::judge::judge(&api, targets, &filter, limit, &user).await?;
         targets = judged.chosen;
         not_judged = judged
             .unjudged

@@ -27,6 +27,7 @@ pub mod events;
 pub mod facts;
 pub mod failures;
 pub mod jobs;
+pub mod judge;
 pub mod metrics;
 pub mod minions;
 pub mod openapi;

@@ -151,6 +151,9 @@ impl Call {
                 "an argument nests lists or structs deeper than {MAX_ARG_DEPTH} levels"
             ));
         }
+        if let Some(why) = f.args.iter().find_map(bad_tag) {
+            return bad(format!("args: {why}"));
+        }
         let secs = |what: &str, v: &Option<String>, zero: bool| -> Result<Option<f64>, GateError> {
             v.as_deref()
                 .map(|t| seconds(t, zero).map_err(|why| GateError::Invalid(format!("{what} {why}"))))
@@ -234,6 +237,19 @@ pub fn forks(n: &str) -> Result<usize, GateError> {
                 common::paths::shorten(n)
             ))
         })
+}
+
+/// The first tagged base64 or dateTime in `v` whose text is not one.
+fn bad_tag(v: &J) -> Option<String> {
+    match v {
+        J::Array(items) => items.iter().find_map(bad_tag),
+        J::Object(map) => match crate::values::tagged(map) {
+            Some(Err(why)) => Some(why),
+            Some(Ok(_)) => None,
+            None => map.values().find_map(bad_tag),
+        },
+        _ => None,
+    }
 }
 
 /// How deep `v` nests lists and structs (a scalar is 0).

@@ -9,20 +9,28 @@ reached is a REMOTE_ERROR list in the results, never an exception; a mistake
 in the call itself (no such option, a bad argument type) raises `FuncError`.
 
 Ported from Func: Python 3; `async` is a keyword, so pass `async_mode=True`
-or `**{"async": True}`; arguments go as JSON types (bytes and dates are not
-accepted as arguments).
+or `**{"async": True}` (a string goes through Func's smart_bool: "false",
+"0" and "" are false). Arguments keep their types, bytes and
+`xmlrpc.client.Binary` as base64 and `datetime` as dateTime included. A SPEC
+that matches no minion raises `Func_Client_Exception` from the constructor,
+as Func's client did.
 """
 
+import base64
 import copy
+import datetime
+import difflib
 import json
 import os
 import re
 import subprocess
+import time
 import xmlrpc.client
 
 from func import jobthing
+from func.CommonErrors import Func_Client_Exception
 
-__all__ = ["Overlord", "Client", "FuncError"]
+__all__ = ["Overlord", "Client", "FuncError", "Minions", "is_minion", "Func_Client_Exception"]
 
 DEFAULT_PORT = 51234
 NO_MATCH = "can't find any minions matching"
@@ -57,6 +65,44 @@ class _Module:
             raise AttributeError(method)
         return _Method(self._overlord, self._module, method)
 
+    def __call__(self, *args, **kwargs):
+        # ov.job_stauts(id), ov.test(): not an API method, and a module
+        # cannot be called. Said now, not later as "not callable".
+        hint = difflib.get_close_matches(self._module, _API, n=1)
+        raise AttributeError("Overlord has no method %r%s; as a module, call %s.METHOD(...)" % (
+            self._module, " (did you mean %s?)" % hint[0] if hint else "", self._module))
+
+
+# What an Overlord answers itself (the rest are module names).
+_API = ("run", "job_status", "list_minions", "check_status", "open_job_ids", "filter", "filter_or",
+        "and_and", "and_or", "or_or", "or_and", "exclude", "local", "cli_return", "setup_ssl")
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _smart_bool(value):
+    """Func's utils.smart_bool: strings "false", "0", "no", "off" and "" are false."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "0", "", "no", "off", "none")
+    return bool(value)
+
+
+def _json_arg(value):
+    """An argument as func --json-args takes it: JSON, with base64 data and
+    dates tagged as docs/MODULES.md says (they are sent typed)."""
+    if isinstance(value, xmlrpc.client.Binary):
+        value = value.data
+    if isinstance(value, (bytes, bytearray)):
+        return {"__base64__": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, xmlrpc.client.DateTime):
+        return {"__datetime__": value.value}
+    if isinstance(value, datetime.datetime):
+        return {"__datetime__": value.strftime("%Y%m%dT%H:%M:%S")}
+    if isinstance(value, (list, tuple)):
+        return [_json_arg(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_arg(v) for k, v in value.items()}
+    return value
+
 
 class _Q(object):
     """Func's fact query: a connector (AND, OR) over (key, value) pairs and
@@ -89,7 +135,7 @@ class Overlord(object):
 
     def __init__(self, server_spec, port=DEFAULT_PORT, interactive=False, verbose=False,
                  noglobs=False, nforks=1, config=None, init_ssl=True, timeout=None,
-                 root=None, async_mode=False, **kwargs):
+                 root=None, async_mode=False, exclude_spec=None, **kwargs):
         self.server_spec = server_spec
         self.port = port
         self.interactive = interactive
@@ -99,11 +145,16 @@ class Overlord(object):
         self.config = config
         self.timeout = timeout
         self.root = root or os.environ.get("FUNC_ROOT")
-        self.async_mode = bool(async_mode or kwargs.pop("async", False))
+        self.async_mode = _smart_bool(async_mode) or _smart_bool(kwargs.pop("async", False))
+        self.exclude_spec = exclude_spec
         # Func's other keywords (delegate, mapfile, ...) are accepted and unused.
         self.extra = kwargs
         # Targeting by facts (filter, filter_or, ...): judged by the minions.
         self.fact_query = _Q()
+        self.local = _Local(self)
+        # As Func's client: a SPEC that names no minion is refused now.
+        if not self.list_minions():
+            raise Func_Client_Exception("Can't find any minions matching \"%s\"." % server_spec)
 
     # -- targeting by facts, as Func's OverlordQuery did ---------------------
 
@@ -147,24 +198,26 @@ class Overlord(object):
         return ["--fact-query", json.dumps(self.fact_query.wire())]
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
+        if name.startswith("__") or not _MODULE_NAME.match(name):
+            raise AttributeError("Overlord has no attribute %r (not an API method, nor a module name)" % name)
         return _Module(self, name)
 
     # -- what a call runs ---------------------------------------------------
 
-    def _argv(self, words):
+    def _argv(self, words, out="xmlrpc"):
         argv = [_func_binary()]
         if self.root:
             argv += ["--root", str(self.root)]
         if self.timeout is not None:
             argv += ["--timeout", str(self.timeout)]
-        return argv + ["--out", "xmlrpc"] + list(words)
+        if self.exclude_spec:
+            argv += ["--exclude", str(self.exclude_spec)]
+        return argv + ["--out", out] + list(words)
 
-    def _func(self, words):
+    def _func(self, words, out="xmlrpc"):
         """Runs func; (exit status, stdout text, stderr text)."""
         try:
-            done = subprocess.run(self._argv(words), stdin=subprocess.DEVNULL,
+            done = subprocess.run(self._argv(words, out), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as e:
             raise FuncError("cannot run %s: %s (set FUNC_BINARY or PATH)" % (_func_binary(), e))
@@ -190,13 +243,13 @@ class Overlord(object):
         if self.async_mode:
             words += ["--async", "--nopoll"]
         try:
-            typed = json.dumps(list(args))
+            typed = json.dumps(_json_arg(list(args)))
         except (TypeError, ValueError) as e:
-            raise FuncError("arguments must be JSON types (int, float, bool, str, list, dict, None): %s" % e)
+            raise FuncError("arguments must be int, float, bool, str, bytes, datetime, list, dict or None: %s" % e)
         words += ["--json-args", typed, "--", module, method]
         code, out, err = self._func(words)
         if NO_MATCH in err:
-            return {}
+            raise Func_Client_Exception("Can't find any minions matching \"%s\"." % self.server_spec)
         value = self._typed(out, err, code)
         if isinstance(value, dict) and set(value) == {"error", "exit_status"}:
             raise FuncError(value["error"])
@@ -215,6 +268,8 @@ class Overlord(object):
         if isinstance(value, dict) and "error" in value:
             raise FuncError(value["error"])
         status, results = value
+        if status == jobthing.JOB_ID_LOST_IN_SPACE:
+            return (status, 0)  # Func's answer for an unknown id
         return (status, results)
 
     def list_minions(self, format="list"):
@@ -231,6 +286,117 @@ class Overlord(object):
     # Func's spelling for a finished-or-not check of many ids.
     def check_status(self, jobid):
         return self.job_status(jobid)
+
+    def open_job_ids(self):
+        """{job id: status code} of the jobs the store keeps (Func's
+        jobthing.get_open_ids), for job views like funcweb's."""
+        return _open_ids(self.root)
+
+    def cli_return(self, results):
+        """Func's reduction of results to one exit code: -911 for an
+        error, else the highest integer result, else 0."""
+        numbers = []
+        for value in results.values():
+            if func_utils_is_error(value):
+                return -911
+            if isinstance(value, int) and not isinstance(value, bool):
+                numbers.append(value)
+        return max(numbers) if numbers else 0
+
+    def setup_ssl(self, client_key=None, client_cert=None, ca=None):
+        """Func's; the func program reads the overlord's credentials."""
+
+
+def func_utils_is_error(value):
+    from func.utils import is_error
+    return is_error(value)
+
+
+def _open_ids(root=None):
+    argv = [_func_binary()] + (["--root", str(root)] if root else []) + ["--json", "jobs", "list", "--limit", "1000"]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        jobs = json.loads(done.stdout.decode("utf-8", "replace") or "[]")
+    except ValueError:
+        raise FuncError("func jobs list: %s" % done.stderr.decode("utf-8", "replace").strip())
+    ids = {}
+    for job in jobs if isinstance(jobs, list) else []:
+        hosts = job.get("hosts", {})
+        if job.get("status") == "finished":
+            code = jobthing.JOB_ID_FINISHED
+        elif hosts.get("done", 0) + hosts.get("failed", 0) > 0:
+            code = jobthing.JOB_ID_PARTIAL
+        else:
+            code = jobthing.JOB_ID_RUNNING
+        ids[job["id"]] = code
+    return ids
+
+
+class _Local(object):
+    """Func's overlord modules: ov.local.utils.async_poll, ov.local.copyfile.send."""
+
+    def __init__(self, overlord):
+        self.utils = _Utils(overlord)
+        self.copyfile = _CopyFile(overlord)
+
+
+class _Utils(object):
+    def __init__(self, overlord):
+        self._overlord = overlord
+
+    def async_poll(self, job_id, partial_func=None):
+        """Polls job_id until it ends; partial_func(results) sees partial
+        results as they come. The final results."""
+        while True:
+            code, results = self._overlord.job_status(job_id)
+            if code in (jobthing.JOB_ID_FINISHED, jobthing.JOB_ID_LOST_IN_SPACE):
+                return results
+            if code == jobthing.JOB_ID_PARTIAL and partial_func and results:
+                partial_func(results)
+            time.sleep(0.1)
+
+
+class _CopyFile(object):
+    def __init__(self, overlord):
+        self._overlord = overlord
+
+    def send(self, localpath, remotepath, bufsize=60000):
+        """Copies a local file to every matching minion: {host: result}."""
+        ov = self._overlord
+        code, out, err = ov._func([ov.server_spec, "copyfile", "-f", str(localpath), "--remotepath", str(remotepath)])
+        if NO_MATCH in err:
+            raise Func_Client_Exception("Can't find any minions matching \"%s\"." % ov.server_spec)
+        return ov._typed(out, err, code)
+
+
+class Minions(object):
+    """Func's Minions: the hosts a SPEC names."""
+
+    def __init__(self, spec, port=DEFAULT_PORT, noglobs=None, verbose=None, just_fqdns=False,
+                 groups_file=None, delegate=False, minionmap=None, root=None, exclude_spec=None):
+        self.spec, self.port, self.noglobs, self.verbose = spec, port, noglobs, verbose
+        self.just_fqdns, self.exclude_spec = just_fqdns, exclude_spec
+        self.root = root or os.environ.get("FUNC_ROOT")
+        self.all_hosts, self.all_urls = [], []
+
+    def get_all_hosts(self):
+        ov = Overlord.__new__(Overlord)
+        ov.server_spec, ov.root, ov.timeout, ov.exclude_spec = self.spec, self.root, None, self.exclude_spec
+        ov.fact_query = _Q()
+        self.all_hosts = ov.list_minions()
+        return self.all_hosts
+
+    def get_urls(self):
+        self.all_urls = [h if self.just_fqdns else "https://%s:%s" % (h, self.port) for h in self.get_all_hosts()]
+        return self.all_urls
+
+    def is_minion(self):
+        return len(self.get_urls()) > 0
+
+
+def is_minion(minion_string):
+    """Whether a SPEC names at least one minion."""
+    return Minions(minion_string).is_minion()
 
 
 def _natural(name):

@@ -1,0 +1,48 @@
+//! Targeting by facts in func-api (DESIGN §16): the hosts a call or a
+//! listing names judge the filter themselves (`test.ping` with Func's
+//! `{"__fact__": QUERY}`, over the warm pool), the facts they looked at
+//! are kept in the store, and the targets are sorted as every door sorts
+//! them (`crate::facts::sort`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::reply::ApiError;
+use super::state::Api;
+use crate::facts::Judged;
+use crate::gate::filter::Filter;
+use crate::targets::Target;
+
+/// Where `filter` leaves `targets` (each asked within `limit`, for `user`).
+pub async fn judge(
+    api: &Arc<Api>,
+    targets: Vec<Target>,
+    filter: &Filter,
+    limit: Duration,
+    user: &str,
+) -> Result<Judged, ApiError> {
+    let arg = [crate::facts::query_arg(filter)];
+    let answers = api
+        .pool
+        .call_all(
+            &targets,
+            crate::facts::JUDGE_METHOD,
+            &arg,
+            limit,
+            Some(user),
+            |_, _| {},
+        )
+        .await;
+    let judged = crate::facts::sort(targets, answers);
+    let api2 = Arc::clone(api);
+    let seen = Judged {
+        seen: judged.seen.clone(),
+        ..Judged::default()
+    };
+    // Kept where the store is written from: a blocking thread.
+    tokio::task::spawn_blocking(move || crate::facts::keep(&api2.store, &seen))
+        .await
+        .map_err(ApiError::internal)?
+        .unwrap_or_else(|e| tracing::warn!(error = %e, "the facts seen were not kept"));
+    Ok(judged)
+}
