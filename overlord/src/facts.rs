@@ -81,13 +81,20 @@ pub fn sort(targets: Vec<Target>, mut answers: BTreeMap<String, Value>) -> Judge
 /// Keeps the facts each host looked at in the store (merged into its last
 /// facts, with the time): the listings, the API and the web UI show them.
 pub fn keep(store: &dyn crate::store::JobStore, judged: &Judged) -> Result<(), crate::store::StoreError> {
-    let seen = crate::store::now();
-    for (host, facts) in &judged.seen {
-        if let serde_json::Value::Object(facts) = crate::values::to_json(facts) {
-            store.save_facts(host, &facts, seen, false)?;
-        }
+    let maps: Vec<(&str, serde_json::Map<String, serde_json::Value>)> = judged
+        .seen
+        .iter()
+        .filter_map(|(host, facts)| match crate::values::to_json(facts) {
+            serde_json::Value::Object(m) => Some((host.as_str(), m)),
+            _ => None,
+        })
+        .collect();
+    if maps.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let refs: Vec<(&str, &serde_json::Map<String, serde_json::Value>)> =
+        maps.iter().map(|(h, m)| (*h, m)).collect();
+    store.save_facts(&refs, crate::store::now(), false)
 }
 
 /// Reads a minion's answer to `test.ping({"__fact__": Q})`: Func's

@@ -306,10 +306,16 @@ fn facts_kept(open: Open<'_>) -> Result<(), String> {
         "facts of an unknown host"
     );
     let all = map(serde_json::json!({"os": "Debian", "num_cpus": 2, "ipv4": ["10.0.0.1"]}));
-    store.save_facts(&host, &all, 100.0, true).map_err(err)?;
+    store
+        .save_facts(&[(host.as_str(), &all)], 100.0, true)
+        .map_err(err)?;
     // Some facts (a filter's) merge into what is stored.
     store
-        .save_facts(&host, &map(serde_json::json!({"num_cpus": 4})), 200.0, false)
+        .save_facts(
+            &[(host.as_str(), &map(serde_json::json!({"num_cpus": 4})))],
+            200.0,
+            false,
+        )
         .map_err(err)?;
     let got = store.last_facts(&host).map_err(err)?.ok_or("facts missing")?;
     ensure!(got.seen == 200.0, "seen {}", got.seen);
@@ -320,7 +326,9 @@ fn facts_kept(open: Open<'_>) -> Result<(), String> {
         got.facts
     );
     // An older reading is not written over a newer one.
-    store.save_facts(&host, &all, 150.0, true).map_err(err)?;
+    store
+        .save_facts(&[(host.as_str(), &all)], 150.0, true)
+        .map_err(err)?;
     let got = store.last_facts(&host).map_err(err)?.ok_or("facts missing")?;
     ensure!(
         got.seen == 200.0 && got.facts["num_cpus"] == 4,
@@ -328,7 +336,11 @@ fn facts_kept(open: Open<'_>) -> Result<(), String> {
     );
     // A whole reading replaces.
     store
-        .save_facts(&host, &map(serde_json::json!({"os": "Ubuntu"})), 300.0, true)
+        .save_facts(
+            &[(host.as_str(), &map(serde_json::json!({"os": "Ubuntu"})))],
+            300.0,
+            true,
+        )
         .map_err(err)?;
     let got = store.last_facts(&host).map_err(err)?.ok_or("facts missing")?;
     ensure!(

@@ -47,16 +47,22 @@ pub struct Facts {
 impl Facts {
     /// The built-in facts and those of `root`'s `facts.d`.
     pub fn read(root: &Root) -> Self {
-        let mut methods: Vec<Method> = builtin::FACTS
-            .iter()
-            .map(|f| Method {
-                name: format!("{}.{}", f.module, f.method),
-                module: f.module.to_string(),
-                tag: f.tag.to_string(),
-                description: f.description.to_string(),
-                value: (f.read)(),
-            })
-            .collect();
+        let mut all = Facts {
+            methods: builtin::FACTS
+                .iter()
+                .map(|f| builtin_method(f, (f.read)()))
+                .collect(),
+            ..Facts::default()
+        };
+        let local = Facts::local(root);
+        all.methods.extend(local.methods);
+        all.broken = local.broken;
+        all
+    }
+
+    /// The facts of `root`'s `facts.d` only.
+    pub fn local(root: &Root) -> Self {
+        let mut methods = Vec::new();
         let local = local::gather(&root.facts_dir());
         for file in local.files {
             for (key, value) in file.values {
@@ -113,6 +119,32 @@ impl Facts {
     }
 }
 
+fn builtin_method(f: &builtin::Builtin, value: Value) -> Method {
+    Method {
+        name: format!("{}.{}", f.module, f.method),
+        module: f.module.to_string(),
+        tag: f.tag.to_string(),
+        description: f.description.to_string(),
+        value,
+    }
+}
+
+/// Judges Func's serialized query reading only the facts it names (a
+/// filter is judged on every call that carries one): the local facts
+/// first (they override a built-in of the same tag), then the built-in
+/// one asked for.
+pub fn judge_lazily(root: &Root, wire: &Value) -> Result<(bool, BTreeMap<String, Value>), QueryError> {
+    let query = Query::parse(wire)?;
+    let local = Facts::local(root);
+    query::judge(&query, &|name| match local.get(name) {
+        Some(m) => Some(m.value.clone()),
+        None => builtin::FACTS
+            .iter()
+            .find(|f| f.tag == name || (name.split_once('.') == Some((f.module, f.method))))
+            .map(|f| (f.read)()),
+    })
+}
+
 /// The fact query of a call, when its first argument is `{"__fact__": Q}`.
 pub fn query_of(params: &[Value]) -> Option<&Value> {
     match params.first() {
@@ -139,8 +171,7 @@ impl Filtered {
 
 /// Judges the call's fact query against the facts of `root`.
 pub fn filtered(root: &Root, wire: &Value) -> Filtered {
-    let facts = Facts::read(root);
-    match facts.judge(wire) {
+    match judge_lazily(root, wire) {
         Ok((verdict, seen)) => {
             let answer = Value::Struct(
                 [(

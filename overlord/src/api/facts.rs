@@ -73,7 +73,7 @@ pub async fn facts(
         (serde_json::Value::Object(facts), Value::Struct(_)) => {
             let seen = crate::store::now();
             api2.store
-                .save_facts(&host, &facts, seen, true)
+                .save_facts(&[(host.as_str(), &facts)], seen, true)
                 .map_err(ApiError::store)?;
             Ok(MinionFacts {
                 minion: host,

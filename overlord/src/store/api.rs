@@ -104,15 +104,19 @@ pub trait JobStore: Send + Sync {
             None => None,
         })
     }
-    /// Records facts seen from `host` (see [`rules::save_facts`]).
+    /// Records the facts seen from each host (see [`rules::save_facts`]),
+    /// all in one transaction.
     fn save_facts(
         &self,
-        host: &str,
-        facts: &serde_json::Map<String, serde_json::Value>,
+        facts: &[(&str, &serde_json::Map<String, serde_json::Value>)],
         seen: f64,
         whole: bool,
     ) -> Result<(), StoreError> {
-        self.write_tx(&mut |tx| rules::save_facts(tx, host, facts, seen, whole))
+        self.write_tx(&mut |tx| {
+            facts
+                .iter()
+                .try_for_each(|(host, facts)| rules::save_facts(tx, host, facts, seen, whole))
+        })
     }
     /// At most `limit` jobs, newest first, starting below `before`.
     fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError>;
