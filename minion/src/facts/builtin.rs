@@ -125,14 +125,15 @@ pub const FACTS: &[Builtin] = &[
     },
 ];
 
-fn read(path: &str) -> String {
+/// A small file's text, trimmed ("" when it cannot be read).
+pub fn read(path: &str) -> String {
     fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
 }
 
 /// `KEY: value` of a /proc file.
-fn kv(text: &str, key: &str) -> Option<String> {
+pub fn kv(text: &str, key: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         (k.trim() == key).then(|| v.trim().to_string())

@@ -108,19 +108,7 @@ impl Module for Hardware {
     }
 }
 
-fn read(path: &str) -> String {
-    fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
-/// `key: value` lines of a /proc file.
-fn kv(text: &str, key: &str) -> Option<String> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().to_string())
-    })
-}
+use crate::facts::builtin::{kv, read};
 
 fn info(with_devices: bool) -> Value {
     let cpuinfo = read("/proc/cpuinfo");

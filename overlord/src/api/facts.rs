@@ -46,20 +46,7 @@ pub async fn facts(
     State(api): State<Arc<Api>>,
     Path(name): Path<String>,
 ) -> Result<Json<MinionFacts>, ApiError> {
-    let known =
-        common::identity::is_valid_host_name(&name) && crate::targets::all_minions(&api.root).contains(&name);
-    let groups = crate::groups::Groups::load(&api.root.groups_file());
-    if !caller.rights.admin && (!known || !caller.rights.allows(&name, "fact.items", &groups)) {
-        return Err(ApiError::forbidden(
-            "this token may read the facts of no minion of that name",
-        ));
-    }
-    if !known {
-        return Err(ApiError::not_found(format!(
-            "no minion {:?}",
-            common::paths::shorten(&name)
-        )));
-    }
+    crate::gate::rights::authorize_minion(&api.root, &caller.rights, &name, Some("fact.items"))?;
     let _slot = super::calls::take_slot(&api, &caller)?;
     let target = Target::enrolled(&api.root, &name);
     let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);

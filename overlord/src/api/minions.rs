@@ -144,19 +144,8 @@ pub async fn methods(
     State(api): State<Arc<Api>>,
     Path(name): Path<String>,
 ) -> Result<Json<MinionMethods>, ApiError> {
-    let known =
-        common::identity::is_valid_host_name(&name) && crate::targets::all_minions(&api.root).contains(&name);
+    crate::gate::rights::authorize_minion(&api.root, &caller.rights, &name, None)?;
     let groups = crate::groups::Groups::load(&api.root.groups_file());
-    // A limited caller cannot tell a minion it may not call from none.
-    if !caller.rights.admin && (!known || !caller.rights.hosts_for(&api.root, None).contains(&name)) {
-        return Err(ApiError::forbidden("this token may call no minion of that name"));
-    }
-    if !known {
-        return Err(ApiError::not_found(format!(
-            "no minion {:?}",
-            common::paths::shorten(&name)
-        )));
-    }
     let _slot = super::calls::take_slot(&api, &caller)?;
     let target = Target::enrolled(&api.root, &name);
     let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);

@@ -176,6 +176,38 @@ pub fn authorize_call(root: &Root, rights: &Rights, call: &Call) -> Result<Vec<T
     Ok(targets)
 }
 
+/// Whether `rights` may ask minion `name` (with `method`, or with any
+/// method: `None`), for the endpoints about one minion. A limited caller
+/// cannot tell a minion it may not call from a missing one.
+pub fn authorize_minion(
+    root: &Root,
+    rights: &Rights,
+    name: &str,
+    method: Option<&str>,
+) -> Result<(), GateError> {
+    let known = common::identity::is_valid_host_name(name)
+        && crate::targets::all_minions(root).iter().any(|m| m == name);
+    if !rights.admin {
+        let allowed = known
+            && match method {
+                Some(m) => rights.allows(name, m, &Groups::load(&root.groups_file())),
+                None => rights.hosts_for(root, None).contains(name),
+            };
+        if !allowed {
+            return Err(GateError::Forbidden(format!(
+                "this token may {} no minion of that name",
+                method.map_or("call".to_string(), |m| format!("call {m} on"))
+            )));
+        }
+    }
+    if !known {
+        return Err(GateError::Targets(crate::targets::TargetError::NoMatch(
+            common::paths::shorten(name).to_string(),
+        )));
+    }
+    Ok(())
+}
+
 /// Whether every `;` word of `spec` names at least one minion `rights`
 /// may call with `function` (a word naming none would otherwise be
 /// dropped silently, and whether it named a forbidden minion or none at
