@@ -14,11 +14,22 @@ for name in web1 web2 db1; do
 	fleet_minion "$name"
 	targets+=("$FLEET_ADDR")
 done
+# A role for each, as a local fact (etc/func/facts.d, read at every call),
+# so the README's fact filters work on the demo fleet.
+for name in web1 web2 db1; do
+	role=web
+	[ "$name" = db1 ] && role=db
+	mkdir -p ".demo/$name/etc/func/facts.d"
+	chmod go-w ".demo/$name" ".demo/$name/etc" ".demo/$name/etc/func"
+	chmod 0700 ".demo/$name/etc/func/facts.d"
+	printf '{"role": "%s"}\n' "$role" >".demo/$name/etc/func/facts.d/role.json"
+	chmod 0644 ".demo/$name/etc/func/facts.d/role.json"
+done
 export FUNC_ROOT=$PWD/.demo/certmaster
 # Two groups, so the README's @group examples work on the demo fleet.
 mkdir -p "$FUNC_ROOT/etc/func"
 printf '[web]\nhost = web1, web2\n\n[db]\nhost = db1\n' >"$FUNC_ROOT/etc/func/groups"
-echo "certmaster on $FLEET_CM; enrolled: ${targets[*]}; groups @web (web1, web2), @db (db1)"
+echo "certmaster on $FLEET_CM; enrolled: ${targets[*]}; groups @web (web1, web2), @db (db1); fact role=web|db"
 echo
 
 run() {
@@ -34,6 +45,7 @@ run target/debug/func "web*" call test add 1 2
 run target/debug/func "*" call command run "uname -sr"
 run target/debug/func "db1" call test explode
 run target/debug/func "web1" show hardware numCpus systemMemory os
+run target/debug/func "*" call --filter 'role=web,num_cpus>=1' test ping
 run target/debug/func --json "*" call test ping
 # The main job: an async call returns a job id at once; job_status collects.
 printf '$ func "*" call --async --nopoll test sleep 2\n'
