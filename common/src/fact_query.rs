@@ -75,6 +75,15 @@ fn parse_node(wire: &Value, depth: usize, leaves: &mut usize) -> Result<Query, P
             Ok(Query::Not(Box::new(parse_node(inner, depth + 1, leaves)?)))
         }
         [Value::String(conn), Value::Array(children)] if connector(conn).is_some() => {
+            // Every node counts against the bound, and an empty one means
+            // nothing (Func never sent one).
+            *leaves += 1;
+            if *leaves > MAX_LEAVES {
+                return Err(ParseError::TooBig);
+            }
+            if children.is_empty() {
+                return Err(ParseError::Shape(format!("an empty {conn}")));
+            }
             let terms = children
                 .iter()
                 .map(|c| parse_node(c, depth + 1, leaves))
@@ -177,6 +186,7 @@ mod tests {
             Value::Array(vec![s("AND"), s("os")]),
             Value::Array(vec![s("os")]),
             Value::Array(vec![Value::Integer(1), s("x")]),
+            Value::Array(vec![s("AND"), Value::Array(vec![])]),
         ] {
             assert!(matches!(Query::parse(&bad), Err(ParseError::Shape(_))), "{bad:?}");
         }
@@ -186,5 +196,16 @@ mod tests {
                 .collect(),
         );
         assert_eq!(Query::parse(&many), Err(ParseError::TooBig));
+        // Nodes count too, not only leaves.
+        let leaf = Value::Array(vec![s("k"), Value::Integer(1)]);
+        let nested = Value::Array(vec![
+            s("AND"),
+            Value::Array(
+                (0..=MAX_LEAVES)
+                    .map(|_| Value::Array(vec![s("OR"), Value::Array(vec![leaf.clone()])]))
+                    .collect(),
+            ),
+        ]);
+        assert_eq!(Query::parse(&nested), Err(ParseError::TooBig));
     }
 }

@@ -80,6 +80,18 @@ pub async fn call(
         let _permit = permit;
         // Func's fact query: the method runs only where it holds.
         let (verdict, params) = match crate::facts::query_of(&params) {
+            // A verdict names the facts it read, with their values: only a
+            // caller that may read them (fact.items) may ask for one.
+            Some(_) if !worker.acl.allows(&caller, "fact.items") => {
+                return Ok(common::xmlrpc::remote_error(
+                    "func.minion.codes.AccessToMethodDenied",
+                    &format!(
+                        "{} may not call fact.items, so it may not send a fact query",
+                        caller.key
+                    ),
+                    "",
+                ))
+            }
             Some(wire) => match crate::facts::filtered(&worker.config.root, wire) {
                 Filtered::Run(verdict) => (Some(verdict), params[1..].to_vec()),
                 Filtered::Answer(answer) => return Ok(answer),

@@ -120,6 +120,10 @@ pub fn main() -> ExitCode {
 }
 
 /// A module or method name a minion gave, usable as one path component.
+/// Methods looked at per host, and bytes of one answer written.
+const MAX_METHODS: usize = 1000;
+const MAX_FILE: usize = 16 << 20;
+
 fn plain_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 128
@@ -170,7 +174,18 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
             source,
         })
     };
-    private(&tree)?;
+    // An existing tree is used as it is (its mode is the owner's); a new
+    // one is made private. A link in its place is refused either way.
+    match std::fs::symlink_metadata(&tree) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(InventoryError::File {
+                path: tree.clone(),
+                source: std::io::Error::other("not a directory (a link or a file): refused"),
+            })
+        }
+        Err(_) => private(&tree)?,
+    }
     if !cli.no_git {
         git_init(&tree)?;
     }
@@ -181,7 +196,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
     // What each host has: one system.list_methods each.
     let list = crate::calling::call_action("system.list_methods", Vec::new())?;
     let listed = crate::calling::dispatch_to(&plan, &targets, &list, |_, _| {})?;
-    let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (host, answer) in &listed {
         let names = match answer {
             Value::Array(names) if !common::xmlrpc::is_remote_error(answer) => names,
@@ -195,7 +210,14 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
             }
         };
         say(&format!("- {host}: connected"));
-        for name in names {
+        if names.len() > MAX_METHODS {
+            crate::errln!(
+                "{host}: lists {} methods; only the first {MAX_METHODS} are looked at",
+                names.len()
+            );
+            done.failures += 1;
+        }
+        for name in names.iter().take(MAX_METHODS) {
             let Value::String(full) = name else { continue };
             let Some((module, method)) = full.rsplit_once('.') else {
                 continue;
@@ -215,7 +237,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
                 );
                 continue;
             }
-            wanted.entry(full.clone()).or_default().push(host.clone());
+            wanted.entry(full.clone()).or_default().insert(host.clone());
         }
     }
     for (full, hosts) in &wanted {
@@ -237,21 +259,44 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
                 done.failures += 1;
                 continue;
             }
-            let dir = tree.join(&host).join(module);
-            private(&tree.join(&host))?;
-            private(&dir)?;
             let text = match format {
                 Format::Xmlrpc => crate::output::xmlrpc(value),
                 other => crate::output::doc_as(other, &crate::values::to_json(&value)),
             };
+            if text.len() > MAX_FILE {
+                crate::errln!(
+                    "{host}: {full} answered {} bytes, over {MAX_FILE}: its last answer is kept",
+                    text.len()
+                );
+                done.failures += 1;
+                continue;
+            }
+            // A host's directories are checked (a link planted in the tree
+            // is refused, never followed); a bad one fails that host only.
+            let dir = tree.join(&host).join(module);
             let path = dir.join(method);
-            common::private::write(&path, format!("{}\n", text.trim_end()).as_bytes(), true)
-                .map_err(|source| InventoryError::File { path, source })?;
-            done.written += 1;
+            let written = private(&tree.join(&host))
+                .and_then(|()| private(&dir))
+                .and_then(|()| {
+                    common::private::write(&path, format!("{}\n", text.trim_end()).as_bytes(), true).map_err(
+                        |source| InventoryError::File {
+                            path: path.clone(),
+                            source,
+                        },
+                    )
+                });
+            match written {
+                Ok(()) => done.written += 1,
+                Err(e) => {
+                    crate::errln!("{host}: {e}: its last inventory is kept");
+                    done.failures += 1;
+                }
+            }
         }
     }
     if !cli.no_git {
-        done.commit = git_commit(&tree, done.hosts)?;
+        let hosts: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+        done.commit = git_commit(&tree, &hosts)?;
     }
     Ok(done)
 }
@@ -286,23 +331,35 @@ fn git_init(tree: &Path) -> Result<(), InventoryError> {
     git(tree, &["init", "-q"]).map(|_| ())
 }
 
-/// Commits what changed; the commit's short id (none when nothing did).
-fn git_commit(tree: &Path, hosts: usize) -> Result<Option<String>, InventoryError> {
-    git(tree, &["add", "-A"])?;
-    let changed = git(tree, &["status", "--porcelain"])?;
+/// Commits what changed below the hosts' directories (nothing else in the
+/// tree: a tree of the user's own keeps its other files out of our
+/// commits); the commit's short id (none when nothing did).
+fn git_commit(tree: &Path, hosts: &[String]) -> Result<Option<String>, InventoryError> {
+    let present: Vec<&str> = hosts
+        .iter()
+        .filter(|h| std::fs::symlink_metadata(tree.join(h.as_str())).is_ok_and(|m| m.is_dir()))
+        .map(String::as_str)
+        .collect();
+    if present.is_empty() {
+        return Ok(None);
+    }
+    let with_paths = |args: &[&str]| -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string())
+            .chain(std::iter::once("--".to_string()))
+            .chain(present.iter().map(|h| h.to_string()))
+            .collect()
+    };
+    let run = |args: Vec<String>| git(tree, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    run(with_paths(&["add", "-A"]))?;
+    let changed = run(with_paths(&["status", "--porcelain"]))?;
     if changed.stdout.is_empty() {
         return Ok(None);
     }
+    let hosts = present.len();
     let when = crate::when::show(crate::store::now());
-    git(
-        tree,
-        &[
-            "commit",
-            "-q",
-            "-m",
-            &format!("func-inventory: {hosts} host(s), {when}"),
-        ],
-    )?;
+    let message = format!("func-inventory: {hosts} host(s), {when}");
+    run(with_paths(&["commit", "-q", "-m", &message]))?;
     let head = git(tree, &["rev-parse", "--short", "HEAD"])?;
     Ok(Some(String::from_utf8_lossy(&head.stdout).trim().to_string()))
 }

@@ -16,9 +16,15 @@ from funcfixture import Fleet, binary
 from test_api import Api
 
 
-def facts_d(role, extra=None):
-    """A prepare(root) that writes etc/func/facts.d/role.json (and more)."""
+def facts_d(role, extra=None, acl=None):
+    """A prepare(root) that writes etc/func/facts.d/role.json (and more),
+    and an ACL file when given."""
     def prepare(root):
+        if acl:
+            d = os.path.join(root, "etc/func/minion-acl.d")
+            os.makedirs(d, mode=0o755, exist_ok=True)
+            with open(os.path.join(d, "peer.acl"), "w") as f:
+                f.write(acl)
         d = os.path.join(root, "etc/func/facts.d")
         os.makedirs(d, mode=0o700, exist_ok=True)
         for path in (os.path.join(root, "etc/func"), os.path.join(root, "etc")):
@@ -42,7 +48,8 @@ def setUpModule():
         "broken.json": ("{not json", 0o644),
         "dup.json": (json.dumps({"tier": 3}), 0o644),
     }
-    _, PORTS["m1"] = FLEET.start_minion("m1", prepare=facts_d("web", extra))
+    # m2's own certificate may call test.ping on m1, nothing else.
+    _, PORTS["m1"] = FLEET.start_minion("m1", prepare=facts_d("web", extra, acl="m2-* = test.ping\n"))
     _, PORTS["m2"] = FLEET.start_minion("m2", prepare=facts_d("db"))
     try:
         API = Api(FLEET)
@@ -143,6 +150,25 @@ class FuncWireTest(unittest.TestCase):
         self.assertTrue(runlevel == "unknown" or runlevel in range(0, 7), runlevel)
         neg = {"__fact__": ["NOT", ["OR", [["role", "db"], ["role", "mail"]]]]}
         self.assertEqual(self.call("test.ping", neg)[1], 1)
+
+    def test_a_caller_that_may_not_read_facts_may_not_send_a_query(self):
+        # Found by an attack review: the verdict names the facts it read,
+        # with their values, so it takes fact.items.
+        pki = os.path.join(FLEET.dir, "m2", "etc/pki/certmaster")
+        ctx = FLEET.context(os.path.join(pki, "m2.cert"), os.path.join(pki, "m2.pem"))
+        ctx.check_hostname = False
+        with FLEET.proxy(PORTS["m1"], ctx) as peer:
+            self.assertEqual(peer.test.ping(), 1, "test.ping itself is allowed")
+            answer = peer.test.ping({"__fact__": ["OR", [["role", "x"], ["tier", "x"]]]})
+        self.assertEqual(answer[0], "REMOTE_ERROR", answer)
+        self.assertIn("may not send a fact query", answer[2])
+        self.assertNotIn("web", json.dumps(answer))
+
+    def test_empty_and_huge_queries_are_refused(self):
+        self.assertEqual(self.call("test.ping", {"__fact__": ["AND", []]})[0], "REMOTE_ERROR")
+        many = ["AND", [["AND", [["role", "web"]]] for _ in range(300)]]
+        self.assertIn("more than 256", self.call("test.ping", {"__fact__": many})[2])
+        self.assertIn("keyword", self.call("test.ping", {"__fact__": ["AND", [["role__", "web"]]]})[2])
 
     def test_a_bad_query_is_an_error_and_runs_nothing(self):
         marker = os.path.join(FLEET.dir, "ran")
@@ -312,8 +338,18 @@ class ZKeptFactsTest(unittest.TestCase):
         self.assertEqual([m["name"] for m in doc["minions"]], ["m2"])
         status, doc, _ = API.request("GET", "/api/v1/minions?grain=role%3Anone", TOKEN)
         self.assertEqual(status, 404, doc)
-        # A limited token reads facts only where it may call fact.items.
+        # A limited token reads facts only where it may call fact.items,
+        # and may filter by them only there (else a filter would read them
+        # a yes/no at a time).
         few = API.token("few-facts", "--allow", "m1=test.*")
+        status, doc, _ = API.request("GET", "/api/v1/minions?spec=m1&filter=role%3Dweb", few)
+        self.assertEqual(status, 403, doc)
+        status, doc, _ = API.request("POST", "/api/v1/calls", few,
+                                     {"spec": "m1", "module": "test", "method": "ping", "filter": "role=web"})
+        self.assertEqual(status, 403, doc)
+        reader = API.token("reader-facts", "--allow", "m1=test.*,fact.items")
+        status, doc, _ = API.request("GET", "/api/v1/minions?spec=m1&filter=role%3Dweb", reader)
+        self.assertEqual((status, [m["name"] for m in doc["minions"]]), (200, ["m1"]), doc)
         self.assertEqual(API.request("GET", "/api/v1/minions/m1/facts", few)[0], 403)
         self.assertEqual(API.request("GET", "/api/v1/minions/nosuch/facts", few)[0], 403)
         self.assertEqual(API.request("GET", "/api/v1/minions/nosuch/facts", TOKEN)[0], 404)

@@ -84,6 +84,25 @@ class InventoryTest(unittest.TestCase):
             self.assertEqual(f.read(), before)
         self.assertTrue(os.path.exists(os.path.join(self.tree, "m2", "fact", "items")))
 
+    def test_a_tree_of_ones_own_keeps_its_files_and_mode_and_a_link_fails_one_host(self):
+        # Found by an attack review: an existing directory was made 0700 and
+        # everything in it was committed.
+        tree = os.path.join(self.fleet.dir, "own")
+        os.makedirs(tree)
+        os.chmod(tree, 0o755)
+        subprocess.run(["git", "-C", tree, "init", "-q"], check=True)
+        with open(os.path.join(tree, "notes.txt"), "w") as f:
+            f.write("wip\n")
+        os.symlink("/tmp", os.path.join(tree, "m2"))  # planted where m2's files go
+        out = self.inventory("-t", tree, "-M", "fact", "-m", "items", "-s", "m[12]")
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("m2:", out.stderr)
+        self.assertEqual(stat.S_IMODE(os.stat(tree).st_mode), 0o755)
+        files = subprocess.run(["git", "-C", tree, "show", "--name-only", "--format=", "HEAD"],
+                               capture_output=True, text=True, check=True).stdout.split()
+        self.assertEqual(files, ["m1/fact/items"], "only the hosts' files are committed")
+        self.assertTrue(os.path.islink(os.path.join(tree, "m2")), "the link was neither followed nor replaced")
+
     def test_the_default_is_every_info_method_and_the_formats(self):
         tree = os.path.join(self.fleet.dir, "json-tree")
         out = self.inventory("-t", tree, "-s", "m1", "--json", "--no-git")

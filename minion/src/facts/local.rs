@@ -44,8 +44,24 @@ pub struct Gathered {
     pub broken: BTreeMap<String, String>,
 }
 
+/// Which local facts to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// JSON files and executables.
+    All,
+    /// JSON files only (cheap: a filter's first look).
+    Json,
+    /// Executables only.
+    Executables,
+}
+
 /// Reads every local fact below `dir`.
 pub fn gather(dir: &Path) -> Gathered {
+    gather_some(dir, Which::All)
+}
+
+/// Reads the local facts of kind `which` below `dir`.
+pub fn gather_some(dir: &Path, which: Which) -> Gathered {
     let mut out = Gathered::default();
     match trust::dir_refusal(dir) {
         Ok(false) => return out,
@@ -70,6 +86,10 @@ pub fn gather(dir: &Path) -> Gathered {
         if i >= MAX_FILES {
             out.broken
                 .insert(file, format!("more than {MAX_FILES} files in facts.d: not read"));
+            continue;
+        }
+        let json = file.ends_with(".json");
+        if (json && which == Which::Executables) || (!json && which == Which::Json) {
             continue;
         }
         match read_one(&dir.join(&file), &file) {

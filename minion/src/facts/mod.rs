@@ -62,8 +62,13 @@ impl Facts {
 
     /// The facts of `root`'s `facts.d` only.
     pub fn local(root: &Root) -> Self {
+        Self::local_of(root, local::Which::All)
+    }
+
+    /// The facts of `root`'s `facts.d` of one kind.
+    pub fn local_of(root: &Root, which: local::Which) -> Self {
         let mut methods = Vec::new();
-        let local = local::gather(&root.facts_dir());
+        let local = local::gather_some(&root.facts_dir(), which);
         for file in local.files {
             for (key, value) in file.values {
                 methods.push(Method {
@@ -130,18 +135,28 @@ fn builtin_method(f: &builtin::Builtin, value: Value) -> Method {
 }
 
 /// Judges Func's serialized query reading only the facts it names (a
-/// filter is judged on every call that carries one): the local facts
-/// first (they override a built-in of the same tag), then the built-in
-/// one asked for.
+/// filter is judged on every call that carries one): local JSON facts
+/// first (they override a built-in of the same tag), then the built-in one
+/// asked for; local executables run only for a fact neither of those has
+/// (a slow one must not hold every filtered call), at most once a query.
 pub fn judge_lazily(root: &Root, wire: &Value) -> Result<(bool, BTreeMap<String, Value>), QueryError> {
     let query = Query::parse(wire)?;
-    let local = Facts::local(root);
-    query::judge(&query, &|name| match local.get(name) {
-        Some(m) => Some(m.value.clone()),
-        None => builtin::FACTS
+    let json = Facts::local_of(root, local::Which::Json);
+    let executables: std::cell::OnceCell<Facts> = std::cell::OnceCell::new();
+    query::judge(&query, &|name| {
+        if let Some(m) = json.get(name) {
+            return Some(m.value.clone());
+        }
+        let built_in = builtin::FACTS
             .iter()
-            .find(|f| f.tag == name || (name.split_once('.') == Some((f.module, f.method))))
-            .map(|f| (f.read)()),
+            .find(|f| f.tag == name || (name.split_once('.') == Some((f.module, f.method))));
+        if let Some(f) = built_in {
+            return Some((f.read)());
+        }
+        executables
+            .get_or_init(|| Facts::local_of(root, local::Which::Executables))
+            .get(name)
+            .map(|m| m.value.clone())
     })
 }
 
@@ -188,5 +203,56 @@ pub fn filtered(root: &Root, wire: &Value) -> Filtered {
             }
         }
         Err(e) => Filtered::Answer(remote_error(e.class(), &e.to_string(), "")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn text(t: &str) -> Value {
+        Value::String(t.into())
+    }
+
+    #[test]
+    fn a_filter_runs_local_executables_only_for_facts_nothing_else_has() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let root = Root::new(dir.path());
+        let facts_d = root.facts_dir();
+        std::fs::create_dir_all(&facts_d).unwrap();
+        for d in [
+            dir.path().join("etc"),
+            dir.path().join("etc/func"),
+            facts_d.clone(),
+        ] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let marker = dir.path().join("ran");
+        let exe = facts_d.join("rack");
+        std::fs::write(
+            &exe,
+            format!(
+                "#!/bin/sh\ntouch {}\necho '{{\"rack\": \"r7\"}}'\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(facts_d.join("role.json"), r#"{"role": "web"}"#).unwrap();
+        let query = |key: &str, v: &str| {
+            Value::Array(vec![
+                text("AND"),
+                Value::Array(vec![Value::Array(vec![text(key), text(v)])]),
+            ])
+        };
+        // A built-in fact and a JSON one: the executable is not run.
+        assert!(judge_lazily(&root, &query("num_cpus__gte", "1")).unwrap().0);
+        assert!(judge_lazily(&root, &query("role", "web")).unwrap().0);
+        assert!(!marker.exists(), "the executable ran for facts others have");
+        // A fact only the executable has: it runs.
+        assert!(judge_lazily(&root, &query("rack", "r7")).unwrap().0);
+        assert!(marker.exists());
     }
 }

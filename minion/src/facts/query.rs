@@ -63,6 +63,9 @@ fn eval(
     match query {
         Query::Leaf { key, value } => {
             let (name, keyword) = key.split_once("__").unwrap_or((key, ""));
+            if key.ends_with("__") {
+                return Err(QueryError::UnknownKeyword(String::new()));
+            }
             let fact = facts(name).ok_or_else(|| QueryError::UnknownFact(name.to_string()))?;
             seen.insert(name.to_string(), fact.clone());
             matches(name, keyword, value, &fact)

@@ -137,7 +137,7 @@ async fn judge(
     filter: &gate::filter::Filter,
 ) -> Result<(Vec<Target>, BTreeMap<String, common::Value>), ApiError> {
     let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
-    let judged = super::judge::judge(api, targets, filter, limit, &caller.user()).await?;
+    let judged = super::judge::judge(api, &caller.rights, targets, filter, limit, &caller.user()).await?;
     if judged.chosen.is_empty() && judged.unjudged.is_empty() {
         let none = crate::targets::TargetError::NoMatch(format!("{} with {}", call.spec, filter.describe()));
         return Err(ApiError::from(GateError::Targets(none)));

@@ -13,14 +13,28 @@ use crate::facts::Judged;
 use crate::gate::filter::Filter;
 use crate::targets::Target;
 
-/// Where `filter` leaves `targets` (each asked within `limit`, for `user`).
+/// Where `filter` leaves `targets` (each asked within `limit`, for
+/// `user`). A verdict tells about a host's facts, so a limited caller must
+/// be allowed `fact.items` on every host it has judged: else a filter would
+/// read, a bit at a time, facts it may not read.
 pub async fn judge(
     api: &Arc<Api>,
+    rights: &crate::gate::rights::Rights,
     targets: Vec<Target>,
     filter: &Filter,
     limit: Duration,
     user: &str,
 ) -> Result<Judged, ApiError> {
+    if !rights.admin {
+        let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+        let groups = crate::groups::Groups::load(&api.root.groups_file());
+        if !rights.allows_all(&names, "fact.items", &groups) {
+            return Err(ApiError::from(crate::gate::GateError::Forbidden(
+                "this token may not read the facts (fact.items) of every host the SPEC names, so it may not filter by them"
+                    .into(),
+            )));
+        }
+    }
     let arg = [crate::facts::query_arg(filter)];
     let answers = api
         .pool

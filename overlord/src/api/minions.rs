@@ -91,7 +91,7 @@ pub async fn list(
     };
     let root = api.root.clone();
     let spec2 = spec.clone();
-    let user = caller.user();
+    let (user, rights) = (caller.user(), caller.rights.clone());
     let targets = tokio::task::spawn_blocking(move || {
         let found = crate::targets::resolve(&root, &spec2, None);
         let allowed = (!caller.rights.admin).then(|| caller.rights.hosts_for(&root, None));
@@ -110,7 +110,7 @@ pub async fn list(
     let mut not_judged = BTreeMap::new();
     if let (Some(filter), false) = (filter, targets.is_empty()) {
         let limit = Duration::from_secs_f64(api.dispatch.timeout_secs);
-        let judged = super::judge::judge(&api, targets, &filter, limit, &user).await?;
+        let judged = super::judge::judge(&api, &rights, targets, &filter, limit, &user).await?;
         targets = judged.chosen;
         not_judged = judged
             .unjudged
