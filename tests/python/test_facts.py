@@ -291,6 +291,30 @@ class PythonApiTest(unittest.TestCase):
         self.assertEqual(self.ov().job_status(job), (1, {"m2": 4}))
 
 
+class OverlordQueryTest(unittest.TestCase):
+    """Func's test_facts_overlord.py TestOverlordQueryProxy, in Python 3: Q
+    trees serialize as Func's overlord sent them, and set_complexq sends
+    one (sync and async)."""
+
+    def test_serialize_and_chain_send(self):
+        from func.minion.facts.query_utils import Q
+        from func.overlord.client import Overlord
+        os.environ["FUNC_BINARY"] = binary("func")
+        query = Q(a=True, b=True) | Q(c=True, b=False)
+        self.assertEqual(query.wire(), ["OR", [["AND", [["a", True], ["b", True]]],
+                                              ["AND", [["b", False], ["c", True]]]]])
+        negated = (~Q(a=True, b=True) | Q(c=True, b=False)) & Q(e=True, f=False)
+        self.assertEqual(negated.wire()[0], "AND")
+        self.assertEqual(negated.wire()[1][0][1][0][0], "NOT")
+        ov = Overlord("*", root=FLEET.ca_root)
+        chain = Q(tier__lt=6, tier__gt=1)
+        self.assertEqual(ov.set_complexq(chain).test.ping(), {"m1": 1, "m2": 1})
+        self.assertEqual(ov.set_complexq(chain & ~Q(role="web")).test.ping(), {"m2": 1})
+        self.assertEqual(ov.filter(role="web").set_complexq(Q(role="db"), "OR").test.ping(), {"m1": 1, "m2": 1})
+        job = Overlord("*", root=FLEET.ca_root, async_mode=True).set_complexq(Q(role="db")).test.add(1, 1)
+        self.assertEqual(Overlord("*", root=FLEET.ca_root).local.utils.async_poll(job), {"m2": 2})
+
+
 class FuncFactModuleTest(unittest.TestCase):
     """Func's test_facts_overlord.py TestFactModule, in Python 3 against a
     real minion: every fact of m1 with every keyword its type takes, sent

@@ -29,6 +29,7 @@ import xmlrpc.client
 
 from func import jobthing
 from func.CommonErrors import Func_Client_Exception
+from func.minion.facts.query_utils import Q
 
 __all__ = ["Overlord", "Client", "FuncError", "Minions", "is_minion", "Func_Client_Exception"]
 
@@ -75,7 +76,7 @@ class _Module:
 
 # What an Overlord answers itself (the rest are module names).
 _API = ("run", "job_status", "list_minions", "check_status", "open_job_ids", "filter", "filter_or",
-        "and_and", "and_or", "or_or", "or_and", "exclude", "local", "cli_return", "setup_ssl")
+        "and_and", "and_or", "or_or", "or_and", "exclude", "set_complexq", "local", "cli_return", "setup_ssl")
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -104,32 +105,6 @@ def _json_arg(value):
     return value
 
 
-class _Q(object):
-    """Func's fact query: a connector (AND, OR) over (key, value) pairs and
-    other queries, maybe negated; `wire()` is Func's serialized form, the
-    `{"__fact__": ...}` its overlord sent and funcd judges."""
-
-    def __init__(self, connector="AND", children=(), negated=False):
-        self.connector, self.children, self.negated = connector, list(children), negated
-
-    @classmethod
-    def of(cls, connector, kwargs):
-        # Django's Q(**kwargs): the pairs in key order.
-        return cls(connector, sorted(kwargs.items()))
-
-    def combine(self, other, connector):
-        if not self.children:
-            return other
-        return _Q(connector, [self, other])
-
-    def wire(self):
-        items = []
-        for c in self.children:
-            items.append(c.wire() if isinstance(c, _Q) else [c[0], c[1]])
-        node = [self.connector, items]
-        return ["NOT", node] if self.negated else node
-
-
 class Overlord(object):
     """Calls minions matching `server_spec` (a glob, `a;b`, `@group`)."""
 
@@ -150,7 +125,7 @@ class Overlord(object):
         # Func's other keywords (delegate, mapfile, ...) are accepted and unused.
         self.extra = kwargs
         # Targeting by facts (filter, filter_or, ...): judged by the minions.
-        self.fact_query = _Q()
+        self.fact_query = Q()
         self.local = _Local(self)
         # As Func's client: a SPEC that names no minion is refused now.
         if not self.list_minions():
@@ -162,9 +137,22 @@ class Overlord(object):
         if not kwargs:
             raise TypeError("a filter needs at least one fact=value (os=\"Debian\", runlevel__gt=2)")
         clone = copy.copy(self)
-        q = _Q.of(inside, kwargs)
-        q.negated = negated
-        clone.fact_query = self.fact_query.combine(q, outside)
+        q = Q(**kwargs)
+        q.connector, q.negated = inside, negated
+        clone.fact_query = self.fact_query._combine(q, outside)
+        return clone
+
+    def set_complexq(self, q_object, connector=None):
+        """Func's: a new Overlord whose fact query is `q_object` (a
+        func.minion.facts.query_utils.Q), or the query so far joined to it
+        with `connector` ("AND" or "OR")."""
+        if not isinstance(q_object, Q):
+            raise TypeError("set_complexq takes a func.minion.facts.query_utils.Q")
+        clone = copy.copy(self)
+        if not connector or not self.fact_query:
+            clone.fact_query = copy.deepcopy(q_object)
+        else:
+            clone.fact_query = self.fact_query._combine(q_object, connector)
         return clone
 
     def filter(self, **kwargs):
@@ -193,7 +181,7 @@ class Overlord(object):
         return self._filtered("AND", "AND", kwargs, negated=True)
 
     def _fact_words(self):
-        if not self.fact_query.children:
+        if not self.fact_query:
             return []
         return ["--fact-query", json.dumps(self.fact_query.wire())]
 
@@ -382,7 +370,7 @@ class Minions(object):
     def get_all_hosts(self):
         ov = Overlord.__new__(Overlord)
         ov.server_spec, ov.root, ov.timeout, ov.exclude_spec = self.spec, self.root, None, self.exclude_spec
-        ov.fact_query = _Q()
+        ov.fact_query = Q()
         self.all_hosts = ov.list_minions()
         return self.all_hosts
 
