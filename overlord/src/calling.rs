@@ -67,7 +67,5 @@ pub fn dispatch_to(
 
 /// A call action for `method` with `params`.
 pub fn call_action(method: &str, params: Vec<Value>) -> Result<Action, PlanError> {
-    let call_xml = common::xmlrpc::encode_call(method, params, common::xmlrpc::DEFAULT_MAX_DEPTH)
-        .map_err(|e| PlanError::Usage(format!("cannot encode the call: {e}")))?;
-    Ok(Action::Call { call_xml })
+    Action::call(method, params).map_err(|e| PlanError::Usage(format!("cannot encode the call: {e}")))
 }

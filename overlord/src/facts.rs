@@ -80,9 +80,11 @@ pub fn sort(targets: Vec<Target>, mut answers: BTreeMap<String, Value>) -> Judge
 
 /// Keeps the facts each host looked at in the store (merged into its last
 /// facts, with the time): the listings, the API and the web UI show them.
-pub fn keep(store: &dyn crate::store::JobStore, judged: &Judged) -> Result<(), crate::store::StoreError> {
-    let maps: Vec<(&str, serde_json::Map<String, serde_json::Value>)> = judged
-        .seen
+pub fn keep(
+    store: &dyn crate::store::JobStore,
+    seen: &BTreeMap<String, Value>,
+) -> Result<(), crate::store::StoreError> {
+    let maps: Vec<(&str, serde_json::Map<String, serde_json::Value>)> = seen
         .iter()
         .filter_map(|(host, facts)| match crate::values::to_json(facts) {
             serde_json::Value::Object(m) => Some((host.as_str(), m)),

@@ -63,6 +63,14 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// One call of `method(params)`, encoded once for every host.
+    pub fn call(method: &str, params: Vec<Value>) -> Result<Self, common::xmlrpc::EncodeError> {
+        let call_xml = common::xmlrpc::encode_call(method, params, common::xmlrpc::DEFAULT_MAX_DEPTH)?;
+        Ok(Action::Call { call_xml })
+    }
+}
+
 /// One host's outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {

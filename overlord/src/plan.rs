@@ -172,19 +172,14 @@ impl Plan {
     ) -> Result<Vec<String>, PlanError> {
         let targets: Vec<Target> = found.iter().map(|n| Target::enrolled(&self.root, n)).collect();
         // Every host judges it, through the workers as any call goes.
-        let call_xml = common::xmlrpc::encode_call(
-            crate::facts::JUDGE_METHOD,
-            vec![crate::facts::query_arg(filter)],
-            common::xmlrpc::DEFAULT_MAX_DEPTH,
-        )
-        .map_err(|e| PlanError::Usage(format!("cannot encode the filter: {e}")))?;
-        let ask = crate::job::Action::Call { call_xml };
+        let ask = crate::job::Action::call(crate::facts::JUDGE_METHOD, vec![crate::facts::query_arg(filter)])
+            .map_err(|e| PlanError::Usage(format!("cannot encode the filter: {e}")))?;
         self.check_credentials()?;
         let answers =
             crate::dispatch::call_workers(&self.credentials(), &targets, &ask, &self.dispatch, |_, _| {})?;
         let judged = crate::facts::sort(targets, answers);
         // The facts seen are kept; a store that cannot take them is said, not fatal.
-        if let Err(e) = crate::facts::keep(&self.store(), &judged) {
+        if let Err(e) = crate::facts::keep(&self.store(), &judged.seen) {
             crate::errln!("func: the facts seen were not kept: {e}");
         }
         for (host, error) in &judged.unjudged {

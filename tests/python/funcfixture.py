@@ -20,6 +20,16 @@ def binary(name):
     return path
 
 
+def install_dropin(root, name, text):
+    """A drop-in module `name` (an executable with `text`) below a minion's root."""
+    modules = os.path.join(root, "etc/func/modules.d")
+    os.makedirs(modules, mode=0o755, exist_ok=True)
+    path = os.path.join(modules, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+
+
 class Fleet:
     """A CA below <tmp>/certmaster and minions below <tmp>/<name>."""
 

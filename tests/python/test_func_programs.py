@@ -13,7 +13,7 @@ import sys
 import textwrap
 import unittest
 
-from funcfixture import Fleet, binary
+from funcfixture import Fleet, binary, install_dropin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -27,12 +27,7 @@ esac
 
 
 def smart_module(root):
-    modules = os.path.join(root, "etc/func/modules.d")
-    os.makedirs(modules, mode=0o755, exist_ok=True)
-    path = os.path.join(modules, "smart")
-    with open(path, "w") as f:
-        f.write(SMART_MODULE)
-    os.chmod(path, 0o755)
+    install_dropin(root, "smart", SMART_MODULE)
 
 
 def setUpModule():

@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from funcfixture import Fleet, binary
+from funcfixture import Fleet, binary, install_dropin
 
 from func.overlord.client import Client, FuncError, Overlord
 import func.jobthing as jobthing
@@ -31,12 +31,7 @@ esac
 
 def install_typed_module(root):
     """A drop-in on m1 answering base64 and dateTime values."""
-    modules = os.path.join(root, "etc/func/modules.d")
-    os.makedirs(modules, mode=0o755, exist_ok=True)
-    path = os.path.join(modules, "typed")
-    with open(path, "w") as f:
-        f.write(TYPED_MODULE)
-    os.chmod(path, 0o755)
+    install_dropin(root, "typed", TYPED_MODULE)
 
 
 def setUpModule():

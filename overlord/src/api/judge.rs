@@ -49,10 +49,7 @@ pub async fn judge(
         .await;
     let judged = crate::facts::sort(targets, answers);
     let api2 = Arc::clone(api);
-    let seen = Judged {
-        seen: judged.seen.clone(),
-        ..Judged::default()
-    };
+    let seen = judged.seen.clone();
     // Kept where the store is written from: a blocking thread.
     tokio::task::spawn_blocking(move || crate::facts::keep(&api2.store, &seen))
         .await
