@@ -4,3 +4,4 @@
 
 pub mod fixture;
 pub mod store_conformance;
+pub mod swarm;
