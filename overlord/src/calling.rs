@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use common::Value;
 
-use crate::dispatch;
 use crate::job::Action;
 use crate::plan::{Plan, PlanError};
 
@@ -56,8 +55,10 @@ pub fn dispatch_to(
 ) -> Result<BTreeMap<String, Value>, PlanError> {
     plan.check_credentials()?;
     plan.detail(targets);
-    Ok(dispatch::call_workers(
-        &plan.credentials(),
+    Ok(crate::relay::routed::call(
+        &plan.root,
+        plan.routes.as_ref(),
+        &plan.spec,
         targets,
         action,
         &plan.dispatch,

@@ -56,6 +56,12 @@ pub struct GlobalArgs {
     /// Func's serialized fact query as JSON ('["OR", [["role", "web"], ["role", "db"]]]'), as the Python API's filters send it
     #[arg(long, global = true, value_name = "JSON")]
     pub fact_query: Option<String>,
+    /// Call the minions the delegation map (func-build-map) puts behind a relay through it
+    #[arg(long, global = true)]
+    pub delegate: bool,
+    /// The delegation map to use instead of var/lib/func/map (with --delegate)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub mapfile: Option<PathBuf>,
 }
 
 impl GlobalArgs {
@@ -73,6 +79,8 @@ impl GlobalArgs {
         self.filteror = later.filteror.or(self.filteror);
         self.grain = later.grain.or(self.grain);
         self.fact_query = later.fact_query.or(self.fact_query);
+        self.delegate |= later.delegate;
+        self.mapfile = later.mapfile.or(self.mapfile);
         self
     }
 }

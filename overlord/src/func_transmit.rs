@@ -45,6 +45,8 @@ const KEYS: &[&str] = &[
     "filter",
     "filteror",
     "grain",
+    "delegate",
+    "mapfile",
 ];
 
 #[derive(Parser, Debug)]
@@ -78,8 +80,9 @@ enum Request {
     JobStatus {
         id: String,
     },
-    /// A call, checked by the gate.
-    Call(crate::gate::Call),
+    /// A call, checked by the gate, and the delegation map to use
+    /// (`mapfile`, with `delegate`).
+    Call(crate::gate::Call, Option<String>),
 }
 
 /// Why a request was refused.
@@ -237,6 +240,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         _ => {}
     }
     let module = text("module")?.ok_or_else(|| Bad(format!("a call of {method:?} needs \"module\"")))?;
+    let mapfile = text("mapfile")?;
     let args = match obj.get("parameters") {
         None | Some(J::Null) => Vec::new(),
         Some(J::Array(list)) => list.clone(),
@@ -279,8 +283,18 @@ fn check(doc: &J) -> Result<Request, Bad> {
         filteror: text("filteror")?,
         grain: text("grain")?,
         fact_query: None,
+        delegate: match obj.get("delegate") {
+            None | Some(J::Null) => false,
+            Some(J::Bool(b)) => *b,
+            Some(other) => {
+                return Err(Bad(format!(
+                    "\"delegate\" must be true or false, not {}",
+                    kind(other)
+                )))
+            }
+        },
     })
-    .map(Request::Call)
+    .map(|call| Request::Call(call, mapfile))
     .map_err(|e| Bad(e.to_string()))
 }
 
@@ -339,9 +353,12 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
                 .collect();
             (json!([status.code, results]), crate::status::exit_code(&status))
         }
-        Request::Call(call) => {
+        Request::Call(call, mapfile) => {
             let mut plan = Plan::for_program(root, &call.spec, call.forks, call.timeout)?;
             plan.filter = call.filter.as_deref().cloned();
+            if call.delegate || mapfile.is_some() {
+                plan.delegate_with(mapfile.as_deref().map(std::path::Path::new))?;
+            }
             let function = call.function();
             if call.run != crate::gate::Run::Now {
                 let hosts = plan.target_names()?;
@@ -415,7 +432,7 @@ mod tests {
             req(r#"{"method": "job_status", "parameters": "x-1.5", "clients": "*"}"#).unwrap(),
             Request::JobStatus { id: "x-1.5".into() }
         );
-        let Request::Call(call) =
+        let Request::Call(call, _) =
             req(r#"{"clients": "m1;*", "module": "command", "method": "run", "parameters": "/bin/echo hi"}"#)
                 .unwrap()
         else {
@@ -436,17 +453,21 @@ mod tests {
         .unwrap();
         assert_eq!(
             yaml,
-            Request::Call(crate::gate::Call {
-                spec: "*".into(),
-                exclude: None,
-                module: "test".into(),
-                method: "add".into(),
-                args: crate::gate::Args::Typed(vec![json!(1), json!(2)]),
-                run: crate::gate::Run::Async,
-                forks: Some(4),
-                timeout: None,
-                filter: None,
-            })
+            Request::Call(
+                crate::gate::Call {
+                    spec: "*".into(),
+                    exclude: None,
+                    module: "test".into(),
+                    method: "add".into(),
+                    args: crate::gate::Args::Typed(vec![json!(1), json!(2)]),
+                    run: crate::gate::Run::Async,
+                    forks: Some(4),
+                    timeout: None,
+                    filter: None,
+                    delegate: false,
+                },
+                None
+            )
         );
     }
 

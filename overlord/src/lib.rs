@@ -31,6 +31,7 @@
 pub mod api;
 pub mod audit;
 pub mod batch;
+pub mod build_map;
 pub mod caller;
 pub mod calling;
 pub mod cli;
@@ -52,6 +53,7 @@ pub mod output;
 pub mod parse;
 pub mod plan;
 pub mod pool;
+pub mod relay;
 pub mod report;
 pub mod revocation;
 pub mod seal;

@@ -161,6 +161,8 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
             global.grain.as_deref(),
             crate::gate::filter::query_text(global.fact_query.as_deref())?.as_ref(),
         )?,
+        delegate: global.delegate || global.mapfile.is_some(),
+        mapfile: global.mapfile,
     };
     let command = match parsed {
         Parsed::Spec(c) => Command::from_spec(c, &spec, &mut globals)?,
@@ -182,6 +184,8 @@ fn transmitted_call(root: Option<String>, call: crate::gate::Call) -> Result<(Pl
         verbose: 0,
         quiet: false,
         filter: call.filter.as_deref().cloned(),
+        delegate: call.delegate,
+        mapfile: None,
     };
     let spec = call.spec.clone();
     let nopoll = matches!(
@@ -201,7 +205,14 @@ fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan,
     crate::conf::OverlordConf::of(&globals.root)?;
     command.resolve_last(&store(&globals.root))?;
     let dispatch = Dispatch::for_root(&globals.root, globals.forks, globals.timeout)?;
+    let routes = match globals.delegate {
+        true => crate::relay::Routes::load(&globals.root, globals.mapfile.as_deref())
+            .map_err(|e| PlanError::Config(e.to_string()))?,
+        false => None,
+    };
     let plan = Plan {
+        routes,
+        delegate: globals.delegate,
         dispatch,
         timeout: globals.timeout,
         missing: Default::default(),

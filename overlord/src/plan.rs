@@ -75,6 +75,10 @@ pub struct Globals {
     pub quiet: bool,
     /// `--filter`, `--filteror`, `-G`: targeting by facts.
     pub filter: Option<crate::gate::filter::Filter>,
+    /// `--delegate`: through relays where the map says (DESIGN §17).
+    pub delegate: bool,
+    /// `--mapfile`: the map to use instead of `var/lib/func/map`.
+    pub mapfile: Option<std::path::PathBuf>,
 }
 
 impl Dispatch {
@@ -117,6 +121,10 @@ pub struct Plan {
     /// Hosts that could not judge the filter, with the error that is their
     /// result (noted by [`Plan::targets`]: never called, exit status 1).
     pub unjudged: std::cell::RefCell<BTreeMap<String, common::Value>>,
+    /// `--delegate`: calls go through relays where the map says.
+    pub delegate: bool,
+    /// The delegation routes (`--delegate` with a map); `None`: all direct.
+    pub routes: Option<crate::relay::Routes>,
 }
 
 impl Plan {
@@ -137,7 +145,7 @@ impl Plan {
         let certs = self.root.signed_certs_dir();
         // With a shared store the minions may all come from it.
         let shared = crate::settings::store_url(&self.root).is_some();
-        if let (Err(e), false) = (std::fs::metadata(&certs), shared) {
+        if let (Err(e), false) = (std::fs::metadata(&certs), shared || self.routes.is_some()) {
             let why = match e.kind() {
                 std::io::ErrorKind::NotFound => "does not exist".to_string(),
                 _ => e.to_string(),
@@ -148,7 +156,9 @@ impl Plan {
                 certs.display()
             )));
         }
-        let (found, missing) = targets::resolve_names(&self.root, &self.spec, self.exclude.as_deref())?;
+        let extra = self.routes.as_ref().map_or(&[][..], |r| r.minions());
+        let (found, missing) =
+            targets::resolve_names_with(&self.root, &self.spec, self.exclude.as_deref(), extra)?;
         for name in &missing {
             crate::errln!(
                 "func: no minion named {name:?}{} (`func '*' list_minions` lists them); the others still run",
@@ -175,8 +185,15 @@ impl Plan {
         let ask = crate::job::Action::call(crate::facts::JUDGE_METHOD, vec![crate::facts::query_arg(filter)])
             .map_err(|e| PlanError::Usage(format!("cannot encode the filter: {e}")))?;
         self.check_credentials()?;
-        let answers =
-            crate::dispatch::call_workers(&self.credentials(), &targets, &ask, &self.dispatch, |_, _| {})?;
+        let answers = crate::relay::routed::call(
+            &self.root,
+            self.routes.as_ref(),
+            &self.spec,
+            &targets,
+            &ask,
+            &self.dispatch,
+            |_, _| {},
+        )?;
         let judged = crate::facts::sort(targets, answers);
         // The facts seen are kept; a store that cannot take them is said, not fatal.
         if let Err(e) = crate::facts::keep(&self.store(), &judged.seen) {
@@ -216,6 +233,8 @@ impl Plan {
         timeout: Option<f64>,
     ) -> Result<Self, PlanError> {
         Ok(Plan {
+            routes: None,
+            delegate: false,
             dispatch: Dispatch::for_root(&root, forks, timeout)?,
             timeout,
             missing: Default::default(),
@@ -229,6 +248,15 @@ impl Plan {
             verbose: 0,
             quiet: true,
         })
+    }
+
+    /// Calls go through relays where the map at `mapfile` (default:
+    /// `var/lib/func/map`) says.
+    pub fn delegate_with(&mut self, mapfile: Option<&std::path::Path>) -> Result<(), PlanError> {
+        self.delegate = true;
+        self.routes =
+            crate::relay::Routes::load(&self.root, mapfile).map_err(|e| PlanError::Config(e.to_string()))?;
+        Ok(())
     }
 
     /// An informational line on stderr (left out with `-q`).

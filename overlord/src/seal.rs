@@ -53,6 +53,8 @@ struct Signed<'a> {
     rights: Option<&'a [String]>,
     batch: bool,
     hosts: Vec<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    delegate: bool,
 }
 
 /// The bytes signed for `meta` on `hosts` (sorted, so order does not matter).
@@ -71,6 +73,7 @@ pub fn signed_bytes(meta: &JobMeta, hosts: &[String]) -> Vec<u8> {
         rights: meta.rights.as_deref(),
         batch: meta.batch,
         hosts,
+        delegate: meta.delegate,
     };
     let mut out = b"func-job-request\n".to_vec();
     out.extend(serde_json::to_vec(&doc).unwrap_or_default());
@@ -116,15 +119,22 @@ impl Signer {
 
     /// Signs `meta` (its id set) on `hosts`, setting `meta.seal`.
     pub fn seal(&self, meta: &mut JobMeta, hosts: &[String]) {
-        meta.seal = self
-            .key
-            .sign(&self.rng, &signed_bytes(meta, hosts))
-            .ok()
-            .map(|sig| Seal {
-                cert: self.cert.clone(),
-                sig: base64::engine::general_purpose::STANDARD.encode(sig.as_ref()),
-            });
+        meta.seal = self.sign(&signed_bytes(meta, hosts));
     }
+
+    /// Signs `bytes` (a request of another kind: a relay's, `relay/request.rs`).
+    pub fn sign(&self, bytes: &[u8]) -> Option<Seal> {
+        self.key.sign(&self.rng, bytes).ok().map(|sig| Seal {
+            cert: self.cert.clone(),
+            sig: base64::engine::general_purpose::STANDARD.encode(sig.as_ref()),
+        })
+    }
+}
+
+/// Checks that `bytes` were signed (`seal`) by an overlord certificate of
+/// the CA below `root`, not revoked.
+pub fn verify_bytes(root: &Root, seal: &Seal, bytes: &[u8]) -> Result<(), SealError> {
+    check_seal(&crate::settings::credentials(root), seal, bytes)
 }
 
 /// Checks that `meta`'s request, on the store's `hosts`, was signed by an
@@ -135,6 +145,10 @@ pub fn verify(root: &Root, meta: &JobMeta, hosts: &[String]) -> Result<(), SealE
 
 fn verify_with(creds: &Credentials, meta: &JobMeta, hosts: &[String]) -> Result<(), SealError> {
     let seal = meta.seal.as_ref().ok_or(SealError::Unsigned)?;
+    check_seal(creds, seal, &signed_bytes(meta, hosts))
+}
+
+fn check_seal(creds: &Credentials, seal: &Seal, bytes: &[u8]) -> Result<(), SealError> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let cert = b64
         .decode(&seal.cert)
@@ -145,7 +159,7 @@ fn verify_with(creds: &Credentials, meta: &JobMeta, hosts: &[String]) -> Result<
     check_signer(creds, &cert)?;
     let public = public_key(&cert).map_err(SealError::Malformed)?;
     signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_ASN1, public)
-        .verify(&signed_bytes(meta, hosts), &sig)
+        .verify(bytes, &sig)
         .map_err(|_| SealError::Mismatch)
 }
 

@@ -71,6 +71,7 @@ pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
         max_response: crate::settings::max_response(&plan.root),
     };
     Poller::new(calling, Duration::from_secs_f64(plan.dispatch.timeout_secs))
+        .map(|p| p.relaying(plan.root.clone(), None))
 }
 
 /// The exit status of a job that is not finished yet (Func's codes 0 and

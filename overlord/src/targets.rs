@@ -194,7 +194,23 @@ pub fn resolve_names(
     spec: &str,
     exclude: Option<&str>,
 ) -> Result<(Vec<String>, Vec<String>), TargetError> {
-    let known = all_minions(root);
+    resolve_names_with(root, spec, exclude, &[])
+}
+
+/// [`resolve_names`] over the signed minions and `extra` (the minions a
+/// delegation map names: reached through relays, signed elsewhere).
+pub fn resolve_names_with(
+    root: &Root,
+    spec: &str,
+    exclude: Option<&str>,
+    extra: &[String],
+) -> Result<(Vec<String>, Vec<String>), TargetError> {
+    let mut known = all_minions(root);
+    if !extra.is_empty() {
+        known.extend(extra.iter().cloned());
+        known.sort();
+        known.dedup();
+    }
     let missing = missing_literals(spec, &known);
     let groups = Groups::load(&root.groups_file());
     let mut chosen = select(spec, &known, &groups)?;

@@ -130,6 +130,18 @@ pub fn error_text(value: &Value) -> String {
     }
 }
 
+/// `text` as one URL path segment (job ids hold SPEC characters: `*`, `;`).
+pub fn url_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,9 +52,9 @@ def wait_until(limit, cond, pause=0.05):
 class Api:
     """A real func-api below the fleet's CA root, on an ephemeral port."""
 
-    def __init__(self, fleet, conf=""):
+    def __init__(self, fleet, conf="", root=None):
         self.fleet = fleet
-        self.root = fleet.ca_root
+        self.root = root or fleet.ca_root
         if conf:
             path = os.path.join(self.root, "etc/func/overlord.conf")
             os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -44,6 +44,18 @@ impl Caller {
         format!("api:{}", self.name)
     }
 
+    /// What it may do, as a job's or a relay request's signed rights
+    /// (`None`: an administrator).
+    pub fn signed_rights(&self) -> Option<Vec<String>> {
+        (!self.rights.admin).then(|| {
+            self.rights
+                .rules
+                .iter()
+                .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
+                .collect()
+        })
+    }
+
     /// Whether it is still let in (its token neither expired nor revoked).
     pub fn still_valid(&self, api: &Api) -> bool {
         match &self.proof {

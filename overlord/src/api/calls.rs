@@ -154,17 +154,57 @@ async fn sync_call(
 ) -> Response {
     let params = call.params();
     let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
-    let results = api
-        .pool
-        .call_all(
-            targets,
-            &call.function(),
-            &params,
-            Duration::from_secs_f64(timeout),
-            Some(&caller.user()),
-            |_, _| {},
-        )
-        .await;
+    // With `delegate`, the hosts behind each relay are handed to it.
+    let routes = match call.delegate {
+        true => {
+            let root = api.root.clone();
+            match tokio::task::spawn_blocking(move || crate::relay::Routes::load(&root, None)).await {
+                Ok(Ok(routes)) => routes,
+                Ok(Err(e)) => return ApiError::bad(e.to_string()).into_response(),
+                Err(e) => return ApiError::internal(e).into_response(),
+            }
+        }
+        false => None,
+    };
+    let (direct, relayed) = match &routes {
+        Some(r) => {
+            let (d, relayed) = r.split(targets.iter().map(|t| t.name.clone()));
+            let d: std::collections::HashSet<String> = d.into_iter().collect();
+            (
+                targets.iter().filter(|t| d.contains(&t.name)).cloned().collect(),
+                relayed,
+            )
+        }
+        None => (targets.to_vec(), BTreeMap::new()),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let handed_on = async {
+        if let (Some(routes), false) = (&routes, relayed.is_empty()) {
+            let order = crate::relay::Order {
+                id: format!("{}-{}-now", call.spec, call.function()),
+                spec: call.spec.clone(),
+                function: call.function(),
+                params: params.clone(),
+                user: caller.user(),
+                rights: caller.signed_rights(),
+                timeout,
+            };
+            crate::relay::call_now(&api.root, routes, &order, relayed, tx).await;
+        }
+    };
+    let (function, user) = (call.function(), caller.user());
+    let direct_calls = api.pool.call_all(
+        &direct,
+        &function,
+        &params,
+        Duration::from_secs_f64(timeout),
+        Some(&user),
+        |_, _| {},
+    );
+    let ((), mut results) = tokio::join!(handed_on, direct_calls);
+    while let Some((host, value)) = rx.recv().await {
+        results.insert(host, value);
+    }
     // A host that could not judge the filter is failed, with why.
     let doc: serde_json::Map<String, serde_json::Value> = results
         .iter()
@@ -184,14 +224,7 @@ async fn start_job(
     let who = crate::jobs::start::Caller {
         user: caller.user(),
         // What the caller may do, signed with the request (DESIGN §9).
-        rights: (!caller.rights.admin).then(|| {
-            caller
-                .rights
-                .rules
-                .iter()
-                .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
-                .collect()
-        }),
+        rights: caller.signed_rights(),
     };
     let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
     let meta = crate::jobs::start::meta(call, names.len(), (timeout, api.dispatch.forks), Some(who));
@@ -214,7 +247,7 @@ async fn start_job(
     } else {
         "jobs"
     };
-    let location = format!("/api/v1/{kind}/{}", encode_segment(&id));
+    let location = format!("/api/v1/{kind}/{}", crate::values::url_segment(&id));
     let mut answer = (
         StatusCode::ACCEPTED,
         Json(JobId {
@@ -230,16 +263,4 @@ async fn start_job(
         answer.headers_mut().insert(axum::http::header::LOCATION, v);
     }
     Ok(answer)
-}
-
-/// `text` as one URL path segment (job ids hold SPEC characters: `*`, `;`).
-pub fn encode_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }

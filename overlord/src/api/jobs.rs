@@ -258,10 +258,10 @@ pub async fn list(
         };
         let mut link = None;
         if let Some(next) = &next {
-            let mut q = format!("limit={limit}&before={}", super::calls::encode_segment(next));
+            let mut q = format!("limit={limit}&before={}", crate::values::url_segment(next));
             for (key, value) in [("function", &q_function), ("target", &q_target)] {
                 if let Some(v) = value {
-                    q.push_str(&format!("&{key}={}", super::calls::encode_segment(v)));
+                    q.push_str(&format!("&{key}={}", crate::values::url_segment(v)));
                 }
             }
             link = Some(format!("</api/v1/jobs?{q}>; rel=\"next\""));
@@ -391,7 +391,18 @@ pub async fn kill(
     let limit = Duration::from_secs(10);
     let user = caller.user();
     let mut signalled = BTreeMap::new();
-    for (target, method, params) in killing::signal_calls(&api.root, &record, &signal_name) {
+    let (relayed, direct): (Vec<_>, Vec<_>) = killing::signal_calls(&api.root, &record, &signal_name)
+        .into_iter()
+        .partition(|c| crate::jobs::relayed::is_relayed(c, None));
+    for (host, reply) in crate::jobs::relayed::answer(&api.root, None, relayed).await {
+        let value = match killing::signalled(reply) {
+            Signalled::Sent(msg) => json!(msg),
+            Signalled::Failed(v) => json!({"error": crate::values::error_text(&v)}),
+            Signalled::Unreachable(why) => json!({"error": why}),
+        };
+        signalled.insert(host, value);
+    }
+    for (target, method, params) in direct {
         let value = api.pool.call(&target, &method, params, limit, Some(&user)).await;
         let reply = if common::xmlrpc::is_remote_error(&value) {
             Signalled::Failed(value)

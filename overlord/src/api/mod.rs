@@ -31,6 +31,7 @@ pub mod judge;
 pub mod metrics;
 pub mod minions;
 pub mod openapi;
+pub mod relay;
 pub mod reply;
 pub mod server;
 pub mod session;

@@ -36,12 +36,15 @@ use super::auth::COOKIE;
         super::batches::stop,
         super::batches::recover,
         super::events::stream,
+        super::relay::relay,
+        super::relay::results,
+        super::relay::map,
         document,
         super::metrics::metrics,
     ),
     tags(
         (name = "session"), (name = "minions"), (name = "calls"), (name = "jobs"),
-        (name = "batches"), (name = "events"), (name = "meta")
+        (name = "batches"), (name = "events"), (name = "relay"), (name = "meta")
     )
 )]
 struct Doc;
@@ -146,7 +149,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ids.len(), 15);
+        assert_eq!(ids.len(), 18);
         // The call body is the gate's own type: its fields, unknown ones refused.
         let call = &doc["components"]["schemas"]["Call"];
         assert_eq!(call["additionalProperties"], false, "{call}");

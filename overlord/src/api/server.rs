@@ -18,7 +18,8 @@ use tower::Service as _;
 
 use super::state::{Api, Peer};
 use super::{
-    batches, calls, conventions, events, facts, jobs, metrics, minions, openapi, reply, session, watch, web,
+    batches, calls, conventions, events, facts, jobs, metrics, minions, openapi, relay, reply, session,
+    watch, web,
 };
 
 /// Connections from one address at once (all of them: `[api] max_connections`).
@@ -54,6 +55,12 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/batches/{id}/stop", post(batches::stop))
         .route("/api/v1/batches/{id}/recover", post(batches::recover))
         .route("/api/v1/events", get(events::stream))
+        .route(
+            "/api/v1/relay",
+            post(relay::relay).layer(axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY)),
+        )
+        .route("/api/v1/relay/jobs/{id}/results", post(relay::results))
+        .route("/api/v1/relay/map", get(relay::map))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/metrics", get(metrics::metrics))
         .route("/", get(web::page))
@@ -162,10 +169,17 @@ async fn bodies(
     let (limit, deadline) = if parts.uri.path() == "/api/v1/login" {
         (LOGIN_BODY, ANONYMOUS_BODY_DEADLINE)
     } else {
-        if let Err(refused) = super::auth::authenticate(&api, &parts) {
-            return refused.into_response();
+        match super::auth::authenticate(&api, &parts) {
+            Err(refused) => return refused.into_response(),
+            // An overlord hands a relay every host of its segment at once.
+            Ok(c)
+                if parts.uri.path() == "/api/v1/relay"
+                    && matches!(c.proof, super::auth::Proof::Certificate) =>
+            {
+                (api.settings.max_body.max(super::relay::RELAY_BODY), BODY_DEADLINE)
+            }
+            Ok(_) => (api.settings.max_body, BODY_DEADLINE),
         }
-        (api.settings.max_body, BODY_DEADLINE)
     };
     if length.is_some_and(|n| n > limit as u64) {
         return reply::too_large(limit).into_response();

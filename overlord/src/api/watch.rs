@@ -15,7 +15,7 @@
 //! - Batch lifecycle events are read from the store's event log as the
 //!   drivers append them: `batch/<id>/<event>` with Salt's payloads.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -331,7 +331,15 @@ impl State {
         if t.batch {
             return;
         }
+        // Hosts behind a relay: one follower per relay job (keyed by it).
+        let mut relayed: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (host, job) in rec.in_flight() {
+            if crate::relay::parse_job_ref(job).is_some() {
+                if !t.polls.contains_key(job) {
+                    relayed.entry(job.to_string()).or_default().push(host.to_string());
+                }
+                continue;
+            }
             if t.polls.contains_key(host) {
                 continue;
             }
@@ -343,6 +351,16 @@ impl State {
                 let _ = tx.send((jid, host_name, value));
             });
             t.polls.insert(host.to_string(), task.abort_handle());
+        }
+        for (job, hosts) in relayed {
+            let (root, tx, jid, rjob) = (
+                self.api.root.clone(),
+                self.ends_tx.clone(),
+                id.clone(),
+                job.clone(),
+            );
+            let task = self.rt.spawn(follow_relay_job(root, jid, rjob, hosts, tx));
+            t.polls.insert(job, task.abort_handle());
         }
     }
 
@@ -401,4 +419,39 @@ pub fn salt_batch_event(id: &str, event: &str, ev: &serde_json::Value) -> (Strin
         }),
     };
     (format!("batch/{id}/{tag}"), data)
+}
+
+/// Follows relay job `job` (`relay:NAME:ID`) for `hosts` of job `id`: each
+/// host's result is sent as it arrives; a relay not reached is asked
+/// again after a pause (the job's own end, or its kill, ends this).
+async fn follow_relay_job(
+    root: common::paths::Root,
+    id: String,
+    job: String,
+    mut hosts: Vec<String>,
+    ends: mpsc::Sender<(String, String, Value)>,
+) {
+    let mut pause = std::time::Duration::from_millis(200);
+    while !hosts.is_empty() {
+        let asks = hosts.iter().map(|h| (h.clone(), job.clone())).collect();
+        let got = crate::relay::collect(&root, asks, 20.0).await;
+        let mut reached = false;
+        for (host, answer) in got {
+            match answer {
+                Ok(Some(value)) => {
+                    reached = true;
+                    hosts.retain(|h| *h != host);
+                    let _ = ends.send((id.clone(), host, value));
+                }
+                Ok(None) => reached = true,
+                Err(_) => {}
+            }
+        }
+        if reached {
+            pause = std::time::Duration::from_millis(200);
+        } else {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(crate::jobs::follow::MAX_PAUSE);
+        }
+    }
 }

@@ -197,7 +197,19 @@ pub fn drive(
         }
     };
     let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
-    let mut poller = Poller::new(calling.clone(), limit).map_err(EngineError::Credentials)?;
+    // With --delegate, the window's starts go through relays where the map says.
+    let delegation = match meta.delegate {
+        true => crate::relay::Routes::load(root, None)
+            .map_err(|e| EngineError::Record(e.to_string()))?
+            .map(|routes| crate::jobs::relayed::Delegation {
+                routes,
+                order: crate::relay::Order::of_job(&meta),
+            }),
+        false => None,
+    };
+    let mut poller = Poller::new(calling.clone(), limit)
+        .map_err(EngineError::Credentials)?
+        .relaying(root.clone(), delegation);
     let mut events = Vec::new();
     if recovering {
         // Hosts saved as in flight but without a minion job id were being

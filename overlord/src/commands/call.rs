@@ -177,6 +177,7 @@ impl Call {
             filteror: None,
             grain: None,
             fact_query: None,
+            delegate: globals.delegate,
         })?;
         // Filters given after MODULE METHOD replace those before them.
         if filter.is_some() || filteror.is_some() || grain.is_some() || fact_query.is_some() {

@@ -40,6 +40,7 @@ const CALL_KEYS: &[&str] = &[
     "batch",
     "batch_wait",
     "failhard",
+    "delegate",
 ];
 
 /// Refuses the first key of `obj` that is not in `known` (a `kind` request's keys).
@@ -161,6 +162,7 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
         filteror: name_of("filteror")?,
         grain: name_of("grain")?,
         fact_query: obj.get("fact_query").filter(|q| !q.is_null()).cloned(),
+        delegate: flag("delegate")?,
     })?;
     Ok(Request::Call(call))
 }

@@ -81,6 +81,10 @@ pub struct CallFields {
     #[serde(default)]
     #[schema(value_type = Option<Vec<serde_json::Value>>)]
     pub fact_query: Option<J>,
+    /// Hosts the delegation map puts behind a relay are called through
+    /// it (Func's `--delegate`, DESIGN §17).
+    #[serde(default)]
+    pub delegate: bool,
 }
 
 /// A checked call.
@@ -97,6 +101,8 @@ pub struct Call {
     pub forks: Option<usize>,
     /// Targeting by facts (boxed: most calls have none).
     pub filter: Option<Box<super::filter::Filter>>,
+    /// Through relays where the map says (DESIGN §17).
+    pub delegate: bool,
 }
 
 /// A call's arguments.
@@ -199,6 +205,7 @@ impl Call {
             timeout,
             forks,
             filter: filter.map(Box::new),
+            delegate: f.delegate,
         })
     }
 

@@ -125,12 +125,55 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
     if let Err(why) = crate::seal::verify(root, &record.meta, &hosts) {
         return Err(refuse(store, root, &record, &why));
     }
-    let targets: Vec<Target> = record
+    let pending = record
         .hosts
         .iter()
         .filter(|(_, e)| e.state == HostState::Pending)
-        .map(|(host, _)| Target::enrolled(root, host))
-        .collect();
+        .map(|(host, _)| host.clone());
+    // With --delegate, the hosts behind each relay are handed to it at once.
+    let (direct, relayed) = match record.meta.delegate {
+        true => match crate::relay::Routes::load(root, None) {
+            Ok(Some(routes)) => {
+                let (direct, relayed) = routes.split(pending);
+                let order = crate::relay::Order::of_job(&record.meta);
+                let started = crate::relay::block_on(crate::relay::start_all(root, &routes, &order, relayed));
+                let changes: Vec<(String, HostUpdate)> = started
+                    .into_iter()
+                    .map(|(host, job)| match job {
+                        Ok(minion_job) => (host, HostUpdate::Dispatched { minion_job }),
+                        Err(v) => (
+                            host,
+                            HostUpdate::Finished {
+                                result_xml: encode_result(v),
+                            },
+                        ),
+                    })
+                    .collect();
+                (direct, changes)
+            }
+            Ok(None) => (pending.collect(), Vec::new()),
+            Err(e) => {
+                let v = crate::relay::unreachable(&e);
+                let changes = pending
+                    .map(|h| {
+                        (
+                            h,
+                            HostUpdate::Finished {
+                                result_xml: encode_result(v.clone()),
+                            },
+                        )
+                    })
+                    .collect();
+                (Vec::new(), changes)
+            }
+        },
+        false => (pending.collect(), Vec::new()),
+    };
+    if !relayed.is_empty() {
+        crate::store::api::retrying(&what, || store.update(id, &relayed, false))
+            .map_err(|e| e.to_string())?;
+    }
+    let targets: Vec<Target> = direct.iter().map(|host| Target::enrolled(root, host)).collect();
     let params = record.meta.params();
     let call_xml = common::xmlrpc::encode_call(
         &format!("async.{}", record.meta.function),

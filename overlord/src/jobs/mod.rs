@@ -11,6 +11,7 @@ pub mod driver;
 pub mod follow;
 pub mod kill;
 pub mod poller;
+pub mod relayed;
 pub mod start;
 pub mod window;
 

@@ -43,6 +43,11 @@ pub struct Poller {
     ends_rx: mpsc::UnboundedReceiver<(String, Value)>,
     /// The last host let into a `wait_job` round without a kept connection.
     rotation: Option<String>,
+    /// Where relays are configured: hosts whose job is a relay's are
+    /// asked through it (`super::relayed`).
+    root: Option<common::paths::Root>,
+    /// A job with `--delegate`: its starts go through relays.
+    delegation: Option<super::relayed::Delegation>,
 }
 
 impl Poller {
@@ -62,13 +67,37 @@ impl Poller {
             ends_tx,
             ends_rx,
             rotation: None,
+            root: None,
+            delegation: None,
         })
+    }
+
+    /// Hosts whose job is a relay's are followed through the relays of
+    /// `root`'s overlord.conf; with `delegation`, starts (`async.M.m`) of
+    /// hosts behind a relay go through it.
+    pub fn relaying(
+        mut self,
+        root: common::paths::Root,
+        delegation: Option<super::relayed::Delegation>,
+    ) -> Self {
+        self.root = Some(root);
+        self.delegation = delegation;
+        self
     }
 
     /// Watches `target`'s minion job `job` until it ends; the end (its
     /// final result) comes out of [`Self::ended`]. Takes the host's kept
     /// connection.
     pub fn watch(&mut self, target: Target, job: String) {
+        if let (Some(root), Some(_)) = (&self.root, crate::relay::parse_job_ref(&job)) {
+            let (root, tx, name) = (root.clone(), self.ends_tx.clone(), target.name.clone());
+            let _guard = self.runtime.enter();
+            let task = tokio::spawn(super::relayed::watch(root, name.clone(), job, tx));
+            if let Some(old) = self.watches.insert(name, task.abort_handle()) {
+                old.abort();
+            }
+            return;
+        }
         let tls = self.link();
         let client = self.clients.remove(&target.name);
         let (limit, tx) = (self.limit, self.ends_tx.clone());
@@ -124,6 +153,37 @@ impl Poller {
     /// With `wait`, at most [`WAIT_IN_FLIGHT`] hosts are asked per call
     /// (see [`super::window`]); the others are not in the answers.
     pub fn poll(&mut self, asks: Vec<(Target, String)>, wait: Option<Duration>) -> Vec<(String, Answer)> {
+        // Hosts behind relays: one exchange per relay job, outside the window.
+        let (relayed, asks): (Vec<_>, Vec<_>) = asks
+            .into_iter()
+            .partition(|(_, job)| self.root.is_some() && crate::relay::parse_job_ref(job).is_some());
+        let mut answers = Vec::new();
+        if !relayed.is_empty() {
+            let ids: HashMap<String, String> =
+                relayed.iter().map(|(t, j)| (t.name.clone(), j.clone())).collect();
+            let calls = relayed
+                .into_iter()
+                .map(|(t, job)| {
+                    let secs = wait.unwrap_or_default().as_secs_f64();
+                    (
+                        t,
+                        "jobs.wait_job".to_string(),
+                        vec![Value::String(job), Value::Double(secs)],
+                    )
+                })
+                .collect();
+            for (host, reply) in self.call_each(calls) {
+                let answer = match reply {
+                    Reply::Value(v) => interpret(&host, ids.get(&host).map_or("", String::as_str), v),
+                    Reply::Fault(err) => Answer::Finished(err),
+                    Reply::Unreachable(why) => Answer::Unreachable(why),
+                };
+                answers.push((host, answer));
+            }
+        }
+        if asks.is_empty() {
+            return answers;
+        }
         let asks = match wait {
             Some(_) => {
                 let (chosen, next) = super::window::select(
@@ -155,7 +215,6 @@ impl Poller {
             })
             .collect();
         let mut again = Vec::new();
-        let mut answers = Vec::new();
         for (host, reply) in self.call_each_within(calls, wait.unwrap_or_default()) {
             let status_pair = matches!(&reply, Reply::Value(Value::Array(a)) if a.len() == 2);
             if wait.is_some() && !status_pair && !matches!(reply, Reply::Unreachable(_)) {
@@ -198,6 +257,22 @@ impl Poller {
         calls: Vec<(Target, String, Vec<Value>)>,
         extra: Duration,
     ) -> Vec<(String, Reply)> {
+        let mut replies = Vec::new();
+        let calls = match &self.root {
+            Some(root) => {
+                let delegation = self.delegation.as_ref();
+                let (relayed, direct): (Vec<_>, Vec<_>) = calls
+                    .into_iter()
+                    .partition(|c| super::relayed::is_relayed(c, delegation));
+                if !relayed.is_empty() {
+                    replies = self
+                        .runtime
+                        .block_on(super::relayed::answer(root, delegation, relayed));
+                }
+                direct
+            }
+            None => calls,
+        };
         let slots = Arc::new(Semaphore::new(if extra.is_zero() {
             IN_FLIGHT
         } else {
@@ -223,7 +298,6 @@ impl Poller {
                 (target.name, reply, client)
             });
         }
-        let mut replies = Vec::new();
         self.runtime.block_on(async {
             while let Some(joined) = tasks.join_next().await {
                 if let Ok((host, reply, client)) = joined {

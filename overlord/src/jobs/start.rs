@@ -46,6 +46,7 @@ pub fn meta(call: &Call, hosts: usize, (timeout, forks): (f64, usize), caller: O
         meta.user = c.user;
         meta.rights = c.rights;
     }
+    meta.delegate = call.delegate;
     meta
 }
 

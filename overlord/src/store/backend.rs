@@ -94,6 +94,25 @@ impl Store {
             .change_batch_with(id, &mut |bytes| once.take().and_then(|f| f(bytes)))
     }
 
+    /// The delegation map a shared store keeps (`None`: none kept, or a
+    /// store that keeps none: the map is `var/lib/func/map`).
+    pub fn load_map(&self) -> Result<Option<String>, StoreError> {
+        match self {
+            Store::Postgres(pg) => pg.load_map(),
+            Store::Redb(_) => Ok(None),
+            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
+        }
+    }
+
+    /// Keeps the delegation map in a shared store (nothing for redb).
+    pub fn save_map(&self, map: &str) -> Result<bool, StoreError> {
+        match self {
+            Store::Postgres(pg) => pg.save_map(map).map(|()| true),
+            Store::Redb(_) => Ok(false),
+            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
+        }
+    }
+
     /// Whether several overlords share this store (their minions too).
     pub fn is_shared(&self) -> bool {
         matches!(self, Store::Postgres(_))

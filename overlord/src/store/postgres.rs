@@ -26,7 +26,7 @@ use super::rules;
 use super::types::{now, HostEntry, HostState, JobMeta, JobRecord, StoreError};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 /// Connections kept per process.
 const POOL: usize = 4;
 /// The channel changes are announced on.
@@ -75,6 +75,15 @@ CREATE TABLE IF NOT EXISTS func_facts (
 );
 ";
 
+/// Version 3: the delegation map every overlord of the store uses (DESIGN §17).
+const MIGRATE_3: &str = "
+CREATE TABLE IF NOT EXISTS func_map (
+    id integer PRIMARY KEY CHECK (id = 1),
+    map text NOT NULL,
+    updated double precision NOT NULL
+);
+";
+
 /// The PostgreSQL job store.
 pub struct PgStore {
     url: StoreUrl,
@@ -111,6 +120,26 @@ impl PgStore {
             keep_secs,
             idle: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The delegation map kept in the store (`func-build-map`), if any.
+    pub fn load_map(&self) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            let row = c.query_opt("SELECT map FROM func_map WHERE id = 1", &[])?;
+            Ok(row.map(|r| r.get::<_, String>(0)))
+        })
+    }
+
+    /// Keeps `map` (Func's YAML) as the map of every overlord of the store.
+    pub fn save_map(&self, map: &str) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO func_map (id, map, updated) VALUES (1, $1, $2)
+                 ON CONFLICT (id) DO UPDATE SET map = EXCLUDED.map, updated = EXCLUDED.updated",
+                &[&map, &now()],
+            )
+            .map(|_| ())
+        })
     }
 
     /// The store as people may see it (no password).
@@ -379,6 +408,10 @@ fn migrate(c: &mut Client) -> Result<(), postgres::Error> {
     if version.unwrap_or(0) < 2 {
         txn.batch_execute(MIGRATE_2)?;
         txn.execute("INSERT INTO func_schema (version) VALUES (2)", &[])?;
+    }
+    if version.unwrap_or(0) < 3 {
+        txn.batch_execute(MIGRATE_3)?;
+        txn.execute("INSERT INTO func_schema (version) VALUES (3)", &[])?;
     }
     txn.commit()
 }

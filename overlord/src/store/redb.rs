@@ -575,6 +575,7 @@ mod tests {
             typed_args: None,
             rights: None,
             seal: None,
+            delegate: false,
         }
     }
 

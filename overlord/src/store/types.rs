@@ -53,6 +53,10 @@ pub struct JobMeta {
     /// drivers send nothing whose seal does not verify.
     #[serde(default)]
     pub seal: Option<Seal>,
+    /// Hosts the delegation map puts behind a relay are called through it
+    /// (`func --delegate`, DESIGN §17); signed with the request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delegate: bool,
 }
 
 impl JobMeta {
@@ -89,6 +93,7 @@ impl JobMeta {
             batch,
             rights: None,
             seal: None,
+            delegate: false,
         }
     }
 

@@ -34,6 +34,8 @@ from func.minion.facts.query_utils import Q
 __all__ = ["Overlord", "Client", "FuncError", "Minions", "is_minion", "Func_Client_Exception"]
 
 DEFAULT_PORT = 51234
+# Func's default map (func-build-map writes it below the root: var/lib/func/map).
+DEFAULT_MAPLOC = "/var/lib/func/map"
 NO_MATCH = "can't find any minions matching"
 
 
@@ -122,7 +124,12 @@ class Overlord(object):
         self.root = root or os.environ.get("FUNC_ROOT")
         self.async_mode = _smart_bool(async_mode) or _smart_bool(kwargs.pop("async", False))
         self.exclude_spec = exclude_spec
-        # Func's other keywords (delegate, mapfile, ...) are accepted and unused.
+        # Func's delegation (DESIGN §17): minions the map puts behind a
+        # relay are called through it; `mapfile` is the map to use.
+        self.delegate = _smart_bool(kwargs.pop("delegate", False))
+        mapfile = kwargs.pop("mapfile", None)
+        self.mapfile = None if mapfile in (None, DEFAULT_MAPLOC) else mapfile
+        # Func's other keywords are accepted and unused.
         self.extra = kwargs
         # Targeting by facts (filter, filter_or, ...): judged by the minions.
         self.fact_query = Q()
@@ -200,6 +207,10 @@ class Overlord(object):
             argv += ["--timeout", str(self.timeout)]
         if self.exclude_spec:
             argv += ["--exclude", str(self.exclude_spec)]
+        if getattr(self, "delegate", False):
+            argv += ["--delegate"]
+            if getattr(self, "mapfile", None):
+                argv += ["--mapfile", str(self.mapfile)]
         return argv + ["--out", out] + list(words)
 
     def _func(self, words, out="xmlrpc"):
@@ -365,11 +376,13 @@ class Minions(object):
         self.spec, self.port, self.noglobs, self.verbose = spec, port, noglobs, verbose
         self.just_fqdns, self.exclude_spec = just_fqdns, exclude_spec
         self.root = root or os.environ.get("FUNC_ROOT")
+        self.delegate, self.minionmap = _smart_bool(delegate), minionmap
         self.all_hosts, self.all_urls = [], []
 
     def get_all_hosts(self):
         ov = Overlord.__new__(Overlord)
         ov.server_spec, ov.root, ov.timeout, ov.exclude_spec = self.spec, self.root, None, self.exclude_spec
+        ov.delegate, ov.mapfile = self.delegate, None
         ov.fact_query = Q()
         self.all_hosts = ov.list_minions()
         return self.all_hosts

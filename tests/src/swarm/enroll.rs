@@ -22,7 +22,7 @@ use base64::Engine as _;
 use common::rpc::client::MinionClient;
 use common::Value;
 
-use super::Args;
+use super::args::Args;
 
 /// One simulated minion: its name, key (PKCS#8 DER) and certificate (DER).
 pub struct Identity {
@@ -135,7 +135,13 @@ fn save(args: &Args, ids: &[Identity], ca_der: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(file);
     writeln!(out, "ca\t{}", B64.encode(ca_der))?;
     for id in ids {
-        writeln!(out, "{}\t{}\t{}", id.name, B64.encode(&id.key_der), B64.encode(&id.cert_der))?;
+        writeln!(
+            out,
+            "{}\t{}\t{}",
+            id.name,
+            B64.encode(&id.key_der),
+            B64.encode(&id.cert_der)
+        )?;
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
@@ -144,7 +150,11 @@ fn save(args: &Args, ids: &[Identity], ca_der: &[u8]) -> anyhow::Result<()> {
 }
 
 /// Enrolls `names` over `--enroll-connections` kept connections.
-async fn enroll(args: &Args, advertise: &str, names: Vec<String>) -> anyhow::Result<(Vec<Identity>, Vec<u8>)> {
+async fn enroll(
+    args: &Args,
+    advertise: &str,
+    names: Vec<String>,
+) -> anyhow::Result<(Vec<Identity>, Vec<u8>)> {
     let addr: SocketAddr = tokio::net::lookup_host(&args.certmaster)
         .await
         .with_context(|| format!("cannot resolve {}", args.certmaster))?
@@ -154,7 +164,7 @@ async fn enroll(args: &Args, advertise: &str, names: Vec<String>) -> anyhow::Res
         rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(FirstContact::default()))
+            .with_custom_certificate_verifier(Arc::new(FirstContact))
             .with_no_client_auth(),
     );
     let names = Arc::new(names);
@@ -199,7 +209,11 @@ async fn enroll(args: &Args, advertise: &str, names: Vec<String>) -> anyhow::Res
     while let Some(joined) = tasks.join_next().await {
         all.extend(joined.context("an enrolling task ended")??);
     }
-    let ca = ca.lock().unwrap_or_else(|p| p.into_inner()).take().context("no CA")?;
+    let ca = ca
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .context("no CA")?;
     Ok((all, ca))
 }
 
@@ -212,28 +226,41 @@ async fn ask_until_signed(
     csr: &str,
     advertise: &str,
 ) -> anyhow::Result<(String, String)> {
-    let info = Value::Struct([("address".to_string(), Value::String(advertise.to_string()))].into_iter().collect());
+    let info = Value::Struct(
+        [("address".to_string(), Value::String(advertise.to_string()))]
+            .into_iter()
+            .collect(),
+    );
     let mut pause = Duration::from_millis(100);
     let mut failures = 0u32;
     loop {
         if client.as_ref().is_none_or(|c| c.is_closed()) {
-            *client = match MinionClient::connect(addr, "certmaster", tls.clone(), Duration::from_secs(30)).await {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    failures += 1;
-                    if failures > 60 {
-                        bail!("certmaster {addr} not reached: {e}");
+            *client =
+                match MinionClient::connect(addr, "certmaster", tls.clone(), Duration::from_secs(30)).await {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        failures += 1;
+                        if failures > 60 {
+                            bail!("certmaster {addr} not reached: {e}");
+                        }
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(2));
+                        continue;
                     }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(2));
-                    continue;
-                }
-            };
+                };
         }
         let Some(c) = client.as_mut() else { continue };
-        match c.call("wait_for_cert", vec![Value::String(csr.to_string()), info.clone()]).await {
+        match c
+            .call(
+                "wait_for_cert",
+                vec![Value::String(csr.to_string()), info.clone()],
+            )
+            .await
+        {
             Ok(Value::Array(items)) => match items.as_slice() {
-                [Value::Boolean(true), Value::String(cert), Value::String(ca)] => return Ok((cert.clone(), ca.clone())),
+                [Value::Boolean(true), Value::String(cert), Value::String(ca)] => {
+                    return Ok((cert.clone(), ca.clone()))
+                }
                 [Value::Boolean(false), ..] => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(2));
@@ -241,7 +268,9 @@ async fn ask_until_signed(
                 _ => bail!("wait_for_cert returned an unexpected shape"),
             },
             Ok(_) => bail!("wait_for_cert did not return a list"),
-            Err(common::rpc::client::CallError::Fault { message, .. }) => bail!("the certmaster refused: {message}"),
+            Err(common::rpc::client::CallError::Fault { message, .. }) => {
+                bail!("the certmaster refused: {message}")
+            }
             Err(e) => {
                 failures += 1;
                 if failures > 60 {

@@ -50,7 +50,8 @@ impl Swarm {
         }
         let mut roots = rustls::RootCertStore::empty();
         roots.add(rustls::pki_types::CertificateDer::from(ids.ca_der))?;
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?;
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?;
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_client_cert_verifier(verifier)
@@ -81,11 +82,14 @@ pub async fn serve(swarm: Arc<Swarm>, listener: TcpListener, shutdown: impl Futu
         let _ = tcp.set_nodelay(true);
         let (swarm, acceptor) = (swarm.clone(), acceptor.clone());
         tokio::spawn(async move {
-            let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(30), acceptor.accept(tcp)).await else {
+            let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(30), acceptor.accept(tcp)).await
+            else {
                 return;
             };
             let (_, conn) = tls.get_ref();
-            let Some(name) = conn.server_name().map(str::to_string) else { return };
+            let Some(name) = conn.server_name().map(str::to_string) else {
+                return;
+            };
             let overlord = conn
                 .peer_certificates()
                 .and_then(|c| c.first())
@@ -97,7 +101,9 @@ pub async fn serve(swarm: Arc<Swarm>, listener: TcpListener, shutdown: impl Futu
                 async move { Ok::<_, Infallible>(wire::handle(&swarm.jobs, &name, overlord, req).await) }
             });
             let mut builder = http1::Builder::new();
-            builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(600));
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(600));
             let _ = builder.serve_connection(TokioIo::new(tls), service).await;
         });
     }

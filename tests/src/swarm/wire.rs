@@ -42,7 +42,10 @@ impl Jobs {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let id = format!("{secs}.{:09}-minion", self.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000_000);
+        let id = format!(
+            "{secs}.{:09}-minion",
+            self.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000_000
+        );
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if table.len() >= MAX_JOBS {
             let now = Instant::now();
@@ -82,7 +85,9 @@ impl Jobs {
     /// Ends a running job as killed; `false` if it was not running.
     fn kill(&self, name: &Arc<str>, id: &str, signal: &str) -> bool {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(job) = table.get_mut(&(name.clone(), id.to_string())) else { return false };
+        let Some(job) = table.get_mut(&(name.clone(), id.to_string())) else {
+            return false;
+        };
         if job.ends <= Instant::now() {
             return false;
         }
@@ -149,7 +154,10 @@ where
         Err(reply) => return reply,
     };
     if !overlord {
-        return http::xml(xmlrpc::encode_fault(1, "access denied: only the overlord may call a swarm minion"));
+        return http::xml(xmlrpc::encode_fault(
+            1,
+            "access denied: only the overlord may call a swarm minion",
+        ));
     }
     let value = answer(jobs, name, &call.method, call.params).await;
     http::xml(
@@ -178,7 +186,11 @@ async fn answer(jobs: &Jobs, name: &Arc<str>, method: &str, params: Vec<Value>) 
                 Some(Value::String(s)) => s.parse().unwrap_or(10.0),
                 _ => 10.0,
             };
-            let wait = Duration::from_secs_f64(if secs.is_finite() { secs.clamp(0.0, 60.0) } else { 10.0 });
+            let wait = Duration::from_secs_f64(if secs.is_finite() {
+                secs.clamp(0.0, 60.0)
+            } else {
+                10.0
+            });
             jobs.wait(name, &text(0), wait).await
         }
         "jobs.kill_job" | "jobs.term_job" | "jobs.signal_job" => {
@@ -198,14 +210,27 @@ async fn answer(jobs: &Jobs, name: &Arc<str>, method: &str, params: Vec<Value>) 
         "jobs.find_job" => Value::Struct(Default::default()),
         "system.listMethods" | "system.list_methods" => Value::Array(
             [
-                "test.ping", "test.echo", "test.add", "test.sleep", "test.explode", "jobs.job_status",
-                "jobs.wait_job", "jobs.kill_job", "system.listMethods", "system.list_modules",
+                "test.ping",
+                "test.echo",
+                "test.add",
+                "test.sleep",
+                "test.explode",
+                "jobs.job_status",
+                "jobs.wait_job",
+                "jobs.kill_job",
+                "system.listMethods",
+                "system.list_modules",
             ]
             .iter()
             .map(|m| Value::String(m.to_string()))
             .collect(),
         ),
-        "system.list_modules" => Value::Array(["jobs", "system", "test"].iter().map(|m| Value::String(m.to_string())).collect()),
+        "system.list_modules" => Value::Array(
+            ["jobs", "system", "test"]
+                .iter()
+                .map(|m| Value::String(m.to_string()))
+                .collect(),
+        ),
         _ => {
             let (result, length) = test_method(method, &params);
             tokio::time::sleep(length).await;
@@ -227,13 +252,24 @@ fn test_method(method: &str, params: &[Value]) -> (Value, Duration) {
         "test.echo" if params.len() == 1 => (params[0].clone(), Duration::ZERO),
         "test.add" if params.len() == 2 => match (int(params.first()), int(params.get(1))) {
             (Some(a), Some(b)) => (common::xmlrpc::int(a.saturating_add(b)), Duration::ZERO),
-            _ => (remote_error("exceptions.TypeError", "add takes two numbers"), Duration::ZERO),
+            _ => (
+                remote_error("exceptions.TypeError", "add takes two numbers"),
+                Duration::ZERO,
+            ),
         },
         "test.sleep" => match int(params.first()) {
-            Some(t) if (0..=MAX_SLEEP).contains(&t) => (Value::Double(now_f64() + t as f64), Duration::from_secs(t as u64)),
-            _ => (remote_error("exceptions.ValueError", "sleep takes 0 to 3600 seconds"), Duration::ZERO),
+            Some(t) if (0..=MAX_SLEEP).contains(&t) => {
+                (Value::Double(now_f64() + t as f64), Duration::from_secs(t as u64))
+            }
+            _ => (
+                remote_error("exceptions.ValueError", "sleep takes 0 to 3600 seconds"),
+                Duration::ZERO,
+            ),
         },
-        "test.explode" => (remote_error("exceptions.Exception", "khhhhhhaaaaaan!!!!!!"), Duration::ZERO),
+        "test.explode" => (
+            remote_error("exceptions.Exception", "khhhhhhaaaaaan!!!!!!"),
+            Duration::ZERO,
+        ),
         _ => (remote_error(INVALID_METHOD, method), Duration::ZERO),
     }
 }

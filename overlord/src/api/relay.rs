@@ -1,0 +1,289 @@
+//! func-api as a relay (DESIGN §17): an overlord of its segment that runs
+//! what an overlord of the same CA hands it, signed.
+//!
+//! - `POST /api/v1/relay`: a signed request (`relay::SealedRequest`). Only
+//!   a caller presenting an overlord certificate of our CA may send one,
+//!   and it runs only if its signature verifies (an overlord key of our
+//!   CA, not revoked) and it is fresh. Mode `now`: each host's result is
+//!   streamed back as an NDJSON line `{"host", "result_xml"}` the moment it
+//!   ends, then `{"done":true}`; hosts are called over the pool's kept
+//!   connections, and those behind this relay's own relays are handed on.
+//!   Mode `async`: a job of this relay's store (its driver delegates
+//!   further), 202 `{"job_id"}`.
+//! - `POST /api/v1/relay/jobs/{id}/results {"hosts", "wait"}`: the results
+//!   of those of `hosts` that are finished, waiting up to `wait` seconds
+//!   (at most 60) for one to finish: how an overlord collapses a relay job.
+//! - `GET /api/v1/relay/map[?onlyalive=true]`: this relay's map.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+
+use super::auth::{Caller, Proof};
+use super::reply::{ApiError, Body, ErrorBody, Path, Query};
+use super::state::Api;
+use crate::relay::client::{HostLine, Results};
+use crate::relay::{Mode, RelayError, SealedRequest};
+use crate::store::{HostState, JobStore as _};
+use crate::targets::Target;
+
+/// Largest request an overlord may hand a relay (a million host names).
+pub const RELAY_BODY: usize = 64 << 20;
+/// Longest wait of one results request.
+const MAX_WAIT: f64 = 60.0;
+
+/// Only an overlord certificate of our CA speaks to a relay.
+fn overlord_only(caller: &Caller) -> Result<(), ApiError> {
+    match (&caller.proof, caller.rights.admin) {
+        (Proof::Certificate, true) => Ok(()),
+        _ => Err(ApiError::forbidden(
+            "only an overlord certificate of this CA may use a relay",
+        )),
+    }
+}
+
+impl From<RelayError> for ApiError {
+    fn from(e: RelayError) -> Self {
+        match e {
+            RelayError::Untrusted(_) => ApiError::forbidden(e.to_string()),
+            RelayError::Request(_) => ApiError::bad(e.to_string()),
+            other => ApiError::new(StatusCode::BAD_GATEWAY, other.to_string()),
+        }
+    }
+}
+
+/// The job id a relay answers.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct RelayJob {
+    pub job_id: String,
+}
+
+/// `POST /api/v1/relay`.
+#[utoipa::path(post, path = "/api/v1/relay", tag = "relay", operation_id = "relayRequest",
+    summary = "Run a request an overlord signed (now: NDJSON host lines; async: a job of this relay)",
+    request_body = SealedRequest,
+    responses((status = 200, description = "NDJSON: {\"host\", \"result_xml\"} per host, then {\"done\": true}", content_type = "application/x-ndjson"),
+        (status = 202, body = RelayJob), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn relay(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Body(sealed): Body<SealedRequest>,
+) -> Result<Response, ApiError> {
+    overlord_only(&caller)?;
+    let root = api.root.clone();
+    let opened = tokio::task::spawn_blocking(move || sealed.open(&root))
+        .await
+        .map_err(ApiError::internal)?;
+    let request = match opened {
+        Ok(r) => r,
+        Err(e) => {
+            api.audit.line(
+                &caller.name,
+                caller.from,
+                &format!("relay refused: {e}"),
+                &[],
+                403,
+            );
+            return Err(e.into());
+        }
+    };
+    let action = format!(
+        "relay {} {} ({:?}) for {}",
+        request.id, request.function, request.mode, request.user
+    );
+    api.audit
+        .line(&caller.name, caller.from, &action, &request.hosts, 200);
+    match request.mode {
+        Mode::Now => now(api, caller, request).await,
+        Mode::Async => start(api, request).await,
+    }
+}
+
+async fn now(
+    api: Arc<Api>,
+    caller: Caller,
+    request: crate::relay::RelayRequest,
+) -> Result<Response, ApiError> {
+    let slot = super::calls::take_slot(&api, &caller)?;
+    let root = api.root.clone();
+    let routes = tokio::task::spawn_blocking(move || crate::relay::Routes::load(&root, None))
+        .await
+        .map_err(ApiError::internal)??
+        .unwrap_or_default();
+    let (direct, relayed) = routes.split(request.hosts.iter().cloned());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(String, common::Value)>();
+    let order = crate::relay::Order::of(&request);
+    let limit = Duration::from_secs_f64(request.timeout);
+    let api2 = Arc::clone(&api);
+    tokio::spawn(async move {
+        let _slot = slot;
+        let targets: Vec<Target> = direct.iter().map(|n| Target::enrolled(&api2.root, n)).collect();
+        let params = order.params.clone();
+        let tx2 = tx.clone();
+        let direct_calls = api2.pool.call_all(
+            &targets,
+            &order.function,
+            &params,
+            limit,
+            Some(&order.user),
+            |h, v| {
+                let _ = tx2.send((h.to_string(), v.clone()));
+            },
+        );
+        let handed_on = crate::relay::call_now(&api2.root, &routes, &order, relayed, tx);
+        tokio::join!(direct_calls, handed_on);
+    });
+    let lines = futures_util::stream::unfold(Some(rx), |rx| async move {
+        let mut rx = rx?;
+        match rx.recv().await {
+            Some((host, value)) => {
+                let line = HostLine {
+                    host,
+                    result_xml: crate::jobs::encode_result(value),
+                };
+                let mut text = serde_json::to_vec(&line).unwrap_or_default();
+                text.push(b'\n');
+                Some((Ok::<_, Infallible>(Bytes::from(text)), Some(rx)))
+            }
+            None => Some((Ok(Bytes::from_static(b"{\"done\":true}\n")), None)),
+        }
+    });
+    let mut resp = axum::body::Body::from_stream(lines).into_response();
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/x-ndjson"),
+    );
+    Ok(resp)
+}
+
+async fn start(api: Arc<Api>, request: crate::relay::RelayRequest) -> Result<Response, ApiError> {
+    let (typed, words): (String, Vec<String>) = {
+        let typed = serde_json::to_string(&request.params).unwrap_or_else(|_| "[]".into());
+        (typed.clone(), vec![typed])
+    };
+    let mut meta = crate::store::JobMeta::new_call(
+        &request.spec,
+        &request.function,
+        words,
+        Some(typed),
+        request.hosts.len(),
+        (request.timeout, api.dispatch.forks),
+        false,
+    );
+    meta.user = request.user.clone();
+    meta.rights = request.rights.clone();
+    meta.delegate = true;
+    let api2 = Arc::clone(&api);
+    let hosts = request.hosts;
+    let id = tokio::task::spawn_blocking(move || -> Result<String, crate::error::EngineError> {
+        let (id, driver) = crate::jobs::driver::submit(&api2.store, &api2.root, meta, hosts)?;
+        super::state::reap(driver);
+        Ok(id)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok((StatusCode::ACCEPTED, Json(RelayJob { job_id: id })).into_response())
+}
+
+/// What a results request asks.
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResultsAsk {
+    /// The hosts whose results are wanted (default: all).
+    #[serde(default)]
+    pub hosts: Option<Vec<String>>,
+    /// Seconds to wait for one of them to finish (at most 60).
+    #[serde(default)]
+    pub wait: f64,
+}
+
+/// `POST /api/v1/relay/jobs/{id}/results`.
+#[utoipa::path(post, path = "/api/v1/relay/jobs/{id}/results", tag = "relay", operation_id = "relayResults",
+    summary = "The finished hosts of a relay job, waiting a while for one",
+    params(super::reply::JobIdParam), request_body = ResultsAsk,
+    responses((status = 200, body = Results), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn results(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+    Body(ask): Body<ResultsAsk>,
+) -> Result<Json<Results>, ApiError> {
+    overlord_only(&caller)?;
+    let wanted: Option<BTreeSet<String>> = ask.hosts.map(|h| h.into_iter().collect());
+    let wait = if ask.wait.is_finite() {
+        ask.wait.clamp(0.0, MAX_WAIT)
+    } else {
+        0.0
+    };
+    let deadline = Instant::now() + Duration::from_secs_f64(wait);
+    loop {
+        let (api2, id2) = (Arc::clone(&api), id.clone());
+        let record = tokio::task::spawn_blocking(move || api2.store.load(&id2))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::store)?
+            .ok_or_else(|| ApiError::not_found(format!("no job {} here", common::paths::shorten(&id))))?;
+        let mut results = BTreeMap::new();
+        let mut open = 0usize;
+        for (host, entry) in &record.hosts {
+            if wanted.as_ref().is_some_and(|w| !w.contains(host)) {
+                continue;
+            }
+            match (&entry.state, &entry.result_xml) {
+                (HostState::Finished, Some(xml)) => {
+                    results.insert(host.clone(), xml.clone());
+                }
+                _ => open += 1,
+            }
+        }
+        let ended = open == 0;
+        if !results.is_empty() || ended || Instant::now() >= deadline {
+            return Ok(Json(Results { results, ended }));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `?onlyalive=`.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct MapQuery {
+    /// Only minions that answer `test.ping` (Func's `--onlyalive`).
+    #[serde(default)]
+    pub onlyalive: bool,
+}
+
+/// This relay's map.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct MapAnswer {
+    #[schema(value_type = Object)]
+    pub map: crate::relay::Map,
+    /// Relays below this one that could not be asked.
+    pub unreached: Vec<String>,
+}
+
+/// `GET /api/v1/relay/map`.
+#[utoipa::path(get, path = "/api/v1/relay/map", tag = "relay", operation_id = "relayMap",
+    summary = "This relay's map: its minions, and its relays' maps",
+    params(MapQuery),
+    responses((status = 200, body = MapAnswer), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 502, body = ErrorBody)))]
+pub async fn map(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Query(q): Query<MapQuery>,
+) -> Result<Json<MapAnswer>, ApiError> {
+    overlord_only(&caller)?;
+    let (map, unreached) = crate::relay::build::build(&api.root, &api.pool, q.onlyalive).await?;
+    Ok(Json(MapAnswer { map, unreached }))
+}

@@ -1,0 +1,186 @@
+//! The `jobs.*` calls of a job whose hosts went through relays, answered
+//! by the relays (DESIGN §17): a host dispatched through a relay holds
+//! `relay:NAME:RELAY_JOB` where a minion job id would stand, and the
+//! calls that follow minion jobs are turned into the relay's:
+//!
+//! - `async.M.m` on hosts the routes put behind a relay (a batch's
+//!   window): one relay job per relay for the hosts started together;
+//! - `jobs.wait_job`, `jobs.job_status`: the relay job's results for those
+//!   hosts (waiting as `wait_job` would), as `[status, result]`;
+//! - `jobs.find_job`: whether the host still runs there;
+//! - `jobs.kill_job`, `jobs.term_job`, `jobs.signal_job`: the relay's kill
+//!   of its job.
+//!
+//! So the poller, and everything built on it (job status, `--wait`, batches,
+//! kill), follows relay hosts as it follows minions; many hosts of one
+//! relay job cost one exchange.
+
+use std::collections::BTreeMap;
+
+use common::paths::Root;
+use common::Value;
+
+use super::follow::Reply;
+use crate::relay::{Order, Routes};
+use crate::targets::Target;
+
+/// Delegation for a poller: where the map routes hosts, and the job's order.
+#[derive(Clone)]
+pub struct Delegation {
+    pub routes: Routes,
+    pub order: Order,
+}
+
+/// Whether this call is a relay's to answer.
+pub fn is_relayed(call: &(Target, String, Vec<Value>), delegation: Option<&Delegation>) -> bool {
+    let (target, method, params) = call;
+    if method.starts_with("async.") {
+        return delegation.is_some_and(|d| d.routes.relay_of(&target.name).is_some());
+    }
+    method.starts_with("jobs.")
+        && matches!(params.first(), Some(Value::String(job)) if crate::relay::parse_job_ref(job).is_some())
+}
+
+/// Answers relayed `calls` (see the module doc).
+pub async fn answer(
+    root: &Root,
+    delegation: Option<&Delegation>,
+    calls: Vec<(Target, String, Vec<Value>)>,
+) -> Vec<(String, Reply)> {
+    let mut replies = Vec::new();
+    let mut starts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut asks: Vec<(String, String)> = Vec::new();
+    let mut waits = 0.0f64;
+    let mut finds: Vec<(String, String)> = Vec::new();
+    let mut kills: Vec<(String, String, String)> = Vec::new();
+    for (target, method, params) in calls {
+        let job = match params.first() {
+            Some(Value::String(j)) => j.clone(),
+            _ => String::new(),
+        };
+        match method.as_str() {
+            m if m.starts_with("async.") => {
+                if let Some(relay) = delegation.and_then(|d| d.routes.relay_of(&target.name)) {
+                    starts.entry(relay.name.clone()).or_default().push(target.name);
+                }
+            }
+            "jobs.wait_job" | "jobs.job_status" => {
+                if method == "jobs.wait_job" {
+                    let secs = match params.get(1) {
+                        Some(Value::Double(d)) => *d,
+                        Some(Value::Integer(i)) => f64::from(*i),
+                        _ => 10.0,
+                    };
+                    waits = waits.max(secs);
+                }
+                asks.push((target.name, job));
+            }
+            "jobs.find_job" => finds.push((target.name, job)),
+            "jobs.kill_job" | "jobs.term_job" | "jobs.signal_job" => {
+                let signal = match (method.as_str(), params.get(1)) {
+                    ("jobs.kill_job", _) => "KILL".to_string(),
+                    ("jobs.term_job", _) => "TERM".to_string(),
+                    (_, Some(Value::String(s))) => s.trim_start_matches("SIG").to_string(),
+                    _ => "TERM".to_string(),
+                };
+                kills.push((target.name, job, signal));
+            }
+            _ => replies.push((
+                target.name,
+                Reply::Value(common::xmlrpc::remote_error(
+                    "func.overlord.RelayError",
+                    &format!("{method} is not answered for a host behind a relay"),
+                    "",
+                )),
+            )),
+        }
+    }
+    if let (Some(d), false) = (delegation, starts.is_empty()) {
+        for (host, started) in crate::relay::start_all(root, &d.routes, &d.order, starts).await {
+            replies.push((
+                host,
+                match started {
+                    Ok(job) => Reply::Value(Value::String(job)),
+                    Err(v) => Reply::Unreachable(crate::values::error_text(&v)),
+                },
+            ));
+        }
+    }
+    if !asks.is_empty() {
+        for (host, got) in crate::relay::collect(root, asks, waits.clamp(0.0, 60.0)).await {
+            replies.push((
+                host,
+                match got {
+                    Ok(Some(result)) => Reply::Value(Value::Array(vec![Value::Integer(1), result])),
+                    Ok(None) => Reply::Value(Value::Array(vec![Value::Integer(0), Value::Integer(-1)])),
+                    Err(why) => Reply::Unreachable(why),
+                },
+            ));
+        }
+    }
+    if !finds.is_empty() {
+        let jobs: BTreeMap<String, String> = finds.iter().cloned().collect();
+        for (host, got) in crate::relay::collect(root, finds, 0.0).await {
+            replies.push((
+                host.clone(),
+                match got {
+                    Ok(Some(_)) => Reply::Value(Value::Struct(Default::default())),
+                    Ok(None) => Reply::Value(Value::Struct(
+                        [(
+                            "id".to_string(),
+                            Value::String(jobs.get(&host).cloned().unwrap_or_default()),
+                        )]
+                        .into_iter()
+                        .collect(),
+                    )),
+                    Err(why) => Reply::Unreachable(why),
+                },
+            ));
+        }
+    }
+    if !kills.is_empty() {
+        let signal = kills[0].2.clone();
+        let jobs: Vec<String> = kills.iter().map(|(_, j, _)| j.clone()).collect();
+        let done: BTreeMap<String, Result<(), String>> = crate::relay::kill_all(root, jobs, &signal)
+            .await
+            .into_iter()
+            .collect();
+        for (host, job, signal) in kills {
+            let reply = match done.get(&job) {
+                Some(Ok(())) => Reply::Value(Value::String(format!(
+                    "job {job}: sent {signal} through the relay"
+                ))),
+                Some(Err(why)) => Reply::Unreachable(why.clone()),
+                None => Reply::Unreachable("not sent".into()),
+            };
+            replies.push((host, reply));
+        }
+    }
+    replies
+}
+
+/// Follows `host`'s relay job until the host ends; its result goes to `ends`.
+/// A relay not reached is asked again (the caller's deadlines decide when
+/// to give up on it).
+pub async fn watch(
+    root: Root,
+    host: String,
+    job: String,
+    ends: tokio::sync::mpsc::UnboundedSender<(String, Value)>,
+) {
+    let mut pause = std::time::Duration::from_millis(200);
+    loop {
+        let got = crate::relay::collect(&root, vec![(host.clone(), job.clone())], 20.0).await;
+        match got.into_iter().next().map(|(_, g)| g) {
+            Some(Ok(Some(result))) => {
+                let _ = ends.send((host, result));
+                return;
+            }
+            Some(Ok(None)) => pause = std::time::Duration::from_millis(200),
+            _ => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(super::follow::MAX_PAUSE);
+            }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Talking to a relay: its func-api over HTTPS, presenting the overlord's
+//! certificate (a relay takes requests only from an overlord certificate of
+//! its CA) and checking that the relay's certificate, of the same CA, names
+//! the host of its `[relays]` address. One connection per exchange; every
+//! answer is read within a bound.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::paths::Root;
+use common::Value;
+use http::{header, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use super::error::RelayError;
+use super::map::{Map, RelayAddr};
+use super::request::SealedRequest;
+
+/// Largest answer read from a relay (a job's results for its hosts).
+pub const MAX_ANSWER: usize = 1 << 30;
+/// Longest line of a streamed answer (one host's result).
+const MAX_LINE: usize = 80 << 20;
+
+/// A relay to talk to.
+#[derive(Clone)]
+pub struct RelayClient {
+    pub relay: RelayAddr,
+    tls: Arc<rustls::ClientConfig>,
+    /// Time to connect and to get an answer's head.
+    pub timeout: Duration,
+}
+
+/// One host's end as a relay streams it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct HostLine {
+    pub host: String,
+    /// The result, XML-RPC encoded (exactly what the minion answered).
+    pub result_xml: String,
+}
+
+/// A relay job's finished hosts, as `POST /api/v1/relay/jobs/{id}/results` answers.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Results {
+    /// Host → its result, XML-RPC encoded.
+    pub results: BTreeMap<String, String>,
+    /// Every host of the relay job is finished.
+    pub ended: bool,
+}
+
+impl RelayClient {
+    /// A client for `relay` with the overlord credentials below `root`.
+    pub fn new(root: &Root, relay: RelayAddr) -> Result<Self, RelayError> {
+        let creds = crate::settings::credentials(root);
+        let tls = common::tls::client_config(&creds).map_err(|e| RelayError::Config(e.to_string()))?;
+        Ok(Self {
+            relay,
+            tls: Arc::new(tls),
+            timeout: Duration::from_secs(30),
+        })
+    }
+
+    fn unreachable(&self, detail: impl std::fmt::Display) -> RelayError {
+        RelayError::Unreachable {
+            relay: self.relay.name.clone(),
+            detail: detail.to_string(),
+        }
+    }
+
+    async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, RelayError> {
+        let name = ServerName::try_from(self.relay.host().to_string()).map_err(|e| self.unreachable(e))?;
+        let exchange = async {
+            let tcp = TcpStream::connect(&self.relay.addr)
+                .await
+                .map_err(|e| self.unreachable(e))?;
+            let _ = tcp.set_nodelay(true);
+            let tls = TlsConnector::from(self.tls.clone())
+                .connect(name, tcp)
+                .await
+                .map_err(|e| self.unreachable(format!("TLS: {e}")))?;
+            let (mut sender, conn) = http1::handshake(TokioIo::new(tls))
+                .await
+                .map_err(|e| self.unreachable(e))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            let mut req = Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::HOST, self.relay.addr.as_str())
+                .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")));
+            if body.is_some() {
+                req = req.header(header::CONTENT_TYPE, "application/json");
+            }
+            let req = req
+                .body(Full::new(Bytes::from(body.unwrap_or_default())))
+                .map_err(|e| self.unreachable(e))?;
+            sender.send_request(req).await.map_err(|e| self.unreachable(e))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| self.unreachable(format!("no answer within {:?}", self.timeout)))?
+    }
+
+    /// The body of `resp`, read whole within bounds; an error status is
+    /// the relay's refusal.
+    async fn body(&self, resp: http::Response<hyper::body::Incoming>) -> Result<Bytes, RelayError> {
+        let status = resp.status();
+        let bytes = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| self.unreachable(e))?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(refusal(&self.relay.name, status, &bytes));
+        }
+        Ok(bytes)
+    }
+
+    async fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<T, RelayError> {
+        let resp = self.send(method, path, body).await?;
+        let bytes = self.body(resp).await?;
+        serde_json::from_slice(&bytes).map_err(|e| self.unreachable(format!("unreadable answer: {e}")))
+    }
+
+    /// Runs `sealed` (mode now) and hands each host's result to `on_host`
+    /// the moment the relay streams it. An error after some hosts leaves
+    /// the others to the caller (they were not answered).
+    pub async fn call_now(
+        &self,
+        sealed: &SealedRequest,
+        mut on_host: impl FnMut(String, Value),
+    ) -> Result<(), RelayError> {
+        let body = serde_json::to_vec(sealed).map_err(|e| RelayError::Request(e.to_string()))?;
+        let resp = self.send(http::Method::POST, "/api/v1/relay", Some(body)).await?;
+        if resp.status() != StatusCode::OK {
+            return Err(self
+                .body(resp)
+                .await
+                .err()
+                .unwrap_or_else(|| self.unreachable("unexpected answer")));
+        }
+        let mut body = resp.into_body();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut done = false;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| self.unreachable(e))?;
+            let Ok(data) = frame.into_data() else { continue };
+            buf.extend_from_slice(&data);
+            while let Some(end) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=end).collect();
+                let line = &line[..line.len() - 1];
+                if line.is_empty() {
+                    continue;
+                }
+                if line == br#"{"done":true}"# {
+                    done = true;
+                    continue;
+                }
+                let host: HostLine = serde_json::from_slice(line)
+                    .map_err(|e| self.unreachable(format!("unreadable line: {e}")))?;
+                on_host(host.host, crate::jobs::decode_result(&host.result_xml));
+            }
+            if buf.len() > MAX_LINE {
+                return Err(self.unreachable("a line longer than the relay may send"));
+            }
+        }
+        match done {
+            true => Ok(()),
+            false => Err(self.unreachable("the relay's answer ended before every host")),
+        }
+    }
+
+    /// Starts `sealed` (mode async) as a job of the relay; its id.
+    pub async fn start(&self, sealed: &SealedRequest) -> Result<String, RelayError> {
+        #[derive(serde::Deserialize)]
+        struct Started {
+            job_id: String,
+        }
+        let body = serde_json::to_vec(sealed).map_err(|e| RelayError::Request(e.to_string()))?;
+        let started: Started = self.json(http::Method::POST, "/api/v1/relay", Some(body)).await?;
+        Ok(started.job_id)
+    }
+
+    /// The results of relay job `id` for those of `hosts` that are
+    /// finished, waiting up to `wait` seconds for one to finish.
+    pub async fn results(&self, id: &str, hosts: &[String], wait: f64) -> Result<Results, RelayError> {
+        let body = serde_json::to_vec(&serde_json::json!({"hosts": hosts, "wait": wait}))
+            .map_err(|e| RelayError::Request(e.to_string()))?;
+        let path = format!("/api/v1/relay/jobs/{}/results", crate::values::url_segment(id));
+        let mut client = self.clone();
+        client.timeout = self.timeout + Duration::from_secs_f64(wait.clamp(0.0, 60.0));
+        client.json(http::Method::POST, &path, Some(body)).await
+    }
+
+    /// Signals relay job `id`'s hosts (the relay's `jobs kill`).
+    pub async fn kill(&self, id: &str, signal: &str) -> Result<(), RelayError> {
+        let path = format!("/api/v1/jobs/{}/kill", crate::values::url_segment(id));
+        let body = serde_json::to_vec(&serde_json::json!({"signal": signal}))
+            .map_err(|e| RelayError::Request(e.to_string()))?;
+        let _: serde_json::Value = self.json(http::Method::POST, &path, Some(body)).await?;
+        Ok(())
+    }
+
+    /// The relay's own map (its minions, and its relays' maps).
+    pub async fn map(&self, only_alive: bool) -> Result<Map, RelayError> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            map: Map,
+        }
+        let path = format!("/api/v1/relay/map?onlyalive={only_alive}");
+        let mut client = self.clone();
+        client.timeout = Duration::from_secs(300);
+        let answer: Answer = client.json(http::Method::GET, &path, None).await?;
+        Ok(answer.map)
+    }
+}
+
+/// A relay's refusal: its `{"error"}`, shortened.
+fn refusal(relay: &str, status: StatusCode, body: &[u8]) -> RelayError {
+    let message = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned());
+    RelayError::Refused {
+        relay: relay.to_string(),
+        status: status.as_u16(),
+        message: common::paths::shorten(&message),
+    }
+}

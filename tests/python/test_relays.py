@@ -1,0 +1,261 @@
+"""Delegation through relays (DESIGN §17) with real processes: a top
+overlord, relay1 (a func-api with its own root and minions) with relay2
+nested below it, and a minion called directly. Sync, async (collapsed by
+job_status --wait and by the top func-api's watcher, with events), a batch
+with failhard, kill, a fact filter, a relay killed mid-call (its hosts
+unreachable, the others complete, nothing run twice), the map built by
+func-build-map, Func's Python API with delegate=True, a request a relay
+must refuse (unsigned, or from a token), and func-swarm's 1,000 simulated
+minions answering `func '*' ping`."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from funcfixture import Fleet, Certmaster, binary
+from test_api import Api, Events, wait_until
+from test_facts import facts_d
+
+FLEET = None
+TOP = None
+RELAYS = {}
+CERTS = "var/lib/certmaster/certmaster/certs"
+
+
+def func(*args, root=None, check=False, timeout=120):
+    done = subprocess.run([binary("func"), "--root", root or FLEET.ca_root] + list(args),
+                          capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError("func %s: %d\n%s%s" % (args, done.returncode, done.stdout, done.stderr))
+    return done
+
+
+def relay_root(name, minions):
+    """A relay's root: the CA certificate and key (its func-api issues its
+    own certificate), the overlord key, and its segment's minions (moved
+    from the top's list: the top knows them only through the map)."""
+    root = os.path.join(FLEET.dir, name)
+    ca = os.path.join(root, "etc/pki/certmaster/ca")
+    os.makedirs(ca, mode=0o700)
+    for f in ("certmaster.crt", "certmaster.key", "overlord.pem", "overlord.cert"):
+        shutil.copy2(os.path.join(FLEET.ca_root, "etc/pki/certmaster/ca", f), ca)
+    certs = os.path.join(root, CERTS)
+    os.makedirs(certs, mode=0o755)
+    for m in minions:
+        for ext in (".cert", ".addr"):
+            shutil.move(os.path.join(FLEET.ca_root, CERTS, m + ext), certs)
+    return root
+
+
+def conf(root, text):
+    path = os.path.join(root, "etc/func/overlord.conf")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as f:
+        f.write(text)
+
+
+def audit_count(name, method):
+    path = os.path.join(FLEET.dir, name, "var/log/func/audit.log")
+    if not os.path.exists(path):
+        return 0
+    return sum(1 for line in open(path) if method in line)
+
+
+def setUpModule():
+    global FLEET, TOP
+    FLEET = Fleet()
+    try:
+        for name, role in (("d1", "db"), ("r1a", "web"), ("r1b", "db"), ("r2a", "web")):
+            FLEET.start_minion(name, prepare=facts_d(role))
+        r2 = relay_root("relay2", ["r2a"])
+        RELAYS["relay2"] = Api(FLEET, root=r2)
+        r1 = relay_root("relay1", ["r1a", "r1b"])
+        conf(r1, "[relays]\nrelay2 = 127.0.0.1:%d\n" % RELAYS["relay2"].port)
+        RELAYS["relay1"] = Api(FLEET, root=r1)
+        conf(FLEET.ca_root, "[relays]\nrelay1 = 127.0.0.1:%d\n" % RELAYS["relay1"].port)
+        # relay1's map first (it names relay2's minions), then the top's.
+        for root in (r1, FLEET.ca_root):
+            done = subprocess.run([binary("func-build-map"), "--root", root], capture_output=True, text=True, timeout=60)
+            if done.returncode != 0:
+                raise RuntimeError("func-build-map: " + done.stdout + done.stderr)
+        TOP = Api(FLEET)
+    except Exception:
+        tearDownModule()
+        raise
+
+
+def tearDownModule():
+    for api in [TOP] + list(RELAYS.values()):
+        if api is not None:
+            api.close()
+    if FLEET is not None:
+        FLEET.close()
+
+
+class RelayTest(unittest.TestCase):
+    def test_the_map_is_funcs_nesting(self):
+        text = open(os.path.join(FLEET.ca_root, "var/lib/func/map")).read()
+        import yaml
+        self.assertEqual(yaml.safe_load(text),
+                         {"d1": {}, "relay1": {"r1a": {}, "r1b": {}, "relay2": {"r2a": {}}}})
+        self.assertEqual(os.stat(os.path.join(FLEET.ca_root, "var/lib/func/map")).st_mode & 0o777, 0o600)
+        # Without --delegate the map is not used: only d1 is known here.
+        self.assertEqual(json.loads(func("--json", "*", "ping", check=True).stdout), {"d1": 1})
+
+    def test_sync_calls_look_as_if_every_minion_were_called_directly(self):
+        done = func("--delegate", "--json", "*", "call", "test", "add", "1", "2", check=True)
+        self.assertEqual(json.loads(done.stdout), {"d1": 3, "r1a": 3, "r1b": 3, "r2a": 3})
+        done = func("--delegate", "--out", "xmlrpc", "r2a;d1", "call", "--json-args",
+                    '[{"__base64__": "aGk="}]', "test", "echo", check=True)
+        self.assertIn("<base64>aGk=</base64>", done.stdout.replace("\n", ""))
+        ping = func("--delegate", "*", "ping")
+        self.assertEqual(ping.returncode, 0, ping.stderr)
+        self.assertIn("4 hosts: 4 ok", ping.stderr)
+        # A failure through a relay is the host's failure (exit 1).
+        boom = func("--delegate", "--json", "r2a", "call", "test", "explode")
+        self.assertEqual(boom.returncode, 1)
+        self.assertEqual(json.loads(boom.stdout)["r2a"][0], "REMOTE_ERROR")
+
+    def test_async_jobs_collapse_through_relays_with_events(self):
+        before = {m: audit_count(m, "test.sleep") for m in ("d1", "r1a", "r1b", "r2a")}
+        token = TOP.token("watcher-%d" % time.time_ns(), "--admin")
+        events = Events(TOP, token)
+        try:
+            done = func("--delegate", "*", "call", "test", "sleep", "1", "--async", "--nopoll", check=True)
+            job = done.stdout.split("'")[1]
+            status = func("--json", "job_status", job, "--wait", check=True)
+            doc = json.loads(status.stdout)
+            self.assertEqual(doc["state"], "finished", doc)
+            self.assertEqual(sorted(doc["results"]), ["d1", "r1a", "r1b", "r2a"])
+            # The top func-api's watcher took the relays' results as they came.
+            self.assertTrue(wait_until(60, lambda: len(events.tags("job/%s/ret/" % job)) == 4), events.tags())
+            self.assertTrue(wait_until(30, lambda: "job/%s/complete" % job in events.tags()))
+        finally:
+            events.close()
+        # Each minion ran it once.
+        for m in ("d1", "r1a", "r1b", "r2a"):
+            self.assertEqual(audit_count(m, "test.sleep"), before[m] + 1, m)
+
+    def test_a_batch_with_failhard_counts_hosts_not_relays(self):
+        # Every host here is behind a relay: the first failure halts the batch.
+        done = func("--delegate", "--json", "r*", "call", "--batch", "1", "--failhard", "test", "explode")
+        self.assertEqual(done.returncode, 1)
+        results = json.loads(done.stdout)["results"]
+        kinds = sorted(v[1] for v in results.values())
+        self.assertEqual(kinds, ["exceptions.Exception"] + ["func.overlord.BatchAbandoned"] * 2, results)
+        done = func("--delegate", "--json", "*", "call", "--batch", "2", "test", "add", "2", "2", check=True)
+        self.assertEqual(json.loads(done.stdout)["results"], {"d1": 4, "r1a": 4, "r1b": 4, "r2a": 4})
+
+    def test_kill_reaches_hosts_behind_relays(self):
+        done = func("--delegate", "*", "call", "test", "sleep", "60", "--async", "--nopoll", check=True)
+        job = done.stdout.split("'")[1]
+        self.assertTrue(wait_until(30, lambda: '"running"' in func("--json", "job_status", job).stdout or
+                                   json.loads(func("--json", "job_status", job).stdout).get("state") == "partial"))
+        killed = func("jobs", "kill", job)
+        self.assertEqual(killed.returncode, 0, killed.stdout + killed.stderr)
+        status = func("--json", "job_status", job, "--wait", timeout=120)
+        doc = json.loads(status.stdout)
+        self.assertEqual(doc["state"], "finished", doc)
+        for h in ("r1a", "r1b", "r2a"):
+            self.assertEqual(doc["results"][h][0], "REMOTE_ERROR", doc["results"][h])
+        self.assertEqual(status.returncode, 1)
+
+    def test_a_fact_filter_is_judged_through_relays(self):
+        done = func("--delegate", "--json", "--filter", "role=web", "*", "ping", check=True)
+        self.assertEqual(json.loads(done.stdout), {"r1a": 1, "r2a": 1})
+
+    def test_funcs_python_api_with_delegate(self):
+        code = ("import func.overlord.client as fc\n"
+                "print(sorted(fc.Overlord('*', delegate=True).test.add(1, 2).items()))\n"
+                "print(fc.Overlord('*').list_minions())\n")
+        env = dict(os.environ, FUNC_ROOT=FLEET.ca_root, FUNC_BINARY=binary("func"),
+                   PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.splitlines(),
+                         ["[('d1', 3), ('r1a', 3), ('r1b', 3), ('r2a', 3)]", "['d1']"])
+
+    def test_a_relay_takes_only_requests_an_overlord_signed(self):
+        token = RELAYS["relay1"].token("admin-%d" % time.time_ns(), "--admin")
+        status, doc, _ = RELAYS["relay1"].request("POST", "/api/v1/relay", token=token,
+                                                  body={"request": "{}", "seal": {"cert": "", "sig": ""}})
+        self.assertEqual(status, 403, doc)
+        ctx = FLEET.context()
+        forged = json.dumps({"v": 1, "id": "x", "spec": "*", "function": "command.run", "params": ["id"],
+                             "user": "root", "rights": None, "hosts": ["r1a"], "mode": "now",
+                             "timeout": 10, "issued": time.time()})
+        status, doc, _ = RELAYS["relay1"].request("POST", "/api/v1/relay", ctx=ctx,
+                                                  body={"request": forged, "seal": {"cert": "AA==", "sig": "AA=="}})
+        self.assertEqual(status, 403, doc)
+        self.assertIn("cannot be trusted", doc["error"])
+
+    def test_zz_a_relay_killed_mid_call_leaves_its_hosts_unreachable_and_nothing_twice(self):
+        before = {m: audit_count(m, "test.sleep") for m in ("d1", "r1a", "r1b", "r2a")}
+        proc = subprocess.Popen([binary("func"), "--root", FLEET.ca_root, "--delegate", "--json", "-t", "20",
+                                 "*", "call", "test", "sleep", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            # relay2 dies once r2a has its call (the call is in flight).
+            self.assertTrue(wait_until(30, lambda: audit_count("r2a", "test.sleep") > before["r2a"]))
+            RELAYS["relay2"].proc.kill()
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        self.assertEqual(proc.returncode, 1, err)
+        doc = json.loads(out)
+        self.assertEqual([doc[h] for h in ("d1", "r1a", "r1b")].count(None), 0)
+        for h in ("d1", "r1a", "r1b"):
+            self.assertIsInstance(doc[h], float, doc)
+        self.assertEqual(doc["r2a"][0], "REMOTE_ERROR")
+        self.assertIn("relay", doc["r2a"][2])
+        self.assertIn("unreachable", err)
+        time.sleep(0)  # nothing to wait for: every count is final once func ended
+        for m in ("d1", "r1a", "r1b", "r2a"):
+            self.assertEqual(audit_count(m, "test.sleep"), before[m] + 1, m)
+
+
+class SwarmTest(unittest.TestCase):
+    def test_a_thousand_simulated_minions_answer_ping(self):
+        cm = Certmaster(args=["--autosign"])
+        swarm = None
+        tmp = tempfile.mkdtemp(prefix="func-py-swarm-")
+        try:
+            swarm = subprocess.Popen([binary("func-swarm"), "--root", tmp, "--count", "1000", "--prefix", "sw",
+                                      "--certmaster", "127.0.0.1:%d" % cm.port],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            line = swarm.stdout.readline()
+            self.assertIn("serving 1000 minions", line, swarm.stderr.read() if not line else line)
+            self.assertEqual(os.stat(os.path.join(tmp, "identities")).st_mode & 0o777, 0o600)
+            done = subprocess.run([binary("func"), "--root", cm.root, "--json", "*", "ping"],
+                                  capture_output=True, text=True, timeout=300)
+            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+            doc = json.loads(done.stdout)
+            self.assertEqual(len(doc), 1000)
+            self.assertEqual(set(doc.values()), {1})
+            # The real wire: an async job, collapsed.
+            done = subprocess.run([binary("func"), "--root", cm.root, "sw1*", "call", "test", "add", "2", "3",
+                                   "--async", "--nopoll"], capture_output=True, text=True, timeout=120)
+            job = done.stdout.split("'")[1]
+            status = subprocess.run([binary("func"), "--root", cm.root, "--json", "job_status", job, "--wait"],
+                                    capture_output=True, text=True, timeout=300)
+            self.assertEqual(set(json.loads(status.stdout)["results"].values()), {5})
+        finally:
+            if swarm is not None:
+                swarm.send_signal(signal.SIGTERM)
+                swarm.wait(timeout=30)
+                swarm.stdout.close()
+                swarm.stderr.close()
+            cm.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
