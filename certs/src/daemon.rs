@@ -132,7 +132,7 @@ impl Certmaster {
             write_atomic(&key_path, key.serialize_pem().as_bytes(), PRIVATE)?;
             write_atomic(&cert_path, signed.cert_pem.as_bytes(), PUBLIC)?;
         }
-        let store = Store::new(root.clone());
+        let store = Store::new(root.clone()).grouped();
         if !store.crl_path().exists() {
             store.publish_crl(&ca)?;
         }
@@ -303,10 +303,15 @@ fn answer(
                 .store
                 .request_admitted(&cm.ca, &csr, address.as_deref(), cm.config.autosign, &mut admit)
                 .map_err(|e| format!("certmaster error: {e}"))?;
+            // Nothing is answered before what it says is on disk (many
+            // requests share one sync).
+            cm.store.commit().map_err(|e| format!("certmaster error: {e}"))?;
             match outcome {
                 Outcome::Signed(cert) => {
                     tracing::info!(address = ?address, "certificate handed out");
-                    cm.store.share();
+                    if let Ok(name) = crate::authority::csr_name(&csr) {
+                        cm.store.share_one(&name);
+                    }
                     Ok(Value::Array(vec![
                         Value::Boolean(true),
                         Value::String(cert),

@@ -15,8 +15,19 @@ pub const PRIVATE: u32 = 0o600;
 pub const PUBLIC: u32 = 0o644;
 
 /// Atomically writes `contents` to `path` with `mode`, creating parent
-/// directories (0755) as needed.
+/// directories (0755) as needed, durably (the file and the directory
+/// synced before it returns).
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
+    write_file(path, contents, mode, true)
+}
+
+/// [`write_atomic`] without the syncs: durable only once the file system
+/// is synced (`store::GroupCommit`, many writes at a time).
+pub fn write_deferred(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
+    write_file(path, contents, mode, false)
+}
+
+fn write_file(path: &Path, contents: &[u8], mode: u32, durable: bool) -> Result<()> {
     let io = |action, source| CertError::Io {
         action,
         path: path.to_path_buf(),
@@ -46,9 +57,14 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
             .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(&tmp)?;
         f.write_all(contents)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)?;
-        fs::File::open(dir)?.sync_all()
+        match durable {
+            true => fs::File::open(dir)?.sync_all(),
+            false => Ok(()),
+        }
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

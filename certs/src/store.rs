@@ -33,6 +33,69 @@ pub enum Outcome {
 /// Handle on the certmaster's files.
 pub struct Store {
     root: Root,
+    /// Writes of requests are synced many at a time ([`Store::commit`]),
+    /// not each on its own (the daemon's; `certmaster-ca` writes durably).
+    group: Option<std::sync::Arc<GroupCommit>>,
+    /// The shared store's minion list, kept up to date one minion at a time.
+    mirror: std::sync::Mutex<Option<common::pg::MinionMirror>>,
+}
+
+/// Group commit: every writer waits until a sync of the file system that
+/// began after its writes has ended; one sync serves every writer that
+/// came before it, so N signings cost far fewer than N syncs.
+#[derive(Debug, Default)]
+pub struct GroupCommit {
+    state: std::sync::Mutex<Commits>,
+    synced: std::sync::Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Commits {
+    /// Writers that asked so far; those up to `done` are durable.
+    asked: u64,
+    done: u64,
+    syncing: bool,
+}
+
+impl GroupCommit {
+    /// Returns once what this thread wrote below `dir` is on disk.
+    fn wait(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        let lock = || self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = lock();
+        s.asked += 1;
+        let me = s.asked;
+        loop {
+            if s.done >= me {
+                return Ok(());
+            }
+            if !s.syncing {
+                s.syncing = true;
+                let upto = s.asked;
+                drop(s);
+                let synced = sync_fs(dir);
+                s = lock();
+                s.syncing = false;
+                if synced.is_ok() {
+                    s.done = s.done.max(upto);
+                }
+                self.synced.notify_all();
+                synced?;
+                continue;
+            }
+            s = self.synced.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// `syncfs(2)` of the file system holding `dir`.
+fn sync_fs(dir: &std::path::Path) -> std::io::Result<()> {
+    let f = fs::File::open(dir)?;
+    // SAFETY: syncfs on a descriptor we own for the duration of the call.
+    let rc = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&f)) };
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }
 
 /// Whether `addr` is a plain `host:port` (`[v6]:port` too): printable ASCII
@@ -55,7 +118,42 @@ const MAX_CSR_DER: usize = 8 * 1024;
 
 impl Store {
     pub fn new(root: Root) -> Self {
-        Self { root }
+        Self {
+            root,
+            group: None,
+            mirror: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// This store, writing requests without syncing each: call
+    /// [`Store::commit`] before answering (the daemon, many at once).
+    pub fn grouped(mut self) -> Self {
+        self.group = Some(Default::default());
+        self
+    }
+
+    /// Makes what this thread wrote durable: with [`Store::grouped`], waits
+    /// for a sync of the file system shared with other writers; else every
+    /// write was durable already.
+    pub fn commit(&self) -> Result<()> {
+        match &self.group {
+            Some(g) => {
+                let dir = self.root.signed_certs_dir();
+                g.wait(&dir).map_err(|source| CertError::Io {
+                    action: "syncing",
+                    path: dir,
+                    source,
+                })
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn put(&self, path: &std::path::Path, contents: &[u8]) -> Result<()> {
+        match self.group {
+            Some(_) => crate::files::write_deferred(path, contents, PUBLIC),
+            None => write_atomic(path, contents, PUBLIC),
+        }
     }
 
     pub fn root(&self) -> &Root {
@@ -181,21 +279,22 @@ impl Store {
         }
         if autosign {
             let signed = ca.sign_csr(csr_pem)?;
-            write_atomic(&cert_path, signed.cert_pem.as_bytes(), PUBLIC)?;
+            self.put(&cert_path, signed.cert_pem.as_bytes())?;
             self.record_address(&name, address)?;
             return Ok(Outcome::Signed(signed.cert_pem));
         }
         if let Some(why) = admit(&name) {
             return Ok(Outcome::Refused(why));
         }
-        write_atomic(&csr_path, csr_pem.as_bytes(), PUBLIC)?;
+        self.put(&csr_path, csr_pem.as_bytes())?;
         Ok(Outcome::Pending)
     }
 
     fn record_address(&self, name: &str, address: Option<&str>) -> Result<()> {
         match address {
-            Some(addr) if !addr.is_empty() => {
-                write_atomic(&self.addr_path(name), format!("{addr}\n").as_bytes(), PUBLIC)
+            // Said again at every start: written only when it changed.
+            Some(addr) if !addr.is_empty() && self.address(name).as_deref() != Some(addr) => {
+                self.put(&self.addr_path(name), format!("{addr}\n").as_bytes())
             }
             _ => Ok(()),
         }
@@ -248,6 +347,34 @@ impl Store {
             if let Err(e) = common::pg::publish_crl(&url, &crl, number) {
                 tracing::warn!(error = %e, "cannot share the CRL");
             }
+        }
+    }
+
+    /// With `[store] url` in certmaster.conf, lists minion `name` (signed
+    /// now, or asking again) in the shared store: one row, not the whole
+    /// list ([`Store::share`] makes the whole list match, at start and
+    /// after `certmaster-ca` changes). A store that cannot be reached is
+    /// logged; the next full share mends it.
+    pub fn share_one(&self, name: &str) {
+        let mut mirror = self.mirror.lock().unwrap_or_else(|p| p.into_inner());
+        if mirror.is_none() {
+            let Ok(ini) = common::config::Ini::load(&self.root.certmaster_conf()) else {
+                return;
+            };
+            let Some(url) = ini.str("store", "url").map(str::trim).filter(|u| !u.is_empty()) else {
+                return;
+            };
+            match common::pg::StoreUrl::parse(url) {
+                Ok(url) => *mirror = Some(common::pg::MinionMirror::new(url)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "certmaster.conf [store] url");
+                    return;
+                }
+            }
+        }
+        let Some(m) = mirror.as_ref() else { return };
+        if let Err(e) = m.upsert(&[(name.to_string(), self.address(name))]) {
+            tracing::warn!(error = %e, "cannot list {name} in the shared store");
         }
     }
 

@@ -439,6 +439,51 @@ pub fn sync_minions(url: &StoreUrl, signed: &[(String, Option<String>)]) -> Resu
     run(&mut client).map_err(|e| url.error(e))
 }
 
+/// The shared minion list kept up to date a few minions at a time, over
+/// one kept connection (the certmaster signing many minions a second).
+pub struct MinionMirror {
+    url: StoreUrl,
+    client: std::sync::Mutex<Option<postgres::Client>>,
+}
+
+impl MinionMirror {
+    pub fn new(url: StoreUrl) -> Self {
+        Self {
+            url,
+            client: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Lists `rows` (name, address) as signed (added, or their address changed).
+    pub fn upsert(&self, rows: &[(String, Option<String>)]) -> Result<(), PgError> {
+        let mut kept = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        let mut client = match kept.take() {
+            Some(c) if !c.is_closed() => c,
+            _ => {
+                let mut c = self.url.connect()?;
+                c.batch_execute(MINIONS_SCHEMA).map_err(|e| self.url.error(e))?;
+                c
+            }
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+        let addrs: Vec<Option<&str>> = rows.iter().map(|(_, a)| a.as_deref()).collect();
+        client
+            .execute(
+                "INSERT INTO func_minions (name, address, revoked, updated)
+                 SELECT n, a, false, $3 FROM unnest($1::text[], $2::text[]) AS t(n, a)
+                 ON CONFLICT (name) DO UPDATE SET address = EXCLUDED.address, revoked = false, updated = $3
+                 WHERE func_minions.address IS DISTINCT FROM EXCLUDED.address OR func_minions.revoked",
+                &[&names, &addrs, &now],
+            )
+            .map_err(|e| self.url.error(e))?;
+        *kept = Some(client);
+        Ok(())
+    }
+}
+
 /// The CA's newest CRL (DESIGN §9: revocation is by serial, and every
 /// overlord honours the newest CRL it has, local or shared). One row. The
 /// CRL is signed by the CA, so the store can withhold a newer one but not

@@ -135,7 +135,14 @@ impl Plan {
         let names = self.target_names()?;
         Ok(names
             .into_iter()
-            .map(|name| Target::enrolled(&self.root, &name))
+            .map(|name| match &self.routes {
+                // Its relay knows where it is: no address is read here.
+                Some(r) if r.relay_of(&name).is_some() => Target {
+                    name,
+                    addr: String::new(),
+                },
+                _ => Target::enrolled(&self.root, &name),
+            })
             .collect())
     }
 
@@ -281,7 +288,10 @@ impl Plan {
         );
         if self.verbose > 1 {
             for t in targets {
-                crate::errln!("func:   {} at {}", t.name, t.addr);
+                match self.routes.as_ref().and_then(|r| r.relay_of(&t.name)) {
+                    Some(relay) => crate::errln!("func:   {} through relay {} ({})", t.name, relay.name, relay.addr),
+                    None => crate::errln!("func:   {} at {}", t.name, t.addr),
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 //! TLS handshake once the connections are warm.
 //!
 //! Bounds: at most [`PER_HOST`] idle connections per host and
-//! [`MAX_IDLE`] in all (more are closed); an idle connection older than
+//! [`MAX_IDLE`] in all (`[api] max_idle_connections`; more are closed); an idle connection older than
 //! [`IDLE_FOR`] is closed before the minion's own idle deadline (30 s by
 //! default) would end it under us; one the minion closed is dropped, never
 //! used. The CRL is checked as `func` checks it: the TLS configuration is
@@ -44,10 +44,31 @@ struct Kept {
     since: Instant,
 }
 
+/// The idle connections, and how many (counted, not summed at each call:
+/// a relay keeps tens of thousands).
+#[derive(Default)]
+struct Idle {
+    by_host: HashMap<String, Vec<Kept>>,
+    count: usize,
+}
+
+impl Idle {
+    /// Drops the connections too old or closed; recounts.
+    fn prune(&mut self) {
+        self.by_host.retain(|_, kept| {
+            kept.retain(|k| k.since.elapsed() < IDLE_FOR && !k.client.is_closed());
+            !kept.is_empty()
+        });
+        self.count = self.by_host.values().map(Vec::len).sum();
+    }
+}
+
 /// Warm connections to minions (see the module doc).
 pub struct Pool {
     live: LiveLink,
-    idle: Mutex<HashMap<String, Vec<Kept>>>,
+    idle: Mutex<Idle>,
+    /// Idle connections kept in all.
+    max_idle: usize,
     /// When each host last answered a call (epoch seconds).
     seen: Mutex<HashMap<String, f64>>,
 }
@@ -56,9 +77,16 @@ impl Pool {
     pub fn new(calling: Calling) -> Result<Self, LinkError> {
         Ok(Self {
             live: LiveLink::new(calling)?,
-            idle: Mutex::new(HashMap::new()),
+            idle: Mutex::new(Idle::default()),
+            max_idle: MAX_IDLE,
             seen: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Keeps at most `n` idle connections in all (a relay keeps one per minion of its segment).
+    pub fn with_max_idle(mut self, n: usize) -> Self {
+        self.max_idle = n.max(1);
+        self
     }
 
     /// The TLS setup; the kept connections are closed when it was rebuilt
@@ -66,20 +94,27 @@ impl Pool {
     fn link(&self) -> Arc<Link> {
         let (link, reloaded) = self.live.current();
         if reloaded {
-            self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = Idle::default();
         }
         link
     }
 
     fn take(&self, target: &Target) -> Option<MinionClient> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let kept = idle.get_mut(&target.name)?;
+        let idle = &mut *idle;
+        let kept = idle.by_host.get_mut(&target.name)?;
+        let mut found = None;
         while let Some(k) = kept.pop() {
+            idle.count -= 1;
             if k.addr == target.addr && !k.client.is_closed() && k.since.elapsed() < IDLE_FOR {
-                return Some(k.client);
+                found = Some(k.client);
+                break;
             }
         }
-        None
+        if kept.is_empty() {
+            idle.by_host.remove(&target.name);
+        }
+        found
     }
 
     fn give_back(&self, target: &Target, client: MinionClient) {
@@ -87,23 +122,24 @@ impl Pool {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.values().map(Vec::len).sum::<usize>() >= MAX_IDLE {
-            idle.retain(|_, kept| {
-                kept.retain(|k| k.since.elapsed() < IDLE_FOR && !k.client.is_closed());
-                !kept.is_empty()
-            });
-            if idle.values().map(Vec::len).sum::<usize>() >= MAX_IDLE {
+        if idle.count >= self.max_idle {
+            idle.prune();
+            if idle.count >= self.max_idle {
                 return;
             }
         }
-        let kept = idle.entry(target.name.clone()).or_default();
+        let idle = &mut *idle;
+        let kept = idle.by_host.entry(target.name.clone()).or_default();
+        let before = kept.len();
         kept.retain(|k| k.since.elapsed() < IDLE_FOR);
+        idle.count -= before - kept.len();
         if kept.len() < PER_HOST {
             kept.push(Kept {
                 client,
                 addr: target.addr.clone(),
                 since: Instant::now(),
             });
+            idle.count += 1;
         }
     }
 
@@ -125,12 +161,7 @@ impl Pool {
 
     /// Idle connections kept now.
     pub fn idle_count(&self) -> usize {
-        self.idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .map(Vec::len)
-            .sum()
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).count
     }
 
     /// Calls `method` on `target` within `limit`, for `user`; any failure is

@@ -39,6 +39,9 @@ pub struct ApiSettings {
     /// `cors_origins`: browser origins (`https://dash.example.org`, comma
     /// or space separated) allowed to call the API; default none.
     pub cors_origins: Vec<String>,
+    /// `max_idle_connections`: connections to minions kept open between
+    /// requests (default 8192; a relay keeps one per minion of its segment).
+    pub max_idle_connections: usize,
 }
 
 impl ApiSettings {
@@ -73,6 +76,7 @@ impl ApiSettings {
             auth_failures: num("auth_failures_per_minute", 20, 1_000_000)? as u32,
             max_connections: num("max_connections", 1024, 65_536)?,
             idle_timeout: num("idle_timeout", 15, 3600)? as u64,
+            max_idle_connections: num("max_idle_connections", crate::pool::MAX_IDLE as u64, 1_000_000)?,
             cors_origins: text("cors_origins")
                 .map(|t| {
                     t.split([',', ' '])

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""`make bench-scale`, the swarm part (DESIGN §17, issue 39): simulated
+minions (func-swarm) enrolled through the real certmaster, and then
+
+- 10,000 minions without relays: sync ping, async test.ping collapsed
+  (job_status --wait), and the batch overhead at K=1,000 (test.sleep 1 in
+  batches of 25%: the ideal is 4 waves of 1 s);
+- SWARM_N (default 100,000) minions behind 4 relays (func-api, each with its
+  own root and segment): func-build-map, `func --delegate '*' ping` cold and
+  warm (wall, and the top overlord's CPU per host), async test.ping
+  collapsed, each relay's memory per kept connection, and whether memory
+  grows over repeated runs.
+
+Release binaries (target/release). Everything runs below a temp dir and is
+ended (by pid) at exit. Prints a Markdown report and writes it to
+bench/results/<stamp>-swarm.md (and LATEST-swarm.md).
+
+Environment: SWARM_N (100000), RELAYS (4), RUNS (3), SWARM_DIRECT (10000),
+SWARM_BATCH_K (1000).
+"""
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP_DIR = os.path.dirname(HERE)
+BIN = os.environ.get("FUNC_BIN_DIR", os.path.join(TOP_DIR, "target", "release"))
+N = int(os.environ.get("SWARM_N", "100000"))
+NRELAYS = int(os.environ.get("RELAYS", "4"))
+RUNS = int(os.environ.get("RUNS", "3"))
+DIRECT = int(os.environ.get("SWARM_DIRECT", "10000"))
+BATCH_K = int(os.environ.get("SWARM_BATCH_K", "1000"))
+CERTS = "var/lib/certmaster/certmaster/certs"
+PROCS = []
+NOFILE = 0
+ROWS = []
+NOTES = []
+
+
+def b(name):
+    return os.path.join(BIN, name)
+
+
+def row(section, metric, unit, value, goal=""):
+    ROWS.append((section, metric, unit, value, goal))
+    print("%-58s %10s %-3s %s" % (metric, value, unit, goal), flush=True)
+
+
+LOGS = []
+
+
+def start(args, **kw):
+    """Starts a service; its first line is read from stdout, its log goes
+    to a file (a pipe nobody reads would stop it once full)."""
+    log = tempfile.TemporaryFile(mode="w+")
+    LOGS.append(log)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, **kw)
+    p.log = log
+    PROCS.append(p)
+    return p
+
+
+def log_tail(p):
+    p.log.seek(0)
+    return p.log.read()[-2000:]
+
+
+def rss_kib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_secs(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(args, timeout=1800):
+    """Runs a command; (wall s, CPU s of it and its children, exit, stdout, stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    wall = time.monotonic() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.returncode, done.stdout, done.stderr
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def swarm(root, count, prefix, cm_port):
+    return start([b("func-swarm"), "--root", root, "--count", str(count), "--prefix", prefix,
+                  "--certmaster", "127.0.0.1:%d" % cm_port])
+
+
+def wait_serving(procs, what):
+    for p in procs:
+        line = p.stdout.readline()
+        if "serving" not in line:
+            raise SystemExit("%s: func-swarm did not start: %s %s" % (what, line, log_tail(p)))
+
+
+def main():
+    global NOFILE
+    # Ended by a signal (also from a background job, where SIGINT is
+    # ignored): the fleet is stopped and the temp dir removed all the same.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(128 + 15))
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1 << 20, 1 << 20))
+    except (ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        if hard < N // NRELAYS + 2000:
+            NOTES.append("open files are limited to %d per process here (the hard limit; raising it needs "
+                         "CAP_SYS_RESOURCE): a relay keeps at most %d connections to its %d minions, the others "
+                         "are opened anew at every call" % (hard, hard - 2000, N // NRELAYS))
+    NOFILE = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    tmp = tempfile.mkdtemp(prefix="func-swarm-bench-")
+    top = os.path.join(tmp, "top")
+    try:
+        run(tmp, top)
+    finally:
+        for p in PROCS:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in PROCS:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    report()
+
+
+def run(tmp, top):
+    subprocess.run([b("func-testpki"), "ca", top], check=True, stdout=subprocess.DEVNULL)
+    conf = os.path.join(top, "etc/certmaster/certmaster.conf")
+    os.makedirs(os.path.dirname(conf), exist_ok=True)
+    with open(conf, "w") as f:
+        # One address enrolls every simulated minion (DESIGN §17).
+        f.write("[main]\nmax_connections_per_address = 64\n")
+    cm = start([b("certmaster"), "--root", top, "--listen", "127.0.0.1:0", "--autosign"])
+    cm_port = int(cm.stdout.readline().split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+
+    # -- enrollment: the relays' segments, all swarms at once -------------
+    per = N // NRELAYS
+    prefixes = ["seg%c" % (ord("a") + i) for i in range(NRELAYS)]
+    cpu0 = cpu_secs(cm.pid)
+    t = time.monotonic()
+    segs = [swarm(os.path.join(tmp, "swarm-" + p), per, p, cm_port) for p in prefixes]
+    wait_serving(segs, "segments")
+    wall = time.monotonic() - t
+    row("enroll", "%d simulated minions enrolled (%d swarms at once)" % (per * NRELAYS, NRELAYS), "s",
+        "%.1f" % wall, "goal ≤ 200 s")
+    row("enroll", "signings a second", "/s", "%.0f" % (per * NRELAYS / wall), "goal ≥ 500")
+    row("enroll", "certmaster CPU per signing", "us", "%.0f" % ((cpu_secs(cm.pid) - cpu0) / (per * NRELAYS) * 1e6))
+    row("enroll", "func-swarm memory per simulated minion", "KiB",
+        "%.1f" % (sum(rss_kib(p.pid) for p in segs) / (per * NRELAYS)))
+
+    # -- 10,000 minions without relays ------------------------------------
+    direct = swarm(os.path.join(tmp, "swarm-direct"), DIRECT, "dd", cm_port)
+    batch = swarm(os.path.join(tmp, "swarm-batch"), BATCH_K, "kk", cm_port)
+    wait_serving([direct, batch], "direct")
+    # The segments are the relays' (moved below): the top calls only these directly.
+    relay_roots = []
+    for i, p in enumerate(prefixes):
+        root = os.path.join(tmp, "relay%d" % (i + 1))
+        ca = os.path.join(root, "etc/pki/certmaster/ca")
+        os.makedirs(ca, mode=0o700)
+        for f in ("certmaster.crt", "certmaster.key", "overlord.pem", "overlord.cert"):
+            shutil.copy2(os.path.join(top, "etc/pki/certmaster/ca", f), ca)
+        certs = os.path.join(root, CERTS)
+        os.makedirs(certs)
+        src = os.path.join(top, CERTS)
+        for name in os.listdir(src):
+            if name.startswith(p) and name[len(p):len(p) + 1].isdigit():
+                os.rename(os.path.join(src, name), os.path.join(certs, name))
+        os.makedirs(os.path.join(root, "etc/func"))
+        with open(os.path.join(root, "etc/func/overlord.conf"), "w") as f:
+            f.write("[api]\nmax_idle_connections = %d\nmax_body = %d\n" % (min(per + 1000, NOFILE - 2000), 64 << 20))
+        relay_roots.append(root)
+    func = lambda *a: [b("func"), "--root", top] + list(a)
+    walls, cpus = [], []
+    for _ in range(RUNS):
+        wall, cpu, code, out, err = timed(func("--json", "dd*", "ping"))
+        assert code == 0 and len(json.loads(out)) == DIRECT, err[-500:]
+        walls.append(wall)
+        cpus.append(cpu)
+    row("direct", "sync `func 'dd*' ping`, %d minions, no relays" % DIRECT, "s", "%.2f" % median(walls))
+    row("direct", "  overlord CPU per host (func + workers)", "us", "%.0f" % (median(cpus) / DIRECT * 1e6))
+    walls = []
+    for _ in range(RUNS):
+        t = time.monotonic()
+        _, _, code, out, err = timed(func("dd*", "call", "test", "ping", "--async", "--nopoll"))
+        job = out.split("'")[1]
+        _, _, code, out, err = timed(func("--json", "job_status", job, "--wait"))
+        walls.append(time.monotonic() - t)
+        doc = json.loads(out)
+        assert doc["state"] == "finished" and len(doc["results"]) == DIRECT, err[-500:]
+    row("direct", "async test.ping on %d, submitted → collapsed (job_status --wait)" % DIRECT, "s",
+        "%.2f" % median(walls), "goal ≤ 30 s")
+    walls = []
+    for _ in range(RUNS):
+        wall, _, code, out, err = timed(func("--json", "kk*", "call", "--batch", "25%", "test", "sleep", "1"))
+        assert code == 0, err[-500:]
+        walls.append(wall)
+    row("direct", "sync --batch 25%% test.sleep 1 on %d (ideal 4 s)" % BATCH_K, "s", "%.2f" % median(walls))
+    row("direct", "  batch overhead over the ideal", "%", "%.1f" % ((median(walls) - 4.0) / 4.0 * 100), "goal ≤ 5 %")
+
+    # -- relays ----------------------------------------------------------
+    relays = []
+    for root in relay_roots:
+        p = start([b("func-api"), "--root", root, "--listen", "127.0.0.1:0"], env=dict(os.environ, RUST_LOG="warn"))
+        line = p.stdout.readline()
+        if "listening on" not in line:
+            raise SystemExit("func-api did not start: " + log_tail(p))
+        relays.append((p, int(line.rsplit(":", 1)[1])))
+    os.makedirs(os.path.join(top, "etc/func"), exist_ok=True)
+    with open(os.path.join(top, "etc/func/overlord.conf"), "a") as f:
+        f.write("[relays]\n")
+        for i, (_, port) in enumerate(relays):
+            f.write("relay%d = 127.0.0.1:%d\n" % (i + 1, port))
+    wall, _, code, out, err = timed([b("func-build-map"), "--root", top])
+    assert code == 0, out + err
+    row("relays", "func-build-map over %d relays (%d minions)" % (NRELAYS, per * NRELAYS), "s", "%.2f" % wall)
+    rss_idle = [rss_kib(p.pid) for p, _ in relays]
+    total = per * NRELAYS
+    pings = []
+    perf = os.environ.get("SWARM_PERF")
+    for i in range(RUNS + 1):
+        cmd = func("--delegate", "seg*", "ping")
+        if perf and i == RUNS:
+            cmd = ["perf", "record", "-F", "2000", "-g", "-o", perf, "--"] + cmd
+        wall, cpu, code, out, err = timed(cmd)
+        ok = "%d hosts: %d ok" % (total, total) in err
+        if not ok:
+            NOTES.append("ping run %d: %s" % (i + 1, err.strip().splitlines()[-1] if err.strip() else code))
+        pings.append((wall, cpu, ok))
+        if i == 0:
+            rss_first = [rss_kib(p.pid) for p, _ in relays]
+    row("relays", "`func --delegate '*' ping`, %d through %d relays, cold (first)" % (total, NRELAYS), "s",
+        "%.2f" % pings[0][0])
+    warm = pings[1:]
+    row("relays", "  warm (median of %d)" % len(warm), "s", "%.2f" % median([w for w, _, _ in warm]), "goal ≤ 20 s")
+    row("relays", "  top overlord CPU per host, cold", "us", "%.1f" % (pings[0][1] / total * 1e6))
+    row("relays", "  top overlord CPU per host, warm", "us", "%.1f" % (median([c for _, c, _ in warm]) / total * 1e6),
+        "goal ≤ 10 us")
+    row("relays", "  every host answered, every run", "", "yes" if all(ok for _, _, ok in pings) else "NO")
+    rss_warm = [rss_kib(p.pid) for p, _ in relays]
+    per_conn = [(w - i) / per for w, i in zip(rss_first, rss_idle)]
+    row("relays", "relay memory per kept connection (RSS after the first run − idle, / hosts)", "KiB",
+        "%.1f" % median(per_conn), "goal ≤ 30 KiB")
+    row("relays", "relay RSS after %d more runs vs after the first" % RUNS, "%",
+        "%+.1f" % ((sum(rss_warm) - sum(rss_first)) / max(1, sum(rss_first)) * 100))
+    asyncs = []
+    for i in range(2):
+        t = time.monotonic()
+        _, cpu1, code, out, err = timed(func("--delegate", "seg*", "call", "test", "ping", "--async", "--nopoll"))
+        assert code == 0, err[-500:]
+        job = out.split("'")[1]
+        _, cpu2, code, out, err = timed(func("--json", "job_status", job, "--wait"), timeout=3600)
+        wall = time.monotonic() - t
+        doc = json.loads(out)
+        done = len(doc.get("results", {}))
+        good = sum(1 for v in doc.get("results", {}).values() if v == 1)
+        asyncs.append((wall, cpu1 + cpu2, doc.get("state"), done, good))
+    for i, (wall, cpu, state, done, good) in enumerate(asyncs):
+        row("relays", "async test.ping on %d through relays → collapsed, run %d (%s)" % (total, i + 1,
+            "cold" if i == 0 else "warm"), "s", "%.2f" % wall, "goal ≤ 60 s")
+        row("relays", "  state, hosts with a result, results = 1", "", "%s %d %d" % (state, done, good))
+        row("relays", "  top overlord CPU per host (func, driver, job_status)", "us", "%.1f" % (cpu / total * 1e6))
+    row("relays", "relay RSS at the end vs after the first ping", "%",
+        "%+.1f" % ((sum(rss_kib(p.pid) for p, _ in relays) - sum(rss_first)) / max(1, sum(rss_first)) * 100))
+    if os.environ.get("SWARM_HOLD"):
+        # For profiling by hand: the fleet stays up this long.
+        print("holding: --root %s" % top, flush=True)
+        time.sleep(float(os.environ["SWARM_HOLD"]))
+
+
+def report():
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=TOP_DIR).stdout.strip()
+    lines = ["# Benchmark swarm-%s" % stamp, "",
+             "- date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+             "- machine: %d cores, %.1f GiB RAM" % (os.cpu_count(),
+                                                   os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
+             "- commit: %s; runs per metric: %d (medians)" % (commit, RUNS),
+             "- `make bench-scale`, swarm part: func-swarm simulated minions on 127.0.0.1, one certmaster, "
+             "relays are func-api on their own roots", ""]
+    for n in NOTES:
+        lines.append("Note: " + n)
+    lines += ["", "| part | metric | unit | value | goal |", "|---|---|---|---:|---|"]
+    for section, metric, unit, value, goal in ROWS:
+        lines.append("| %s | %s | %s | %s | %s |" % (section, metric, unit, value, goal))
+    text = "\n".join(lines) + "\n"
+    out = os.path.join(TOP_DIR, "bench", "results")
+    os.makedirs(out, exist_ok=True)
+    for name in ("%s-swarm.md" % stamp, "LATEST-swarm.md"):
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
+    sys.stdout.write("\n" + text)
+
+
+if __name__ == "__main__":
+    main()
