@@ -195,6 +195,30 @@ class RelayTest(unittest.TestCase):
         self.assertEqual(status, 403, doc)
         self.assertIn("cannot be trusted", doc["error"])
 
+    def test_a_relay_restart_loses_nothing_recorded(self):
+        before = {m: audit_count(m, "test.sleep") for m in ("r1a", "r1b", "r2a")}
+        done = func("--delegate", "r*", "call", "test", "sleep", "2", "--async", "--nopoll", check=True)
+        job = done.stdout.split("'")[1]
+        # Once relay1 has sent its part, it is stopped and started again.
+        self.assertTrue(wait_until(30, lambda: all(audit_count(m, "test.sleep") > before[m] for m in before)))
+        old = RELAYS["relay1"]
+        old.proc.send_signal(signal.SIGTERM)
+        old.proc.wait(timeout=30)
+        for stream in (old.proc.stdout, old.proc.stderr):
+            stream.close()
+        proc = subprocess.Popen([binary("func-api"), "--root", old.root, "--listen", "127.0.0.1:%d" % old.port],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, RUST_LOG="warn"))
+        old.proc = proc
+        self.assertIn("listening on", proc.stdout.readline().decode())
+        status = func("--json", "job_status", job, "--wait", timeout=120)
+        doc = json.loads(status.stdout)
+        self.assertEqual(doc["state"], "finished", doc)
+        self.assertEqual(sorted(doc["results"]), ["r1a", "r1b", "r2a"])
+        for h, v in doc["results"].items():
+            self.assertIsInstance(v, float, (h, v))
+        for m in before:
+            self.assertEqual(audit_count(m, "test.sleep"), before[m] + 1, m)
+
     def test_zz_a_relay_killed_mid_call_leaves_its_hosts_unreachable_and_nothing_twice(self):
         before = {m: audit_count(m, "test.sleep") for m in ("d1", "r1a", "r1b", "r2a")}
         proc = subprocess.Popen([binary("func"), "--root", FLEET.ca_root, "--delegate", "--json", "-t", "20",

@@ -31,13 +31,15 @@ use super::reply::{ApiError, Body, ErrorBody, Path, Query};
 use super::state::Api;
 use crate::relay::client::{HostLine, Results};
 use crate::relay::{Mode, RelayError, SealedRequest};
-use crate::store::{HostState, JobStore as _};
+use crate::store::{HostState, HostUpdate, JobStore as _};
 use crate::targets::Target;
 
 /// Largest request an overlord may hand a relay (a million host names).
 pub const RELAY_BODY: usize = 64 << 20;
 /// Longest wait of one results request.
 const MAX_WAIT: f64 = 60.0;
+/// How long a results request gathers further ends after the first.
+const LINGER: Duration = Duration::from_millis(500);
 
 /// Only an overlord certificate of our CA speaks to a relay.
 fn overlord_only(caller: &Caller) -> Result<(), ApiError> {
@@ -164,15 +166,18 @@ async fn now(
     Ok(resp)
 }
 
+/// Mode async: the request becomes a job of this relay's store, signed by
+/// this relay (the store is data here too), and is dispatched from this
+/// process over the pool's kept connections (hosts behind this relay's own
+/// relays are handed on); its watcher follows the minions' jobs. If this
+/// process dies while dispatching, the hosts not reached end as such when
+/// the job is next looked at (its driver is gone), never silently.
 async fn start(api: Arc<Api>, request: crate::relay::RelayRequest) -> Result<Response, ApiError> {
-    let (typed, words): (String, Vec<String>) = {
-        let typed = serde_json::to_string(&request.params).unwrap_or_else(|_| "[]".into());
-        (typed.clone(), vec![typed])
-    };
+    let typed = serde_json::to_string(&request.params).unwrap_or_else(|_| "[]".into());
     let mut meta = crate::store::JobMeta::new_call(
         &request.spec,
         &request.function,
-        words,
+        vec![typed.clone()],
         Some(typed),
         request.hosts.len(),
         (request.timeout, api.dispatch.forks),
@@ -182,15 +187,71 @@ async fn start(api: Arc<Api>, request: crate::relay::RelayRequest) -> Result<Res
     meta.rights = request.rights.clone();
     meta.delegate = true;
     let api2 = Arc::clone(&api);
-    let hosts = request.hosts;
-    let id = tokio::task::spawn_blocking(move || -> Result<String, crate::error::EngineError> {
-        let (id, driver) = crate::jobs::driver::submit(&api2.store, &api2.root, meta, hosts)?;
-        super::state::reap(driver);
-        Ok(id)
+    let hosts = request.hosts.clone();
+    let (id, routes) = tokio::task::spawn_blocking(move || -> Result<_, ApiError> {
+        let signer = crate::seal::Signer::load(&api2.root).map_err(ApiError::internal)?;
+        let id = api2
+            .store
+            .create_sealed(meta, &hosts, &|m, h| signer.seal(m, h))
+            .map_err(ApiError::store)?;
+        let me = std::process::id();
+        api2.store
+            .set_driver(&id, me, common::process::start_time(me).unwrap_or(0))
+            .map_err(ApiError::store)?;
+        let routes = crate::relay::Routes::load(&api2.root, None)?.unwrap_or_default();
+        Ok((id, routes))
     })
     .await
     .map_err(ApiError::internal)??;
+    tokio::spawn(dispatch(Arc::clone(&api), id.clone(), request, routes));
     Ok((StatusCode::ACCEPTED, Json(RelayJob { job_id: id })).into_response())
+}
+
+/// Hosts recorded at once while dispatching.
+const FLUSH_EVERY: usize = 1000;
+
+/// Sends relay job `id` to its hosts (see [`start`]) and records each
+/// host's dispatch; the last write ends the dispatch.
+async fn dispatch(api: Arc<Api>, id: String, request: crate::relay::RelayRequest, routes: crate::relay::Routes) {
+    let order = crate::relay::Order::of(&request);
+    let (direct, relayed) = routes.split(request.hosts.iter().cloned());
+    let mut changes: Vec<(String, HostUpdate)> = Vec::new();
+    for (host, job) in crate::relay::start_all(&api.root, &routes, &order, relayed).await {
+        changes.push(match job {
+            Ok(minion_job) => (host, HostUpdate::Dispatched { minion_job }),
+            Err(v) => (host, HostUpdate::Finished { result_xml: crate::jobs::encode_result(v) }),
+        });
+    }
+    let targets: Vec<Target> = direct.iter().map(|n| Target::enrolled(&api.root, n)).collect();
+    let method = format!("async.{}", order.function);
+    let limit = Duration::from_secs_f64(request.timeout);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The closure owns the sender: the channel closes when every call is done.
+    let calls = api.pool.call_all(&targets, &method, &order.params, limit, Some(&order.user), move |h, v| {
+        let _ = tx.send((h.to_string(), crate::jobs::driver::dispatched(v)));
+    });
+    let record = async {
+        while let Some(change) = rx.recv().await {
+            changes.push(change);
+            if changes.len() >= FLUSH_EVERY {
+                write(&api, &id, std::mem::take(&mut changes), false).await;
+            }
+        }
+        write(&api, &id, std::mem::take(&mut changes), true).await;
+    };
+    tokio::join!(calls, record);
+}
+
+/// Records `changes` of relay job `id` (kept and retried while the store is away).
+async fn write(api: &Arc<Api>, id: &str, changes: Vec<(String, HostUpdate)>, done: bool) {
+    let (api, id) = (Arc::clone(api), id.to_string());
+    let _ = tokio::task::spawn_blocking(move || {
+        let what = format!("relay job {id}");
+        if let Err(e) = crate::store::api::retrying(&what, || api.store.update(&id, &changes, done)) {
+            tracing::warn!(error = %e, "{what}: cannot record its dispatch");
+        }
+    })
+    .await;
 }
 
 /// What a results request asks.
@@ -225,6 +286,9 @@ pub async fn results(
         0.0
     };
     let deadline = Instant::now() + Duration::from_secs_f64(wait);
+    // Once a host is found finished, others that end within LINGER come
+    // along in the same answer (fewer, larger exchanges at scale).
+    let mut linger: Option<Instant> = None;
     loop {
         let (api2, id2) = (Arc::clone(&api), id.clone());
         let record = tokio::task::spawn_blocking(move || api2.store.load(&id2))
@@ -246,10 +310,14 @@ pub async fn results(
             }
         }
         let ended = open == 0;
-        if !results.is_empty() || ended || Instant::now() >= deadline {
+        let now = Instant::now();
+        if !results.is_empty() && linger.is_none() {
+            linger = Some((now + LINGER).min(deadline));
+        }
+        if ended || now >= deadline || linger.is_some_and(|l| now >= l) {
             return Ok(Json(Results { results, ended }));
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -228,7 +228,7 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
 }
 
 /// A host's answer to `async.M.m`: its minion job id, or a final error.
-fn dispatched(value: &Value) -> HostUpdate {
+pub fn dispatched(value: &Value) -> HostUpdate {
     match value {
         Value::String(job) => HostUpdate::Dispatched {
             minion_job: job.clone(),
