@@ -191,7 +191,9 @@ def run(tmp, top):
                 os.rename(os.path.join(src, name), os.path.join(certs, name))
         os.makedirs(os.path.join(root, "etc/func"))
         with open(os.path.join(root, "etc/func/overlord.conf"), "w") as f:
-            f.write("[api]\nmax_idle_connections = %d\nmax_body = %d\n" % (min(per + 1000, NOFILE - 2000), 64 << 20))
+            # A swarm keeps idle connections 600 s (funcd: 30 s, hence func-api's 20 s default).
+            f.write("[api]\nmax_idle_connections = %d\nkeep_idle_for = 300\nmax_body = %d\n"
+                    % (min(per + 1000, NOFILE - 2000), 64 << 20))
         relay_roots.append(root)
     func = lambda *a: [b("func"), "--root", top] + list(a)
     walls, cpus = [], []

@@ -9,12 +9,12 @@ PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 PROFILE=${PROFILE:-release}
 B=target/$PROFILE
-for bin in func func-transmit func-inventory func-api funcd certmaster certmaster-ca func-gendocs; do
+for bin in func func-transmit func-inventory func-build-map func-api funcd certmaster certmaster-ca func-gendocs; do
 	[ -x "$B/$bin" ] || { echo "install: $B/$bin is not built (make ${PROFILE/debug/build})" >&2; exit 1; }
 done
 root="$DESTDIR$PREFIX"
 install -d "$root/bin" "$root/sbin"
-install -m 0755 "$B/func" "$B/func-transmit" "$B/func-inventory" "$B/certmaster-ca" "$root/bin/"
+install -m 0755 "$B/func" "$B/func-transmit" "$B/func-inventory" "$B/func-build-map" "$B/certmaster-ca" "$root/bin/"
 # Func's Python overlord API (python/func) for the system Python.
 for f in $(cd python && find func -name '*.py'); do
 	install -D -m 0644 "python/$f" "$root/lib/python3/dist-packages/$f"

@@ -5,7 +5,7 @@
 #            drop-in module directories with the example modules, and its
 #            configuration (/etc/func/minion.conf, /etc/certmaster/minion.conf,
 #            the ACL example) as conffiles;
-#   func   — the overlord side: func, func-transmit, func-inventory, func-api, certmaster, certmaster-ca, the
+#   func   — the overlord side: func, func-transmit, func-inventory, func-build-map, func-api, certmaster, certmaster-ca, the
 #            certmaster unit, man pages, completions, and their configuration.
 # Each carries maintainer scripts (dist/debian/*.in) for its daemon: started
 # on install and restarted on upgrade where systemd runs, stopped on removal
@@ -108,17 +108,17 @@ extra=" This package is the minion: funcd serves module methods (built-in and
 	usr/share/doc/funcd/examples/modules/example_py usr/share/doc/funcd/examples/modules/example_sh \
 	etc/func/minion.conf etc/certmaster/minion.conf etc/func/minion-acl.d/example.acl.sample
 
-overlord_files=(usr/bin/func usr/bin/func-transmit usr/bin/func-inventory usr/bin/certmaster-ca usr/sbin/certmaster usr/lib/systemd/system/certmaster.service
+overlord_files=(usr/bin/func usr/bin/func-transmit usr/bin/func-inventory usr/bin/func-build-map usr/bin/certmaster-ca usr/sbin/certmaster usr/lib/systemd/system/certmaster.service
 	usr/sbin/func-api usr/lib/systemd/system/func-api.service
 	usr/share/man/man8/certmaster.8 usr/share/man/man8/certmaster-ca.8 usr/share/man/man8/func-api.8 usr/share/man/man8/func-api-token.8
 	etc/func/overlord.conf etc/func/async_methods.conf etc/func/groups etc/certmaster/certmaster.conf)
 for f in "$stage"/all/usr/share/man/man1/*.1; do overlord_files+=("usr/share/man/man1/$(basename "$f")"); done
 for f in $(cd "$stage/all" && find usr/lib/python3/dist-packages -name '*.py'); do overlord_files+=("$f"); done
-for n in func func-transmit func-inventory func-api certmaster certmaster-ca; do
+for n in func func-transmit func-inventory func-build-map func-api certmaster certmaster-ca; do
 	overlord_files+=("usr/share/bash-completion/completions/$n" "usr/share/zsh/site-functions/_$n" "usr/share/fish/vendor_completions.d/$n.fish")
 done
 extra=" This package is the overlord side: func (the command line), func-transmit
  (Func's JSON/YAML program interface), func-inventory (Func's inventory in a
- git tree), func-api (REST API, live events and
+ git tree), func-build-map (the map of relays for --delegate), func-api (REST API, live events and
  a web UI), Func's Python overlord API (func.overlord.client), and the
  certmaster with certmaster-ca (the CA that enrolls minions)." DAEMON=certmaster DEPENDS="libc6, python3" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

@@ -289,7 +289,9 @@ impl Plan {
         if self.verbose > 1 {
             for t in targets {
                 match self.routes.as_ref().and_then(|r| r.relay_of(&t.name)) {
-                    Some(relay) => crate::errln!("func:   {} through relay {} ({})", t.name, relay.name, relay.addr),
+                    Some(relay) => {
+                        crate::errln!("func:   {} through relay {} ({})", t.name, relay.name, relay.addr)
+                    }
                     None => crate::errln!("func:   {} at {}", t.name, t.addr),
                 }
             }

@@ -53,10 +53,10 @@ struct Idle {
 }
 
 impl Idle {
-    /// Drops the connections too old or closed; recounts.
-    fn prune(&mut self) {
+    /// Drops the connections idle longer than `idle_for` or closed; recounts.
+    fn prune(&mut self, idle_for: Duration) {
         self.by_host.retain(|_, kept| {
-            kept.retain(|k| k.since.elapsed() < IDLE_FOR && !k.client.is_closed());
+            kept.retain(|k| k.since.elapsed() < idle_for && !k.client.is_closed());
             !kept.is_empty()
         });
         self.count = self.by_host.values().map(Vec::len).sum();
@@ -69,6 +69,8 @@ pub struct Pool {
     idle: Mutex<Idle>,
     /// Idle connections kept in all.
     max_idle: usize,
+    /// How long an idle connection is kept.
+    idle_for: Duration,
     /// When each host last answered a call (epoch seconds).
     seen: Mutex<HashMap<String, f64>>,
 }
@@ -79,6 +81,7 @@ impl Pool {
             live: LiveLink::new(calling)?,
             idle: Mutex::new(Idle::default()),
             max_idle: MAX_IDLE,
+            idle_for: IDLE_FOR,
             seen: Mutex::new(HashMap::new()),
         })
     }
@@ -86,6 +89,13 @@ impl Pool {
     /// Keeps at most `n` idle connections in all (a relay keeps one per minion of its segment).
     pub fn with_max_idle(mut self, n: usize) -> Self {
         self.max_idle = n.max(1);
+        self
+    }
+
+    /// Keeps an idle connection at most `d` (below the minions' own idle
+    /// deadline, so none is used as the minion closes it).
+    pub fn with_idle_for(mut self, d: Duration) -> Self {
+        self.idle_for = d;
         self
     }
 
@@ -106,7 +116,7 @@ impl Pool {
         let mut found = None;
         while let Some(k) = kept.pop() {
             idle.count -= 1;
-            if k.addr == target.addr && !k.client.is_closed() && k.since.elapsed() < IDLE_FOR {
+            if k.addr == target.addr && !k.client.is_closed() && k.since.elapsed() < self.idle_for {
                 found = Some(k.client);
                 break;
             }
@@ -123,7 +133,7 @@ impl Pool {
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.count >= self.max_idle {
-            idle.prune();
+            idle.prune(self.idle_for);
             if idle.count >= self.max_idle {
                 return;
             }
@@ -131,7 +141,7 @@ impl Pool {
         let idle = &mut *idle;
         let kept = idle.by_host.entry(target.name.clone()).or_default();
         let before = kept.len();
-        kept.retain(|k| k.since.elapsed() < IDLE_FOR);
+        kept.retain(|k| k.since.elapsed() < self.idle_for);
         idle.count -= before - kept.len();
         if kept.len() < PER_HOST {
             kept.push(Kept {

@@ -143,6 +143,7 @@ fn man_pages_render_and_completions_load() {
         "func-api.8",
         "func-transmit.1",
         "func-inventory.1",
+        "func-build-map.1",
     ] {
         let out = Command::new("groff")
             .args(["-man", "-Tutf8", "-P-cbou"])

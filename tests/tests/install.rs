@@ -282,6 +282,8 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
         "./usr/bin/func-transmit",
         "./usr/bin/func-inventory",
         "./usr/share/man/man1/func-inventory.1.gz",
+        "./usr/bin/func-build-map",
+        "./usr/share/man/man1/func-build-map.1.gz",
         "./usr/sbin/func-api",
         "./usr/lib/systemd/system/func-api.service",
         "./usr/share/man/man8/func-api.8.gz",

@@ -42,6 +42,9 @@ pub struct ApiSettings {
     /// `max_idle_connections`: connections to minions kept open between
     /// requests (default 8192; a relay keeps one per minion of its segment).
     pub max_idle_connections: usize,
+    /// `keep_idle_for`: seconds an idle connection to a minion is kept
+    /// (default 20: below funcd's own 30 s, after which it closes them).
+    pub keep_idle_for: u64,
 }
 
 impl ApiSettings {
@@ -77,6 +80,7 @@ impl ApiSettings {
             max_connections: num("max_connections", 1024, 65_536)?,
             idle_timeout: num("idle_timeout", 15, 3600)? as u64,
             max_idle_connections: num("max_idle_connections", crate::pool::MAX_IDLE as u64, 1_000_000)?,
+            keep_idle_for: num("keep_idle_for", crate::pool::IDLE_FOR.as_secs(), 3600)? as u64,
             cors_origins: text("cors_origins")
                 .map(|t| {
                     t.split([',', ' '])

@@ -5,8 +5,9 @@
 //!   a caller presenting an overlord certificate of our CA may send one,
 //!   and it runs only if its signature verifies (an overlord key of our
 //!   CA, not revoked) and it is fresh. Mode `now`: each host's result is
-//!   streamed back as an NDJSON line `{"host", "result_xml"}` the moment it
-//!   ends, then `{"done":true}`; hosts are called over the pool's kept
+//!   streamed back as an NDJSON line `{"host", "result"}` (or `"result_xml"`
+//!   when JSON cannot hold it exactly) the moment it ends, then
+//!   `{"done":true}`; hosts are called over the pool's kept
 //!   connections, and those behind this relay's own relays are handed on.
 //!   Mode `async`: a job of this relay's store (its driver delegates
 //!   further), 202 `{"job_id"}`.
@@ -71,7 +72,7 @@ pub struct RelayJob {
 #[utoipa::path(post, path = "/api/v1/relay", tag = "relay", operation_id = "relayRequest",
     summary = "Run a request an overlord signed (now: NDJSON host lines; async: a job of this relay)",
     request_body = SealedRequest,
-    responses((status = 200, description = "NDJSON: {\"host\", \"result_xml\"} per host, then {\"done\": true}", content_type = "application/x-ndjson"),
+    responses((status = 200, description = "NDJSON: {\"host\", \"result\" or \"result_xml\"} per host, then {\"done\": true}", content_type = "application/x-ndjson"),
         (status = 202, body = RelayJob), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn relay(
@@ -147,10 +148,7 @@ async fn now(
         let mut rx = rx?;
         match rx.recv().await {
             Some((host, value)) => {
-                let line = HostLine {
-                    host,
-                    result_xml: crate::jobs::encode_result(value),
-                };
+                let line = HostLine::new(host, value);
                 let mut text = serde_json::to_vec(&line).unwrap_or_default();
                 text.push(b'\n');
                 Some((Ok::<_, Infallible>(Bytes::from(text)), Some(rx)))
@@ -212,14 +210,24 @@ const FLUSH_EVERY: usize = 1000;
 
 /// Sends relay job `id` to its hosts (see [`start`]) and records each
 /// host's dispatch; the last write ends the dispatch.
-async fn dispatch(api: Arc<Api>, id: String, request: crate::relay::RelayRequest, routes: crate::relay::Routes) {
+async fn dispatch(
+    api: Arc<Api>,
+    id: String,
+    request: crate::relay::RelayRequest,
+    routes: crate::relay::Routes,
+) {
     let order = crate::relay::Order::of(&request);
     let (direct, relayed) = routes.split(request.hosts.iter().cloned());
     let mut changes: Vec<(String, HostUpdate)> = Vec::new();
     for (host, job) in crate::relay::start_all(&api.root, &routes, &order, relayed).await {
         changes.push(match job {
             Ok(minion_job) => (host, HostUpdate::Dispatched { minion_job }),
-            Err(v) => (host, HostUpdate::Finished { result_xml: crate::jobs::encode_result(v) }),
+            Err(v) => (
+                host,
+                HostUpdate::Finished {
+                    result_xml: crate::jobs::encode_result(v),
+                },
+            ),
         });
     }
     let targets: Vec<Target> = direct.iter().map(|n| Target::enrolled(&api.root, n)).collect();
@@ -227,9 +235,16 @@ async fn dispatch(api: Arc<Api>, id: String, request: crate::relay::RelayRequest
     let limit = Duration::from_secs_f64(request.timeout);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // The closure owns the sender: the channel closes when every call is done.
-    let calls = api.pool.call_all(&targets, &method, &order.params, limit, Some(&order.user), move |h, v| {
-        let _ = tx.send((h.to_string(), crate::jobs::driver::dispatched(v)));
-    });
+    let calls = api.pool.call_all(
+        &targets,
+        &method,
+        &order.params,
+        limit,
+        Some(&order.user),
+        move |h, v| {
+            let _ = tx.send((h.to_string(), crate::jobs::driver::dispatched(v)));
+        },
+    );
     let record = async {
         while let Some(change) = rx.recv().await {
             changes.push(change);

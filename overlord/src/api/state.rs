@@ -56,7 +56,8 @@ impl Api {
         let calling = crate::settings::Calling::of_root(&root);
         let pool = Pool::new(calling)
             .context("the overlord's certificate (is the certmaster set up below this root?)")?
-            .with_max_idle(settings.max_idle_connections);
+            .with_max_idle(settings.max_idle_connections)
+            .with_idle_for(std::time::Duration::from_secs(settings.keep_idle_for));
         // The newest CRL, local or shared, kept current while running: the
         // pool rebuilds its TLS (and drops kept connections) when it changes.
         let crl_root = root.clone();

@@ -18,6 +18,7 @@ fn main() -> anyhow::Result<()> {
         ("1", overlord::cli::docs_command()),
         ("1", overlord::func_transmit::Cli::command()),
         ("1", overlord::inventory::Cli::command()),
+        ("1", overlord::build_map::Cli::command()),
         ("8", overlord::api::cli::Cli::command()),
         ("8", minion::cli::Cli::command()),
         ("8", certs::cli::CertmasterCli::command()),
@@ -94,6 +95,11 @@ fn examples(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
             ("Every minion's hardware.info, committed to the git tree below var/lib/func/inventory.", "func-inventory"),
             ("Facts and services of the web servers, as JSON, into a tree of your own.", "func-inventory -s 'web*' -M fact,service -m items,get_running --json -t /srv/inventory"),
             ("What changed on which host since the last runs.", "git -C /var/lib/func/inventory log -p"),
+        ],
+        "func-build-map" => &[
+            ("The map of the relays in overlord.conf's [relays], written to var/lib/func/map.", "func-build-map -v"),
+            ("Only the minions that answer now, added to the map there.", "func-build-map --onlyalive --append"),
+            ("Then call through the relays.", "func --delegate '*' ping"),
         ],
         "func-transmit" => &[
             ("One call, as Func's programs send it.", "echo '{\"clients\": \"web*\", \"module\": \"test\", \"method\": \"ping\"}' | func-transmit"),
