@@ -60,3 +60,8 @@ fi
 	bench_ours "$K" "$raw/fleet" "$raw/ours-K$K.tsv"
 )
 python3 scripts/bench_report.py "$raw" "$K" scale
+# Then simulated minions (func-swarm) through relays: SWARM_N (100,000),
+# RELAYS (4); BENCH_NO_SWARM=1 skips it. Report: bench/results/LATEST-swarm.md.
+if [ "${BENCH_NO_SWARM:-0}" != 1 ]; then
+	python3 scripts/bench_swarm.py
+fi

@@ -50,11 +50,18 @@ struct Kept {
 struct Idle {
     by_host: HashMap<String, Vec<Kept>>,
     count: usize,
+    /// When the full list was last pruned (at most once a second: a full
+    /// pool gets connections given back for every host past it).
+    pruned: Option<Instant>,
 }
 
 impl Idle {
     /// Drops the connections idle longer than `idle_for` or closed; recounts.
     fn prune(&mut self, idle_for: Duration) {
+        if self.pruned.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+            return;
+        }
+        self.pruned = Some(Instant::now());
         self.by_host.retain(|_, kept| {
             kept.retain(|k| k.since.elapsed() < idle_for && !k.client.is_closed());
             !kept.is_empty()

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.parse
 
 from funcfixture import Fleet, Certmaster, binary
 from test_api import Api, Events, wait_until
@@ -165,6 +166,35 @@ class RelayTest(unittest.TestCase):
         for h in ("r1a", "r1b", "r2a"):
             self.assertEqual(doc["results"][h][0], "REMOTE_ERROR", doc["results"][h])
         self.assertEqual(status.returncode, 1)
+
+    def test_every_door_delegates(self):
+        want = {"d1": 3, "r1a": 3, "r1b": 3, "r2a": 3}
+        request = {"clients": "*", "module": "test", "method": "add", "parameters": [1, 2], "delegate": True}
+        done = subprocess.run([binary("func-transmit"), "--root", FLEET.ca_root], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual((done.returncode, json.loads(done.stdout)), (0, want), done.stderr)
+        done = subprocess.run([binary("func"), "--root", FLEET.ca_root, "transmit"], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual((done.returncode, json.loads(done.stdout)), (0, want), done.stderr)
+        token = TOP.token("doors-%d" % time.time_ns(), "--admin")
+        status, doc, _ = TOP.request("POST", "/api/v1/calls", token=token,
+                                     body={"spec": "*", "module": "test", "method": "add", "args": [1, 2],
+                                           "delegate": True})
+        self.assertEqual((status, doc), (200, want))
+        # Without delegate, func-api knows only its own minions.
+        status, doc, _ = TOP.request("POST", "/api/v1/calls", token=token,
+                                     body={"spec": "*", "module": "test", "method": "add", "args": [1, 2]})
+        self.assertEqual((status, doc), (200, {"d1": 3}))
+        # An async job started by func-api through the relays.
+        status, doc, _ = TOP.request("POST", "/api/v1/calls", token=token,
+                                     body={"spec": "r*", "module": "test", "method": "add", "args": [2, 2],
+                                           "async": True, "delegate": True})
+        self.assertEqual(status, 202, doc)
+        job = doc["job_id"]
+        self.assertTrue(wait_until(60, lambda: TOP.request("GET", "/api/v1/jobs/" + urllib.parse.quote(job, safe=""),
+                                                           token=token)[1].get("state") == "finished"))
+        doc = TOP.request("GET", "/api/v1/jobs/" + urllib.parse.quote(job, safe=""), token=token)[1]
+        self.assertEqual(doc["results"], {"r1a": 4, "r1b": 4, "r2a": 4})
 
     def test_a_fact_filter_is_judged_through_relays(self):
         done = func("--delegate", "--json", "--filter", "role=web", "*", "ping", check=True)

@@ -186,6 +186,64 @@ class SharedStoreTest(unittest.TestCase):
         # And A sees it finished, from the store, without asking anyone.
         self.assertEqual(json.loads(self.func(self.a, "job_status", job, "--json").stdout)["status"], 1)
 
+    def test_a_delegated_job_is_collapsed_by_another_overlord_and_the_map_is_shared(self):
+        # relay1: a func-api with its own root (redb) serving m3.
+        relay = os.path.join(self.fleet.dir, "relay1")
+        ca = "etc/pki/certmaster/ca"
+        os.makedirs(os.path.join(relay, ca), mode=0o700)
+        for f in ("certmaster.crt", "certmaster.key", "overlord.pem", "overlord.cert"):
+            shutil.copy2(os.path.join(self.a, ca, f), os.path.join(relay, ca, f))
+        certs = "var/lib/certmaster/certmaster/certs"
+        os.makedirs(os.path.join(relay, certs))
+        for ext in (".cert", ".addr"):
+            shutil.copy2(os.path.join(self.a, certs, "m3" + ext), os.path.join(relay, certs))
+        proc = subprocess.Popen([binary("func-api"), "--root", relay, "--listen", "127.0.0.1:0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            port = int(proc.stdout.readline().decode().rsplit(":", 1)[1])
+            for root in (self.a, self.b):
+                with open(os.path.join(root, "etc/func/overlord.conf"), "a") as f:
+                    f.write("[relays]\nrelay1 = 127.0.0.1:%d\n" % port)
+            # func-build-map keeps the map in the shared store too.
+            built = subprocess.run([binary("func-build-map"), "--root", self.a], capture_output=True, text=True,
+                                   timeout=60)
+            self.assertEqual(built.returncode, 0, built.stdout + built.stderr)
+            kept = self.pg.psql("SELECT map FROM func_map")
+            self.assertEqual(kept.strip(), open(os.path.join(self.a, "var/lib/func/map")).read().strip())
+            self.assertIn("relay1", kept)
+            # Here the store's minions are all at the top (called directly):
+            # the map that puts m3 behind relay1, in A's file and the store.
+            path = os.path.join(self.a, "var/lib/func/map")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write("m1: {}\nm2: {}\nrelay1: {m3: {}}\n")
+            self.pg.psql("INSERT INTO func_map (id, map, updated) VALUES (1, 'm1: {}\nm2: {}\nrelay1: {m3: {}}\n', 0) "
+                         "ON CONFLICT (id) DO UPDATE SET map = EXCLUDED.map")
+            self.assertFalse(os.path.exists(os.path.join(self.b, "var/lib/func/map")))
+            before = self.audit_count("test.sleep")
+            job = self.job_id(self.func(self.a, "--delegate", "*", "call", "test", "sleep", "1", "--async", "--nopoll"))
+            out = self.func(self.b, "-t", "60", "job_status", job, "--wait", "--json")
+            doc = json.loads(out.stdout)
+            self.assertEqual(doc["state"], "finished", out.stdout + out.stderr)
+            self.assertEqual(sorted(doc["results"]), ["m1", "m2", "m3"])
+            for v in doc["results"].values():
+                self.assertIsInstance(v, float, doc)
+            self.assertEqual(self.audit_count("test.sleep"), before + 3, "each host once")
+            # B delegates with the store's map: m3 through relay1.
+            out = self.func(self.b, "-vv", "--delegate", "--json", "m3", "ping")
+            self.assertEqual(json.loads(out.stdout), {"m3": 1}, out.stderr)
+            self.assertIn("m3 through relay relay1", out.stderr)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+            proc.stdout.close()
+            for root in (self.a, self.b):
+                path = os.path.join(root, "etc/func/overlord.conf")
+                text = open(path).read()
+                with open(path, "w") as f:
+                    f.write(text.split("[relays]")[0])
+            self.pg.psql("DELETE FROM func_map")
+
     def test_store_status_and_an_idempotent_import(self):
         out = self.func(self.a, "store", "status", "--json")
         self.assertEqual(out.returncode, 0, out.stderr)

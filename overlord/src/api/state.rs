@@ -54,9 +54,23 @@ impl Api {
     pub fn new(root: Root, settings: config::ApiSettings) -> anyhow::Result<Self> {
         use anyhow::Context as _;
         let calling = crate::settings::Calling::of_root(&root);
+        // Kept connections never take the descriptors the service needs
+        // (its clients, its files, new connections to minions).
+        let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_or(1024, |(soft, _)| soft);
+        let headroom = settings.max_connections as u64 + 4096;
+        let max_idle = settings.max_idle_connections.min(nofile.saturating_sub(headroom).max(64) as usize);
+        if max_idle < settings.max_idle_connections {
+            tracing::warn!(
+                configured = settings.max_idle_connections,
+                kept = max_idle,
+                open_files = nofile,
+                "[api] max_idle_connections lowered to fit the open-files limit"
+            );
+        }
         let pool = Pool::new(calling)
             .context("the overlord's certificate (is the certmaster set up below this root?)")?
-            .with_max_idle(settings.max_idle_connections)
+            .with_max_idle(max_idle)
             .with_idle_for(std::time::Duration::from_secs(settings.keep_idle_for));
         // The newest CRL, local or shared, kept current while running: the
         // pool rebuilds its TLS (and drops kept connections) when it changes.
