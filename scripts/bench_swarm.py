@@ -11,7 +11,7 @@ minions (func-swarm) enrolled through the real certmaster, and then
   collapsed, each relay's memory per kept connection, and whether memory
   grows over repeated runs.
 
-Release binaries (target/release). Everything runs below a temp dir and is
+Release binaries (BENCH_BIN, default the release build). Everything runs below a temp dir and is
 ended (by pid) at exit. Prints a Markdown report and writes it to
 bench/results/<stamp>-swarm.md (and LATEST-swarm.md).
 
@@ -31,7 +31,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP_DIR = os.path.dirname(HERE)
-BIN = os.environ.get("FUNC_BIN_DIR", os.path.join(TOP_DIR, "target", "release"))
+BIN = os.path.join(TOP_DIR, os.environ.get("BENCH_BIN") or os.path.join("target", "release"))
 N = int(os.environ.get("SWARM_N", "100000"))
 NRELAYS = int(os.environ.get("RELAYS", "4"))
 RUNS = int(os.environ.get("RUNS", "3"))

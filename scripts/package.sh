@@ -66,13 +66,16 @@ COPYRIGHT
 	# systemctl --no-block (deb-systemd-invoke waits until it is ready, and
 	# funcd is ready only once signed); the overlord's and certmaster's
 	# configuration may hold the store's password, so it is 0600;
-	# func-transmit's YAML reader is unsafe-libyaml, a Rust translation of
-	# libyaml, not a copy of the C library lintian looks for.
+	# the YAML reader of func-transmit, func, func-api and func-build-map
+	# (the delegation map) is unsafe-libyaml, a Rust translation of libyaml,
+	# not a copy of the C library lintian looks for.
 	install -d "$root/usr/share/lintian/overrides"
 	{
 		printf '%s: maintainer-script-calls-systemctl\n' "$name"
 		if [ -e "$root/usr/bin/func-transmit" ]; then
-			printf '%s: embedded-library libyaml [usr/bin/func-transmit]\n' "$name"
+			for b in usr/bin/func-transmit usr/bin/func usr/sbin/func-api usr/bin/func-build-map; do
+				printf '%s: embedded-library libyaml [%s]\n' "$name" "$b"
+			done
 			printf '%s: non-standard-file-perm 0600 != 0644 [etc/func/overlord.conf]\n' "$name"
 			printf '%s: non-standard-file-perm 0600 != 0644 [etc/certmaster/certmaster.conf]\n' "$name"
 		fi
@@ -119,6 +122,7 @@ for n in func func-transmit func-inventory func-build-map func-api certmaster ce
 done
 extra=" This package is the overlord side: func (the command line), func-transmit
  (Func's JSON/YAML program interface), func-inventory (Func's inventory in a
- git tree), func-build-map (the map of relays for --delegate), func-api (REST API, live events and
+ git tree), func-build-map (the map of relays for --delegate),
+ func-api (REST API, live events and
  a web UI), Func's Python overlord API (func.overlord.client), and the
  certmaster with certmaster-ca (the CA that enrolls minions)." DAEMON=certmaster DEPENDS="libc6, python3" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

@@ -138,7 +138,8 @@ impl Store {
     pub fn commit(&self) -> Result<()> {
         match &self.group {
             Some(g) => {
-                let dir = self.root.signed_certs_dir();
+                // Any directory of the file system does for syncfs: the root always exists.
+                let dir = self.root.dir().to_path_buf();
                 g.wait(&dir).map_err(|source| CertError::Io {
                     action: "syncing",
                     path: dir,

@@ -59,7 +59,9 @@ impl Api {
         let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
             .map_or(1024, |(soft, _)| soft);
         let headroom = settings.max_connections as u64 + 4096;
-        let max_idle = settings.max_idle_connections.min(nofile.saturating_sub(headroom).max(64) as usize);
+        let max_idle = settings
+            .max_idle_connections
+            .min(nofile.saturating_sub(headroom).max(64) as usize);
         if max_idle < settings.max_idle_connections {
             tracing::warn!(
                 configured = settings.max_idle_connections,

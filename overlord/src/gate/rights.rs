@@ -160,7 +160,25 @@ pub fn authorize_call(root: &Root, rights: &Rights, call: &Call) -> Result<Vec<T
     if limited && (!judged(&call.spec) || call.exclude.as_deref().is_some_and(|ex| !judged(ex))) {
         return Err(forbidden());
     }
-    let targets = match crate::targets::resolve(root, &call.spec, call.exclude.as_deref()) {
+    // With `delegate`, the minions the map puts behind relays are known too
+    // (an administrator's: a limited token's words name only this
+    // overlord's own minions, judged above).
+    let extra = match (call.delegate, limited) {
+        (true, false) => crate::relay::Routes::load(root, None)
+            .map_err(|e| GateError::Invalid(e.to_string()))?
+            .map(|r| r.minions().to_vec())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let resolved = crate::targets::resolve_names_with(root, &call.spec, call.exclude.as_deref(), &extra).map(
+        |(names, _)| {
+            names
+                .into_iter()
+                .map(|n| crate::targets::Target::enrolled(root, &n))
+                .collect()
+        },
+    );
+    let targets: Vec<crate::targets::Target> = match resolved {
         Ok(targets) => targets,
         // No match, an unknown group or pattern in the SPEC or `exclude`:
         // all answer as forbidden to a limited caller.

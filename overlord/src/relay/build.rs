@@ -22,7 +22,11 @@ pub async fn build(
     only_alive: bool,
 ) -> Result<(Map, Vec<String>), RelayError> {
     let relays = configured(root)?;
-    let mut names = crate::targets::all_minions(root);
+    // Blocking (files, the shared store's own runtime): off this runtime.
+    let list_root = root.clone();
+    let mut names = tokio::task::spawn_blocking(move || crate::targets::all_minions(&list_root))
+        .await
+        .map_err(|e| RelayError::Config(e.to_string()))?;
     if only_alive && !names.is_empty() {
         let targets: Vec<Target> = names.iter().map(|n| Target::enrolled(root, n)).collect();
         let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
