@@ -75,6 +75,26 @@ impl Order {
     }
 }
 
+/// A client for `relay` and `order`'s request for `hosts` there, signed.
+fn prepare(
+    root: &Root,
+    routes: &Routes,
+    signer: &Result<crate::seal::Signer, crate::seal::SealError>,
+    order: &Order,
+    relay: &str,
+    hosts: &[String],
+    mode: Mode,
+) -> Result<(client::RelayClient, SealedRequest), RelayError> {
+    match (signer, routes.relay(relay)) {
+        (Ok(signer), Some(addr)) => {
+            let client = client::RelayClient::new(root, addr.clone())?;
+            Ok((client, order.sealed(signer, hosts.to_vec(), mode)?))
+        }
+        (Err(e), _) => Err(RelayError::Config(e.to_string())),
+        (_, None) => Err(RelayError::Config(format!("no address for relay {relay}"))),
+    }
+}
+
 /// Calls `order` now on every relay of `relayed` (relay → its hosts) at
 /// once; `tx` gets each host's result as it arrives, and every host a
 /// relay did not answer gets why (unreachable). Returns when every relay
@@ -89,12 +109,7 @@ pub async fn call_now(
     let signer = crate::seal::Signer::load(root);
     let mut tasks = tokio::task::JoinSet::new();
     for (relay, hosts) in relayed {
-        let prepared = match (&signer, routes.relay(&relay)) {
-            (Ok(signer), Some(addr)) => client::RelayClient::new(root, addr.clone())
-                .and_then(|c| Ok((c, order.sealed(signer, hosts.clone(), Mode::Now)?))),
-            (Err(e), _) => Err(RelayError::Config(e.to_string())),
-            (_, None) => Err(RelayError::Config(format!("no address for relay {relay}"))),
-        };
+        let prepared = prepare(root, routes, &signer, order, &relay, &hosts, Mode::Now);
         let tx = tx.clone();
         let timeout = std::time::Duration::from_secs_f64(order.timeout.max(1.0));
         tasks.spawn(async move {
@@ -133,12 +148,7 @@ pub async fn start_all(
     let signer = crate::seal::Signer::load(root);
     let mut tasks = tokio::task::JoinSet::new();
     for (relay, hosts) in relayed {
-        let prepared = match (&signer, routes.relay(&relay)) {
-            (Ok(signer), Some(addr)) => client::RelayClient::new(root, addr.clone())
-                .and_then(|c| Ok((c, order.sealed(signer, hosts.clone(), Mode::Async)?))),
-            (Err(e), _) => Err(RelayError::Config(e.to_string())),
-            (_, None) => Err(RelayError::Config(format!("no address for relay {relay}"))),
-        };
+        let prepared = prepare(root, routes, &signer, order, &relay, &hosts, Mode::Async);
         tasks.spawn(async move {
             let started = match prepared {
                 Ok((client, sealed)) => client.start(&sealed).await,
