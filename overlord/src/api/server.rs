@@ -59,7 +59,10 @@ pub fn router(api: Arc<Api>) -> Router {
             "/api/v1/relay",
             post(relay::relay).layer(axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY)),
         )
-        .route("/api/v1/relay/jobs/{id}/results", post(relay::results))
+        .route(
+            "/api/v1/relay/jobs/{id}/results",
+            post(relay::results).layer(axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY)),
+        )
         .route("/api/v1/relay/map", get(relay::map))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/metrics", get(metrics::metrics))
@@ -171,9 +174,11 @@ async fn bodies(
     } else {
         match super::auth::authenticate(&api, &parts) {
             Err(refused) => return refused.into_response(),
-            // An overlord hands a relay every host of its segment at once.
+            // An overlord hands a relay every host of its segment at once
+            // (a request, or the hosts whose results it asks for).
             Ok(c)
-                if parts.uri.path() == "/api/v1/relay"
+                if (parts.uri.path() == "/api/v1/relay"
+                    || parts.uri.path().starts_with("/api/v1/relay/"))
                     && matches!(c.proof, super::auth::Proof::Certificate) =>
             {
                 (api.settings.max_body.max(super::relay::RELAY_BODY), BODY_DEADLINE)
