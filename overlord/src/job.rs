@@ -110,3 +110,17 @@ impl Report {
         }
     }
 }
+
+/// Decodes a stored `<methodResponse>`.
+pub fn decode_result(xml: &str) -> Value {
+    Report {
+        host: String::new(),
+        response_xml: xml.to_string(),
+    }
+    .value()
+}
+
+/// Encodes a host's result for the store.
+pub fn encode_result(value: Value) -> String {
+    Report::new("", value).response_xml
+}

@@ -107,19 +107,7 @@ pub fn code_name(code: i32) -> &'static str {
     }
 }
 
-/// Decodes a stored `<methodResponse>`.
-pub fn decode_result(xml: &str) -> Value {
-    crate::job::Report {
-        host: String::new(),
-        response_xml: xml.to_string(),
-    }
-    .value()
-}
-
-/// Encodes a host's result for the store.
-pub fn encode_result(value: Value) -> String {
-    crate::job::Report::new("", value).response_xml
-}
+pub use crate::job::{decode_result, encode_result};
 
 /// The status of a record as it stands in the store, with `unreachable`
 /// reasons from the last poll.

@@ -62,7 +62,7 @@ impl HostLine {
             false => HostLine {
                 host,
                 result: None,
-                result_xml: Some(crate::jobs::encode_result(value)),
+                result_xml: Some(crate::job::encode_result(value)),
             },
         }
     }
@@ -70,7 +70,7 @@ impl HostLine {
     /// The host's result.
     pub fn value(&self) -> Value {
         match (&self.result, &self.result_xml) {
-            (_, Some(xml)) => crate::jobs::decode_result(xml),
+            (_, Some(xml)) => crate::job::decode_result(xml),
             (Some(json), None) => crate::values::from_json(json),
             (None, None) => Value::Nil,
         }

@@ -209,7 +209,7 @@ pub async fn collect(
                 Ok(mut got) => hosts
                     .into_iter()
                     .map(|h| {
-                        let v = got.results.remove(&h).map(|xml| crate::jobs::decode_result(&xml));
+                        let v = got.results.remove(&h).map(|xml| crate::job::decode_result(&xml));
                         (h, Ok(v))
                     })
                     .collect::<Vec<_>>(),
