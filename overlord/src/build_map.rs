@@ -71,8 +71,9 @@ fn run(cli: &Cli) -> anyhow::Result<bool> {
     };
     say("asking every relay of [relays] for its map");
     let pool = Arc::new(
+        // Its error names the credentials already.
         crate::pool::Pool::new(crate::settings::Calling::of_root(&root))
-            .context("the overlord's credentials")?,
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
     let (mut map, unreached) =
         crate::relay::block_on(async { crate::relay::build::build(&root, &pool, cli.only_alive).await })?;
