@@ -301,7 +301,14 @@ fn answer(
             let mut admit = |name: &str| cm.admit_pending(peer.ip().to_canonical(), name);
             let outcome = cm
                 .store
-                .request_admitted(&cm.ca, &csr, address.as_deref(), cm.config.autosign, &mut admit)
+                .request_admitted(
+                    &cm.ca,
+                    &csr,
+                    address.as_deref(),
+                    cm.config.autosign,
+                    Some(peer.ip().to_canonical()),
+                    &mut admit,
+                )
                 .map_err(|e| format!("certmaster error: {e}"))?;
             // Nothing is answered before what it says is on disk (many
             // requests share one sync).

@@ -6,6 +6,9 @@
 //! - `var/lib/certmaster/certmaster/certs/<name>.cert`: signed certificates
 //! - `var/lib/certmaster/certmaster/certs/<name>.addr`: where the minion said
 //!   it can be reached (`host:port`), for the overlord
+//! - `var/lib/certmaster/certmaster/csrs/<name>.from`: where a pending
+//!   request came from (`{"peer", "advertised", "time"}`), shown to the
+//!   administrator who compares its fingerprint (`GET /api/v1/keys`)
 //! - `var/lib/certmaster/certmaster/revoked`: `serial-hex unix-time name` lines
 //! - `etc/pki/certmaster/ca/certmaster.crl`: the CRL minions fetch
 
@@ -167,6 +170,9 @@ impl Store {
     fn cert_path(&self, name: &str) -> PathBuf {
         self.root.signed_certs_dir().join(format!("{name}.cert"))
     }
+    fn from_path(&self, name: &str) -> PathBuf {
+        self.root.pending_csrs_dir().join(format!("{name}.from"))
+    }
     fn addr_path(&self, name: &str) -> PathBuf {
         self.root.signed_certs_dir().join(format!("{name}.addr"))
     }
@@ -219,7 +225,7 @@ impl Store {
         address: Option<&str>,
         autosign: bool,
     ) -> Result<Outcome> {
-        self.request_admitted(ca, csr_pem, address, autosign, &mut |_| None)
+        self.request_admitted(ca, csr_pem, address, autosign, None, &mut |_| None)
     }
 
     /// [`Store::request`], where a request that would add a new pending
@@ -235,6 +241,7 @@ impl Store {
         csr_pem: &str,
         address: Option<&str>,
         autosign: bool,
+        peer: Option<std::net::IpAddr>,
         admit: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Result<Outcome> {
         let Some(der) = crate::authority::pem_to_der(csr_pem).filter(|d| d.len() <= MAX_CSR_DER) else {
@@ -288,6 +295,12 @@ impl Store {
             return Ok(Outcome::Refused(why));
         }
         self.put(&csr_path, csr_pem.as_bytes())?;
+        let from = serde_json::json!({
+            "peer": peer.map(|p| p.to_string()),
+            "advertised": address,
+            "time": OffsetDateTime::now_utc().unix_timestamp(),
+        });
+        self.put(&self.from_path(&name), format!("{from}\n").as_bytes())?;
         Ok(Outcome::Pending)
     }
 
@@ -407,6 +420,40 @@ impl Store {
             .map(|(_, key)| crate::authority::key_fingerprint(&key))
     }
 
+    /// Where the pending request of `name` came from: the peer's address
+    /// and the address the minion advertised (each `None` when unknown).
+    pub fn pending_origin(&self, name: &str) -> (Option<String>, Option<String>) {
+        let doc: serde_json::Value = fs::read(self.from_path(name))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let text = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        (text("peer"), text("advertised"))
+    }
+
+    /// The fingerprint of the signed certificate of `name` (its public key).
+    pub fn signed_fingerprint(&self, name: &str) -> Option<String> {
+        let cert = self.cert(name)?;
+        cert_public_key(&cert)
+            .ok()
+            .map(|key| crate::authority::key_fingerprint(&key))
+    }
+
+    /// The revoked certificates: (name, serial in hex, when, epoch seconds),
+    /// oldest first.
+    pub fn revoked(&self) -> Vec<(String, String, i64)> {
+        fs::read_to_string(self.revoked_path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.split_whitespace();
+                let serial = parts.next()?.to_string();
+                let at = parts.next()?.parse().ok()?;
+                Some((parts.next()?.to_string(), serial, at))
+            })
+            .collect()
+    }
+
     /// Signs the pending request of `name`; returns the CSR and cert paths.
     pub fn sign_pending(&self, ca: &Authority, name: &str) -> Result<(PathBuf, PathBuf)> {
         self.sign_pending_checked(ca, name, None)
@@ -442,6 +489,7 @@ impl Store {
             path: csr_path.clone(),
             source,
         })?;
+        let _ = fs::remove_file(self.from_path(name));
         Ok((csr_path, cert_path))
     }
 
@@ -462,8 +510,8 @@ impl Store {
             write_atomic(&self.revoked_path(), revoked.as_bytes(), PUBLIC)?;
             self.publish_crl(ca)?;
         }
-        for path in [self.csr_path(name), cert_path, self.addr_path(name)] {
-            if fs::remove_file(&path).is_ok() && path.extension().is_some_and(|e| e != "addr") {
+        for path in [self.csr_path(name), cert_path, self.addr_path(name), self.from_path(name)] {
+            if fs::remove_file(&path).is_ok() && path.extension().is_some_and(|e| e != "addr" && e != "from") {
                 removed.push(path);
             }
         }

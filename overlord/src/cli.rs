@@ -198,6 +198,14 @@ pub enum JobsCommand {
         #[arg(short = 's', long, value_name = "NAME", default_value = "KILL")]
         signal: String,
     },
+    /// Run a job again as a new job (the same signed request)
+    Rerun {
+        #[arg(value_name = "JOB_ID")]
+        id: String,
+        /// Only the hosts that failed, were unreachable or timed out
+        #[arg(long)]
+        failed: bool,
+    },
 }
 
 #[derive(Args, Debug, Default)]

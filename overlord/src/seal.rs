@@ -55,6 +55,10 @@ struct Signed<'a> {
     hosts: Vec<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     delegate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rerun_of: Option<&'a str>,
 }
 
 /// The bytes signed for `meta` on `hosts` (sorted, so order does not matter).
@@ -74,6 +78,8 @@ pub fn signed_bytes(meta: &JobMeta, hosts: &[String]) -> Vec<u8> {
         batch: meta.batch,
         hosts,
         delegate: meta.delegate,
+        schedule: meta.schedule.as_deref(),
+        rerun_of: meta.rerun_of.as_deref(),
     };
     let mut out = b"func-job-request\n".to_vec();
     out.extend(serde_json::to_vec(&doc).unwrap_or_default());

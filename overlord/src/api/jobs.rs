@@ -64,6 +64,9 @@ pub struct JobRow {
     pub counts: crate::jobs::Tally,
     /// `ok`, `failed`, `stopped`, `interrupted` or `running`.
     pub outcome: &'static str,
+    /// The schedule whose run it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
 }
 
 /// A page of jobs, newest first.
@@ -87,6 +90,12 @@ pub struct JobDoc {
     #[schema(value_type = Vec<serde_json::Value>)]
     pub args: serde_json::Value,
     pub batch: bool,
+    /// The schedule whose run it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// The job it re-runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<String>,
 }
 
 /// The hosts a kill reached: each one's message, or `{"error"}`.
@@ -121,11 +130,12 @@ fn row(meta: JobMeta, tally: Option<&crate::jobs::Tally>) -> JobRow {
         ended: meta.ended,
         hosts: meta.hosts,
         batch: meta.batch,
+        schedule: meta.schedule,
     }
 }
 
 /// Whether `caller` may see job `record`.
-fn may_see(api: &Api, caller: &Caller, record: &JobRecord) -> bool {
+pub(super) fn may_see(api: &Api, caller: &Caller, record: &JobRecord) -> bool {
     caller
         .rights
         .forbidden(&api.root, &record.meta.function, record.hosts.keys())
@@ -341,6 +351,8 @@ pub async fn one(
             started: meta.started,
             ended: meta.ended,
             batch: meta.batch,
+            schedule: meta.schedule,
+            rerun_of: meta.rerun_of,
         }))
     })
     .await

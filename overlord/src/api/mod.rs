@@ -15,6 +15,7 @@
 //! - [`web`]: the web UI's pages, built into the binary.
 
 pub mod anonymous;
+pub mod audit;
 pub mod auth;
 pub mod batches;
 pub mod bus;
@@ -28,11 +29,13 @@ pub mod facts;
 pub mod failures;
 pub mod jobs;
 pub mod judge;
+pub mod keys;
 pub mod metrics;
 pub mod minions;
 pub mod openapi;
 pub mod relay;
 pub mod reply;
+pub mod rerun;
 pub mod server;
 pub mod session;
 pub mod sessions;

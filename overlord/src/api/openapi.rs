@@ -32,10 +32,15 @@ use super::auth::COOKIE;
         super::jobs::list,
         super::jobs::one,
         super::jobs::kill,
+        super::rerun::rerun,
         super::batches::status,
         super::batches::stop,
         super::batches::recover,
         super::events::stream,
+        super::keys::list,
+        super::keys::sign,
+        super::keys::revoke,
+        super::audit::list,
         super::relay::relay,
         super::relay::results,
         super::relay::map,
@@ -44,7 +49,7 @@ use super::auth::COOKIE;
     ),
     tags(
         (name = "session"), (name = "minions"), (name = "calls"), (name = "jobs"),
-        (name = "batches"), (name = "events"), (name = "relay"), (name = "meta")
+        (name = "batches"), (name = "events"), (name = "keys"), (name = "audit"), (name = "relay"), (name = "meta")
     )
 )]
 struct Doc;

@@ -18,7 +18,7 @@ use tower::Service as _;
 
 use super::state::{Api, Peer};
 use super::{
-    batches, calls, conventions, events, facts, jobs, metrics, minions, openapi, relay, reply, session,
+    audit, batches, calls, conventions, events, facts, jobs, keys, metrics, minions, openapi, relay, reply, rerun, session,
     watch, web,
 };
 
@@ -51,10 +51,15 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/jobs", get(jobs::list))
         .route("/api/v1/jobs/{id}", get(jobs::one))
         .route("/api/v1/jobs/{id}/kill", post(jobs::kill))
+        .route("/api/v1/jobs/{id}/rerun", post(rerun::rerun))
         .route("/api/v1/batches/{id}", get(batches::status))
         .route("/api/v1/batches/{id}/stop", post(batches::stop))
         .route("/api/v1/batches/{id}/recover", post(batches::recover))
         .route("/api/v1/events", get(events::stream))
+        .route("/api/v1/keys", get(keys::list))
+        .route("/api/v1/keys/{name}/sign", post(keys::sign))
+        .route("/api/v1/keys/{name}/revoke", post(keys::revoke))
+        .route("/api/v1/audit", get(audit::list))
         .route(
             "/api/v1/relay",
             post(relay::relay).layer(axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY)),
@@ -71,6 +76,9 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/jobs", get(web::page))
         .route("/jobs/{id}", get(web::page))
         .route("/batches/{id}", get(web::page))
+        .route("/keys", get(web::page))
+        .route("/schedules", get(web::page))
+        .route("/audit", get(web::page))
         .route("/minions/{name}", get(web::page))
         .route("/ui/app.js", get(web::script))
         .route("/ui/app.css", get(web::style))

@@ -60,6 +60,7 @@ impl Command {
             Command::Call(call::Call::JobStatus { id }) => (id, false),
             Command::Jobs(Jobs::Lookup(c)) => (&mut c.id, false),
             Command::Jobs(Jobs::Kill(c)) => (&mut c.id, false),
+            Command::Jobs(Jobs::Rerun(c)) => (&mut c.id, false),
             Command::Batch(
                 Batch::Status { id, .. } | Batch::Stop { id, .. } | Batch::Recover { id: Some(id) },
             ) => (id, true),
@@ -87,8 +88,42 @@ impl Command {
     }
 }
 
-/// Carries out `command` with `plan`; returns the exit status.
+/// Carries out `command` with `plan`; returns the exit status. A command
+/// that changes something leaves a line in the audit trail (`cli:USER`,
+/// what, the SPEC, its exit status; `GET /api/v1/audit` pages it).
 pub fn run(plan: &Plan, command: &Command) -> Result<i32, PlanError> {
+    let result = carry_out(plan, command);
+    if let Some(action) = command.audited() {
+        let status = match &result {
+            Ok(code) => *code,
+            Err(e) => e.exit_code(),
+        };
+        let spec = (!plan.spec.is_empty()).then_some(plan.spec.as_str());
+        crate::audit::Audit::new(&plan.root).cli_line(&action, spec, status);
+    }
+    result
+}
+
+impl Command {
+    /// What the audit trail calls this command, if it changes something.
+    fn audited(&self) -> Option<String> {
+        use crate::commands::batch::Batch;
+        use crate::commands::jobs::Jobs;
+        Some(match self {
+            Command::Call(call::Call::Run { call, .. }) => format!("call {}", call.function()),
+            Command::CopyFile(_) => "copyfile".to_string(),
+            Command::Jobs(Jobs::Kill(k)) => format!("kill {}", k.id),
+            Command::Jobs(Jobs::Rerun(r)) => format!("rerun {}", r.id),
+            Command::Batch(Batch::Stop { id, kill }) => {
+                format!("batch {} {id}", if *kill { "kill" } else { "stop" })
+            }
+            Command::Batch(Batch::Recover { id }) => format!("batch recover {}", id.as_deref().unwrap_or("")),
+            _ => return None,
+        })
+    }
+}
+
+fn carry_out(plan: &Plan, command: &Command) -> Result<i32, PlanError> {
     match command {
         Command::Batch(c) => c.run(plan),
         Command::Call(c) => c.run(plan),

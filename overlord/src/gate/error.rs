@@ -20,6 +20,14 @@ pub enum GateError {
     /// The caller may not do this: exit 1, HTTP 403. Nothing was sent.
     #[error("{0}")]
     Forbidden(String),
+    /// What the request names does not exist (an unknown or foreign job,
+    /// an unknown schedule): exit 1, HTTP 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// It cannot be done as things stand (a schedule name taken, nothing
+    /// failed to re-run, a limit reached): exit 1, HTTP 409.
+    #[error("{0}")]
+    Conflict(String),
     /// The engine could not carry it out: exit 1; HTTP 503 when the job
     /// store is unavailable, else 500.
     #[error(transparent)]
@@ -32,7 +40,7 @@ impl GateError {
         match self {
             GateError::Invalid(_) => 2,
             GateError::Engine(e) => e.exit_status(),
-            GateError::Targets(_) | GateError::Forbidden(_) => 1,
+            GateError::Targets(_) | GateError::Forbidden(_) | GateError::NotFound(_) | GateError::Conflict(_) => 1,
         }
     }
 
@@ -43,6 +51,8 @@ impl GateError {
             GateError::Targets(TargetError::NoMatch(_)) => 404,
             GateError::Targets(_) => 400,
             GateError::Forbidden(_) => 403,
+            GateError::NotFound(_) => 404,
+            GateError::Conflict(_) => 409,
             GateError::Engine(EngineError::Store(_)) => 503,
             GateError::Engine(_) => 500,
         }
@@ -60,6 +70,8 @@ mod tests {
             (GateError::Targets(TargetError::NoMatch("m9".into())), 1, 404),
             (GateError::Targets(TargetError::UnknownGroup("g".into())), 1, 400),
             (GateError::Forbidden("no".into()), 1, 403),
+            (GateError::NotFound("j".into()), 1, 404),
+            (GateError::Conflict("taken".into()), 1, 409),
             (GateError::Engine(EngineError::Record("r".into())), 1, 500),
         ];
         for (e, exit, http) in cases {

@@ -143,6 +143,54 @@ impl Rights {
     }
 }
 
+/// func-api's operations beside calls (DESIGN §14): the keys and the
+/// audit trail. Named like methods, with `@` first so no method glob
+/// (`*`) ever grants one.
+pub mod ops {
+    pub const KEYS_LIST: &str = "@keys.list";
+    pub const KEYS_SIGN: &str = "@keys.sign";
+    pub const KEYS_REVOKE: &str = "@keys.revoke";
+    pub const AUDIT_READ: &str = "@audit.read";
+}
+
+impl Rule {
+    /// Whether this rule grants operation `op` (only a method glob that
+    /// begins with `@` can: `web*=*` grants calls, not keys).
+    fn allows_op(&self, op: &str) -> bool {
+        self.methods
+            .iter()
+            .filter(|g| g.starts_with('@'))
+            .any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches(op)))
+    }
+
+    /// Whether this rule's SPEC globs name `name` (a key's name: a pending
+    /// request is no minion yet, so names are matched, not resolved).
+    fn names(&self, name: &str) -> bool {
+        self.spec
+            .split(';')
+            .map(str::trim)
+            .filter(|w| !w.is_empty() && !w.starts_with('@'))
+            .any(|w| glob::Pattern::new(w).is_ok_and(|p| p.matches(name)))
+    }
+}
+
+impl Rights {
+    /// Whether operation `op` ([`ops`]) may be done on `name` (a key's
+    /// name; `None` for an operation on no name: the audit trail).
+    pub fn may_operate(&self, op: &str, name: Option<&str>) -> bool {
+        self.admin
+            || self
+                .rules
+                .iter()
+                .any(|r| r.allows_op(op) && name.is_none_or(|n| r.names(n)))
+    }
+
+    /// Whether operation `op` is granted on any name at all.
+    pub fn may_operate_somewhere(&self, op: &str) -> bool {
+        self.admin || self.rules.iter().any(|r| r.allows_op(op))
+    }
+}
+
 /// The hosts `call` reaches, if `rights` may call its function on every
 /// one of them: the authorization of a call, for every door.
 pub fn authorize_call(root: &Root, rights: &Rights, call: &Call) -> Result<Vec<Target>, GateError> {
@@ -268,5 +316,25 @@ mod tests {
         );
         assert!(!rights.allows_all(&["web1".into(), "db1".into()], "test.ping", &g));
         assert!(!rights.allows_all(&[], "test.ping", &g));
+    }
+
+    #[test]
+    fn operations_need_a_rule_that_names_them_with_an_at() {
+        let everything = Rights {
+            admin: false,
+            rules: vec![Rule::parse("*=*").unwrap()],
+        };
+        assert!(!everything.may_operate(ops::KEYS_SIGN, Some("web1")));
+        assert!(!everything.may_operate(ops::AUDIT_READ, None));
+        let keys = Rights {
+            admin: false,
+            rules: vec![Rule::parse("web*;db1=@keys.*").unwrap()],
+        };
+        assert!(keys.may_operate(ops::KEYS_SIGN, Some("web7")));
+        assert!(keys.may_operate(ops::KEYS_REVOKE, Some("db1")));
+        assert!(!keys.may_operate(ops::KEYS_SIGN, Some("db2")));
+        assert!(!keys.may_operate(ops::AUDIT_READ, None));
+        assert!(!keys.allows("web1", "test.ping", &Groups::default()));
+        assert!(Rights::admin().may_operate(ops::AUDIT_READ, None));
     }
 }

@@ -12,6 +12,7 @@ pub mod follow;
 pub mod kill;
 pub mod poller;
 pub mod relayed;
+pub mod rerun;
 pub mod start;
 pub mod window;
 

@@ -57,6 +57,12 @@ pub struct JobMeta {
     /// (`func --delegate`, DESIGN §17); signed with the request.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub delegate: bool,
+    /// The schedule whose run this job is (func-api's scheduler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// The job this one re-runs (`jobs rerun`, `POST …/rerun`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<String>,
 }
 
 impl JobMeta {
@@ -94,6 +100,8 @@ impl JobMeta {
             rights: None,
             seal: None,
             delegate: false,
+            schedule: None,
+            rerun_of: None,
         }
     }
 

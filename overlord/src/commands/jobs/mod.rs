@@ -1,4 +1,4 @@
-//! `func jobs list | lookup | active | kill`: the overlord's jobs, what
+//! `func jobs list | lookup | active | kill | rerun`: the overlord's jobs, what
 //! Salt users know from the `jobs` runner and `saltutil.kill_job`, which
 //! Func never had. One file per subcommand.
 
@@ -6,6 +6,7 @@ pub mod active;
 pub mod kill;
 pub mod list;
 pub mod lookup;
+pub mod rerun;
 
 use crate::plan::{Plan, PlanError};
 
@@ -15,6 +16,7 @@ pub enum Jobs {
     Lookup(lookup::Lookup),
     Active(active::Active),
     Kill(kill::Kill),
+    Rerun(rerun::Rerun),
 }
 
 impl Jobs {
@@ -25,6 +27,7 @@ impl Jobs {
             C::Lookup { id, missing } => Jobs::Lookup(lookup::Lookup { id, missing }),
             C::Active { spec } => Jobs::Active(active::Active { spec }),
             C::Kill { id, signal } => Jobs::Kill(kill::Kill::new(id, signal)?),
+            C::Rerun { id, failed } => Jobs::Rerun(rerun::Rerun { id, failed }),
         })
     }
 
@@ -34,6 +37,7 @@ impl Jobs {
             Jobs::Lookup(c) => c.run(plan),
             Jobs::Active(c) => c.run(plan),
             Jobs::Kill(c) => c.run(plan),
+            Jobs::Rerun(c) => c.run(plan),
         }
     }
 }

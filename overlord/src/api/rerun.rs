@@ -1,0 +1,108 @@
+//! `POST /api/v1/jobs/{id}/rerun[?failed_only=true]` (AWX's relaunch, DESIGN
+//! §14): 202 and a new job from the same signed request — every host, or
+//! with `failed_only` those that failed, were unreachable or timed out. A
+//! job the caller may not see is unknown (404); the caller needs the rights
+//! the original needed on the hosts re-run; nothing failed is a 409. The new
+//! job is the caller's (signed with its rights) and names the original
+//! (`rerun_of`).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+
+use super::auth::Caller;
+use super::reply::{ApiError, ErrorBody, JobIdParam, Path, Query};
+use super::state::Api;
+use crate::gate::GateError;
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RerunQuery {
+    /// Only the hosts that failed, were unreachable or timed out.
+    failed_only: Option<bool>,
+}
+
+/// The re-run that was started.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Rerun {
+    pub job_id: String,
+    pub rerun_of: String,
+    /// Hosts it runs on.
+    pub hosts: usize,
+}
+
+/// `POST /api/v1/jobs/{id}/rerun`.
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/rerun", tag = "jobs", operation_id = "rerunJob",
+    summary = "Runs a job again as a new job (all hosts, or those that failed)", params(JobIdParam, RerunQuery),
+    responses((status = 202, body = Rerun, headers(("Location" = String, description = "the new job"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, description = "no host failed", body = ErrorBody),
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn rerun(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Path(id): Path<String>,
+    Query(q): Query<RerunQuery>,
+) -> Result<Response, ApiError> {
+    let failed_only = q.failed_only.unwrap_or(false);
+    crate::gate::JobRef::parse(&id)?;
+    let _slot = super::calls::take_slot(&api, &caller)?;
+    let (api2, caller2, id2) = (Arc::clone(&api), caller.clone(), id.clone());
+    let started = tokio::task::spawn_blocking(move || -> Result<(String, usize, Vec<String>), GateError> {
+        let visible = |r: &crate::store::JobRecord| super::jobs::may_see(&api2, &caller2, r);
+        let rerun = crate::jobs::rerun::prepare(&api2.store, &api2.root, &id2, failed_only, &visible)?;
+        let function = rerun.call.function();
+        if caller2
+            .rights
+            .forbidden(&api2.root, &function, rerun.hosts.iter())
+            .is_some()
+        {
+            return Err(GateError::Forbidden(format!(
+                "this caller may not call {function} on every host of the re-run"
+            )));
+        }
+        let hosts = rerun.hosts.clone();
+        let who = crate::jobs::start::Caller {
+            user: caller2.user(),
+            rights: caller2.signed_rights(),
+        };
+        let started = crate::jobs::rerun::start(&api2.store, &api2.root, rerun, Some(who))?;
+        if let Some(driver) = started.driver {
+            super::state::reap(driver);
+        }
+        Ok((started.id, hosts.len(), hosts))
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let action = format!("rerun {id}{}", if failed_only { " failed" } else { "" });
+    let (new_id, count, hosts) = match started {
+        Ok(s) => s,
+        Err(e) => {
+            api.audit
+                .line(&caller.name, caller.from, &action, &[], e.http_status());
+            return Err(e.into());
+        }
+    };
+    api.audit.line(&caller.name, caller.from, &action, &hosts, 202);
+    api.metrics
+        .jobs
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let location = format!("/api/v1/jobs/{}", crate::values::url_segment(&new_id));
+    let mut answer = (
+        StatusCode::ACCEPTED,
+        Json(Rerun {
+            job_id: new_id,
+            rerun_of: id,
+            hosts: count,
+        }),
+    )
+        .into_response();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
+        answer.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    Ok(answer)
+}
