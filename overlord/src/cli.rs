@@ -151,6 +151,11 @@ pub enum TopCommand {
         command: BatchCommand,
     },
     /// The job store: status, import (a shared PostgreSQL store: [store] url)
+    /// Schedules func-api runs: list, add, remove, enable, disable
+    Schedule {
+        #[command(subcommand)]
+        command: ScheduleCommand,
+    },
     Store {
         #[command(subcommand)]
         command: StoreCommand,
@@ -225,6 +230,81 @@ pub struct JobsListArgs {
     /// At most N jobs
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ScheduleCommand {
+    /// Every schedule: when it runs next, its last run and how it ended
+    List,
+    /// Add a schedule: a call func-api runs at the times given
+    #[command(after_help = "Examples:\n  func schedule add nightly-uptime --cron '0 3 * * *' 'web*' command run uptime\n  func schedule add ping-all --every 300 '*' test ping\n\nfunc-api runs the schedules (each run a job carrying \"schedule\": NAME).")]
+    Add(ScheduleAddArgs),
+    /// Remove a schedule (its jobs stay)
+    Remove {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Let a schedule run again (the next run from now)
+    Enable {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Stop a schedule from running (it is kept)
+    Disable {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("when").required(true).args(["cron", "every"])))]
+pub struct ScheduleAddArgs {
+    /// 1 to 64 letters, digits, '-', '_', '.'
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Five cron fields, minute hour day-of-month month day-of-week (local time)
+    #[arg(long, value_name = "'m h dom mon dow'")]
+    pub cron: Option<String>,
+    /// Seconds between runs (at least 1)
+    #[arg(long, value_name = "SECS")]
+    pub every: Option<u64>,
+    /// Added disabled (func schedule enable NAME starts it)
+    #[arg(long)]
+    pub disabled: bool,
+    /// Hosts at a time (N or N%): each run is a batch
+    #[arg(long, value_name = "N|N%")]
+    pub batch: Option<String>,
+    /// Seconds between a host's end and the next start (with --batch)
+    #[arg(long, value_name = "SECS")]
+    pub batch_wait: Option<String>,
+    /// Stop a batch at the first failure
+    #[arg(long)]
+    pub failhard: bool,
+    /// Seconds each host has
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<String>,
+    /// Hosts left out (a SPEC)
+    #[arg(short = 'e', long, value_name = "SPEC")]
+    pub exclude: Option<String>,
+    /// Only hosts whose facts hold every term (os=Debian,num_cpus>=2)
+    #[arg(long, value_name = "TERMS")]
+    pub filter: Option<String>,
+    /// Only hosts whose facts hold at least one term
+    #[arg(long, value_name = "TERMS")]
+    pub filteror: Option<String>,
+    /// Through relays where the delegation map says
+    #[arg(long)]
+    pub delegate: bool,
+    /// Minions to call
+    #[arg(value_name = "SPEC")]
+    pub spec: String,
+    #[arg(value_name = "MODULE")]
+    pub module: String,
+    #[arg(value_name = "METHOD")]
+    pub method: String,
+    /// Arguments, sent as strings (as func SPEC call sends them)
+    #[arg(value_name = "ARGS", trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 #[derive(Subcommand, Debug, Clone, Copy, PartialEq, Eq)]

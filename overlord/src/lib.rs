@@ -56,6 +56,7 @@ pub mod pool;
 pub mod relay;
 pub mod report;
 pub mod revocation;
+pub mod schedule;
 pub mod seal;
 pub mod settings;
 pub mod status;

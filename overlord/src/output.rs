@@ -175,6 +175,27 @@ pub fn doc_as(format: Format, doc: &serde_json::Value) -> String {
     }
 }
 
+/// Prints `rows` (the first the header) as aligned columns, each cell
+/// terminal-safe and on one line.
+pub fn print_table<const N: usize>(rows: &mut [[String; N]]) {
+    for row in rows.iter_mut() {
+        for cell in row.iter_mut() {
+            *cell = shown_line(cell).into_owned();
+        }
+    }
+    let widths: Vec<usize> = (0..N)
+        .map(|c| rows.iter().map(|row| row[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows.iter() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        crate::outln!("{}", line.join("  ").trim_end());
+    }
+}
+
 /// Prints a command's document in the `--out` format (JSON by default).
 pub fn print_doc(format: Format, doc: &impl serde::Serialize) {
     let value = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);

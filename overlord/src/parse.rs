@@ -38,7 +38,7 @@ fn clap_error(e: clap::Error) -> PlanError {
 /// command's target but a misspelt command without a SPEC (Salt and shell
 /// habits: `-` for `_`, `jobstatus`).
 fn misspelt_command(word: &str) -> Option<PlanError> {
-    const TOP: &[&str] = &["job_status", "jobs", "batch", "store", "transmit"];
+    const TOP: &[&str] = &["job_status", "jobs", "batch", "schedule", "store", "transmit"];
     if TOP.contains(&word) {
         return None;
     }

@@ -249,7 +249,7 @@ class SharedStoreTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         doc = json.loads(out.stdout)
         self.assertEqual(doc["backend"], "postgresql")
-        self.assertEqual(doc["schema_version"], 3)
+        self.assertEqual(doc["schema_version"], 4)
         self.assertNotIn(PASSWORD, doc["location"])
         self.assertEqual(doc["counts"]["minions"], 3)
         # C: a root with a local history, configured for the store afterwards.

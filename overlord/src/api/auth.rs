@@ -47,13 +47,7 @@ impl Caller {
     /// What it may do, as a job's or a relay request's signed rights
     /// (`None`: an administrator).
     pub fn signed_rights(&self) -> Option<Vec<String>> {
-        (!self.rights.admin).then(|| {
-            self.rights
-                .rules
-                .iter()
-                .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
-                .collect()
-        })
+        self.rights.signed()
     }
 
     /// Whether it is still let in (its token neither expired nor revoked).

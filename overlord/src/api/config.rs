@@ -45,6 +45,9 @@ pub struct ApiSettings {
     /// `keep_idle_for`: seconds an idle connection to a minion is kept
     /// (default 20: below funcd's own 30 s, after which it closes them).
     pub keep_idle_for: u64,
+    /// `max_schedules_per_owner`: schedules one owner (a token, a
+    /// certificate, a command-line user) may have.
+    pub max_schedules_per_owner: usize,
 }
 
 impl ApiSettings {
@@ -81,6 +84,11 @@ impl ApiSettings {
             idle_timeout: num("idle_timeout", 15, 3600)? as u64,
             max_idle_connections: num("max_idle_connections", crate::pool::MAX_IDLE as u64, 1_000_000)?,
             keep_idle_for: num("keep_idle_for", crate::pool::IDLE_FOR.as_secs(), 3600)? as u64,
+            max_schedules_per_owner: num(
+                "max_schedules_per_owner",
+                crate::schedule::DEFAULT_PER_OWNER as u64,
+                crate::store::schedules::MAX_SCHEDULES as u64,
+            )? as usize,
             cors_origins: text("cors_origins")
                 .map(|t| {
                     t.split([',', ' '])

@@ -36,6 +36,8 @@ pub mod openapi;
 pub mod relay;
 pub mod reply;
 pub mod rerun;
+pub mod scheduler;
+pub mod schedules;
 pub mod server;
 pub mod session;
 pub mod sessions;

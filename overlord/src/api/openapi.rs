@@ -41,6 +41,11 @@ use super::auth::COOKIE;
         super::keys::sign,
         super::keys::revoke,
         super::audit::list,
+        super::schedules::list,
+        super::schedules::add,
+        super::schedules::one,
+        super::schedules::change,
+        super::schedules::remove,
         super::relay::relay,
         super::relay::results,
         super::relay::map,
@@ -49,7 +54,7 @@ use super::auth::COOKIE;
     ),
     tags(
         (name = "session"), (name = "minions"), (name = "calls"), (name = "jobs"),
-        (name = "batches"), (name = "events"), (name = "keys"), (name = "audit"), (name = "relay"), (name = "meta")
+        (name = "batches"), (name = "events"), (name = "keys"), (name = "schedules"), (name = "audit"), (name = "relay"), (name = "meta")
     )
 )]
 struct Doc;

@@ -60,6 +60,13 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/keys/{name}/sign", post(keys::sign))
         .route("/api/v1/keys/{name}/revoke", post(keys::revoke))
         .route("/api/v1/audit", get(audit::list))
+        .route("/api/v1/schedules", get(super::schedules::list).post(super::schedules::add))
+        .route(
+            "/api/v1/schedules/{name}",
+            get(super::schedules::one)
+                .patch(super::schedules::change)
+                .delete(super::schedules::remove),
+        )
         .route(
             "/api/v1/relay",
             post(relay::relay).layer(axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY)),
@@ -103,6 +110,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let tls = Arc::clone(&api.tls);
     let watcher = watch::start(Arc::clone(&api));
+    let scheduler = super::scheduler::start(Arc::clone(&api));
     let app = router(Arc::clone(&api));
     let max = api.settings.max_connections;
     common::rpc::accept::accept_loop(
@@ -125,6 +133,7 @@ pub async fn serve(
     while api.in_flight.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    scheduler.abort();
     watcher.stop();
     Ok(())
 }

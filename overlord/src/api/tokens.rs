@@ -190,6 +190,12 @@ impl Tokens {
         }
     }
 
+    /// The token named `name`, expired or not (a schedule's owner).
+    pub fn named(&mut self, name: &str) -> Option<Token> {
+        self.reload();
+        self.tokens.iter().find(|t| t.name == name).cloned()
+    }
+
     /// The live token whose hash is `hash`.
     pub fn find(&mut self, hash: &str) -> Option<Token> {
         self.reload();

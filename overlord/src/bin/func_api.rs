@@ -112,6 +112,16 @@ fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
                 anyhow::bail!("no token named {:?}", common::paths::shorten(name));
             }
             let _ = writeln!(out, "token {name} revoked");
+            // Its schedules stop now (a func-api would stop each at its next
+            // run); said, so nothing stops silently.
+            let reason = format!("its owner's token {name} was revoked: schedule disabled");
+            match overlord::schedule::manage::stop_token(&overlord::settings::store(&root), name, &reason) {
+                Ok(stopped) if !stopped.is_empty() => {
+                    let _ = writeln!(out, "schedules stopped: {}", stopped.join(", "));
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("the token's schedules could not be stopped now ({e}); each stops at its next run"),
+            }
         }
     }
     Ok(())

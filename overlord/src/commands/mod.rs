@@ -11,6 +11,7 @@ pub mod job_status;
 pub mod jobs;
 pub mod list_minions;
 pub mod ping;
+pub mod schedule;
 pub mod show;
 pub mod store;
 pub mod transmit;
@@ -30,6 +31,7 @@ pub enum Command {
     Jobs(jobs::Jobs),
     ListMinions,
     Ping,
+    Schedule(schedule::Schedule),
     Show(show::Show),
     Store(store::Store),
 }
@@ -81,6 +83,7 @@ impl Command {
             TopCommand::Jobs { command } => Command::Jobs(jobs::Jobs::from_cli(command)?),
             TopCommand::Batch { command } => Command::Batch(batch::Batch::from(command)),
             TopCommand::Store { command } => Command::Store(store::Store(command)),
+            TopCommand::Schedule { command } => Command::Schedule(schedule::Schedule(command)),
             TopCommand::Spec(_) | TopCommand::Transmit => {
                 return Err(PlanError::Usage("missing command after SPEC".into()))
             }
@@ -118,6 +121,7 @@ impl Command {
                 format!("batch {} {id}", if *kill { "kill" } else { "stop" })
             }
             Command::Batch(Batch::Recover { id }) => format!("batch recover {}", id.as_deref().unwrap_or("")),
+            Command::Schedule(s) => s.audited()?,
             _ => return None,
         })
     }
@@ -134,6 +138,7 @@ fn carry_out(plan: &Plan, command: &Command) -> Result<i32, PlanError> {
         Command::Jobs(c) => c.run(plan),
         Command::ListMinions => list_minions::run(plan),
         Command::Ping => ping::run(plan),
+        Command::Schedule(c) => c.run(plan),
         Command::Show(c) => c.run(plan),
         Command::Store(c) => c.run(plan),
     }

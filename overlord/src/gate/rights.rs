@@ -82,6 +82,17 @@ pub struct Rights {
 }
 
 impl Rights {
+    /// These rights as a job's or a relay request's signed rights
+    /// (`SPEC=METHODS` rules; `None`: an administrator).
+    pub fn signed(&self) -> Option<Vec<String>> {
+        (!self.admin).then(|| {
+            self.rules
+                .iter()
+                .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
+                .collect()
+        })
+    }
+
     pub fn admin() -> Self {
         Rights {
             admin: true,

@@ -11,6 +11,9 @@ pub mod changes;
 pub mod postgres;
 pub mod redb;
 pub mod rules;
+pub mod schedules;
+mod schedules_pg;
+mod schedules_redb;
 pub mod types;
 
 pub use api::{Cursor, JobStore, Merge, Sealer};

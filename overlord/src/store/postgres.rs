@@ -26,7 +26,7 @@ use super::rules;
 use super::types::{now, HostEntry, HostState, JobMeta, JobRecord, StoreError};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 /// Connections kept per process.
 const POOL: usize = 4;
 /// The channel changes are announced on.
@@ -82,6 +82,19 @@ CREATE TABLE IF NOT EXISTS func_map (
     map text NOT NULL,
     updated double precision NOT NULL
 );
+";
+
+/// Version 4: func-api's schedules (DESIGN §14): the record as JSON, its
+/// owner (bounded per owner) and its next run (`NULL`: disabled), indexed
+/// so an idle scheduler's look costs one index probe.
+const MIGRATE_4: &str = "
+CREATE TABLE IF NOT EXISTS func_schedules (
+    name text PRIMARY KEY,
+    owner text NOT NULL,
+    due double precision,
+    doc text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS func_schedules_due ON func_schedules (due) WHERE due IS NOT NULL;
 ";
 
 /// The PostgreSQL job store.
@@ -155,7 +168,7 @@ impl PgStore {
 
     /// Runs `f` on a pooled connection (made, and the schema brought up to
     /// date, if none is idle); a connection that failed is dropped.
-    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, StoreError> {
+    pub(super) fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, StoreError> {
         let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut client = match kept {
             Some(c) if !c.is_closed() => c,
@@ -412,6 +425,10 @@ fn migrate(c: &mut Client) -> Result<(), postgres::Error> {
     if version.unwrap_or(0) < 3 {
         txn.batch_execute(MIGRATE_3)?;
         txn.execute("INSERT INTO func_schema (version) VALUES (3)", &[])?;
+    }
+    if version.unwrap_or(0) < 4 {
+        txn.batch_execute(MIGRATE_4)?;
+        txn.execute("INSERT INTO func_schema (version) VALUES (4)", &[])?;
     }
     txn.commit()
 }

@@ -36,7 +36,7 @@ const FACTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("facts");
 /// How long one operation waits for other processes to let go of the file.
 const OPEN_PATIENCE: Duration = Duration::from_secs(60);
 
-fn db_err(e: impl Into<redb::Error>) -> StoreError {
+pub(super) fn db_err(e: impl Into<redb::Error>) -> StoreError {
     StoreError::Redb(e.into())
 }
 
@@ -77,7 +77,7 @@ impl RedbStore {
     /// Opens the file for reading, if there is one: reading never creates
     /// a store (nor its directory), so `func jobs list` on a root that has
     /// none writes nothing.
-    fn open_existing(&self) -> Result<Option<Database>, StoreError> {
+    pub(super) fn open_existing(&self) -> Result<Option<Database>, StoreError> {
         match std::fs::symlink_metadata(&self.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             _ => self.open().map(Some),
@@ -137,7 +137,7 @@ impl RedbStore {
 
     /// Runs `f` in one write transaction (committed durably) and purges
     /// expired jobs in the same transaction.
-    fn write<T>(
+    pub(super) fn write<T>(
         &self,
         f: impl FnOnce(&redb::WriteTransaction) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -455,7 +455,7 @@ impl rules::Tx for RedbTx<'_> {
 
 /// A table for reading; `None` while nothing was ever written to it (a
 /// fresh store file).
-fn read_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+pub(super) fn read_table<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &redb::ReadTransaction,
     def: TableDefinition<'_, K, V>,
 ) -> Result<Option<redb::ReadOnlyTable<K, V>>, StoreError> {

@@ -145,23 +145,8 @@ impl List {
                 format!("{done}/{failed}/{pending}"),
             ]);
         }
-        // Cells are terminal-safe and one line each (before measuring).
-        for row in table.iter_mut() {
-            for cell in row.iter_mut() {
-                *cell = crate::output::shown_line(cell).into_owned();
-            }
-        }
-        let widths: Vec<usize> = (0..8)
-            .map(|c| table.iter().map(|row| row[c].chars().count()).max().unwrap_or(0))
-            .collect();
-        for row in &table {
-            let line: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .map(|(cell, w)| format!("{cell:<w$}"))
-                .collect();
-            crate::outln!("{}", line.join("  ").trim_end());
-        }
+        // Cells are terminal-safe and one line each.
+        crate::output::print_table(&mut table);
         if records.iter().any(|r| status(&r.meta) == "running?") {
             crate::outln!(
                 "running? = as last recorded, its hosts not asked now: func job_status ID (or jobs lookup ID) refreshes it"

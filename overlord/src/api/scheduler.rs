@@ -1,0 +1,268 @@
+//! func-api's scheduler (DESIGN §14): runs the store's schedules. It sleeps
+//! until the earliest next run (looking again at least every second, for
+//! schedules other func-api added), takes each due run with a compare-and-
+//! set of the schedule's next run in one transaction (with several func-api
+//! on one store, only one takes a run: the run's lease), and starts it as a
+//! job carrying `"schedule": NAME`, as its owner:
+//!
+//! - the record must verify (signed when it was made: the store is data);
+//! - a token owner must still hold that token (neither expired nor made
+//!   anew): otherwise the schedule is disabled, with the reason, in the
+//!   audit trail and as event `schedule/<name>/stopped` (`func-api token
+//!   revoke` stops a token's schedules itself). A func-api whose token file
+//!   does not know the owner's token leaves the run to one that does
+//!   (several func-api on one store with token files of their own);
+//! - the request is judged against the owner's rights now (a token whose
+//!   rules narrowed refuses the run: `last_error`), and the run is skipped
+//!   while the schedule's previous run still runs (one at a time each).
+//!
+//! Each run started is event `schedule/<name>/run {"job_id", "due",
+//! "made_up"}` and an audit line.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::state::Api;
+use crate::gate::rights::Rights;
+use crate::gate::{GateError, Run};
+use crate::schedule::{self, manage, Schedule};
+
+/// The longest sleep between two looks at the store.
+const LOOK_EVERY: f64 = 1.0;
+/// Due runs taken per look at most (the rest at the next, at once).
+const BATCH: usize = 100;
+
+/// Starts the scheduler on the service's runtime; abort the handle to stop it.
+pub fn start(api: Arc<Api>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(api))
+}
+
+async fn run(api: Arc<Api>) {
+    let holder = format!(
+        "{}:{}",
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_default(),
+        std::process::id()
+    );
+    let mut said: Option<std::time::Instant> = None;
+    loop {
+        let now = crate::store::now();
+        let api2 = Arc::clone(&api);
+        let looked = tokio::task::spawn_blocking(move || api2.store.due_schedules(now, BATCH)).await;
+        let (due, next) = match looked {
+            Ok(Ok(found)) => {
+                said = None;
+                found
+            }
+            Ok(Err(e)) => {
+                // The store away: said once a minute, tried again each second.
+                if said.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    tracing::warn!(error = %e, "scheduler: cannot read the schedules");
+                    said = Some(std::time::Instant::now());
+                }
+                (Vec::new(), None)
+            }
+            Err(_) => (Vec::new(), None),
+        };
+        let full = due.len() >= BATCH;
+        let mut took = false;
+        for name in due {
+            took |= run_due(&api, &name, now, &holder).await;
+        }
+        if full && took {
+            continue;
+        }
+        let until = next.map_or(LOOK_EVERY, |n| (n - crate::store::now()).clamp(0.0, LOOK_EVERY));
+        tokio::time::sleep(Duration::from_secs_f64(until.max(0.005))).await;
+    }
+}
+
+/// What came of a run, for the record, the audit trail and the events.
+enum Outcome {
+    Started { job: String, hosts: Vec<String> },
+    NotStarted(String),
+    Stopped(String),
+}
+
+async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
+    // A token owner this func-api does not know (several func-api with
+    // their own token files on one store): the run is left to one that
+    // knows it.
+    let (api2, name2) = (Arc::clone(api), name.to_string());
+    let found = tokio::task::spawn_blocking(move || manage::get(&api2.store, &name2)).await;
+    let Ok(Ok(current)) = found else { return false };
+    if let Some(owner) = &current.owner.token {
+        if api.tokens.lock().unwrap_or_else(|p| p.into_inner()).named(&owner.name).is_none() {
+            return false;
+        }
+    }
+    let (api2, name2, holder2) = (Arc::clone(api), name.to_string(), holder.to_string());
+    let claimed = tokio::task::spawn_blocking(move || {
+        let mut taken = None;
+        let result = manage::change(&api2.store, &name2, &mut |s| {
+            taken = schedule::claim(s, now, &holder2);
+            Ok(taken.is_some())
+        });
+        result.ok().and(taken)
+    })
+    .await;
+    let Ok(Some(claimed)) = claimed else { return false };
+    let s = claimed.schedule;
+    let outcome = match owner_rights(api, &s) {
+        Err(why) => Outcome::Stopped(why),
+        Ok(rights) => match trusted_call(api, &s, &rights).await {
+            Err(why) => Outcome::NotStarted(why),
+            Ok((call, hosts)) => start_run(api, &s, &rights, call, hosts).await,
+        },
+    };
+    let function = s.call().map(|c| c.function()).unwrap_or_default();
+    let (api2, name2) = (Arc::clone(api), name.to_string());
+    let (event, data, status, hosts) = match outcome {
+        Outcome::Started { job, hosts } => {
+            let _ = tokio::task::spawn_blocking({
+                let (api2, name2, job) = (Arc::clone(&api2), name2.clone(), job.clone());
+                move || manage::record_run(&api2.store, &name2, Ok(job))
+            })
+            .await;
+            let data = serde_json::json!({"job_id": job, "due": claimed.due, "made_up": claimed.made_up});
+            ("run", data, 202, hosts)
+        }
+        Outcome::NotStarted(why) => {
+            tracing::info!(schedule = name, reason = %why, "scheduled run not started");
+            let data = serde_json::json!({"error": why, "due": claimed.due});
+            let _ = tokio::task::spawn_blocking(move || manage::record_run(&api2.store, &name2, Err(why))).await;
+            ("refused", data, 403, Vec::new())
+        }
+        Outcome::Stopped(why) => {
+            tracing::warn!(schedule = name, reason = %why, "schedule stopped");
+            let data = serde_json::json!({"reason": why});
+            let _ = tokio::task::spawn_blocking(move || manage::stop(&api2.store, &name2, &why)).await;
+            ("stopped", data, 403, Vec::new())
+        }
+    };
+    api.audit.line(
+        &format!("schedule:{name}"),
+        None,
+        &format!("schedule {name} {event}: {function} as {}", s.owner.user),
+        &hosts,
+        status,
+    );
+    api.bus
+        .publish(format!("schedule/{name}/{event}"), &data, &function, Arc::from(hosts));
+    true
+}
+
+/// The owner's rights now: an administrator's, or its token's current
+/// rules (the token must be the very one that made the schedule, alive).
+fn owner_rights(api: &Api, s: &Schedule) -> Result<Rights, String> {
+    let Some(owner) = &s.owner.token else {
+        return Ok(Rights::admin());
+    };
+    let token = api
+        .tokens
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .named(&owner.name);
+    match token {
+        Some(t) if schedule::OwnerToken::check_of(&t.hash) != owner.check => Err(format!(
+            "its owner's token {} was revoked (a new token has its name): schedule disabled",
+            owner.name
+        )),
+        Some(t) if t.expired(crate::store::now()) => Err(format!(
+            "its owner's token {} expired: schedule disabled",
+            owner.name
+        )),
+        Some(t) => Ok(Rights {
+            admin: t.admin,
+            rules: t.allow,
+        }),
+        None => Err(format!(
+            "its owner's token {} was revoked: schedule disabled",
+            owner.name
+        )),
+    }
+}
+
+/// The schedule's call, if its record verifies, its previous run ended, and
+/// the owner may make it now: with the hosts it reaches.
+async fn trusted_call(
+    api: &Arc<Api>,
+    s: &Schedule,
+    rights: &Rights,
+) -> Result<(crate::gate::Call, Vec<crate::targets::Target>), String> {
+    let (api2, s2, rights2) = (Arc::clone(api), s.clone(), rights.clone());
+    let judged = tokio::task::spawn_blocking(move || -> Result<_, String> {
+        schedule::trusted(&api2.root, &s2)
+            .map_err(|e| format!("refused: the schedule cannot be trusted: {e}"))?;
+        if let Some(job) = &s2.last_job {
+            if let Ok(Some(rec)) = crate::store::JobStore::load(&api2.store, job) {
+                if rec.meta.ended.is_none() && crate::jobs::tally(&rec).pending > 0 {
+                    return Err(format!("skipped: the previous run {job} is still running"));
+                }
+            }
+        }
+        let call = s2.call().map_err(|e| format!("refused: {e}"))?;
+        let targets = crate::gate::rights::authorize_call(&api2.root, &rights2, &call)
+            .map_err(|e| format!("refused: {e}"))?;
+        Ok((call, targets))
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    let (call, targets) = judged;
+    let targets = match &call.filter {
+        None => targets,
+        Some(filter) => {
+            let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
+            let judged = super::judge::judge(api, rights, targets, filter, limit, &s.owner.user)
+                .await
+                .map_err(|e| format!("refused: {}", e.message))?;
+            if judged.chosen.is_empty() {
+                return Err(format!("not started: no host holds {}", filter.describe()));
+            }
+            judged.chosen
+        }
+    };
+    Ok((call, targets))
+}
+
+async fn start_run(
+    api: &Arc<Api>,
+    s: &Schedule,
+    rights: &Rights,
+    mut call: crate::gate::Call,
+    targets: Vec<crate::targets::Target>,
+) -> Outcome {
+    if let Run::Batch { detached, .. } = &mut call.run {
+        *detached = true;
+    }
+    let names: Vec<String> = targets.into_iter().map(|t| t.name).collect();
+    let who = crate::jobs::start::Caller {
+        user: s.owner.user.clone(),
+        rights: rights.signed(),
+    };
+    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
+    let mut meta = crate::jobs::start::meta(&call, names.len(), (timeout, api.dispatch.forks), Some(who));
+    meta.schedule = Some(s.name.clone());
+    let api2 = Arc::clone(api);
+    let hosts = names.clone();
+    let started = tokio::task::spawn_blocking(move || -> Result<String, GateError> {
+        let started = crate::jobs::start::start(&api2.store, &api2.root, &call, names, meta)?;
+        if let Some(driver) = started.driver {
+            super::state::reap(driver);
+        }
+        Ok(started.id)
+    })
+    .await;
+    match started {
+        Ok(Ok(job)) => {
+            api.metrics
+                .jobs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Outcome::Started { job, hosts }
+        }
+        Ok(Err(e)) => Outcome::NotStarted(format!("not started: {e}")),
+        Err(e) => Outcome::NotStarted(format!("not started: {e}")),
+    }
+}

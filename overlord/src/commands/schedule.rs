@@ -1,0 +1,168 @@
+//! `func schedule list | add | remove | enable | disable`: the schedules
+//! func-api runs (DESIGN §14), managed from the command line with the same
+//! rules as `/api/v1/schedules` (`schedule::manage`). The command line's
+//! user holds the overlord key: an administrator, and the owner of what it
+//! adds (`cli:USER`'s limit is `[api] max_schedules_per_owner` too).
+
+use serde_json::json;
+
+use crate::cli::{ScheduleAddArgs, ScheduleCommand};
+use crate::gate::rights::Rights;
+use crate::plan::{Plan, PlanError};
+use crate::schedule::manage::{self, NewSchedule};
+use crate::schedule::Owner;
+
+#[derive(Debug)]
+pub struct Schedule(pub ScheduleCommand);
+
+impl Schedule {
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let store = plan.store();
+        match &self.0 {
+            ScheduleCommand::List => list(plan, &store),
+            ScheduleCommand::Add(args) => add(plan, &store, args),
+            ScheduleCommand::Remove { name } => {
+                manage::remove(&store, name)?;
+                say(plan, json!({"name": name, "removed": true}), &format!("schedule {name} removed"));
+                Ok(0)
+            }
+            ScheduleCommand::Enable { name } | ScheduleCommand::Disable { name } => {
+                let enable = matches!(self.0, ScheduleCommand::Enable { .. });
+                let s = manage::set_enabled(&store, name, enable)?;
+                let line = match s.due.filter(|_| s.enabled) {
+                    Some(next) => format!("schedule {name} enabled: next run {}", crate::when::show(next)),
+                    None => format!("schedule {name} disabled"),
+                };
+                say(plan, manage::doc(&store, &s), &line);
+                Ok(0)
+            }
+        }
+    }
+
+    /// The audit trail's name for a change (listing is none).
+    pub fn audited(&self) -> Option<String> {
+        Some(match &self.0 {
+            ScheduleCommand::List => return None,
+            ScheduleCommand::Add(a) => format!("schedule add {}", a.name),
+            ScheduleCommand::Remove { name } => format!("schedule remove {name}"),
+            ScheduleCommand::Enable { name } => format!("schedule enable {name}"),
+            ScheduleCommand::Disable { name } => format!("schedule disable {name}"),
+        })
+    }
+}
+
+fn say(plan: &Plan, doc: serde_json::Value, line: &str) {
+    match plan.json {
+        true => crate::output::print_doc(plan.out, &doc),
+        false => crate::outln!("{}", crate::output::shown_line(line)),
+    }
+}
+
+fn add(plan: &Plan, store: &crate::store::Store, a: &ScheduleAddArgs) -> Result<i32, PlanError> {
+    plan.check_credentials()?;
+    let mut request = json!({
+        "spec": a.spec,
+        "module": a.module,
+        "method": a.method,
+        "args": a.args,
+    });
+    let fields = [
+        ("exclude", a.exclude.clone()),
+        ("batch", a.batch.clone()),
+        ("batch_wait", a.batch_wait.clone()),
+        ("timeout", a.timeout.clone()),
+        ("filter", a.filter.clone()),
+        ("filteror", a.filteror.clone()),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            request[key] = json!(v);
+        }
+    }
+    if a.failhard {
+        request["failhard"] = json!(true);
+    }
+    if a.delegate {
+        request["delegate"] = json!(true);
+    }
+    let new = NewSchedule {
+        name: a.name.clone(),
+        request,
+        cron: a.cron.clone(),
+        every: a.every,
+        enabled: !a.disabled,
+    };
+    let owner = Owner {
+        user: format!("cli:{}", common::process::invoking_user()),
+        token: None,
+    };
+    let per_owner = crate::schedule::per_owner(&plan.root);
+    let s = manage::add(store, &plan.root, new, owner, &Rights::admin(), per_owner)?;
+    let next = s
+        .due
+        .map_or("never (disabled)".to_string(), crate::when::show);
+    say(
+        plan,
+        manage::doc(store, &s),
+        &format!("schedule {} added: next run {next} (func-api runs it)", s.name),
+    );
+    Ok(0)
+}
+
+fn list(plan: &Plan, store: &crate::store::Store) -> Result<i32, PlanError> {
+    let all = manage::list(store)?;
+    if plan.json {
+        let docs: Vec<serde_json::Value> = all.iter().map(|s| manage::doc(store, s)).collect();
+        crate::output::print_doc(plan.out, &json!(docs));
+        return Ok(0);
+    }
+    if all.is_empty() {
+        crate::outln!("no schedules in {}", store.shown());
+        return Ok(0);
+    }
+    let mut table = vec![[
+        "NAME".to_string(),
+        "WHEN".into(),
+        "CALL".into(),
+        "TARGET".into(),
+        "NEXT RUN (UTC)".into(),
+        "LAST RUN (UTC)".into(),
+        "LAST OUTCOME".into(),
+        "OWNER".into(),
+    ]];
+    for s in &all {
+        let doc = manage::doc(store, s);
+        let when = match (&s.cron, s.every) {
+            (Some(c), _) => format!("cron {c}"),
+            (None, Some(e)) => format!("every {e}s"),
+            _ => "-".into(),
+        };
+        let call = format!(
+            "{}.{}",
+            s.request["module"].as_str().unwrap_or("?"),
+            s.request["method"].as_str().unwrap_or("?")
+        );
+        table.push([
+            s.name.clone(),
+            when,
+            call,
+            s.request["spec"].as_str().unwrap_or("?").to_string(),
+            match (s.enabled, s.due) {
+                (true, Some(d)) => crate::when::show(d),
+                _ => "disabled".into(),
+            },
+            s.last_run.map_or_else(|| "-".into(), crate::when::show),
+            doc["last_outcome"].as_str().unwrap_or("-").to_string(),
+            s.owner.user.clone(),
+        ]);
+    }
+    crate::output::print_table(&mut table);
+    for s in all.iter().filter(|s| s.disabled_reason.is_some()) {
+        crate::outln!(
+            "{}: {}",
+            s.name,
+            crate::output::shown_line(s.disabled_reason.as_deref().unwrap_or_default())
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,358 @@
+//! Schedules (DESIGN §14; AWX's schedules, Salt's scheduler): a call
+//! request run at times given by a 5-field cron line (the local time zone,
+//! as cron) or every N seconds, with its owner's rights at every run. Kept
+//! in the job store (`store/schedules.rs`, both backends) and run by
+//! func-api's scheduler (`api/scheduler.rs`); `func schedule …` and `…/api/v1/
+//! schedules` manage them.
+//!
+//! - [`Schedule`]: the record as stored. Its request, times and owner are
+//!   signed with the overlord key when it is accepted ([`seal`]) and checked
+//!   before every run ([`trusted`]): whoever can write the store cannot make
+//!   a schedule run something else, elsewhere or as someone else.
+//! - [`When`]: the validated times; [`When::next_after`].
+//! - [`claim`]: the change that takes a due run (one transaction, so one
+//!   func-api wins each run): the next run is set past now, so a run missed
+//!   while nothing ran is made up once, never once per missed time.
+
+pub mod manage;
+
+use serde::{Deserialize, Serialize};
+
+use crate::gate::{CallFields, GateError};
+use crate::store::Seal;
+
+/// The shortest interval (`every`), seconds.
+pub const MIN_EVERY: u64 = 1;
+/// The longest interval, seconds (a year).
+pub const MAX_EVERY: u64 = 366 * 86_400;
+/// Schedules one owner may have, by default (`[api] max_schedules_per_owner`).
+pub const DEFAULT_PER_OWNER: usize = 100;
+/// A run started this long after its time is a missed run made up.
+pub const MADE_UP_AFTER: f64 = 30.0;
+/// Longest name.
+pub const MAX_NAME: usize = 64;
+/// The request's largest JSON text.
+pub const MAX_REQUEST: usize = 64 << 10;
+
+/// When a schedule runs.
+#[derive(Debug, Clone)]
+pub enum When {
+    Cron(croner::Cron, String),
+    Every(u64),
+}
+
+impl When {
+    /// The one check of a schedule's times: exactly one of a 5-field cron
+    /// line and an interval of at least [`MIN_EVERY`] seconds.
+    pub fn parse(cron: Option<&str>, every: Option<u64>) -> Result<When, GateError> {
+        let bad = |why: String| Err(GateError::Invalid(why));
+        match (cron, every) {
+            (Some(_), Some(_)) => bad("a schedule has cron or every, not both".into()),
+            (None, None) => bad("a schedule needs cron (\"m h dom mon dow\") or every (seconds)".into()),
+            (None, Some(secs)) if !(MIN_EVERY..=MAX_EVERY).contains(&secs) => {
+                bad(format!("every: {MIN_EVERY} to {MAX_EVERY} seconds"))
+            }
+            (None, Some(secs)) => Ok(When::Every(secs)),
+            (Some(line), None) => {
+                let line = line.trim();
+                let fields = line.split_whitespace().count();
+                if line.len() > 200 || (fields != 5 && !line.starts_with('@')) {
+                    return bad(format!(
+                        "cron: 5 fields \"minute hour day-of-month month day-of-week\", not {:?}",
+                        common::paths::shorten(line)
+                    ));
+                }
+                let parsed = croner::Cron::new(line).parse().map_err(|e| {
+                    GateError::Invalid(format!("cron {:?}: {e}", common::paths::shorten(line)))
+                })?;
+                let when = When::Cron(parsed, line.to_string());
+                if when.next_after(crate::store::now()).is_none() {
+                    return bad(format!("cron {line:?} never comes"));
+                }
+                Ok(when)
+            }
+        }
+    }
+
+    /// The first time after `t` (epoch seconds) it runs.
+    pub fn next_after(&self, t: f64) -> Option<f64> {
+        match self {
+            When::Every(secs) => Some(t + *secs as f64),
+            When::Cron(cron, _) => {
+                let start = chrono::DateTime::from_timestamp(t.floor() as i64, 0)?.with_timezone(&chrono::Local);
+                let next = cron.find_next_occurrence(&start, false).ok()?;
+                Some(next.timestamp() as f64)
+            }
+        }
+    }
+}
+
+/// Who owns a schedule: the user its jobs run as, and for a func-api token
+/// which one (a token revoked, expired or made anew under its name stops
+/// the schedule).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Owner {
+    /// `api:NAME` (a token), `api:cert:CN`, or a command-line user.
+    pub user: String,
+    /// The token's name and a digest of its hash; `None`: an administrator
+    /// (the overlord's certificate, an admin token, `func schedule`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<OwnerToken>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OwnerToken {
+    pub name: String,
+    /// SHA-256 of `schedule-owner:` and the token's hash (the token file's
+    /// hash is not copied into the store).
+    pub check: String,
+    /// Whether it was an admin token when the schedule was made.
+    #[serde(default)]
+    pub admin: bool,
+}
+
+impl OwnerToken {
+    /// The digest a token with hash `hash` is known by.
+    pub fn check_of(hash: &str) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, format!("schedule-owner:{hash}").as_bytes());
+        digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A schedule as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Schedule {
+    pub name: String,
+    /// The call request (func-api's `POST /api/v1/calls` body).
+    pub request: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<u64>,
+    pub enabled: bool,
+    pub owner: Owner,
+    pub created: f64,
+    /// The next run (when enabled).
+    #[serde(default)]
+    pub due: Option<f64>,
+    #[serde(default)]
+    pub last_run: Option<f64>,
+    #[serde(default)]
+    pub last_job: Option<String>,
+    /// Why the last run did not start (refused, skipped, failed to start).
+    #[serde(default)]
+    pub last_error: Option<String>,
+    /// The last run made up a run missed while no func-api ran.
+    #[serde(default)]
+    pub made_up: bool,
+    /// Why it was disabled, when not by a person (its owner's token gone).
+    #[serde(default)]
+    pub disabled_reason: Option<String>,
+    #[serde(default)]
+    pub runs: u64,
+    /// Which func-api took the last run (`host:pid`), and when.
+    #[serde(default)]
+    pub claimed_by: Option<String>,
+    #[serde(default)]
+    pub seal: Option<Seal>,
+}
+
+/// The fields that decide what runs, when and as whom, signed.
+#[derive(Serialize)]
+struct Signed<'a> {
+    v: u32,
+    name: &'a str,
+    request: &'a serde_json::Value,
+    cron: Option<&'a str>,
+    every: Option<u64>,
+    owner: &'a Owner,
+}
+
+fn signed_bytes(s: &Schedule) -> Vec<u8> {
+    let doc = Signed {
+        v: 1,
+        name: &s.name,
+        request: &s.request,
+        cron: s.cron.as_deref(),
+        every: s.every,
+        owner: &s.owner,
+    };
+    let mut out = b"func-schedule\n".to_vec();
+    out.extend(serde_json::to_vec(&doc).unwrap_or_default());
+    out
+}
+
+/// Signs `s` with the overlord key below `root`.
+pub fn seal(root: &common::paths::Root, s: &mut Schedule) -> Result<(), GateError> {
+    let signer = crate::seal::Signer::load(root)
+        .map_err(|e| GateError::Engine(crate::error::EngineError::Credentials(e.to_string())))?;
+    s.seal = signer.sign(&signed_bytes(s));
+    match s.seal {
+        Some(_) => Ok(()),
+        None => Err(GateError::Engine(crate::error::EngineError::Credentials(
+            "cannot sign the schedule with the overlord key".into(),
+        ))),
+    }
+}
+
+/// Whether `s` was signed by an overlord of our CA as it stands.
+pub fn trusted(root: &common::paths::Root, s: &Schedule) -> Result<(), crate::seal::SealError> {
+    let seal = s.seal.as_ref().ok_or(crate::seal::SealError::Unsigned)?;
+    crate::seal::verify_bytes(root, seal, &signed_bytes(s))
+}
+
+impl Schedule {
+    /// Its times, as checked when it was made.
+    pub fn when(&self) -> Result<When, GateError> {
+        When::parse(self.cron.as_deref(), self.every)
+    }
+
+    /// Its request, read as every door's call request.
+    pub fn call(&self) -> Result<crate::gate::Call, GateError> {
+        call_of(&self.request)
+    }
+}
+
+/// The call a schedule's request makes, checked by the gate; it always runs
+/// as a job (an async call, or a batch with its own driver), so each run
+/// has a job id and its results are kept.
+pub fn call_of(request: &serde_json::Value) -> Result<crate::gate::Call, GateError> {
+    let text = request.to_string();
+    if text.len() > MAX_REQUEST {
+        return Err(GateError::Invalid(format!("request: at most {MAX_REQUEST} bytes of JSON")));
+    }
+    let mut fields: CallFields = serde_json::from_value(request.clone())
+        .map_err(|e| GateError::Invalid(format!("request: {}", common::paths::shorten(&e.to_string()))))?;
+    fields.asynchronous = true;
+    crate::gate::Call::new(fields)
+}
+
+/// Schedules one owner may have: overlord.conf's `[api]
+/// max_schedules_per_owner` (func-api reads it with its settings; the
+/// command line here), [`DEFAULT_PER_OWNER`] when unset or unreadable.
+pub fn per_owner(root: &common::paths::Root) -> usize {
+    common::config::Ini::load(&root.overlord_conf())
+        .ok()
+        .and_then(|ini| ini.str("api", "max_schedules_per_owner").and_then(|v| v.trim().parse().ok()))
+        .filter(|n: &usize| (1..=crate::store::schedules::MAX_SCHEDULES).contains(n))
+        .unwrap_or(DEFAULT_PER_OWNER)
+}
+
+/// A schedule's name: 1 to [`MAX_NAME`] letters, digits, `-`, `_`, `.`.
+pub fn check_name(name: &str) -> Result<(), GateError> {
+    if (1..=MAX_NAME).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.')
+    {
+        Ok(())
+    } else {
+        Err(GateError::Invalid(format!(
+            "a schedule name is 1 to {MAX_NAME} letters, digits, '-', '_', '.'"
+        )))
+    }
+}
+
+/// A due run taken: the schedule as it was, and whether the run makes up
+/// one missed.
+pub struct Claimed {
+    pub schedule: Schedule,
+    /// When it was due.
+    pub due: f64,
+    pub made_up: bool,
+}
+
+/// Takes schedule `s`'s run if it is enabled and due at `now`: the next
+/// run is set after `now` (a run missed while nothing ran is made up once,
+/// now), and the run is marked as `holder`'s. `None`: not due (another
+/// func-api took it, or it changed).
+pub fn claim(s: &mut Schedule, now: f64, holder: &str) -> Option<Claimed> {
+    let due = s.due.filter(|d| s.enabled && *d <= now)?;
+    let before = s.clone();
+    let next = match s.when() {
+        Ok(When::Every(secs)) => {
+            let secs = secs as f64;
+            // Keeps the cadence; after a gap, starts again from now.
+            if due + secs > now {
+                due + secs
+            } else {
+                now + secs
+            }
+        }
+        Ok(w) => w.next_after(now)?,
+        Err(_) => return None,
+    };
+    s.due = Some(next);
+    s.last_run = Some(now);
+    s.runs += 1;
+    s.made_up = now - due > MADE_UP_AFTER;
+    s.claimed_by = Some(holder.to_string());
+    Some(Claimed {
+        made_up: s.made_up,
+        schedule: before,
+        due,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_cron_or_every_and_checked() {
+        assert!(matches!(When::parse(None, Some(1)), Ok(When::Every(1))));
+        assert!(When::parse(None, Some(0)).is_err());
+        assert!(When::parse(Some("*/5 * * * *"), None).is_ok());
+        assert!(When::parse(Some("0 3 * * *"), Some(5)).is_err());
+        assert!(When::parse(None, None).is_err());
+        for bad in ["* * * *", "0 0 0 * * *", "61 * * * *", "x y z a b", "0 0 30 2 *"] {
+            assert!(When::parse(Some(bad), None).is_err(), "{bad}");
+        }
+        let w = When::parse(Some("*/5 * * * *"), None).unwrap();
+        let next = w.next_after(1_700_000_000.0).unwrap();
+        assert!(next > 1_700_000_000.0 && next <= 1_700_000_300.0);
+        assert_eq!((next as i64) % 300, 0, "every fifth minute");
+    }
+
+    fn every(secs: u64, due: f64) -> Schedule {
+        Schedule {
+            name: "s".into(),
+            request: serde_json::json!({"spec": "*", "module": "test", "method": "ping"}),
+            cron: None,
+            every: Some(secs),
+            enabled: true,
+            owner: Owner {
+                user: "root".into(),
+                token: None,
+            },
+            created: 0.0,
+            due: Some(due),
+            last_run: None,
+            last_job: None,
+            last_error: None,
+            made_up: false,
+            disabled_reason: None,
+            runs: 0,
+            claimed_by: None,
+            seal: None,
+        }
+    }
+
+    #[test]
+    fn a_run_is_claimed_once_and_a_gap_is_made_up_once() {
+        let mut s = every(10, 100.0);
+        assert!(claim(&mut s, 99.0, "a").is_none(), "not due yet");
+        let c = claim(&mut s, 100.5, "a").unwrap();
+        assert!(!c.made_up);
+        assert_eq!(s.due, Some(110.0), "the cadence is kept");
+        assert!(claim(&mut s, 100.6, "b").is_none(), "taken: the next run is later");
+        // Nothing ran for an hour: one run now, the next one from now.
+        let c = claim(&mut s, 3710.0, "b").unwrap();
+        assert!(c.made_up);
+        assert_eq!(s.due, Some(3720.0));
+        assert!(claim(&mut s, 3710.0, "a").is_none());
+        s.enabled = false;
+        assert!(claim(&mut s, 5000.0, "a").is_none(), "disabled");
+    }
+}
