@@ -328,6 +328,57 @@ class SharedStoreTest(unittest.TestCase):
         finally:
             api.close()
 
+    def test_two_func_api_on_one_store_run_each_scheduled_run_once(self):
+        """The lease of issue 40: a 1-second schedule, two func-api on one
+        PostgreSQL store, 20 runs, none twice."""
+        from test_api import Api, Events
+        # C: a second func-api with its own root (the CA to make its own
+        # certificate, the overlord key), the minions from the store.
+        c = os.path.join(self.fleet.dir, "overlord-lease")
+        ca = "etc/pki/certmaster/ca"
+        os.makedirs(os.path.join(c, ca), mode=0o700)
+        for f in ("certmaster.crt", "certmaster.key", "overlord.pem", "overlord.cert"):
+            shutil.copy2(os.path.join(self.a, ca, f), os.path.join(c, ca, f))
+        self.write(os.path.join(c, "etc/func/overlord.conf"), "[store]\nurl = %s\n" % self.url)
+        apis, streams = [], []
+        try:
+            for root in (self.a, c):
+                api = Api(self.fleet, root=root)
+                apis.append(api)
+                token = api.token("lease-%d" % len(apis), "--admin")
+                streams.append((api, token, Events(api, token, tag="schedule/lease/")))
+            out = self.func(self.a, "schedule", "add", "lease", "--every", "1", "m1", "test", "ping")
+            self.assertEqual(out.returncode, 0, out.stderr)
+
+            def runs():
+                return [e for _, _, s in streams for e in s.events if e["event"] == "schedule/lease/run"]
+            self.assertTrue(wait_until(180, lambda: len(runs()) >= 20, 0.2), "20 runs: %d" % len(runs()))
+            self.assertEqual(self.func(self.a, "schedule", "disable", "lease").returncode, 0)
+            api, token, _ = streams[0]
+
+            def settled():
+                doc = api.request("GET", "/api/v1/schedules/lease", token)[1]
+                taken = [e for _, _, s in streams for e in s.events if e["event"].startswith("schedule/lease/")]
+                return doc["runs"] == len(taken) and doc
+            doc = None
+            self.assertTrue(wait_until(30, lambda: settled(), 0.1), "every run taken was announced once")
+            done = runs()
+            dues = [e["data"]["due"] for e in done]
+            self.assertEqual(len(dues), len(set(dues)), "no run taken twice")
+            ids = [e["data"]["job_id"] for e in done]
+            self.assertEqual(len(ids), len(set(ids)))
+            listed = api.request("GET", "/api/v1/jobs?limit=500", token)[1]["jobs"]
+            self.assertEqual(sorted(j["id"] for j in listed if j.get("schedule") == "lease"), sorted(ids),
+                             "each run is one job carrying its schedule")
+            per_api = [sum(1 for e in s.events if e["event"] == "schedule/lease/run") for _, _, s in streams]
+            print("lease: runs taken by each func-api:", per_api)
+        finally:
+            self.func(self.a, "schedule", "remove", "lease")
+            for _, _, stream in streams:
+                stream.close()
+            for api in apis:
+                api.close()
+
     def test_the_server_stopped_mid_job(self):
         job = self.job_id(self.func(self.a, "*", "call", "test", "sleep", "2", "--async", "--nopoll"))
         self.pg.stop()
