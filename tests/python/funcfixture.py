@@ -116,6 +116,61 @@ class Fleet:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Enrolling:
+    """A real certmaster on the fleet's CA root (no autosign) and a real
+    funcd `name` asking it for a certificate: its request waits, pending,
+    until signed. `fingerprint` is the one funcd printed for the
+    administrator to compare; `served()` waits for funcd to serve once
+    signed. close() ends both (by pid)."""
+
+    def __init__(self, fleet, name):
+        import re
+        import time
+        self.cm = subprocess.Popen([binary("certmaster"), "--root", fleet.ca_root, "--listen", "127.0.0.1:0",
+                                    "--foreground"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.minion = None
+        self.log_path = os.path.join(fleet.dir, name + ".log")
+        self.log = open(self.log_path, "w")
+        try:
+            line = self.cm.stdout.readline().decode()
+            port = int(line.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+            self.minion = subprocess.Popen(
+                [binary("funcd"), "--root", os.path.join(fleet.dir, name), "--name", name, "--listen",
+                 "127.0.0.1:0", "--certmaster", "127.0.0.1:%d" % port, "--foreground"],
+                stdout=subprocess.PIPE, stderr=self.log, env=dict(os.environ, RUST_LOG="info"))
+            end = time.time() + 60
+            self.fingerprint = None
+            while self.fingerprint is None and time.time() < end:
+                found = re.search(r"fingerprint=(\S+)", open(self.log_path).read())
+                if found:
+                    self.fingerprint = found.group(1).strip('"')
+                else:
+                    time.sleep(0.05)
+            if self.fingerprint is None:
+                raise RuntimeError("funcd printed no fingerprint")
+        except Exception:
+            self.close()
+            raise
+
+    def served(self):
+        """Whether funcd now serves (it says so once it has its certificate)."""
+        said = [self.minion.stdout.readline().decode() for _ in range(2)]
+        return any("listening on" in line for line in said)
+
+    def close(self):
+        for p in (self.minion, self.cm):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            if p:
+                p.stdout.close()
+        self.log.close()
+
+
 class Certmaster:
     """A real certmaster on an ephemeral loopback port below a temp root;
     `conf`: its certmaster.conf [main] lines. close() ends it and removes all."""

@@ -8,15 +8,12 @@ trail (paged, filtered, rights). Standard library only."""
 
 import json
 import os
-import re
-import signal
 import socket
 import subprocess
-import time
 import unittest
 import urllib.parse
 
-from funcfixture import Fleet, binary
+from funcfixture import Enrolling, Fleet, binary
 from test_api import Api, wait_until
 
 CA = "etc/pki/certmaster/ca"
@@ -79,27 +76,15 @@ class OperationsTest(unittest.TestCase):
 
     def test_keys_are_listed_signed_by_fingerprint_and_revoked(self):
         root = self.fleet.ca_root
-        cm = subprocess.Popen([binary("certmaster"), "--root", root, "--listen", "127.0.0.1:0", "--foreground"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        minion_root = os.path.join(self.fleet.dir, "newbie")
-        log_path = os.path.join(self.fleet.dir, "newbie.log")
-        minion = None
-        log = open(log_path, "w")
+        enrolling = Enrolling(self.fleet, "newbie1")
         try:
-            line = cm.stdout.readline().decode()
-            port = int(line.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
-            minion = subprocess.Popen(
-                [binary("funcd"), "--root", minion_root, "--name", "newbie1", "--listen", "127.0.0.1:0",
-                 "--certmaster", "127.0.0.1:%d" % port, "--foreground"],
-                stdout=subprocess.PIPE, stderr=log, env=dict(os.environ, RUST_LOG="info"))
-
             def pending():
                 st, doc, _ = self.req("GET", "/api/v1/keys")
                 return st == 200 and [k for k in doc["pending"] if k["name"] == "newbie1"]
             self.assertTrue(wait_until(60, pending, 0.1), "the request is pending")
             key = pending()[0]
             # The fingerprint the minion printed is the one listed, with where it came from.
-            printed = re.search(r"fingerprint=(\S+)", open(log_path).read()).group(1).strip('"')
+            printed = enrolling.fingerprint
             self.assertEqual(key["fingerprint"].lower(), printed.lower())
             self.assertEqual(key["address"], "127.0.0.1")
             # Rights: neither a call token nor "*=*" may touch keys; a keys token sees only its names.
@@ -125,8 +110,7 @@ class OperationsTest(unittest.TestCase):
             st, doc, _ = self.req("POST", "/api/v1/keys/newbie1/sign", self.keys, {"fingerprint": printed.upper()})
             self.assertEqual(st, 200, doc)
             self.assertEqual(doc["outcome"], "signed")
-            said = [minion.stdout.readline().decode() for _ in range(2)]
-            self.assertTrue(any("listening on" in l for l in said), said)
+            self.assertTrue(enrolling.served())
             st, doc, _ = self.req("GET", "/api/v1/keys", self.keys)
             self.assertEqual([(k["name"], k["fingerprint"]) for k in doc["signed"]], [("newbie1", key["fingerprint"])])
             self.assertEqual(doc["pending"], [])
@@ -150,13 +134,7 @@ class OperationsTest(unittest.TestCase):
             self.assertIn(("keys sign", 200), actions)
             self.assertIn(("keys revoke", 200), actions)
         finally:
-            for p in (minion, cm):
-                if p and p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-                    p.wait(timeout=10)
-                if p:
-                    p.stdout.close()
-            log.close()
+            enrolling.close()
 
     # ---- re-run ------------------------------------------------------------
 

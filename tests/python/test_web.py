@@ -13,7 +13,7 @@ import time
 import unittest
 import urllib.parse
 
-from funcfixture import Fleet, binary
+from funcfixture import Enrolling, Fleet, binary
 from test_api import CSRF, Api, wait_until
 from webdriver import Browser
 
@@ -269,6 +269,93 @@ class WebTest(unittest.TestCase):
         b.screenshot(os.path.join(SHOTS, "thousand.png"))
         with open(os.path.join(SHOTS, "thousand.json"), "w") as f:
             json.dump({"first_row_s": round(first, 3), "all_rows_s": round(done, 3)}, f)
+
+    def test_rerun_buttons_start_new_jobs(self):
+        b = self.browser
+        job = self.job_id(self.func("m1;m2", "call", "test", "explode", "--async", "--nopoll"))
+        b.get(self.base + "/jobs/" + enc(job))
+        b.until(30, lambda: b.text("#count-failed") == "2 failed")
+        b.until(10, lambda: b.js("return !document.getElementById('rerun-failed').disabled"), "re-run failed is offered")
+        b.click("#rerun-failed")
+        b.until(30, lambda: b.url().endswith("/jobs/" + enc(job)) is False and "/jobs/" in b.url(), "the new job's page")
+        b.until(30, lambda: b.text("#count-failed") == "2 failed")
+        about = b.js("return Object.fromEntries([...document.querySelectorAll('#about dd')].map(d => [d.dataset.about, d.textContent]))")
+        self.assertEqual(about["rerun_of"], job)
+        b.screenshot(os.path.join(SHOTS, "job-rerun.png"))
+        ok = self.job_id(self.func("m1", "call", "test", "ping", "--async", "--nopoll"))
+        b.get(self.base + "/jobs/" + enc(ok))
+        b.until(30, lambda: b.text("#count-ok") == "1 ok")
+        self.assertTrue(b.js("return document.getElementById('rerun-failed').disabled"), "nothing failed")
+        b.click("#rerun")
+        b.until(30, lambda: not b.url().endswith(enc(ok)) and b.text("#count-ok") == "1 ok", "a new job ran")
+
+    def test_the_keys_page_signs_the_fingerprint_compared_and_revokes(self):
+        enrolling = Enrolling(self.fleet, "webnew1")
+        try:
+            b = self.browser
+            b.get(self.base + "/keys")
+            b.until(60, lambda: "webnew1" in b.text("#pending") or b.get(self.base + "/keys"), "the request is listed")
+            self.assertEqual(b.text('#pending tr[data-key="webnew1"] code.fingerprint').lower(), enrolling.fingerprint.lower())
+            b.screenshot(os.path.join(SHOTS, "keys-pending.png"))
+            # Another fingerprint: refused, said, still pending.
+            b.type('#pending tr[data-key="webnew1"] input[name=fingerprint]', "SHA256:" + "ab" * 32)
+            b.click('#pending tr[data-key="webnew1"] button[type=submit]')
+            b.until(20, lambda: "nothing signed" in b.text("#keys-info"))
+            self.assertIn("webnew1", b.text("#pending"))
+            b.type('#pending tr[data-key="webnew1"] input[name=fingerprint]', enrolling.fingerprint)
+            b.click('#pending tr[data-key="webnew1"] button[type=submit]')
+            b.until(20, lambda: "webnew1" in b.text("#signed"), "signed")
+            self.assertTrue(enrolling.served())
+            b.screenshot(os.path.join(SHOTS, "keys-signed.png"))
+            b.click("#revoke-webnew1")
+            b.until(5, lambda: "Confirm" in b.text("#revoke-webnew1"))
+            b.click("#revoke-webnew1")
+            b.until(20, lambda: "webnew1" in b.text("#revoked") and "webnew1" not in b.text("#signed"), "revoked")
+        finally:
+            enrolling.close()
+
+    def test_the_schedules_page_adds_runs_and_disables(self):
+        b = self.browser
+        b.get(self.base + "/schedules")
+        b.wait_for("#add-schedule")
+        for field, value in (("name", "web-tick"), ("spec", "m2"), ("module", "test"), ("method", "ping"), ("when", "1")):
+            b.type("#add-schedule input[name=%s]" % field, value)
+        b.click("#add")
+        b.until(20, lambda: "web-tick" in b.text("#schedules"), "listed")
+
+        def outcome():
+            b.get(self.base + "/schedules")
+            b.wait_for("#schedules")
+            return b.text('tr[data-schedule="web-tick"] .outcome')
+        b.until(60, lambda: outcome() == "ok", "a run ended ok")
+        b.screenshot(os.path.join(SHOTS, "schedules.png"))
+        b.click('tr[data-schedule="web-tick"] button.toggle')
+        b.until(20, lambda: "disabled" in b.text('tr[data-schedule="web-tick"] [data-next]'))
+        # A bad cron line is refused with the reason on the page.
+        for field, value in (("name", "web-bad"), ("spec", "m2"), ("module", "test"), ("method", "ping"), ("when", "0 25 * * *")):
+            b.type("#add-schedule input[name=%s]" % field, value)
+        b.js("document.querySelector('#add-schedule select[name=kind]').value = 'cron'")
+        b.click("#add")
+        b.until(20, lambda: "cron" in b.text("#schedules-info"))
+        b.click("#delete-web-tick")
+        b.click("#delete-web-tick")
+        b.until(20, lambda: "web-tick" not in b.text("#schedules"), "deleted")
+
+    def test_the_audit_page_pages_and_shows_hostile_text_as_text(self):
+        # An action carrying markup: a kill of a job "named" with it.
+        self.func("jobs", "kill", HOSTILE)
+        b = self.browser
+        b.get(self.base + "/audit")
+        b.wait_for("#audit tbody tr")
+        b.until(20, lambda: HOSTILE in b.text("#audit"), "the hostile line is shown")
+        self.assertIsNone(b.js("return window.pwned === undefined ? null : window.pwned"))
+        self.assertEqual(b.js("return document.querySelectorAll('#audit img, #audit script').length"), 0)
+        b.screenshot(os.path.join(SHOTS, "audit.png"))
+        b.type("input[name=user]", "cli:*")
+        b.click("form.row button[type=submit]")
+        b.until(20, lambda: "user=cli" in b.url())
+        whos = b.js("return [...document.querySelectorAll('#audit tbody tr td:nth-child(2)')].map(t => t.textContent)")
+        self.assertTrue(whos and all(w.startswith("cli:") for w in whos), whos)
 
     def test_z_a_job_with_an_unreachable_host(self):
         """Last (it stops m3): a host that cannot be reached stands out."""

@@ -162,8 +162,11 @@ pub async fn list(
             pattern.as_ref().is_none_or(|p| p.matches(name))
                 && caller.rights.may_operate(ops::KEYS_LIST, Some(name))
         };
-        let pending = store
-            .pending()
+        let natural = |mut names: Vec<String>| {
+            names.sort_by(|a, b| crate::values::natural_cmp(a, b));
+            names
+        };
+        let pending = natural(store.pending())
             .into_iter()
             .filter(|n| shown(n))
             .take(MAX_LISTED)
@@ -179,8 +182,7 @@ pub async fn list(
                 }
             })
             .collect();
-        let signed = store
-            .signed()
+        let signed = natural(store.signed())
             .into_iter()
             .filter(|n| shown(n))
             .take(MAX_LISTED)

@@ -210,6 +210,7 @@ function nav(who) {
   if (!who) { n.replaceChildren(); return; }
   n.replaceChildren(
     link('/', 'Minions'), link('/run', 'Run'), link('/jobs', 'Jobs'),
+    link('/schedules', 'Schedules'), link('/keys', 'Keys'), link('/audit', 'Audit'),
     el('a.right', { href: '#', onclick: async (ev) => { ev.preventDefault(); await api('POST', '/api/v1/logout'); go('/'); } }, 'Log out'));
 }
 
@@ -543,6 +544,7 @@ async function jobPage(id) {
       el('span.badge.unreachable', { id: 'count-unreachable' }, c.unreachable + ' unreachable'),
       el('span.badge', { id: 'count-abandoned' }, c.abandoned + ' abandoned'), el('span.badge.waiting', { id: 'count-waiting' }, c.waiting + ' waiting'));
     kill.disabled = c.waiting === 0;
+    rerunFailed.disabled = c.failed + c.unreachable === 0;
   }
   function setHost(host, s, value, truncated) {
     if (state.get(host) && state.get(host) !== 'waiting' && s === 'waiting') return;
@@ -555,9 +557,25 @@ async function jobPage(id) {
       try { await api('POST', '/api/v1/jobs/' + encodeURIComponent(id) + '/kill', {}); info.replaceChildren(message('Kill sent to the hosts still running it.', 'info')); } catch (e) { info.replaceChildren(message(e.message)); }
     },
   }, 'Kill');
+  // Re-run: a new job from the same signed request (all hosts, or those
+  // that failed or were unreachable); its page follows.
+  const rerunner = (failedOnly) => async () => {
+    rerun.disabled = rerunFailed.disabled = true;
+    try {
+      const { doc } = await api('POST', '/api/v1/jobs/' + encodeURIComponent(id) + '/rerun' + (failedOnly ? '?failed_only=true' : ''));
+      go('/jobs/' + encodeURIComponent(doc.job_id));
+    } catch (e) {
+      if (e instanceof Unauthorized) throw e;
+      info.replaceChildren(message(e.message));
+      rerun.disabled = false;
+      recount();
+    }
+  };
+  const rerun = el('button.plain', { type: 'button', id: 'rerun', onclick: rerunner(false) }, 'Re-run');
+  const rerunFailed = el('button.plain', { type: 'button', id: 'rerun-failed', onclick: rerunner(true) }, 'Re-run failed');
   const about = el('dl.facts', { id: 'about' });
   show(el('p', {}, link('/jobs', '← Jobs')), el('h1', {}, 'Job'), el('p', {}, el('code', {}, id)), title, about,
-    el('div.row', {}, counts, kill), info,
+    el('div.row', {}, counts, kill, rerun, rerunFailed), info,
     el('table.results', { id: 'results' }, el('thead', {}, el('tr', {}, el('th', {}, 'host'), el('th', {}, 'state'), el('th', {}, 'result'))), tbody));
   const prefix = 'job/' + id + '/';
   async function load() {
@@ -568,9 +586,11 @@ async function jobPage(id) {
       const when = (t) => new Date(t * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
       const took = doc.ended ? ((doc.ended - doc.started) < 60 ? (doc.ended - doc.started).toFixed(1) + ' s'
         : Math.round((doc.ended - doc.started) / 60) + ' min') : 'running';
-      about.replaceChildren(...[['who', doc.user], ['target', doc.target], ['arguments', JSON.stringify(doc.args || [])],
-        ['started', doc.started ? when(doc.started) : ''], ['took', took]]
-        .flatMap(([k, v]) => [el('dt', {}, k), el('dd', { 'data-about': k }, String(v === undefined ? '' : v))]));
+      const facts = [['who', doc.user], ['target', doc.target], ['arguments', JSON.stringify(doc.args || [])],
+        ['started', doc.started ? when(doc.started) : ''], ['took', took]];
+      about.replaceChildren(...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', { 'data-about': k }, String(v === undefined ? '' : v))]));
+      if (doc.schedule) about.append(el('dt', {}, 'schedule'), el('dd', { 'data-about': 'schedule' }, link('/schedules', doc.schedule)));
+      if (doc.rerun_of) about.append(el('dt', {}, 're-run of'), el('dd', { 'data-about': 'rerun_of' }, link('/jobs/' + encodeURIComponent(doc.rerun_of), doc.rerun_of)));
       const rows = Object.entries(doc.waiting || {}).map(([h, why]) => [h, 'waiting', why])
         .concat(Object.entries(doc.results || {}).map(([h, v]) => [h, verdict(v, commandFailed(fn, v)), v]))
         .sort(byState);
@@ -651,6 +671,168 @@ async function batchPage(id) {
   }, load);
 }
 
+function when(t) {
+  return t ? new Date(t * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—';
+}
+
+// A button that asks once more before it acts (no dialog to dismiss).
+function confirmButton(label, id, act) {
+  const b = el('button.danger', {
+    type: 'button', id, onclick: async () => {
+      if (b.dataset.armed !== '1') { b.dataset.armed = '1'; b.textContent = 'Confirm: ' + label; return; }
+      b.disabled = true;
+      await act();
+    },
+  }, label);
+  return b;
+}
+
+async function keysPage() {
+  const info = el('div', { id: 'keys-info' });
+  let doc;
+  try {
+    doc = (await api('GET', '/api/v1/keys')).doc;
+  } catch (e) {
+    if (e instanceof Unauthorized) throw e;
+    show(el('h1', {}, 'Keys'), message(e.message));
+    return;
+  }
+  const act = async (what, name, body) => {
+    try {
+      await api('POST', '/api/v1/keys/' + encodeURIComponent(name) + '/' + what, body);
+      await keysPage();
+      document.getElementById('keys-info').replaceChildren(message(name + ': ' + (what === 'sign' ? 'signed' : 'revoked'), 'info'));
+    } catch (e) {
+      if (e instanceof Unauthorized) throw e;
+      info.replaceChildren(message(name + ': ' + e.message));
+    }
+  };
+  const pending = doc.pending.map((k) => {
+    const typed = el('input', { type: 'text', name: 'fingerprint', placeholder: 'the fingerprint the minion printed', autocomplete: 'off' });
+    const form = el('form.row', {
+      onsubmit: (ev) => { ev.preventDefault(); act('sign', k.name, { fingerprint: typed.value.trim() }); },
+    }, typed, el('button', { type: 'submit' }, 'Sign'));
+    return el('tr', { 'data-key': k.name }, el('td', {}, k.name), el('td', {}, el('code.fingerprint', {}, k.fingerprint)),
+      el('td.muted', {}, (k.address || '?') + (k.advertised ? ' (says ' + k.advertised + ')' : '')),
+      el('td', {}, form, confirmButton('Reject', 'reject-' + k.name, () => act('revoke', k.name))));
+  });
+  const signed = doc.signed.map((k) => el('tr', { 'data-key': k.name }, el('td', {}, k.name),
+    el('td', {}, el('code', {}, k.fingerprint || '')), el('td.muted', {}, k.address || ''),
+    el('td', {}, confirmButton('Revoke', 'revoke-' + k.name, () => act('revoke', k.name)))));
+  const revoked = doc.revoked.map((k) => el('tr', {}, el('td', {}, k.name), el('td', {}, el('code', {}, k.serial)), el('td.muted', {}, when(k.revoked))));
+  const table = (id, heads, rows, none) => [el('table', { id }, el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
+    rows.length ? '' : el('p.muted', {}, none)];
+  show(el('h1', {}, 'Keys'), info,
+    el('h2', {}, 'Pending requests'),
+    el('p.muted', {}, 'Compare each fingerprint with the one the minion printed (funcd logs it), then type it to sign: only the request with that key is signed.'),
+    ...table('pending', ['name', 'fingerprint', 'from', ''], pending, 'No pending requests.'),
+    el('h2', {}, 'Signed'), ...table('signed', ['name', 'fingerprint', 'address', ''], signed, 'No signed minions.'),
+    el('h2', {}, 'Revoked'), ...table('revoked', ['name', 'serial', 'revoked'], revoked, 'Nothing revoked.'));
+}
+
+function scheduleWhen(s) {
+  return s.cron ? 'cron ' + s.cron : 'every ' + s.every + ' s';
+}
+
+async function schedulesPage() {
+  const info = el('div', { id: 'schedules-info' });
+  const { doc } = await api('GET', '/api/v1/schedules');
+  const change = (s, body) => async () => {
+    try { await api('PATCH', '/api/v1/schedules/' + encodeURIComponent(s.name), body); await schedulesPage(); } catch (e) {
+      if (e instanceof Unauthorized) throw e;
+      info.replaceChildren(message(e.message));
+    }
+  };
+  const rows = doc.schedules.map((s) => {
+    const r = s.request || {};
+    const outcome = s.last_outcome || '';
+    const cls = { ok: 'ok', failed: 'failed', running: 'waiting', skipped: 'unreachable', 'not started': 'failed' }[outcome] || '';
+    return el('tr', { 'data-schedule': s.name },
+      el('td', {}, s.name), el('td', {}, scheduleWhen(s)),
+      el('td', {}, String(r.module) + '.' + String(r.method) + ' on ' + String(r.spec)),
+      el('td', { 'data-next': '' }, s.enabled ? when(s.next_run) : 'disabled'),
+      el('td', {}, when(s.last_run)),
+      el('td', {}, el('span.badge.' + (cls || 'x') + '.outcome', {}, outcome),
+        s.last_job ? [' ', link('/jobs/' + encodeURIComponent(s.last_job), 'job')] : '',
+        s.last_error ? el('div.muted', {}, s.last_error) : '',
+        s.disabled_reason && s.disabled_reason !== s.last_error ? el('div.error-text', {}, s.disabled_reason) : ''),
+      el('td.muted', {}, s.owner),
+      el('td', {}, el('button.plain', { type: 'button', class: 'toggle', onclick: change(s, { enabled: !s.enabled }) }, s.enabled ? 'Disable' : 'Enable'), ' ',
+        confirmButton('Delete', 'delete-' + s.name, async () => {
+          try { await api('DELETE', '/api/v1/schedules/' + encodeURIComponent(s.name)); await schedulesPage(); } catch (e) {
+            if (e instanceof Unauthorized) throw e;
+            info.replaceChildren(message(e.message));
+          }
+        })));
+  });
+  const f = {
+    name: el('input', { type: 'text', name: 'name', placeholder: 'nightly-uptime', required: true }),
+    spec: el('input', { type: 'text', name: 'spec', placeholder: 'web*', required: true }),
+    module: el('input', { type: 'text', name: 'module', placeholder: 'command', required: true }),
+    method: el('input', { type: 'text', name: 'method', placeholder: 'run', required: true }),
+    args: el('input', { type: 'text', name: 'args', placeholder: 'JSON list: ["uptime"]' }),
+    kind: el('select', { name: 'kind' }, el('option', { value: 'every' }, 'every (seconds)'), el('option', { value: 'cron' }, 'cron (m h dom mon dow)')),
+    when: el('input', { type: 'text', name: 'when', placeholder: '300, or 0 3 * * *', required: true }),
+    batch: el('input', { type: 'text', name: 'batch', placeholder: 'batch: N or N% (optional)' }),
+  };
+  const form = el('form.card', {
+    id: 'add-schedule',
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      const request = { spec: f.spec.value.trim(), module: f.module.value.trim(), method: f.method.value.trim() };
+      try {
+        if (f.args.value.trim()) request.args = JSON.parse(f.args.value);
+      } catch (e) { info.replaceChildren(message('args: not a JSON list')); return; }
+      if (f.batch.value.trim()) request.batch = f.batch.value.trim();
+      const body = { name: f.name.value.trim(), request };
+      if (f.kind.value === 'cron') body.cron = f.when.value.trim(); else body.every = Number(f.when.value.trim());
+      try { await api('POST', '/api/v1/schedules', body); await schedulesPage(); } catch (e) {
+        if (e instanceof Unauthorized) throw e;
+        info.replaceChildren(message(e.message));
+      }
+    },
+  }, el('h2', {}, 'Add a schedule'),
+  el('div.row', {}, f.name, f.spec, f.module, f.method, f.args),
+  el('div.row', {}, f.kind, f.when, f.batch, el('button', { type: 'submit', id: 'add' }, 'Add')),
+  el('p.muted', {}, 'Each run is a job of yours (with your rights at the time it runs); cron lines are in the server\'s local time.'));
+  show(el('h1', {}, 'Schedules'), info,
+    el('table', { id: 'schedules' }, el('thead', {}, el('tr', {}, ...['name', 'when', 'call', 'next run', 'last run', 'last outcome', 'owner', ''].map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
+    rows.length ? '' : el('p.muted', {}, 'No schedules.'), form);
+}
+
+async function auditPage() {
+  const params = new URLSearchParams(location.search);
+  const user = el('input', { type: 'text', name: 'user', placeholder: 'who (glob): cli:*, api:*', value: params.get('user') || '' });
+  const action = el('input', { type: 'text', name: 'action', placeholder: 'action (glob): keys *', value: params.get('action') || '' });
+  const q = new URLSearchParams({ limit: '100' });
+  for (const k of ['user', 'action', 'before']) if (params.get(k)) q.set(k, params.get(k));
+  const { doc } = await api('GET', '/api/v1/audit?' + q);
+  const rows = doc.lines.map((l) => el('tr', {},
+    el('td.muted', {}, when(l.time)), el('td', {}, String(l.who)), el('td.muted', {}, l.from ? String(l.from) : ''),
+    el('td', {}, String(l.action), l.spec ? el('span.muted', {}, ' on ' + String(l.spec)) : ''),
+    el('td', {}, (l.hosts || []).map(String).join(', ') + ((l.host_count || 0) > (l.hosts || []).length ? ' … (' + l.host_count + ')' : '')),
+    el('td', {}, el('span.badge.' + ((l.status >= 200 && l.status < 300) || l.status === 0 ? 'ok' : 'failed'), {}, String(l.status)))));
+  const apply = el('form.row', {
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      const p = new URLSearchParams();
+      if (user.value.trim()) p.set('user', user.value.trim());
+      if (action.value.trim()) p.set('action', action.value.trim());
+      go('/audit' + (p.toString() ? '?' + p : ''));
+    },
+  }, user, action, el('button', { type: 'submit' }, 'Filter'));
+  const pager = el('div.row');
+  if (params.get('before')) pager.append(el('button.plain', { type: 'button', onclick: () => history.back() }, '← newer'));
+  if (doc.next !== null && doc.next !== undefined) {
+    const p = new URLSearchParams(params);
+    p.set('before', String(doc.next));
+    pager.append(link('/audit?' + p, 'older →'));
+  }
+  show(el('h1', {}, 'Audit trail'), apply,
+    el('table', { id: 'audit' }, el('thead', {}, el('tr', {}, ...['when', 'who', 'from', 'what', 'hosts', 'status'].map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
+    doc.lines.length ? '' : el('p.muted', {}, 'Nothing recorded.'), pager);
+}
+
 async function route() {
   if (leave) { leave(); leave = null; }
   const path = location.pathname;
@@ -663,6 +845,9 @@ async function route() {
     else if (path === '/jobs') await jobsPage();
     else if (path.startsWith('/jobs/')) await jobPage(part('/jobs/'));
     else if (path.startsWith('/batches/')) await batchPage(part('/batches/'));
+    else if (path === '/keys') await keysPage();
+    else if (path === '/schedules') await schedulesPage();
+    else if (path === '/audit') await auditPage();
     else show(el('h1', {}, 'No such page'), el('p', {}, 'Nothing lives at ', el('code', {}, path), '.'),
       el('p', {}, link('/', 'Minions'), ' · ', link('/jobs', 'Jobs')));
   } catch (e) {
