@@ -33,6 +33,16 @@ ENDPOINTS = [
     ("POST", "/api/v1/batches/x-1/stop"),
     ("POST", "/api/v1/batches/x-1/recover"),
     ("GET", "/api/v1/events"),
+    ("GET", "/api/v1/keys"),
+    ("POST", "/api/v1/keys/m1/sign"),
+    ("POST", "/api/v1/keys/m1/revoke"),
+    ("POST", "/api/v1/jobs/x-1/rerun"),
+    ("GET", "/api/v1/schedules"),
+    ("POST", "/api/v1/schedules"),
+    ("GET", "/api/v1/schedules/s"),
+    ("PATCH", "/api/v1/schedules/s"),
+    ("DELETE", "/api/v1/schedules/s"),
+    ("GET", "/api/v1/audit"),
 ]
 
 
@@ -873,6 +883,26 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(wait_until(120, lambda: self.api.request(
             "GET", "/api/v1/batches/" + batch["job_id"], self.admin)[1]["complete"]))
         ask("GET", "/api/v1/batches/" + batch["job_id"], "/api/v1/batches/{id}")
+        # The operations (issue 40).
+        ask("GET", "/api/v1/keys")
+        ask("POST", "/api/v1/keys/nosuch/sign", "/api/v1/keys/{name}/sign", {"fingerprint": "AB:CD"})
+        ask("POST", "/api/v1/keys/m1/sign", "/api/v1/keys/{name}/sign", {"fingerprint": "AB:CD"})
+        ask("POST", "/api/v1/keys/nosuch/revoke", "/api/v1/keys/{name}/revoke")
+        ask("POST", "/api/v1/jobs/%s/rerun" % job["job_id"], "/api/v1/jobs/{id}/rerun")
+        ask("POST", "/api/v1/jobs/%s/rerun?failed_only=true" % job["job_id"], "/api/v1/jobs/{id}/rerun")
+        ask("POST", "/api/v1/jobs/nosuch-1/rerun", "/api/v1/jobs/{id}/rerun")
+        sched = {"name": "doc-s", "request": ping, "cron": "0 3 * * *", "enabled": False}
+        ask("POST", "/api/v1/schedules", body=sched)
+        ask("POST", "/api/v1/schedules", body=sched)
+        ask("POST", "/api/v1/schedules", body=dict(sched, name="doc-t", cron="bad"))
+        ask("GET", "/api/v1/schedules")
+        ask("GET", "/api/v1/schedules/doc-s", "/api/v1/schedules/{name}")
+        ask("PATCH", "/api/v1/schedules/doc-s", "/api/v1/schedules/{name}", {"every": 3600})
+        ask("GET", "/api/v1/schedules/nosuch", "/api/v1/schedules/{name}")
+        status, _, _ = self.api.request("DELETE", "/api/v1/schedules/doc-s", self.admin)
+        self.assertEqual(status, 204)
+        ask("GET", "/api/v1/audit?limit=3", "/api/v1/audit")
+        ask("GET", "/api/v1/audit", token=self.limited)
         status, body, _ = self.api.request("POST", "/api/v1/login", None, {"token": self.admin},
                                            headers={"X-Func-CSRF": "1"})
         check("POST", "/api/v1/login", status, body)
