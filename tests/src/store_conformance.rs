@@ -50,6 +50,10 @@ pub const CHECKS: &[(&str, Check)] = &[
         "the last facts of a minion: whole, merged, never older",
         facts_kept,
     ),
+    (
+        "schedules: one per name, bounded per owner, due listed, each run taken once",
+        schedules,
+    ),
 ];
 
 /// Runs every check; each one's name and outcome.
@@ -590,5 +594,81 @@ fn batch_events(open: Open<'_>) -> Result<(), String> {
         again.is_empty() && end2 == end,
         "reading from the end gave {again:?} ({end} then {end2})"
     );
+    Ok(())
+}
+
+fn schedules(open: Open<'_>) -> Result<(), String> {
+    use overlord::store::schedules::Added;
+    let store = open(3600.0);
+    let owner = spec("owner");
+    let base = spec("sched");
+    let name = |i: usize| format!("{base}-{i}");
+    let due = |n: f64| -> Vec<u8> { n.to_string().into_bytes() };
+    for i in 0..3 {
+        let added = store
+            .add_schedule(&name(i), &owner, Some(1000.0 + i as f64), &due(1000.0 + i as f64), 3)
+            .map_err(err)?;
+        ensure!(added == Added::Yes, "schedule {i}: {added:?}");
+    }
+    let again = store.add_schedule(&name(0), "other", None, b"x", 3).map_err(err)?;
+    ensure!(again == Added::Taken, "a name taken twice: {again:?}");
+    let full = store.add_schedule(&name(9), &owner, None, b"x", 3).map_err(err)?;
+    ensure!(full == Added::OwnerFull, "a fourth of an owner allowed 3: {full:?}");
+    let (listed, next) = store.due_schedules(1001.5, 100).map_err(err)?;
+    let mine: BTreeSet<String> = listed
+        .into_iter()
+        .filter(|n| n.starts_with(&format!("{base}-")))
+        .collect();
+    ensure!(mine == BTreeSet::from([name(0), name(1)]), "due at 1001.5: {mine:?}");
+    ensure!(next.is_some_and(|n| n > 1001.5 && n <= 1002.0), "the next due: {next:?}");
+    // Claims from 4 writers at once: each due time taken by exactly one.
+    let taken: Vec<Result<usize, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let store = open(3600.0);
+                    let mut won = 0;
+                    for _ in 0..10 {
+                        store
+                            .change_schedule(&name(2), &mut |old| {
+                                let at: f64 = std::str::from_utf8(old).ok()?.parse().ok()?;
+                                won += 1;
+                                Some((due(at + 1.0), Some(at + 1.0)))
+                            })
+                            .map_err(err)?;
+                    }
+                    Ok(won)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err("a writer panicked".into())))
+            .collect()
+    });
+    let mut won = 0;
+    for t in taken {
+        won += t?;
+    }
+    let last = store.schedule_doc(&name(2)).map_err(err)?.unwrap_or_default();
+    ensure!(
+        String::from_utf8_lossy(&last) == (1002.0 + won as f64).to_string() && won >= 40,
+        "40 serialized claims left {:?} ({won} applied)",
+        String::from_utf8_lossy(&last)
+    );
+    // Disabled (no next run): never due.
+    store
+        .change_schedule(&name(0), &mut |old| Some((old.to_vec(), None)))
+        .map_err(err)?;
+    let (listed, _) = store.due_schedules(1e12, 100_000).map_err(err)?;
+    ensure!(!listed.contains(&name(0)), "a disabled schedule is due");
+    ensure!(store.remove_schedule(&name(0)).map_err(err)?, "removed");
+    ensure!(!store.remove_schedule(&name(0)).map_err(err)?, "removed twice");
+    ensure!(store.schedule_doc(&name(0)).map_err(err)?.is_none(), "gone");
+    let left = store.add_schedule(&name(9), &owner, None, b"x", 3).map_err(err)?;
+    ensure!(left == Added::Yes, "room again after a removal: {left:?}");
+    for i in [1, 2, 9] {
+        store.remove_schedule(&name(i)).map_err(err)?;
+    }
     Ok(())
 }
