@@ -9,7 +9,9 @@
 #    fleet (scripts/fleet.sh), its start-up time, then scripts/bench_fleet.py
 #    (RUNS samples of every metric, default 5);
 # 3. (unless BENCH_NO_STORE is set) scripts/bench_store.py: the job store
-#    in redb and in PostgreSQL at 100 and 100,000 jobs;
+#    in redb and in PostgreSQL at 100 and 100,000 jobs; then
+#    scripts/bench_schedules.py: func-api's scheduler idle with SCHED_N
+#    (1,000) schedules, and a run's delay from its due time to its job;
 # 4. with PEER=salt: the Salt peer (bench/peers/salt, SALT_PEER_DIR) for
 #    the same K right after ours, installed first if needed; if it cannot be
 #    installed or run, the report says so and still prints ours.
@@ -81,6 +83,12 @@ if [ -z "${BENCH_NO_STORE:-}" ]; then
 	# What signing a job request costs (accepted: sign; driver start: verify).
 	{ printf '\n### Signed job requests (per job)\n\n'; $B/func-bench-seal "$FLEET_DIR/certmaster" "${SEAL_ROUNDS:-200}"; } |
 		tee -a "$raw/store.md" || echo "seal bench failed"
+	# func-api's scheduler: idle cost with SCHED_N schedules, due -> start delay.
+	if python3 scripts/bench_schedules.py $B "$FLEET_DIR/certmaster" "$raw/schedules.md"; then
+		cat "$raw/schedules.md" >>"$raw/store.md"
+	else
+		echo "schedules bench failed" | tee -a "$raw/store.md"
+	fi
 	if [ -n "${STORE_SCALE_K:-}" ]; then
 		# The async collapse on a large fleet with each store (e.g. STORE_SCALE_K=1000).
 		fleet_minions b "$STORE_SCALE_K"

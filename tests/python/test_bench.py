@@ -65,7 +65,8 @@ class ShortMakeBenchTest(unittest.TestCase):
             env = dict(os.environ, BENCH_BIN="target/debug", BENCH_RESULTS=results, BENCH_SIZES="2", RUNS="1",
                        BENCH_CALLS="200", BENCH_PY_CALLS="50", BENCH_SETTLE="0", BENCH_IDLE_SPAN="0.5",
                        STORE_SIZES="100", SEAL_ROUNDS="5", BENCH_API_CALLS="5", BENCH_API_SECONDS="0.5",
-                       BENCH_API_EVENTS="40", BENCH_API_JOBS="1000")
+                       BENCH_API_EVENTS="40", BENCH_API_JOBS="1000", SCHED_N="20", SCHED_RUNS="3",
+                       SCHED_IDLE_SECS="0.5")
             p = subprocess.run(["bash", "scripts/bench.sh"], cwd=REPO, env=env, capture_output=True, text=True,
                                timeout=900)
             self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
@@ -73,7 +74,8 @@ class ShortMakeBenchTest(unittest.TestCase):
             self.assertEqual(len(reports), 1, os.listdir(results))
             with open(os.path.join(results, reports[0])) as f:
                 report = f.read()
-            for part in ("## One minion", "## 2 minions", "func-api", "Job store", "Signed job requests"):
+            for part in ("## One minion", "## 2 minions", "func-api", "Job store", "Signed job requests",
+                         "### Schedules"):
                 self.assertIn(part, report)
             self.assertNotIn("bench failed", report + p.stdout)
         finally:
