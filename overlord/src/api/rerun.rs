@@ -49,10 +49,17 @@ pub async fn rerun(
     Query(q): Query<RerunQuery>,
 ) -> Result<Response, ApiError> {
     let failed_only = q.failed_only.unwrap_or(false);
-    crate::gate::JobRef::parse(&id)?;
+    let last = crate::gate::JobRef::parse(&id)?.is_last();
     let _slot = super::calls::take_slot(&api, &caller)?;
     let (api2, caller2, id2) = (Arc::clone(&api), caller.clone(), id.clone());
-    let started = tokio::task::spawn_blocking(move || -> Result<(String, usize, Vec<String>), GateError> {
+    let started = tokio::task::spawn_blocking(move || -> Result<(String, Vec<String>, String), GateError> {
+        // `last`: the caller's newest job.
+        let id2 = match last {
+            true => crate::store::Store::newest_of(&api2.store, &caller2.user())
+                .map_err(|e| GateError::Engine(e.into()))?
+                .ok_or_else(|| GateError::NotFound("no job of this caller".into()))?,
+            false => id2,
+        };
         let visible = |r: &crate::store::JobRecord| super::jobs::may_see(&api2, &caller2, r);
         let rerun = crate::jobs::rerun::prepare(&api2.store, &api2.root, &id2, failed_only, &visible)?;
         let function = rerun.call.function();
@@ -70,24 +77,27 @@ pub async fn rerun(
             user: caller2.user(),
             rights: caller2.signed_rights(),
         };
+        let original = rerun.original.id.clone();
         let started = crate::jobs::rerun::start(&api2.store, &api2.root, rerun, Some(who))?;
         if let Some(driver) = started.driver {
             super::state::reap(driver);
         }
-        Ok((started.id, hosts.len(), hosts))
+        Ok((started.id, hosts, original))
     })
     .await
     .map_err(ApiError::internal)?;
-    let action = format!("rerun {id}{}", if failed_only { " failed" } else { "" });
-    let (new_id, count, hosts) = match started {
+    let action = |id: &str| format!("rerun {id}{}", if failed_only { " failed" } else { "" });
+    let (new_id, hosts, original) = match started {
         Ok(s) => s,
         Err(e) => {
             api.audit
-                .line(&caller.name, caller.from, &action, &[], e.http_status());
+                .line(&caller.name, caller.from, &action(&id), &[], e.http_status());
             return Err(e.into());
         }
     };
-    api.audit.line(&caller.name, caller.from, &action, &hosts, 202);
+    let count = hosts.len();
+    api.audit
+        .line(&caller.name, caller.from, &action(&original), &hosts, 202);
     api.metrics
         .jobs
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -96,7 +106,7 @@ pub async fn rerun(
         StatusCode::ACCEPTED,
         Json(Rerun {
             job_id: new_id,
-            rerun_of: id,
+            rerun_of: original,
             hosts: count,
         }),
     )
