@@ -328,6 +328,44 @@ class SharedStoreTest(unittest.TestCase):
         finally:
             api.close()
 
+    def test_a_schedule_the_store_forged_or_rewrote_never_runs(self):
+        """Whoever can write the store cannot make a schedule run something
+        else, or make one up: the record is signed when it is made."""
+        from test_api import Api, Events
+        marker = os.path.join(self.fleet.dir, "schedule-forged-this")
+        api = Api(self.fleet)
+        try:
+            token = api.token("pg-forged", "--admin")
+            stream = Events(api, token, tag="schedule/")
+            out = self.func(self.a, "schedule", "add", "honest", "--every", "60", "--disabled", "m1", "test", "ping")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            # Rewritten: another method, enabled, due now.
+            self.pg.psql("""UPDATE func_schedules SET due = 0,
+                doc = replace(replace(replace(doc, '"ping"', '"sleep"'), '"enabled":false', '"enabled":true'), '"due":null', '"due":0')
+                WHERE name = 'honest'""")
+            # Forged: no signature, an administrator's, a command.
+            forged = json.dumps({"name": "forged", "request": {"spec": "m1", "module": "command", "method": "run",
+                                                               "args": ["touch " + marker]},
+                                 "every": 1, "enabled": True, "owner": {"user": "cli:root"}, "created": 0, "due": 0})
+            self.pg.psql("INSERT INTO func_schedules (name, owner, due, doc) VALUES ('forged', 'cli:root', 0, '%s')"
+                         % forged.replace("'", "''"))
+            stopped = lambda: {e["event"] for e in stream.events if e["event"].endswith("/stopped")}
+            self.assertTrue(wait_until(60, lambda: stopped() >= {"schedule/honest/stopped", "schedule/forged/stopped"}),
+                            stream.tags())
+            reasons = [e["data"]["reason"] for e in stream.events if e["event"].endswith("/stopped")]
+            self.assertTrue(all("cannot be trusted" in r for r in reasons), reasons)
+            self.assertEqual(len(reasons), 2, "each stopped once, never run")
+            for name in ("honest", "forged"):
+                doc = api.request("GET", "/api/v1/schedules/" + name, token)[1]
+                self.assertFalse(doc["enabled"], doc)
+                self.assertIn("cannot be trusted", doc["disabled_reason"])
+            self.assertFalse([e for e in stream.events if e["event"].endswith("/run")], "nothing ran")
+            self.assertFalse(os.path.exists(marker), "the forged schedule ran")
+            stream.close()
+        finally:
+            self.pg.psql("DELETE FROM func_schedules WHERE name IN ('honest', 'forged')")
+            api.close()
+
     def test_two_func_api_on_one_store_run_each_scheduled_run_once(self):
         """The lease of issue 40: a 1-second schedule, two func-api on one
         PostgreSQL store, 20 runs, none twice."""

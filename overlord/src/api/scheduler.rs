@@ -6,6 +6,7 @@
 //! job carrying `"schedule": NAME`, as its owner:
 //!
 //! - the record must verify (signed when it was made: the store is data);
+//!   one that does not is disabled, never run;
 //! - a token owner must still hold that token (neither expired nor made
 //!   anew): otherwise the schedule is disabled, with the reason, in the
 //!   audit trail and as event `schedule/<name>/stopped` (`func-api token
@@ -110,7 +111,17 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
     .await;
     let Ok(Some(claimed)) = claimed else { return false };
     let s = claimed.schedule;
-    let outcome = match owner_rights(api, &s) {
+    // A record the store changed or made up never runs, and stops.
+    let (api2, s2) = (Arc::clone(api), s.clone());
+    let trust = tokio::task::spawn_blocking(move || schedule::trusted(&api2.root, &s2)).await;
+    let untrusted = match trust {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(e) => Some(e.to_string()),
+    };
+    let outcome = match untrusted.map_or_else(|| owner_rights(api, &s), |e| {
+        Err(format!("the schedule cannot be trusted (changed or made outside func): {e}: schedule disabled"))
+    }) {
         Err(why) => Outcome::Stopped(why),
         Ok(rights) => match trusted_call(api, &s, &rights).await {
             Err(why) => Outcome::NotStarted(why),
@@ -194,8 +205,6 @@ async fn trusted_call(
 ) -> Result<(crate::gate::Call, Vec<crate::targets::Target>), String> {
     let (api2, s2, rights2) = (Arc::clone(api), s.clone(), rights.clone());
     let judged = tokio::task::spawn_blocking(move || -> Result<_, String> {
-        schedule::trusted(&api2.root, &s2)
-            .map_err(|e| format!("refused: the schedule cannot be trusted: {e}"))?;
         if let Some(job) = &s2.last_job {
             if let Ok(Some(rec)) = crate::store::JobStore::load(&api2.store, job) {
                 if rec.meta.ended.is_none() && crate::jobs::tally(&rec).pending > 0 {
