@@ -170,7 +170,7 @@ impl Store {
     fn cert_path(&self, name: &str) -> PathBuf {
         self.root.signed_certs_dir().join(format!("{name}.cert"))
     }
-    fn from_path(&self, name: &str) -> PathBuf {
+    fn origin_path(&self, name: &str) -> PathBuf {
         self.root.pending_csrs_dir().join(format!("{name}.from"))
     }
     fn addr_path(&self, name: &str) -> PathBuf {
@@ -300,7 +300,7 @@ impl Store {
             "advertised": address,
             "time": OffsetDateTime::now_utc().unix_timestamp(),
         });
-        self.put(&self.from_path(&name), format!("{from}\n").as_bytes())?;
+        self.put(&self.origin_path(&name), format!("{from}\n").as_bytes())?;
         Ok(Outcome::Pending)
     }
 
@@ -423,7 +423,7 @@ impl Store {
     /// Where the pending request of `name` came from: the peer's address
     /// and the address the minion advertised (each `None` when unknown).
     pub fn pending_origin(&self, name: &str) -> (Option<String>, Option<String>) {
-        let doc: serde_json::Value = fs::read(self.from_path(name))
+        let doc: serde_json::Value = fs::read(self.origin_path(name))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
@@ -489,7 +489,7 @@ impl Store {
             path: csr_path.clone(),
             source,
         })?;
-        let _ = fs::remove_file(self.from_path(name));
+        let _ = fs::remove_file(self.origin_path(name));
         Ok((csr_path, cert_path))
     }
 
@@ -510,8 +510,14 @@ impl Store {
             write_atomic(&self.revoked_path(), revoked.as_bytes(), PUBLIC)?;
             self.publish_crl(ca)?;
         }
-        for path in [self.csr_path(name), cert_path, self.addr_path(name), self.from_path(name)] {
-            if fs::remove_file(&path).is_ok() && path.extension().is_some_and(|e| e != "addr" && e != "from") {
+        for path in [
+            self.csr_path(name),
+            cert_path,
+            self.addr_path(name),
+            self.origin_path(name),
+        ] {
+            if fs::remove_file(&path).is_ok() && path.extension().is_some_and(|e| e != "addr" && e != "from")
+            {
                 removed.push(path);
             }
         }

@@ -237,8 +237,10 @@ pub enum ScheduleCommand {
     /// Every schedule: when it runs next, its last run and how it ended
     List,
     /// Add a schedule: a call func-api runs at the times given
-    #[command(after_help = "Examples:\n  func schedule add nightly-uptime --cron '0 3 * * *' 'web*' command run uptime\n  func schedule add ping-all --every 300 '*' test ping\n\nfunc-api runs the schedules (each run a job carrying \"schedule\": NAME).")]
-    Add(ScheduleAddArgs),
+    #[command(
+        after_help = "Examples:\n  func schedule add nightly-uptime --cron '0 3 * * *' 'web*' command run uptime\n  func schedule add ping-all --every 300 '*' test ping\n\nfunc-api runs the schedules (each run a job carrying \"schedule\": NAME)."
+    )]
+    Add(Box<ScheduleAddArgs>),
     /// Remove a schedule (its jobs stay)
     Remove {
         #[arg(value_name = "NAME")]

@@ -606,21 +606,38 @@ fn schedules(open: Open<'_>) -> Result<(), String> {
     let due = |n: f64| -> Vec<u8> { n.to_string().into_bytes() };
     for i in 0..3 {
         let added = store
-            .add_schedule(&name(i), &owner, Some(1000.0 + i as f64), &due(1000.0 + i as f64), 3)
+            .add_schedule(
+                &name(i),
+                &owner,
+                Some(1000.0 + i as f64),
+                &due(1000.0 + i as f64),
+                3,
+            )
             .map_err(err)?;
         ensure!(added == Added::Yes, "schedule {i}: {added:?}");
     }
-    let again = store.add_schedule(&name(0), "other", None, b"x", 3).map_err(err)?;
+    let again = store
+        .add_schedule(&name(0), "other", None, b"x", 3)
+        .map_err(err)?;
     ensure!(again == Added::Taken, "a name taken twice: {again:?}");
     let full = store.add_schedule(&name(9), &owner, None, b"x", 3).map_err(err)?;
-    ensure!(full == Added::OwnerFull, "a fourth of an owner allowed 3: {full:?}");
+    ensure!(
+        full == Added::OwnerFull,
+        "a fourth of an owner allowed 3: {full:?}"
+    );
     let (listed, next) = store.due_schedules(1001.5, 100).map_err(err)?;
     let mine: BTreeSet<String> = listed
         .into_iter()
         .filter(|n| n.starts_with(&format!("{base}-")))
         .collect();
-    ensure!(mine == BTreeSet::from([name(0), name(1)]), "due at 1001.5: {mine:?}");
-    ensure!(next.is_some_and(|n| n > 1001.5 && n <= 1002.0), "the next due: {next:?}");
+    ensure!(
+        mine == BTreeSet::from([name(0), name(1)]),
+        "due at 1001.5: {mine:?}"
+    );
+    ensure!(
+        next.is_some_and(|n| n > 1001.5 && n <= 1002.0),
+        "the next due: {next:?}"
+    );
     // Claims from 4 writers at once: each due time taken by exactly one.
     let taken: Vec<Result<usize, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)

@@ -88,7 +88,7 @@ impl ApiSettings {
                 "max_schedules_per_owner",
                 crate::schedule::DEFAULT_PER_OWNER as u64,
                 crate::store::schedules::MAX_SCHEDULES as u64,
-            )? as usize,
+            )?,
             cors_origins: text("cors_origins")
                 .map(|t| {
                     t.split([',', ' '])

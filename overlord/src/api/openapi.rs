@@ -159,7 +159,8 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ids.len(), 18);
+        // 18 before the operations (keys 3, re-run, schedules 5, audit).
+        assert_eq!(ids.len(), 28);
         // The call body is the gate's own type: its fields, unknown ones refused.
         let call = &doc["components"]["schemas"]["Call"];
         assert_eq!(call["additionalProperties"], false, "{call}");
@@ -183,6 +184,11 @@ mod tests {
             query_parameters("/api/v1/jobs"),
             ["limit", "before", "function", "target"]
         );
+        assert_eq!(
+            query_parameters("/api/v1/audit"),
+            ["limit", "before", "user", "action"]
+        );
+        assert_eq!(query_parameters("/api/v1/jobs/x/rerun"), ["failed_only"]);
         assert_eq!(
             query_parameters("/api/v1/minions"),
             ["spec", "filter", "filteror", "grain"]

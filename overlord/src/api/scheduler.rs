@@ -95,7 +95,13 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
     let found = tokio::task::spawn_blocking(move || manage::get(&api2.store, &name2)).await;
     let Ok(Ok(current)) = found else { return false };
     if let Some(owner) = &current.owner.token {
-        if api.tokens.lock().unwrap_or_else(|p| p.into_inner()).named(&owner.name).is_none() {
+        if api
+            .tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .named(&owner.name)
+            .is_none()
+        {
             return false;
         }
     }
@@ -119,9 +125,14 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         Ok(Err(e)) => Some(e.to_string()),
         Err(e) => Some(e.to_string()),
     };
-    let outcome = match untrusted.map_or_else(|| owner_rights(api, &s), |e| {
-        Err(format!("the schedule cannot be trusted (changed or made outside func): {e}: schedule disabled"))
-    }) {
+    let outcome = match untrusted.map_or_else(
+        || owner_rights(api, &s),
+        |e| {
+            Err(format!(
+                "the schedule cannot be trusted (changed or made outside func): {e}: schedule disabled"
+            ))
+        },
+    ) {
         Err(why) => Outcome::Stopped(why),
         Ok(rights) => match trusted_call(api, &s, &rights).await {
             Err(why) => Outcome::NotStarted(why),
@@ -143,7 +154,8 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         Outcome::NotStarted(why) => {
             tracing::info!(schedule = name, reason = %why, "scheduled run not started");
             let data = serde_json::json!({"error": why, "due": claimed.due});
-            let _ = tokio::task::spawn_blocking(move || manage::record_run(&api2.store, &name2, Err(why))).await;
+            let _ =
+                tokio::task::spawn_blocking(move || manage::record_run(&api2.store, &name2, Err(why))).await;
             ("refused", data, 403, Vec::new())
         }
         Outcome::Stopped(why) => {
@@ -160,8 +172,12 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         &hosts,
         status,
     );
-    api.bus
-        .publish(format!("schedule/{name}/{event}"), &data, &function, Arc::from(hosts));
+    api.bus.publish(
+        format!("schedule/{name}/{event}"),
+        &data,
+        &function,
+        Arc::from(hosts),
+    );
     true
 }
 

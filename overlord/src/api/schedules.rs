@@ -241,7 +241,13 @@ pub async fn change(
         load_visible(&api2, &caller2, &name)?;
         let mut s = None;
         if req.cron.is_some() || req.every.is_some() {
-            s = Some(manage::set_times(&api2.store, &api2.root, &name, req.cron, req.every)?);
+            s = Some(manage::set_times(
+                &api2.store,
+                &api2.root,
+                &name,
+                req.cron,
+                req.every,
+            )?);
         }
         if let Some(enabled) = req.enabled {
             s = Some(manage::set_enabled(&api2.store, &name, enabled)?);

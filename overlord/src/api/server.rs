@@ -18,8 +18,8 @@ use tower::Service as _;
 
 use super::state::{Api, Peer};
 use super::{
-    audit, batches, calls, conventions, events, facts, jobs, keys, metrics, minions, openapi, relay, reply, rerun, session,
-    watch, web,
+    audit, batches, calls, conventions, events, facts, jobs, keys, metrics, minions, openapi, relay, reply,
+    rerun, session, watch, web,
 };
 
 /// Connections from one address at once (all of them: `[api] max_connections`).
@@ -60,7 +60,10 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/keys/{name}/sign", post(keys::sign))
         .route("/api/v1/keys/{name}/revoke", post(keys::revoke))
         .route("/api/v1/audit", get(audit::list))
-        .route("/api/v1/schedules", get(super::schedules::list).post(super::schedules::add))
+        .route(
+            "/api/v1/schedules",
+            get(super::schedules::list).post(super::schedules::add),
+        )
         .route(
             "/api/v1/schedules/{name}",
             get(super::schedules::one)

@@ -120,7 +120,9 @@ fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
                     let _ = writeln!(out, "schedules stopped: {}", stopped.join(", "));
                 }
                 Ok(_) => {}
-                Err(e) => eprintln!("the token's schedules could not be stopped now ({e}); each stops at its next run"),
+                Err(e) => eprintln!(
+                    "the token's schedules could not be stopped now ({e}); each stops at its next run"
+                ),
             }
         }
     }

@@ -23,7 +23,11 @@ impl Schedule {
             ScheduleCommand::Add(args) => add(plan, &store, args),
             ScheduleCommand::Remove { name } => {
                 manage::remove(&store, name)?;
-                say(plan, json!({"name": name, "removed": true}), &format!("schedule {name} removed"));
+                say(
+                    plan,
+                    json!({"name": name, "removed": true}),
+                    &format!("schedule {name} removed"),
+                );
                 Ok(0)
             }
             ScheduleCommand::Enable { name } | ScheduleCommand::Disable { name } => {
@@ -98,9 +102,7 @@ fn add(plan: &Plan, store: &crate::store::Store, a: &ScheduleAddArgs) -> Result<
     };
     let per_owner = crate::schedule::per_owner(&plan.root);
     let s = manage::add(store, &plan.root, new, owner, &Rights::admin(), per_owner)?;
-    let next = s
-        .due
-        .map_or("never (disabled)".to_string(), crate::when::show);
+    let next = s.due.map_or("never (disabled)".to_string(), crate::when::show);
     say(
         plan,
         manage::doc(store, &s),

@@ -40,7 +40,10 @@ impl GateError {
         match self {
             GateError::Invalid(_) => 2,
             GateError::Engine(e) => e.exit_status(),
-            GateError::Targets(_) | GateError::Forbidden(_) | GateError::NotFound(_) | GateError::Conflict(_) => 1,
+            GateError::Targets(_)
+            | GateError::Forbidden(_)
+            | GateError::NotFound(_)
+            | GateError::Conflict(_) => 1,
         }
     }
 

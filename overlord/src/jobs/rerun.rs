@@ -85,7 +85,11 @@ pub fn prepare(
     let (words, args) = match &meta.typed_args {
         Some(text) => match serde_json::from_str(text) {
             Ok(serde_json::Value::Array(values)) => (None, values),
-            _ => return Err(GateError::Invalid(format!("job {id}'s typed arguments are unreadable"))),
+            _ => {
+                return Err(GateError::Invalid(format!(
+                    "job {id}'s typed arguments are unreadable"
+                )))
+            }
         },
         None => (Some(meta.args.clone()), Vec::new()),
     };

@@ -57,7 +57,9 @@ pub fn add(
     let when = When::parse(new.cron.as_deref(), new.every)?;
     let call = super::call_of(&new.request)?;
     crate::gate::rights::authorize_call(root, rights, &call).map_err(|e| match e {
-        GateError::Forbidden(why) => GateError::Forbidden(format!("the owner may not make this request: {why}")),
+        GateError::Forbidden(why) => {
+            GateError::Forbidden(format!("the owner may not make this request: {why}"))
+        }
         other => other,
     })?;
     let now = crate::store::now();
@@ -111,11 +113,7 @@ pub fn list(store: &Store) -> Result<Vec<Schedule>, GateError> {
         .schedule_docs()
         .map_err(store_err)?
         .iter()
-        .filter_map(|b| {
-            decode(b)
-                .map_err(|e| crate::log::line(&e.to_string()))
-                .ok()
-        })
+        .filter_map(|b| decode(b).map_err(|e| crate::log::line(&e.to_string())).ok())
         .collect();
     out.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
     Ok(out)

@@ -37,7 +37,7 @@ pub const MAX_REQUEST: usize = 64 << 10;
 /// When a schedule runs.
 #[derive(Debug, Clone)]
 pub enum When {
-    Cron(croner::Cron, String),
+    Cron(Box<croner::Cron>, String),
     Every(u64),
 }
 
@@ -65,7 +65,7 @@ impl When {
                 let parsed = croner::Cron::new(line).parse().map_err(|e| {
                     GateError::Invalid(format!("cron {:?}: {e}", common::paths::shorten(line)))
                 })?;
-                let when = When::Cron(parsed, line.to_string());
+                let when = When::Cron(Box::new(parsed), line.to_string());
                 if when.next_after(crate::store::now()).is_none() {
                     return bad(format!("cron {line:?} never comes"));
                 }
@@ -79,7 +79,8 @@ impl When {
         match self {
             When::Every(secs) => Some(t + *secs as f64),
             When::Cron(cron, _) => {
-                let start = chrono::DateTime::from_timestamp(t.floor() as i64, 0)?.with_timezone(&chrono::Local);
+                let start =
+                    chrono::DateTime::from_timestamp(t.floor() as i64, 0)?.with_timezone(&chrono::Local);
                 let next = cron.find_next_occurrence(&start, false).ok()?;
                 Some(next.timestamp() as f64)
             }
@@ -219,7 +220,9 @@ impl Schedule {
 pub fn call_of(request: &serde_json::Value) -> Result<crate::gate::Call, GateError> {
     let text = request.to_string();
     if text.len() > MAX_REQUEST {
-        return Err(GateError::Invalid(format!("request: at most {MAX_REQUEST} bytes of JSON")));
+        return Err(GateError::Invalid(format!(
+            "request: at most {MAX_REQUEST} bytes of JSON"
+        )));
     }
     let mut fields: CallFields = serde_json::from_value(request.clone())
         .map_err(|e| GateError::Invalid(format!("request: {}", common::paths::shorten(&e.to_string()))))?;
@@ -233,7 +236,10 @@ pub fn call_of(request: &serde_json::Value) -> Result<crate::gate::Call, GateErr
 pub fn per_owner(root: &common::paths::Root) -> usize {
     common::config::Ini::load(&root.overlord_conf())
         .ok()
-        .and_then(|ini| ini.str("api", "max_schedules_per_owner").and_then(|v| v.trim().parse().ok()))
+        .and_then(|ini| {
+            ini.str("api", "max_schedules_per_owner")
+                .and_then(|v| v.trim().parse().ok())
+        })
         .filter(|n: &usize| (1..=crate::store::schedules::MAX_SCHEDULES).contains(n))
         .unwrap_or(DEFAULT_PER_OWNER)
 }
@@ -346,7 +352,10 @@ mod tests {
         let c = claim(&mut s, 100.5, "a").unwrap();
         assert!(!c.made_up);
         assert_eq!(s.due, Some(110.0), "the cadence is kept");
-        assert!(claim(&mut s, 100.6, "b").is_none(), "taken: the next run is later");
+        assert!(
+            claim(&mut s, 100.6, "b").is_none(),
+            "taken: the next run is later"
+        );
         // Nothing ran for an hour: one run now, the next one from now.
         let c = claim(&mut s, 3710.0, "b").unwrap();
         assert!(c.made_up);

@@ -168,7 +168,10 @@ impl PgStore {
 
     /// Runs `f` on a pooled connection (made, and the schema brought up to
     /// date, if none is idle); a connection that failed is dropped.
-    pub(super) fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, StoreError> {
+    pub(super) fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, StoreError> {
         let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut client = match kept {
             Some(c) if !c.is_closed() => c,

@@ -576,6 +576,8 @@ mod tests {
             rights: None,
             seal: None,
             delegate: false,
+            schedule: None,
+            rerun_of: None,
         }
     }
 

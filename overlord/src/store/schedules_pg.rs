@@ -65,7 +65,10 @@ impl PgStore {
     ) -> Result<Option<(Vec<u8>, bool)>, StoreError> {
         self.with(|c| {
             let mut txn = c.transaction()?;
-            let Some(row) = txn.query_opt("SELECT doc FROM func_schedules WHERE name = $1 FOR UPDATE", &[&name])?
+            let Some(row) = txn.query_opt(
+                "SELECT doc FROM func_schedules WHERE name = $1 FOR UPDATE",
+                &[&name],
+            )?
             else {
                 return Ok(None);
             };
