@@ -150,12 +150,12 @@ pub enum TopCommand {
         #[command(subcommand)]
         command: BatchCommand,
     },
-    /// The job store: status, import (a shared PostgreSQL store: [store] url)
     /// Schedules func-api runs: list, add, remove, enable, disable
     Schedule {
         #[command(subcommand)]
         command: ScheduleCommand,
     },
+    /// The job store: status, import (a shared PostgreSQL store: [store] url)
     Store {
         #[command(subcommand)]
         command: StoreCommand,
