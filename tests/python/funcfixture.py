@@ -30,6 +30,20 @@ def install_dropin(root, name, text):
     os.chmod(path, 0o755)
 
 
+def stop(proc):
+    """Ends `proc` (SIGTERM, then SIGKILL after 10 s) and closes its pipes."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
+
+
 class Fleet:
     """A CA below <tmp>/certmaster and minions below <tmp>/<name>."""
 
@@ -104,15 +118,7 @@ class Fleet:
     def close(self):
         self.kill_jobs()
         for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            for stream in (proc.stdout, proc.stderr):
-                stream.close()
+            stop(proc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -159,15 +165,8 @@ class Enrolling:
 
     def close(self):
         for p in (self.minion, self.cm):
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
             if p:
-                p.stdout.close()
+                stop(p)
         self.log.close()
 
 

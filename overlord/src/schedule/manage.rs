@@ -62,32 +62,14 @@ pub fn add(
         }
         other => other,
     })?;
-    let now = crate::store::now();
-    let mut s = Schedule {
-        name: new.name,
-        request: new.request,
-        cron: match &when {
-            When::Cron(_, line) => Some(line.clone()),
-            When::Every(_) => None,
-        },
-        every: match when {
-            When::Every(secs) => Some(secs),
-            When::Cron(..) => None,
-        },
-        enabled: new.enabled,
+    let mut s = Schedule::new(
+        new.name,
+        new.request,
+        &when,
+        new.enabled,
         owner,
-        created: now,
-        due: None,
-        last_run: None,
-        last_job: None,
-        last_error: None,
-        made_up: false,
-        disabled_reason: None,
-        runs: 0,
-        claimed_by: None,
-        seal: None,
-    };
-    s.due = s.enabled.then(|| when.next_after(now)).flatten();
+        crate::store::now(),
+    );
     seal(root, &mut s)?;
     match store
         .add_schedule(&s.name, &s.owner.user, s.due, &encode(&s), per_owner)

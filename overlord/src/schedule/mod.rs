@@ -203,6 +203,40 @@ pub fn trusted(root: &common::paths::Root, s: &Schedule) -> Result<(), crate::se
 }
 
 impl Schedule {
+    /// A new schedule of `owner`, made at `now`: `request` at the times
+    /// `when` (the next run from now when `enabled`), not signed yet.
+    pub fn new(
+        name: String,
+        request: serde_json::Value,
+        when: &When,
+        enabled: bool,
+        owner: Owner,
+        now: f64,
+    ) -> Schedule {
+        let (cron, every) = match when {
+            When::Cron(_, line) => (Some(line.clone()), None),
+            When::Every(secs) => (None, Some(*secs)),
+        };
+        Schedule {
+            name,
+            request,
+            cron,
+            every,
+            enabled,
+            owner,
+            created: now,
+            due: enabled.then(|| when.next_after(now)).flatten(),
+            last_run: None,
+            last_job: None,
+            last_error: None,
+            made_up: false,
+            disabled_reason: None,
+            runs: 0,
+            claimed_by: None,
+            seal: None,
+        }
+    }
+
     /// Its times, as checked when it was made.
     pub fn when(&self) -> Result<When, GateError> {
         When::parse(self.cron.as_deref(), self.every)
@@ -322,27 +356,14 @@ mod tests {
     }
 
     fn every(secs: u64, due: f64) -> Schedule {
-        Schedule {
-            name: "s".into(),
-            request: serde_json::json!({"spec": "*", "module": "test", "method": "ping"}),
-            cron: None,
-            every: Some(secs),
-            enabled: true,
-            owner: Owner {
-                user: "root".into(),
-                token: None,
-            },
-            created: 0.0,
-            due: Some(due),
-            last_run: None,
-            last_job: None,
-            last_error: None,
-            made_up: false,
-            disabled_reason: None,
-            runs: 0,
-            claimed_by: None,
-            seal: None,
-        }
+        let owner = Owner {
+            user: "root".into(),
+            token: None,
+        };
+        let request = serde_json::json!({"spec": "*", "module": "test", "method": "ping"});
+        let mut s = Schedule::new("s".into(), request, &When::Every(secs), true, owner, 0.0);
+        s.due = Some(due);
+        s
     }
 
     #[test]
