@@ -64,8 +64,16 @@ class FuncApi:
         if body is not None:
             data = json.dumps(body)
             headers["Content-Type"] = "application/json"
-        self.conn.request(method, path, body=data, headers=headers)
-        r = self.conn.getresponse()
+        try:
+            self.conn.request(method, path, body=data, headers=headers)
+            r = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # func-api ended our idle connection (no answer came: the
+            # request was not read); once more on a new one.
+            self.conn.close()
+            self.conn = http.client.HTTPSConnection("localhost", self.port, context=self.ctx, timeout=60)
+            self.conn.request(method, path, body=data, headers=headers)
+            r = self.conn.getresponse()
         text = r.read().decode()
         return r.status, (json.loads(text) if text else None)
 

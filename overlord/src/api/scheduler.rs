@@ -30,7 +30,7 @@ use crate::schedule::{self, manage, Schedule};
 
 /// The longest sleep between two looks at the store.
 const LOOK_EVERY: f64 = 1.0;
-/// Due runs taken per look at most (the rest at the next, at once).
+/// Due runs taken per look at most (the rest at the next look, at once).
 const BATCH: usize = 100;
 
 /// Starts the scheduler on the service's runtime; abort the handle to stop it.
@@ -67,12 +67,14 @@ async fn run(api: Arc<Api>) {
             }
             Err(_) => (Vec::new(), None),
         };
-        let full = due.len() >= BATCH;
         let mut took = false;
         for name in due {
             took |= run_due(&api, &name, now, &holder).await;
         }
-        if full && took {
+        // A run taken moved its schedule's next run: look again at once for
+        // the earliest one (else the sleep below would be a whole second,
+        // and each run of a 1-second schedule later than the last).
+        if took {
             continue;
         }
         let until = next.map_or(LOOK_EVERY, |n| (n - crate::store::now()).clamp(0.0, LOOK_EVERY));
