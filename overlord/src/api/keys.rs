@@ -228,9 +228,11 @@ pub async fn sign(
     caller: Caller,
     State(api): State<Arc<Api>>,
     Path(name): Path<String>,
-    Body(req): Body<SignRequest>,
+    request: axum::extract::Request,
 ) -> Result<Json<KeyChange>, ApiError> {
+    // The right is the path's alone: judged before the body is read.
     judged(&api, &caller, ops::KEYS_SIGN, &name)?;
+    let Body(req) = <Body<SignRequest> as axum::extract::FromRequest<()>>::from_request(request, &()).await?;
     let fingerprint = req.fingerprint.trim().to_string();
     if fingerprint.is_empty() || fingerprint.len() > MAX_FINGERPRINT {
         return Err(ApiError::bad(format!(

@@ -144,10 +144,16 @@ impl Store {
             Store::Redb(_) => {
                 let jobs = self.list()?;
                 let batches = jobs.iter().filter(|m| m.batch).count();
-                let counts = [("jobs", jobs.len()), ("batches", batches), ("minions", minions)]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v as i64))
-                    .collect();
+                let schedules = self.schedule_docs()?.len();
+                let counts = [
+                    ("jobs", jobs.len()),
+                    ("batches", batches),
+                    ("schedules", schedules),
+                    ("minions", minions),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v as i64))
+                .collect();
                 Ok(Status {
                     backend: "redb",
                     schema_version: None,

@@ -338,6 +338,7 @@ impl PgStore {
                 ("hosts", "func_hosts"),
                 ("batches", "func_batches"),
                 ("batch events", "func_batch_events"),
+                ("schedules", "func_schedules"),
             ] {
                 let n: i64 = c.query_one(&format!("SELECT count(*) FROM {table}"), &[])?.get(0);
                 counts.insert(name, n);
