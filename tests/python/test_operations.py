@@ -133,6 +133,8 @@ class OperationsTest(unittest.TestCase):
             self.assertIn(("keys sign", 409), actions)
             self.assertIn(("keys sign", 200), actions)
             self.assertIn(("keys revoke", 200), actions)
+            refused = self.req("GET", "/api/v1/audit?user=ops-m1&action=keys*")[1]["lines"]
+            self.assertIn(("keys sign", 403, ["newbie1"]), [(l["action"], l["status"], l["hosts"]) for l in refused])
         finally:
             enrolling.close()
 

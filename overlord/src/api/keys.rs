@@ -130,8 +130,13 @@ fn judged(api: &Api, caller: &Caller, op: &str, name: &str) -> Result<(), ApiErr
         return Err(ApiError::bad("not a minion name"));
     }
     if !caller.rights.may_operate(op, Some(name)) {
-        api.audit
-            .line(&caller.name, caller.from, op, &[name.to_string()], 403);
+        api.audit.line(
+            &caller.name,
+            caller.from,
+            &op.trim_start_matches('@').replace('.', " "),
+            &[name.to_string()],
+            403,
+        );
         return Err(ApiError::forbidden(format!(
             "this caller may not {} keys of that name",
             op.trim_start_matches("@keys.")
