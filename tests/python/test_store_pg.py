@@ -259,11 +259,20 @@ class SharedStoreTest(unittest.TestCase):
         ids = [self.job_id(self.func(c, "m1", "call", "test", "add", str(i), "1", "--async", "--nopoll")) for i in range(3)]
         for job in ids:
             self.assertEqual(self.func(c, "-t", "30", "job_status", job, "--wait").returncode, 0)
+        self.assertEqual(self.func(c, "schedule", "add", "imported-nightly", "--cron", "0 3 * * *",
+                                   "m1", "test", "ping").returncode, 0)
         self.write(os.path.join(c, "etc/func/overlord.conf"), "[store]\nurl = %s\n" % self.url)
         first = json.loads(self.func(c, "store", "import", "--json").stdout)
         self.assertEqual((first["jobs"], first["imported"]), (3, 3), first)
+        self.assertEqual((first["schedules"], first["schedules_imported"]), (1, 1), first)
         again = json.loads(self.func(c, "store", "import", "--json").stdout)
         self.assertEqual((again["imported"], again["already_there"]), (0, 3), again)
+        self.assertEqual(again["schedules_imported"], 0, again)
+        # B (the same store) lists it, with its next run.
+        listed = json.loads(self.func(self.b, "--json", "schedule", "list").stdout)
+        mine = [s for s in listed if s["name"] == "imported-nightly"]
+        self.assertTrue(mine and mine[0]["enabled"] and mine[0]["next_run"], listed)
+        self.assertEqual(self.func(self.b, "schedule", "remove", "imported-nightly").returncode, 0)
         doc = json.loads(self.func(self.b, "job_status", ids[0], "--json").stdout)
         self.assertEqual(doc["results"], {"m1": 1})
 

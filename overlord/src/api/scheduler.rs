@@ -95,7 +95,20 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
     // knows it.
     let (api2, name2) = (Arc::clone(api), name.to_string());
     let found = tokio::task::spawn_blocking(move || manage::get(&api2.store, &name2)).await;
-    let Ok(Ok(current)) = found else { return false };
+    let current = match found {
+        Ok(Ok(current)) => current,
+        Ok(Err(GateError::Engine(crate::error::EngineError::Record(why)))) => {
+            // A record that cannot be read is never run; said once.
+            static SAID: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
+                std::sync::Mutex::new(None);
+            let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+            if said.get_or_insert_with(Default::default).insert(name.to_string()) {
+                tracing::warn!(schedule = name, %why, "schedule not run: its record is unreadable");
+            }
+            return false;
+        }
+        _ => return false,
+    };
     if let Some(owner) = &current.owner.token {
         if api
             .tokens

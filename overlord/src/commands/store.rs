@@ -1,8 +1,9 @@
 //! `func store status | import` (DESIGN §15). `status`: the backend, where
 //! it is (the redb file, or the PostgreSQL URL without its password), the
 //! schema version and counts. `import`: copies the local redb history (jobs,
-//! hosts, results, batches) into the configured shared store; jobs already
-//! there are left alone, so running it twice changes nothing.
+//! hosts, results, batches) and schedules into the configured shared store;
+//! jobs and schedules already there are left alone, so running it twice
+//! changes nothing.
 
 use serde_json::json;
 
@@ -53,13 +54,16 @@ fn status(plan: &Plan) -> Result<i32, PlanError> {
 fn import(plan: &Plan) -> Result<i32, PlanError> {
     let local = Backend::embedded(&plan.root, f64::MAX);
     let (jobs, written, batches) = plan.store().import_history(&local).map_err(failed)?;
+    let (schedules, copied) = crate::schedule::manage::import(&local, &plan.store())?;
     let mut out = crate::output::Lines::new(plan.json, plan.out);
     out.field("jobs", json!(jobs));
     out.field("imported", json!(written));
     out.field("already_there", json!(jobs - written));
     out.field("batches", json!(batches));
+    out.field("schedules", json!(schedules));
+    out.field("schedules_imported", json!(copied));
     out.line(format!(
-        "{jobs} jobs in {}: {written} imported, {} already there ({batches} batch records)",
+        "{jobs} jobs in {}: {written} imported, {} already there ({batches} batch records); {schedules} schedules, {copied} imported",
         local.shown(),
         jobs - written
     ));
