@@ -14,7 +14,7 @@ import unittest
 import urllib.parse
 
 from funcfixture import Enrolling, Fleet, binary
-from test_api import Api, wait_until
+from test_api import Api, Events, wait_until
 
 CA = "etc/pki/certmaster/ca"
 
@@ -279,6 +279,27 @@ class OperationsTest(unittest.TestCase):
         self.assertEqual(self.req("DELETE", "/api/v1/schedules/tick", self.limited)[0], 204)
         audit = self.req("GET", "/api/v1/audit?action=schedule%20tick%20run*")[1]["lines"]
         self.assertTrue(audit and all(l["who"] == "schedule:tick" for l in audit), audit)
+
+    def test_a_run_due_while_the_previous_one_runs_is_skipped(self):
+        stream = Events(self.api, self.admin, tag="schedule/slow/")
+        try:
+            st, doc, _ = self.req("POST", "/api/v1/schedules",
+                                  body={"name": "slow", "every": 1,
+                                        "request": {"spec": "m1", "module": "test", "method": "sleep", "args": [2]}})
+            self.assertEqual(st, 201, doc)
+            runs = lambda: [e for e in stream.events if e["event"] == "schedule/slow/run"]
+            skipped = lambda: [e for e in stream.events if e["event"] == "schedule/slow/skipped"]
+            self.assertTrue(wait_until(90, lambda: len(runs()) >= 2 and skipped(), 0.2), stream.tags())
+            self.assertIn("still running", skipped()[0]["data"]["error"])
+            self.assertEqual(self.req("PATCH", "/api/v1/schedules/slow", body={"enabled": False})[0], 200)
+            # Each run sleeps 2 s on its host: one at a time, runs start at
+            # least 2 s apart (each only once the one before had ended).
+            starts = sorted(self.wait_job(e["data"]["job_id"])["started"] for e in runs())
+            gaps = [b - a for a, b in zip(starts, starts[1:])]
+            self.assertTrue(all(g >= 2.0 for g in gaps), gaps)
+        finally:
+            stream.close()
+            self.req("DELETE", "/api/v1/schedules/slow")
 
     def test_a_revoked_token_stops_its_schedules(self):
         temp = self.api.token("ops-temp", "--allow", "m2=test.*")

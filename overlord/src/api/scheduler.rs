@@ -18,7 +18,8 @@
 //!   while the schedule's previous run still runs (one at a time each).
 //!
 //! Each run started is event `schedule/<name>/run {"job_id", "due",
-//! "made_up"}` and an audit line.
+//! "made_up"}` (`…/refused {"error"}`, `…/skipped {"error"}`, `…/stopped
+//! {"reason"}` otherwise) and an audit line.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,9 +170,14 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         Outcome::NotStarted(why) => {
             tracing::info!(schedule = name, reason = %why, "scheduled run not started");
             let data = serde_json::json!({"error": why, "due": claimed.due});
+            // Skipped (its previous run still runs) is no refusal.
+            let (event, status) = match why.starts_with("skipped") {
+                true => ("skipped", 409),
+                false => ("refused", 403),
+            };
             let _ =
                 tokio::task::spawn_blocking(move || manage::record_run(&api2.store, &name2, Err(why))).await;
-            ("refused", data, 403, Vec::new())
+            (event, data, status, Vec::new())
         }
         Outcome::Stopped(why) => {
             tracing::warn!(schedule = name, reason = %why, "schedule stopped");
