@@ -244,7 +244,10 @@ async fn trusted_call(
     let judged = tokio::task::spawn_blocking(move || -> Result<_, String> {
         if let Some(job) = &s2.last_job {
             if let Ok(Some(rec)) = crate::store::JobStore::load(&api2.store, job) {
-                if rec.meta.ended.is_none() && crate::jobs::tally(&rec).pending > 0 {
+                // A job whose driver died before it dispatched will not go
+                // on: it does not hold the schedule back.
+                let stalled = !rec.meta.dispatched && !rec.meta.batch && crate::jobs::driver_gone(&rec.meta);
+                if rec.meta.ended.is_none() && crate::jobs::tally(&rec).pending > 0 && !stalled {
                     return Err(format!("skipped: the previous run {job} is still running"));
                 }
             }
