@@ -708,7 +708,7 @@ async function keysPage() {
     }
   };
   const pending = doc.pending.map((k) => {
-    const typed = el('input', { type: 'text', name: 'fingerprint', placeholder: 'the fingerprint the minion printed', autocomplete: 'off' });
+    const typed = el('input', { type: 'text', name: 'fingerprint', placeholder: 'the fingerprint the minion printed', autocomplete: 'off', 'aria-label': 'fingerprint of ' + k.name, required: true });
     const form = el('form.row', {
       onsubmit: (ev) => { ev.preventDefault(); act('sign', k.name, { fingerprint: typed.value.trim() }); },
     }, typed, el('button', { type: 'submit' }, 'Sign'));
@@ -766,14 +766,14 @@ async function schedulesPage() {
         })));
   });
   const f = {
-    name: el('input', { type: 'text', name: 'name', placeholder: 'nightly-uptime', required: true }),
-    spec: el('input', { type: 'text', name: 'spec', placeholder: 'web*', required: true }),
-    module: el('input', { type: 'text', name: 'module', placeholder: 'command', required: true }),
-    method: el('input', { type: 'text', name: 'method', placeholder: 'run', required: true }),
-    args: el('input', { type: 'text', name: 'args', placeholder: 'JSON list: ["uptime"]' }),
+    name: el('input', { type: 'text', name: 'name', placeholder: 'nightly-uptime', required: true, 'aria-label': 'schedule name', title: 'schedule name: letters, digits, - _ .' }),
+    spec: el('input', { type: 'text', name: 'spec', placeholder: 'web*', required: true, 'aria-label': 'target (SPEC)', title: 'target (SPEC)' }),
+    module: el('input', { type: 'text', name: 'module', placeholder: 'command', required: true, 'aria-label': 'module', title: 'module' }),
+    method: el('input', { type: 'text', name: 'method', placeholder: 'run', required: true, 'aria-label': 'method', title: 'method' }),
+    args: el('input', { type: 'text', name: 'args', placeholder: 'JSON list: ["uptime"]', 'aria-label': 'arguments (a JSON list)', title: 'arguments (a JSON list)' }),
     kind: el('select', { name: 'kind' }, el('option', { value: 'every' }, 'every (seconds)'), el('option', { value: 'cron' }, 'cron (m h dom mon dow)')),
-    when: el('input', { type: 'text', name: 'when', placeholder: '300, or 0 3 * * *', required: true }),
-    batch: el('input', { type: 'text', name: 'batch', placeholder: 'batch: N or N% (optional)' }),
+    when: el('input', { type: 'text', name: 'when', placeholder: '300, or 0 3 * * *', required: true, 'aria-label': 'seconds, or a cron line', title: 'seconds (at least 1), or a cron line: minute hour day-of-month month day-of-week, local time' }),
+    batch: el('input', { type: 'text', name: 'batch', placeholder: 'batch: N or N% (optional)', 'aria-label': 'batch size', title: 'batch size: N hosts or N% at a time (optional)' }),
   };
   const form = el('form.card', {
     id: 'add-schedule',
