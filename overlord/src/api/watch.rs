@@ -89,6 +89,12 @@ struct State {
     batch_log: u64,
     /// When the service started (epoch seconds).
     since: f64,
+    /// The store failed a scan or a write of results: scan again at the
+    /// next tick, whether or not it announces a change (it may come back
+    /// without one: a PostgreSQL restart), so no host is left unasked.
+    rescan: bool,
+    /// When the store's failure was last said (once a minute).
+    said: Option<std::time::Instant>,
 }
 
 impl State {
@@ -108,6 +114,8 @@ impl State {
             ends_rx,
             batch_log,
             since,
+            rescan: false,
+            said: None,
         }
     }
 
@@ -117,11 +125,18 @@ impl State {
         while !stop.load(Ordering::Relaxed) {
             let recorded = self.record_ends();
             let stamp = self.changes.stamp();
-            if first || recorded || stamp != self.stamp {
-                self.stamp = stamp;
+            if first || recorded || stamp != self.stamp || self.rescan {
                 match self.scan(first) {
-                    Ok(()) => first = false,
-                    Err(e) => tracing::warn!(error = %e, "watcher: job store"),
+                    Ok(()) => {
+                        first = false;
+                        self.stamp = stamp;
+                        if self.rescan {
+                            tracing::info!("watcher: the job store answers again; following every job");
+                        }
+                        self.rescan = false;
+                        self.said = None;
+                    }
+                    Err(e) => self.store_failed(&e),
                 }
             }
             self.batch_events();
@@ -130,6 +145,19 @@ impl State {
             for poll in t.polls.values() {
                 poll.abort();
             }
+        }
+    }
+
+    /// The store failed: said once a minute; everything is asked again once
+    /// it answers.
+    fn store_failed(&mut self, e: &dyn std::fmt::Display) {
+        self.rescan = true;
+        if self
+            .said
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60))
+        {
+            tracing::warn!(error = %e, "watcher: job store; results are asked again once it answers");
+            self.said = Some(std::time::Instant::now());
         }
     }
 
@@ -159,7 +187,7 @@ impl State {
                     .collect(),
                 Ok(None) => Vec::new(),
                 Err(e) => {
-                    tracing::warn!(error = %e, job = %job, "watcher: cannot record results; will ask again");
+                    self.store_failed(&e);
                     if let Some(t) = self.tracked.get_mut(&job) {
                         t.polls.clear();
                     }
@@ -173,7 +201,7 @@ impl State {
             }
             if !still.is_empty() {
                 if let Err(e) = self.api.store.update(&job, &still, false) {
-                    tracing::warn!(error = %e, job = %job, "watcher: cannot record results; will ask again");
+                    self.store_failed(&e);
                     if let Some(t) = self.tracked.get_mut(&job) {
                         t.polls.clear();
                     }

@@ -353,13 +353,16 @@ impl PgStore {
     }
 
     /// Waits up to `wait` for a change announced by any overlord (`LISTEN`).
-    /// A dedicated connection is kept in `listener`.
+    /// A dedicated connection is kept in `listener`. A listener made anew
+    /// (the first, or after the server was away) answers `true` at once:
+    /// what changed before it listened was announced to no one.
     pub fn wait_change(&self, listener: &mut Option<Client>, wait: Duration) -> Result<bool, StoreError> {
         if listener.as_ref().is_none_or(Client::is_closed) {
             let mut c = self.url.connect().map_err(pg_err)?;
             c.batch_execute(&format!("LISTEN {CHANNEL}"))
                 .map_err(|e| pg_err(self.url.error(e)))?;
             *listener = Some(c);
+            return Ok(true);
         }
         let outcome = {
             let Some(c) = listener.as_mut() else {
