@@ -214,20 +214,27 @@ async fn sync_call(
     (StatusCode::OK, Json(serde_json::Value::Object(doc))).into_response()
 }
 
-async fn start_job(
+/// The job record of `call` over `hosts` hosts for `who`, with this
+/// service's timeout and forks where the call names none.
+pub fn job_meta(
+    api: &Api,
+    call: &gate::Call,
+    hosts: usize,
+    who: crate::jobs::start::Caller,
+) -> crate::store::JobMeta {
+    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
+    crate::jobs::start::meta(call, hosts, (timeout, api.dispatch.forks), Some(who))
+}
+
+/// Records and starts `call` over `names` as the job `meta` (its driver
+/// detached, reaped by the service; counted): func-api's one start of a
+/// job, for calls and scheduled runs.
+pub async fn start_detached(
     api: &Arc<Api>,
-    caller: &Caller,
     call: &gate::Call,
     names: Vec<String>,
-    unjudged: BTreeMap<String, common::Value>,
-) -> Result<Response, ApiError> {
-    let who = crate::jobs::start::Caller {
-        user: caller.user(),
-        // What the caller may do, signed with the request (DESIGN §9).
-        rights: caller.signed_rights(),
-    };
-    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
-    let meta = crate::jobs::start::meta(call, names.len(), (timeout, api.dispatch.forks), Some(who));
+    meta: crate::store::JobMeta,
+) -> Result<String, ApiError> {
     let (api2, call2) = (Arc::clone(api), call.clone());
     let id = tokio::task::spawn_blocking(move || -> Result<String, GateError> {
         let started = crate::jobs::start::start(&api2.store, &api2.root, &call2, names, meta)?;
@@ -241,6 +248,23 @@ async fn start_job(
     api.metrics
         .jobs
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(id)
+}
+
+async fn start_job(
+    api: &Arc<Api>,
+    caller: &Caller,
+    call: &gate::Call,
+    names: Vec<String>,
+    unjudged: BTreeMap<String, common::Value>,
+) -> Result<Response, ApiError> {
+    let who = crate::jobs::start::Caller {
+        user: caller.user(),
+        // What the caller may do, signed with the request (DESIGN §9).
+        rights: caller.signed_rights(),
+    };
+    let meta = job_meta(api, call, names.len(), who);
+    let id = start_detached(api, call, names, meta).await?;
     // Where to follow it: the batch's page for a batch, else the job's.
     let kind = if matches!(call.run, Run::Batch { .. }) {
         "batches"

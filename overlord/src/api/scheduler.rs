@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use super::state::Api;
 use crate::gate::rights::Rights;
-use crate::gate::{GateError, Run};
+use crate::gate::GateError;
 use crate::schedule::{self, manage, Schedule};
 
 /// The longest sleep between two looks at the store.
@@ -91,14 +91,34 @@ enum Outcome {
 }
 
 async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
-    // A token owner this func-api does not know (several func-api with
-    // their own token files on one store): the run is left to one that
-    // knows it.
-    let (api2, name2) = (Arc::clone(api), name.to_string());
-    let found = tokio::task::spawn_blocking(move || manage::get(&api2.store, &name2)).await;
-    let current = match found {
-        Ok(Ok(current)) => current,
-        Ok(Err(GateError::Engine(crate::error::EngineError::Record(why)))) => {
+    let (api2, name2, holder2) = (Arc::clone(api), name.to_string(), holder.to_string());
+    let claimed = tokio::task::spawn_blocking(move || {
+        let mut taken = None;
+        let result = manage::change(&api2.store, &name2, &mut |s| {
+            // A token owner this func-api does not know (several func-api
+            // with their own token files on one store): the run is left to
+            // one that knows it.
+            if let Some(owner) = &s.owner.token {
+                let mut tokens = api2.tokens.lock().unwrap_or_else(|p| p.into_inner());
+                if tokens.named(&owner.name).is_none() {
+                    return Ok(false);
+                }
+            }
+            taken = schedule::claim(s, now, &holder2);
+            Ok(taken.is_some())
+        });
+        (result, taken)
+    })
+    .await;
+    let Ok((result, taken)) = claimed else {
+        return false;
+    };
+    let claimed = match result {
+        Ok(_) => match taken {
+            Some(claimed) => claimed,
+            None => return false,
+        },
+        Err(GateError::Engine(crate::error::EngineError::Record(why))) => {
             // A record that cannot be read is never run; said once.
             static SAID: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
                 std::sync::Mutex::new(None);
@@ -108,30 +128,8 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
             }
             return false;
         }
-        _ => return false,
+        Err(_) => return false,
     };
-    if let Some(owner) = &current.owner.token {
-        if api
-            .tokens
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .named(&owner.name)
-            .is_none()
-        {
-            return false;
-        }
-    }
-    let (api2, name2, holder2) = (Arc::clone(api), name.to_string(), holder.to_string());
-    let claimed = tokio::task::spawn_blocking(move || {
-        let mut taken = None;
-        let result = manage::change(&api2.store, &name2, &mut |s| {
-            taken = schedule::claim(s, now, &holder2);
-            Ok(taken.is_some())
-        });
-        result.ok().and(taken)
-    })
-    .await;
-    let Ok(Some(claimed)) = claimed else { return false };
     let s = claimed.schedule;
     // A record the store changed or made up never runs, and stops.
     let (api2, s2) = (Arc::clone(api), s.clone());
@@ -276,42 +274,25 @@ async fn trusted_call(
     Ok((call, targets))
 }
 
+/// Starts the run as a job of the owner carrying the schedule's name (a
+/// batch has its own driver: `schedule::call_of` reads every request as async).
 async fn start_run(
     api: &Arc<Api>,
     s: &Schedule,
     rights: &Rights,
-    mut call: crate::gate::Call,
+    call: crate::gate::Call,
     targets: Vec<crate::targets::Target>,
 ) -> Outcome {
-    if let Run::Batch { detached, .. } = &mut call.run {
-        *detached = true;
-    }
     let names: Vec<String> = targets.into_iter().map(|t| t.name).collect();
     let who = crate::jobs::start::Caller {
         user: s.owner.user.clone(),
         rights: rights.signed(),
     };
-    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
-    let mut meta = crate::jobs::start::meta(&call, names.len(), (timeout, api.dispatch.forks), Some(who));
+    let mut meta = super::calls::job_meta(api, &call, names.len(), who);
     meta.schedule = Some(s.name.clone());
-    let api2 = Arc::clone(api);
     let hosts = names.clone();
-    let started = tokio::task::spawn_blocking(move || -> Result<String, GateError> {
-        let started = crate::jobs::start::start(&api2.store, &api2.root, &call, names, meta)?;
-        if let Some(driver) = started.driver {
-            super::state::reap(driver);
-        }
-        Ok(started.id)
-    })
-    .await;
-    match started {
-        Ok(Ok(job)) => {
-            api.metrics
-                .jobs
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Outcome::Started { job, hosts }
-        }
-        Ok(Err(e)) => Outcome::NotStarted(format!("not started: {e}")),
-        Err(e) => Outcome::NotStarted(format!("not started: {e}")),
+    match super::calls::start_detached(api, &call, names, meta).await {
+        Ok(job) => Outcome::Started { job, hosts },
+        Err(e) => Outcome::NotStarted(format!("not started: {}", e.message)),
     }
 }

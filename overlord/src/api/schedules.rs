@@ -137,12 +137,13 @@ fn audited<T>(api: &Api, caller: &Caller, action: String, answer: &Result<T, Api
     responses((status = 200, body = ScheduleList), (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn list(caller: Caller, State(api): State<Arc<Api>>) -> Result<Json<ScheduleList>, ApiError> {
     blocking(move || {
-        let schedules = manage::list(&api.store)?
-            .iter()
+        let mine: Vec<Schedule> = manage::list(&api.store)?
+            .into_iter()
             .filter(|s| visible(&caller, s))
-            .map(|s| ScheduleDoc {
-                doc: manage::doc(&api.store, s),
-            })
+            .collect();
+        let schedules = manage::docs(&api.store, &mine)
+            .into_iter()
+            .map(|doc| ScheduleDoc { doc })
             .collect();
         Ok(Json(ScheduleList { schedules }))
     })

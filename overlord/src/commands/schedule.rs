@@ -114,8 +114,7 @@ fn add(plan: &Plan, store: &crate::store::Store, a: &ScheduleAddArgs) -> Result<
 fn list(plan: &Plan, store: &crate::store::Store) -> Result<i32, PlanError> {
     let all = manage::list(store)?;
     if plan.json {
-        let docs: Vec<serde_json::Value> = all.iter().map(|s| manage::doc(store, s)).collect();
-        crate::output::print_doc(plan.out, &json!(docs));
+        crate::output::print_doc(plan.out, &json!(manage::docs(store, &all)));
         return Ok(0);
     }
     if all.is_empty() {
@@ -132,8 +131,7 @@ fn list(plan: &Plan, store: &crate::store::Store) -> Result<i32, PlanError> {
         "LAST OUTCOME".into(),
         "OWNER".into(),
     ]];
-    for s in &all {
-        let doc = manage::doc(store, s);
+    for (s, doc) in all.iter().zip(manage::docs(store, &all)) {
         let when = match (&s.cron, s.every) {
             (Some(c), _) => format!("cron {c}"),
             (None, Some(e)) => format!("every {e}s"),

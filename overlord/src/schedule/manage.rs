@@ -254,20 +254,41 @@ pub fn stop_token(store: &Store, token: &str, reason: &str) -> Result<Vec<String
 /// `running`, …), `refused`/`skipped`/`not started` when it did not start,
 /// `expired` when its job is gone.
 pub fn doc(store: &Store, s: &Schedule) -> serde_json::Value {
+    docs(store, std::slice::from_ref(s)).pop().unwrap_or_default()
+}
+
+/// [`doc`] of each of `all`, their last runs' jobs read in one go.
+pub fn docs(store: &Store, all: &[Schedule]) -> Vec<serde_json::Value> {
+    let ids: Vec<String> = all.iter().filter_map(|s| s.last_job.clone()).collect();
+    let jobs: Result<std::collections::HashMap<String, crate::store::JobRecord>, _> = match ids.is_empty() {
+        true => Ok(Default::default()),
+        false => store
+            .load_many(&ids)
+            .map(|recs| recs.into_iter().map(|r| (r.meta.id.clone(), r)).collect()),
+    };
+    all.iter().map(|s| shown(s, jobs.as_ref().ok())).collect()
+}
+
+/// Schedule `s` as shown, its last job found in `jobs` (`None`: the store
+/// could not be read).
+fn shown(
+    s: &Schedule,
+    jobs: Option<&std::collections::HashMap<String, crate::store::JobRecord>>,
+) -> serde_json::Value {
     let outcome = match (&s.last_error, &s.last_job, s.last_run) {
         (Some(e), _, _) if e.starts_with("skipped") => "skipped",
         (Some(_), _, _) => "not started",
-        (None, Some(job), _) => match store.load(job) {
-            Ok(Some(rec)) => {
-                let t = crate::jobs::tally(&rec);
+        (None, Some(job), _) => match jobs.map(|j| j.get(job)) {
+            Some(Some(rec)) => {
+                let t = crate::jobs::tally(rec);
                 if rec.meta.ended.is_none() && t.pending > 0 {
                     "running"
                 } else {
                     t.outcome()
                 }
             }
-            Ok(None) => "expired",
-            Err(_) => "unknown",
+            Some(None) => "expired",
+            None => "unknown",
         },
         (None, None, None) => "never run",
         (None, None, Some(_)) => "starting",
