@@ -100,12 +100,17 @@ impl Authority {
         self.sign(name.to_string(), params, key)
     }
 
-    /// Issues a TLS server certificate for a service on this host (func-api):
-    /// CN `names[0]`, every name a subject alternative name (an IP address
-    /// becomes an IP SAN).
+    /// Issues a TLS server certificate for a service on this host (func-api,
+    /// a relay): CN `names[0]`, every name a subject alternative name (an IP
+    /// address becomes an IP SAN), and the service mark, which clients of a
+    /// service require and no minion certificate has.
     pub fn issue_service(&self, names: &[String], key: &KeyPair) -> Result<Signed> {
         let first = names.first().cloned().unwrap_or_else(|| "localhost".into());
-        let mut params = leaf_params(&first, &[ExtendedKeyUsagePurpose::ServerAuth])?;
+        let purposes = [
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::Other(common::identity::SERVICE_EKU_OID.to_vec()),
+        ];
+        let mut params = leaf_params(&first, &purposes)?;
         params.subject_alt_names = names
             .iter()
             .map(|n| match n.parse::<std::net::IpAddr>() {
@@ -194,6 +199,14 @@ pub fn key_fingerprint(public_key: &[u8]) -> String {
     common::identity::fingerprint_sha256(public_key)
 }
 
+/// The subject CN of a PEM certificate.
+pub fn cert_common_name(cert_pem: &str) -> Result<String> {
+    let der = rustls_pem::first_der(cert_pem).ok_or(CertError::BadCertificate)?;
+    common::identity::PeerIdentity::from_der(&der)
+        .map(|id| id.cn)
+        .map_err(|_| CertError::BadCertificate)
+}
+
 /// The raw public key of a PEM certificate (comparable with [`csr_info`]'s).
 pub fn cert_public_key(cert_pem: &str) -> Result<Vec<u8>> {
     let der = rustls_pem::first_der(cert_pem).ok_or(CertError::BadCertificate)?;
@@ -220,7 +233,21 @@ pub fn pem_to_der(pem: &str) -> Option<Vec<u8>> {
     rustls_pem::first_der(pem)
 }
 
+/// The name a request asks for, as it spells it (validated): compared with
+/// the names already enrolled to refuse one that differs only in case.
+pub fn csr_requested_name(csr_pem: &str) -> Result<String> {
+    let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|_| CertError::BadRequest)?;
+    csr_spelled_name(&csr)
+}
+
+/// The canonical (lower-case) name a request is signed for.
 fn csr_common_name(csr: &CertificateSigningRequestParams) -> Result<String> {
+    // One canonical name (DESIGN §5): host names ignore case, so the
+    // certificate, its files and every list name the lower-case form.
+    Ok(csr_spelled_name(csr)?.to_ascii_lowercase())
+}
+
+fn csr_spelled_name(csr: &CertificateSigningRequestParams) -> Result<String> {
     let name = dn_text(csr.params.distinguished_name.get(&DnType::CommonName)).ok_or(CertError::NoName)?;
     if !common::identity::is_valid_host_name(&name) {
         return Err(CertError::BadName(common::paths::shorten(&name)));
@@ -228,7 +255,18 @@ fn csr_common_name(csr: &CertificateSigningRequestParams) -> Result<String> {
     if is_reserved_name(&name) {
         return Err(CertError::Reserved(name));
     }
+    if is_ip_literal(&name) {
+        return Err(CertError::IpLiteral(name));
+    }
     Ok(name)
+}
+
+/// Whether `name` reads as an IPv4 address in any of the forms resolvers
+/// accept (`127.0.0.1`, `127.1`, `2130706433`): only digits and dots. A
+/// minion named so would be taken for whatever listens at that address.
+pub fn is_ip_literal(name: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
 /// Names no minion may get, in any letter case (host names ignore case):

@@ -136,6 +136,7 @@ impl Certmaster {
         if !store.crl_path().exists() {
             store.publish_crl(&ca)?;
         }
+        store.canonicalize_names()?;
         // Minions signed before a shared store was configured are listed too.
         store.share();
         let ca_der = crate::authority::pem_to_der(ca.cert_pem()).ok_or(crate::CertError::BadCertificate)?;

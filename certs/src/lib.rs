@@ -38,6 +38,8 @@ pub enum CertError {
     BadName(String),
     #[error("the name {0:?} is reserved (certmaster, overlord and localhost name the CA's own services)")]
     Reserved(String),
+    #[error("the name {0:?} is an IP address: minions are named by host names")]
+    IpLiteral(String),
     #[error("the request for {name} has the fingerprint {actual}, not {expected}: not signed")]
     FingerprintMismatch {
         name: String,

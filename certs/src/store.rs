@@ -164,17 +164,27 @@ impl Store {
         &self.root
     }
 
+    // Files are keyed by the canonical (lower-case) name: `M1` and `m1`
+    // are one minion (DESIGN §5).
     fn csr_path(&self, name: &str) -> PathBuf {
-        self.root.pending_csrs_dir().join(format!("{name}.csr"))
+        self.root
+            .pending_csrs_dir()
+            .join(format!("{}.csr", name.to_ascii_lowercase()))
     }
     fn cert_path(&self, name: &str) -> PathBuf {
-        self.root.signed_certs_dir().join(format!("{name}.cert"))
+        self.root
+            .signed_certs_dir()
+            .join(format!("{}.cert", name.to_ascii_lowercase()))
     }
     fn origin_path(&self, name: &str) -> PathBuf {
-        self.root.pending_csrs_dir().join(format!("{name}.from"))
+        self.root
+            .pending_csrs_dir()
+            .join(format!("{}.from", name.to_ascii_lowercase()))
     }
     fn addr_path(&self, name: &str) -> PathBuf {
-        self.root.signed_certs_dir().join(format!("{name}.addr"))
+        self.root
+            .signed_certs_dir()
+            .join(format!("{}.addr", name.to_ascii_lowercase()))
     }
     fn revoked_path(&self) -> PathBuf {
         self.root.join("var/lib/certmaster/certmaster/revoked")
@@ -255,6 +265,7 @@ impl Store {
             Err(
                 e @ (CertError::BadName(_)
                 | CertError::Reserved(_)
+                | CertError::IpLiteral(_)
                 | CertError::NoName
                 | CertError::BadRequest),
             ) => return Ok(Outcome::Refused(e.to_string())),
@@ -265,6 +276,9 @@ impl Store {
             if !is_host_port(addr) {
                 return Ok(Outcome::Refused("advertised address is not a host:port".into()));
             }
+        }
+        if let Some(why) = self.case_clash(csr_pem, &name)? {
+            return Ok(Outcome::Refused(why));
         }
         let cert_path = self.cert_path(&name);
         if cert_path.exists() {
@@ -302,6 +316,53 @@ impl Store {
         });
         self.put(&self.origin_path(&name), format!("{from}\n").as_bytes())?;
         Ok(Outcome::Pending)
+    }
+
+    /// Renames files kept under a name with upper-case letters (written
+    /// before names were canonical) to the lower-case name, so that every
+    /// lookup finds them. Two files whose names differ only in case are
+    /// both kept and said: an administrator must `--clean` one.
+    pub fn canonicalize_names(&self) -> Result<()> {
+        let _guard = self.lock()?;
+        for dir in [self.root.signed_certs_dir(), self.root.pending_csrs_dir()] {
+            for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let Some(file) = entry.file_name().to_str().map(str::to_string) else {
+                    continue;
+                };
+                let lower = file.to_ascii_lowercase();
+                if lower == file {
+                    continue;
+                }
+                let target = dir.join(&lower);
+                if target.exists() {
+                    tracing::warn!("{} and {lower} name one minion (host names ignore case): keeping both until certmaster-ca --clean removes one", file);
+                    continue;
+                }
+                fs::rename(entry.path(), &target).map_err(|source| CertError::Io {
+                    action: "renaming",
+                    path: entry.path(),
+                    source,
+                })?;
+                tracing::info!("{file} is now {lower} (names are kept in lower case)");
+            }
+        }
+        Ok(())
+    }
+
+    /// A reason to refuse a request whose name differs only in letter case
+    /// from a name already signed or pending (`M1` beside `m1`): TLS names
+    /// and ACL globs ignore case, so it would be the same minion.
+    fn case_clash(&self, csr_pem: &str, canonical: &str) -> Result<Option<String>> {
+        let asked = crate::authority::csr_requested_name(csr_pem)?;
+        let enrolled = match self.cert(canonical) {
+            Some(cert) => Some(crate::authority::cert_common_name(&cert)?),
+            None => fs::read_to_string(self.csr_path(canonical))
+                .ok()
+                .and_then(|csr| crate::authority::csr_requested_name(&csr).ok()),
+        };
+        Ok(enrolled.filter(|e| *e != asked).map(|e| {
+            format!("{asked} differs only in letter case from {e}, which is already enrolled or pending: host names ignore case")
+        }))
     }
 
     fn record_address(&self, name: &str, address: Option<&str>) -> Result<()> {
@@ -703,6 +764,66 @@ mod tests {
             store.request(&ca, &csr3, Some("a b\\n"), true).unwrap(),
             Outcome::Refused(_)
         ));
+    }
+
+    /// The takeover by letter case (issue 46): with `m1` enrolled and
+    /// autosign on, a request for `M1` with a new key was signed, and the
+    /// rogue then passed m2's ACL `m1-* = …` and TLS checks for m1.
+    #[test]
+    fn a_name_in_another_letter_case_takes_over_nothing() {
+        let (_dir, store, ca) = setup();
+        let csr = request::csr("m1", &request::new_key().unwrap()).unwrap();
+        assert!(matches!(
+            store.request(&ca, &csr, None, true).unwrap(),
+            Outcome::Signed(_)
+        ));
+        for rogue in ["M1", "m1".to_uppercase().as_str(), "m1"] {
+            let other = request::csr(rogue, &request::new_key().unwrap()).unwrap();
+            let got = store.request(&ca, &other, Some("127.0.0.1:9"), true).unwrap();
+            assert!(matches!(got, Outcome::Refused(_)), "{rogue}: {got:?}");
+        }
+        // Same key, other case: still refused (one spelling per minion).
+        let key = request::new_key().unwrap();
+        let pend = request::csr("web1", &key).unwrap();
+        assert_eq!(store.request(&ca, &pend, None, false).unwrap(), Outcome::Pending);
+        let shout = request::csr("WEB1", &key).unwrap();
+        assert!(
+            matches!(store.request(&ca, &shout, None, true).unwrap(), Outcome::Refused(r) if r.contains("letter case"))
+        );
+        assert_eq!(store.signed(), ["m1"]);
+        assert_eq!(store.pending(), ["web1"]);
+        // A new name in capitals is enrolled under its canonical name.
+        let caps = request::csr("DB1", &request::new_key().unwrap()).unwrap();
+        let Outcome::Signed(cert) = store.request(&ca, &caps, None, true).unwrap() else {
+            panic!("DB1 not signed")
+        };
+        assert_eq!(crate::authority::cert_common_name(&cert).unwrap(), "db1");
+        assert_eq!(store.signed(), ["db1", "m1"]);
+        assert!(store.cert("DB1").is_some(), "lookups ignore case");
+    }
+
+    /// A legacy file under an upper-case name is found after the rename,
+    /// so its key cannot be taken over by the lower-case spelling.
+    #[test]
+    fn legacy_upper_case_files_are_renamed() {
+        let (_dir, store, ca) = setup();
+        let csr = request::csr("m1", &request::new_key().unwrap()).unwrap();
+        store.request(&ca, &csr, None, true).unwrap();
+        let dir = store.root().signed_certs_dir();
+        std::fs::rename(dir.join("m1.cert"), dir.join("Legacy.cert")).unwrap();
+        store.canonicalize_names().unwrap();
+        assert_eq!(store.signed(), ["legacy"]);
+    }
+
+    #[test]
+    fn ip_literals_and_reserved_names_are_never_minions() {
+        let (_dir, store, ca) = setup();
+        for name in ["127.0.0.1", "10.1", "2130706433", "Localhost", "CERTMASTER"] {
+            let csr = request::csr(name, &request::new_key().unwrap()).unwrap();
+            let got = store.request(&ca, &csr, None, true).unwrap();
+            assert!(matches!(got, Outcome::Refused(_)), "{name}: {got:?}");
+        }
+        assert!(store.signed().is_empty());
     }
 
     use x509_parser::prelude::FromDer;

@@ -10,13 +10,37 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 /// so a CSR cannot obtain it.
 pub const OVERLORD_EKU_OID: &[u64] = &[2, 25, 319_420_217_785_612_201];
 
+/// Extended-key-usage purpose that marks a service's server certificate
+/// (func-api, a relay): a client talking to a service requires it, so a
+/// minion's certificate (which never has it: the certmaster never copies
+/// EKUs from a request) cannot pass for a relay or for func-api.
+pub const SERVICE_EKU_OID: &[u64] = &[2, 25, 319_420_217_785_612_202];
+
 /// Dotted form of [`OVERLORD_EKU_OID`].
 pub fn overlord_oid_string() -> String {
-    OVERLORD_EKU_OID
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(".")
+    dotted(OVERLORD_EKU_OID)
+}
+
+/// Dotted form of [`SERVICE_EKU_OID`].
+pub fn service_oid_string() -> String {
+    dotted(SERVICE_EKU_OID)
+}
+
+fn dotted(oid: &[u64]) -> String {
+    oid.iter().map(u64::to_string).collect::<Vec<_>>().join(".")
+}
+
+/// Whether the DER certificate carries the extended-key-usage mark `dotted_oid`.
+pub fn has_eku_mark(der: &[u8], dotted_oid: &str) -> bool {
+    X509Certificate::from_der(der)
+        .ok()
+        .and_then(|(_, cert)| eku_marks(&cert, dotted_oid))
+        .unwrap_or(false)
+}
+
+fn eku_marks(cert: &X509Certificate<'_>, dotted_oid: &str) -> Option<bool> {
+    let eku = cert.extended_key_usage().ok().flatten()?;
+    Some(eku.value.other.iter().any(|oid| oid.to_id_string() == dotted_oid))
 }
 
 /// The identity a peer certificate asserts.
@@ -41,18 +65,7 @@ impl PeerIdentity {
             .and_then(|a| a.as_str().ok())
             .ok_or(IdentityError::NoCommonName)?
             .to_string();
-        let overlord_oid = overlord_oid_string();
-        let overlord = cert
-            .extended_key_usage()
-            .ok()
-            .flatten()
-            .map(|eku| {
-                eku.value
-                    .other
-                    .iter()
-                    .any(|oid| oid.to_id_string() == overlord_oid)
-            })
-            .unwrap_or(false);
+        let overlord = eku_marks(&cert, &overlord_oid_string()).unwrap_or(false);
         Ok(Self {
             cn,
             subject_hash: subject_name_hash(&cert),

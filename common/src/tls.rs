@@ -143,15 +143,43 @@ pub fn credential_crls(creds: &Credentials) -> Result<Vec<CertificateRevocationL
 /// A client presenting `creds.cert`, trusting only `creds.ca`, and
 /// refusing servers whose certificate `creds.crl` revokes.
 pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
-    let provider = provider();
-    let crls = credential_crls(creds)?;
-    let verifier =
-        rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&creds.ca)?, provider.clone())
-            .with_crls(crls)
-            .allow_unknown_revocation_status()
-            .build()
-            .map_err(|e| TlsError::Config(e.to_string()))?;
-    let mut cfg = ClientConfig::builder_with_provider(provider)
+    let verifier = webpki_verifier(creds)?;
+    with_verifier(creds, verifier)
+}
+
+/// [`client_config`] for talking to a service of our CA (func-api, a
+/// relay): the server's certificate must also carry the service mark
+/// ([`crate::identity::SERVICE_EKU_OID`]), so a minion's certificate that
+/// names the same host is refused (DESIGN §9).
+pub fn service_client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
+    let verifier = Arc::new(ServiceVerifier {
+        inner: webpki_verifier(creds)?,
+        mark: crate::identity::service_oid_string(),
+    });
+    let mut cfg = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_client_auth_cert(load_certs(&creds.cert, "certificate")?, load_key(&creds.key)?)
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
+fn webpki_verifier(creds: &Credentials) -> Result<Arc<rustls::client::WebPkiServerVerifier>, TlsError> {
+    rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&creds.ca)?, provider())
+        .with_crls(credential_crls(creds)?)
+        .allow_unknown_revocation_status()
+        .build()
+        .map_err(|e| TlsError::Config(e.to_string()))
+}
+
+fn with_verifier(
+    creds: &Credentials,
+    verifier: Arc<rustls::client::WebPkiServerVerifier>,
+) -> Result<ClientConfig, TlsError> {
+    let mut cfg = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_webpki_verifier(verifier)
@@ -159,4 +187,54 @@ pub fn client_config(creds: &Credentials) -> Result<ClientConfig, TlsError> {
         .map_err(|e| TlsError::Config(e.to_string()))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
+}
+
+/// The CA's chain, name and revocation checks, then the service mark.
+#[derive(Debug)]
+struct ServiceVerifier {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    mark: String,
+}
+
+impl rustls::client::danger::ServerCertVerifier for ServiceVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        let verified = self
+            .inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)?;
+        if !crate::identity::has_eku_mark(end_entity.as_ref(), &self.mark) {
+            return Err(rustls::Error::General(
+                "the certificate is not a service's of our CA (no service mark): a minion's certificate cannot stand for a relay or func-api".into(),
+            ));
+        }
+        Ok(verified)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }

@@ -75,7 +75,7 @@ fn run(cli: &Cli) -> anyhow::Result<bool> {
         crate::pool::Pool::new(crate::settings::Calling::of_root(&root))
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
-    let (mut map, unreached) =
+    let (mut map, mut unreached) =
         crate::relay::block_on(async { crate::relay::build::build(&root, &pool, cli.only_alive).await })?;
     for why in &unreached {
         crate::errln!("func-build-map: {why}");
@@ -86,6 +86,11 @@ fn run(cli: &Cli) -> anyhow::Result<bool> {
         say(&format!("appending to the map in {}", path.display()));
         old.merge(map);
         map = old;
+        let refused = map.refuse_double_claims();
+        for why in &refused {
+            crate::errln!("func-build-map: {why}");
+        }
+        unreached.extend(refused);
     }
     if cli.verbose {
         crate::outln!("{}", map.to_yaml().trim_end());

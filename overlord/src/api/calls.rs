@@ -202,8 +202,9 @@ async fn sync_call(
         |_, _| {},
     );
     let ((), mut results) = tokio::join!(handed_on, direct_calls);
+    // A direct host's own answer is never replaced by a relay's line.
     while let Some((host, value)) = rx.recv().await {
-        results.insert(host, value);
+        results.entry(host).or_insert(value);
     }
     // A host that could not judge the filter is failed, with why.
     let doc: serde_json::Map<String, serde_json::Value> = results

@@ -26,7 +26,7 @@ pub fn server_config(root: &Root, settings: &ApiSettings) -> anyhow::Result<rust
         (Some(c), Some(k)) => (c.clone(), k.clone()),
         (None, None) => {
             let (c, k) = default_paths(root);
-            if !c.exists() || !k.exists() {
+            if !c.exists() || !k.exists() || !has_service_mark(&c) {
                 issue(root, &c, &k)?;
             }
             (c, k)
@@ -57,6 +57,20 @@ pub fn server_config(root: &Root, settings: &ApiSettings) -> anyhow::Result<rust
         .context("the func-api certificate and key")?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
+}
+
+/// Whether the certificate file carries the service mark (one issued by an
+/// older version has none, and relay clients refuse it: it is issued anew).
+fn has_service_mark(cert: &std::path::Path) -> bool {
+    let mark = common::identity::service_oid_string();
+    common::tls::load_certs(cert, "func-api certificate")
+        .ok()
+        .and_then(|chain| {
+            chain
+                .first()
+                .map(|c| common::identity::has_eku_mark(c.as_ref(), &mark))
+        })
+        .unwrap_or(false)
 }
 
 /// Issues the default certificate from the CA below `root`.

@@ -230,7 +230,9 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
 /// A host's answer to `async.M.m`: its minion job id, or a final error.
 pub fn dispatched(value: &Value) -> HostUpdate {
     match value {
-        Value::String(job) => HostUpdate::Dispatched {
+        // A minion's job id never stands for a relay's job: believed, it
+        // would make the host's results come from that relay.
+        Value::String(job) if crate::relay::parse_job_ref(job).is_none() => HostUpdate::Dispatched {
             minion_job: job.clone(),
         },
         v if is_remote_error(v) => HostUpdate::Finished {

@@ -54,6 +54,12 @@ pub async fn build(
     }
     while let Some(done) = tasks.join_next().await {
         match done {
+            Ok((name, Ok(sub))) if map.0.contains_key(&name) => {
+                let _ = sub;
+                failed.push(format!(
+                    "relay {name} has the name of a minion of this overlord: left out"
+                ));
+            }
             Ok((name, Ok(sub))) => {
                 map.0.insert(name, sub);
             }
@@ -61,5 +67,6 @@ pub async fn build(
             Err(e) => failed.push(e.to_string()),
         }
     }
+    failed.extend(map.refuse_double_claims());
     Ok((map, failed))
 }

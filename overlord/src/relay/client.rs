@@ -1,7 +1,8 @@
 //! Talking to a relay: its func-api over HTTPS, presenting the overlord's
 //! certificate (a relay takes requests only from an overlord certificate of
 //! its CA) and checking that the relay's certificate, of the same CA, names
-//! the host of its `[relays]` address. One connection per exchange; every
+//! the host of its `[relays]` address and carries the service mark (a
+//! minion's certificate for that host is refused). One connection per exchange; every
 //! answer is read within a bound.
 
 use std::collections::BTreeMap;
@@ -90,7 +91,8 @@ impl RelayClient {
     /// A client for `relay` with the overlord credentials below `root`.
     pub fn new(root: &Root, relay: RelayAddr) -> Result<Self, RelayError> {
         let creds = crate::settings::credentials(root);
-        let tls = common::tls::client_config(&creds).map_err(|e| RelayError::Config(e.to_string()))?;
+        let tls =
+            common::tls::service_client_config(&creds).map_err(|e| RelayError::Config(e.to_string()))?;
         Ok(Self {
             relay,
             tls: Arc::new(tls),
@@ -172,13 +174,17 @@ impl RelayClient {
     }
 
     /// Runs `sealed` (mode now) and hands each host's result to `on_host`
-    /// the moment the relay streams it. An error after some hosts leaves
-    /// the others to the caller (they were not answered).
+    /// the moment the relay streams it. Only a line for a host the request
+    /// names, and only its first, is handed on: any other line is the
+    /// relay's lie and ends the exchange (DESIGN §17). An error after some
+    /// hosts leaves the others to the caller (they were not answered).
     pub async fn call_now(
         &self,
         sealed: &SealedRequest,
+        hosts: &[String],
         mut on_host: impl FnMut(String, Value),
     ) -> Result<(), RelayError> {
+        let mut awaited: std::collections::HashSet<&str> = hosts.iter().map(String::as_str).collect();
         let body = serde_json::to_vec(sealed).map_err(|e| RelayError::Request(e.to_string()))?;
         let resp = self.send(http::Method::POST, "/api/v1/relay", Some(body)).await?;
         if resp.status() != StatusCode::OK {
@@ -207,6 +213,15 @@ impl RelayClient {
                 }
                 let host: HostLine = serde_json::from_slice(line)
                     .map_err(|e| self.unreachable(format!("unreadable line: {e}")))?;
+                if !awaited.remove(host.host.as_str()) {
+                    return Err(RelayError::Lied {
+                        relay: self.relay.name.clone(),
+                        detail: format!(
+                            "a result for {}, a host it was not sent or had answered already",
+                            common::paths::shorten(&host.host)
+                        ),
+                    });
+                }
                 let value = host.value();
                 on_host(host.host, value);
             }
@@ -214,9 +229,13 @@ impl RelayClient {
                 return Err(self.unreachable("a line longer than the relay may send"));
             }
         }
-        match done {
-            true => Ok(()),
-            false => Err(self.unreachable("the relay's answer ended before every host")),
+        match (done, awaited.len()) {
+            (true, 0) => Ok(()),
+            (true, n) => Err(RelayError::Lied {
+                relay: self.relay.name.clone(),
+                detail: format!("it said done with {n} host(s) it was sent unanswered"),
+            }),
+            (false, _) => Err(self.unreachable("the relay's answer ended before every host")),
         }
     }
 

@@ -20,6 +20,9 @@ pub enum RelayError {
     Request(String),
     #[error("refused: the relay request cannot be trusted: {0}")]
     Untrusted(String),
+    /// The relay answered for a host it was not sent, or twice for one.
+    #[error("relay {relay} answered falsely: {detail}")]
+    Lied { relay: String, detail: String },
     #[error("relay {relay} not reached: {detail}")]
     Unreachable { relay: String, detail: String },
     #[error("relay {relay} refused ({status}): {message}")]
@@ -44,6 +47,10 @@ pub fn parse_job_ref(job: &str) -> Option<(&str, &str)> {
 pub fn unreachable(e: &RelayError) -> Value {
     let kind = match e {
         RelayError::Unreachable { .. } => "socket.error",
+        RelayError::Lied { relay, detail } => {
+            tracing::warn!("relay {relay} answered falsely: {detail}");
+            "func.overlord.RelayError"
+        }
         _ => "func.overlord.RelayError",
     };
     remote_error(kind, &e.to_string(), "")

@@ -118,7 +118,7 @@ pub async fn call_now(
                 Ok((mut client, sealed)) => {
                     client.timeout = client.timeout.max(timeout);
                     client
-                        .call_now(&sealed, |host, value| {
+                        .call_now(&sealed, &hosts, |host, value| {
                             answered.insert(host.clone());
                             let _ = tx.send((host, value));
                         })
@@ -206,13 +206,30 @@ pub async fn collect(
                 Err(e) => Err(e),
             };
             match answer {
-                Ok(mut got) => hosts
-                    .into_iter()
-                    .map(|h| {
-                        let v = got.results.remove(&h).map(|xml| crate::job::decode_result(&xml));
-                        (h, Ok(v))
-                    })
-                    .collect::<Vec<_>>(),
+                Ok(mut got) => {
+                    let taken: Vec<_> = hosts
+                        .iter()
+                        .map(|h| got.results.remove(h).map(|xml| crate::job::decode_result(&xml)))
+                        .collect();
+                    // Results for hosts it was not asked are the relay's
+                    // lie: its hosts end with that error, none is believed.
+                    if let Some(stray) = got.results.keys().next() {
+                        let e = RelayError::Lied {
+                            relay: relay.clone(),
+                            detail: format!(
+                                "a result for {}, a host it was not asked",
+                                common::paths::shorten(stray)
+                            ),
+                        };
+                        let v = unreachable(&e);
+                        return hosts.into_iter().map(|h| (h, Ok(Some(v.clone())))).collect();
+                    }
+                    hosts
+                        .into_iter()
+                        .zip(taken)
+                        .map(|(h, v)| (h, Ok(v)))
+                        .collect::<Vec<_>>()
+                }
                 Err(e) => {
                     let why = e.to_string();
                     hosts.into_iter().map(|h| (h, Err(why.clone()))).collect()

@@ -129,6 +129,70 @@ impl Map {
         }
     }
 
+    /// Takes out every host that two places claim (two relays, a relay and
+    /// this overlord, or one relay twice, at any depth): a relay's map may
+    /// not capture another segment's minion (DESIGN §17). A host the top
+    /// holds itself stays direct. Returns one line per host refused.
+    pub fn refuse_double_claims(&mut self) -> Vec<String> {
+        let mut claims: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, below) in &self.0 {
+            match below.0.is_empty() {
+                true => claims
+                    .entry(name.clone())
+                    .or_default()
+                    .push("this overlord".into()),
+                false => {
+                    claims
+                        .entry(name.clone())
+                        .or_default()
+                        .push("this overlord (as a relay)".into());
+                    below.claims_below(&format!("relay {name}"), &mut claims);
+                }
+            }
+        }
+        let mut refused = Vec::new();
+        for (host, by) in claims.into_iter().filter(|(_, by)| by.len() > 1) {
+            refused.push(format!(
+                "{host} is claimed by {}: left out of every relay",
+                by.join(" and ")
+            ));
+            let top_has_it = self.0.get(&host).is_some_and(|b| b.0.is_empty());
+            self.remove_below(&host);
+            if !top_has_it {
+                self.0.remove(&host);
+            }
+        }
+        refused
+    }
+
+    fn claims_below(&self, path: &str, claims: &mut BTreeMap<String, Vec<String>>) {
+        for (name, below) in &self.0 {
+            if !below.0.is_empty() {
+                claims
+                    .entry(name.clone())
+                    .or_default()
+                    .push(format!("{path} (as a relay)"));
+                below.claims_below(&format!("{path}/{name}"), claims);
+            } else {
+                claims.entry(name.clone()).or_default().push(path.to_string());
+            }
+        }
+    }
+
+    /// Removes `host` from every relay's part of the map (an emptied relay
+    /// goes too: with nothing below it, it would read as a minion).
+    fn remove_below(&mut self, host: &str) {
+        self.0.retain(|name, below| {
+            if below.0.is_empty() {
+                return true;
+            }
+            below.0.remove(host);
+            below.remove_below(host);
+            let _ = name;
+            !below.0.is_empty()
+        });
+    }
+
     /// `other`'s entries over ours (Func's `--append`: `dict.update`).
     pub fn merge(&mut self, other: Map) {
         self.0.extend(other.0);
@@ -310,6 +374,36 @@ mod tests {
         assert_eq!(direct, ["web2", "mail1", "other"]);
         assert_eq!(via["relay1"], ["web1", "db1"]);
         assert_eq!(Map::parse(&map.to_yaml()).unwrap(), map);
+    }
+
+    /// A lying relay's map claiming another segment's minion (issue 46):
+    /// written without a word before, and the top then sent that minion's
+    /// calls to the liar.
+    #[test]
+    fn a_host_claimed_twice_is_refused_and_named() {
+        let mut map = Map::parse(
+            "d1: {}\nrelay1: {r1a: {}, d1: {}, r2a: {}}\nrelay2: {r2a: {}, r2b: {}}\nrelay3: {r3a: {}, r3b: {deep: {r3a: {}}}}\n",
+        )
+        .unwrap();
+        let refused = map.refuse_double_claims();
+        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert!(
+            refused[0].starts_with("d1 is claimed by this overlord and relay relay1"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[1].starts_with("r2a is claimed by relay relay1 and relay relay2"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[2].starts_with("r3a is claimed by relay relay3 and relay relay3/r3b"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            map,
+            // relay3's nested relays held nothing else: emptied, they go.
+            Map::parse("d1: {}\nrelay1: {r1a: {}}\nrelay2: {r2b: {}}\n").unwrap()
+        );
     }
 
     #[test]

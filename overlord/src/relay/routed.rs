@@ -64,7 +64,11 @@ pub fn call(
         from_relays.insert(rh, rv);
     }
     let _ = relays.join();
-    results.extend(from_relays);
+    // Relays answer only for the hosts sent to them (checked as they
+    // stream); a direct host's own answer is never replaced all the same.
+    for (host, value) in from_relays {
+        results.entry(host).or_insert(value);
+    }
     Ok(results)
 }
 
