@@ -171,6 +171,8 @@ pub async fn add(
             owner.user
         )));
     }
+    // A change is work done for the caller: it takes one of its slots.
+    let _slot = super::calls::take_slot(&api, &caller)?;
     let action = format!("schedule add {}", common::paths::shorten(&req.name));
     let (api2, rights) = (Arc::clone(&api), caller.rights.clone());
     let answer = blocking(move || {
@@ -236,6 +238,7 @@ pub async fn change(
         Some(false) => "disable",
         None => "change",
     };
+    let _slot = super::calls::take_slot(&api, &caller)?;
     let action = format!("schedule {what} {}", common::paths::shorten(&name));
     let (api2, caller2) = (Arc::clone(&api), caller.clone());
     let answer = blocking(move || {
@@ -276,6 +279,7 @@ pub async fn remove(
     State(api): State<Arc<Api>>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    let _slot = super::calls::take_slot(&api, &caller)?;
     let action = format!("schedule remove {}", common::paths::shorten(&name));
     let (api2, caller2) = (Arc::clone(&api), caller.clone());
     let answer = blocking(move || {

@@ -48,6 +48,12 @@ impl Rule {
         for m in &methods {
             glob::Pattern::new(m).map_err(|e| format!("--allow: bad method glob {m:?}: {e}"))?;
         }
+        if spec != "*" && methods.iter().any(|m| m == ops::AUDIT_READ) {
+            return Err(format!(
+                "--allow {text:?}: {} reads every line of the trail, whatever hosts they name: its SPEC must be *",
+                ops::AUDIT_READ
+            ));
+        }
         for part in spec
             .split(';')
             .map(str::trim)
@@ -187,13 +193,17 @@ impl Rule {
 
 impl Rights {
     /// Whether operation `op` ([`ops`]) may be done on `name` (a key's
-    /// name; `None` for an operation on no name: the audit trail).
+    /// name; `None` for an operation on no name: the audit trail, which
+    /// only a rule whose SPEC is `*` grants, since it is not split by host).
     pub fn may_operate(&self, op: &str, name: Option<&str>) -> bool {
         self.admin
-            || self
-                .rules
-                .iter()
-                .any(|r| r.allows_op(op) && name.is_none_or(|n| r.names(n)))
+            || self.rules.iter().any(|r| {
+                r.allows_op(op)
+                    && match name {
+                        Some(n) => r.names(n),
+                        None => r.spec.trim() == "*",
+                    }
+            })
     }
 
     /// Whether operation `op` is granted on any name at all.
@@ -347,5 +357,30 @@ mod tests {
         assert!(!keys.may_operate(ops::AUDIT_READ, None));
         assert!(!keys.allows("web1", "test.ping", &Groups::default()));
         assert!(Rights::admin().may_operate(ops::AUDIT_READ, None));
+    }
+
+    /// `m1=@audit.read` read every audit line (issue 46): the trail is not
+    /// split by host, so only `*` grants it, at parse and at every use
+    /// (token files are read without `Rule::parse`).
+    #[test]
+    fn the_audit_trail_needs_a_rule_for_every_host() {
+        let err = Rule::parse("m1=@audit.read").unwrap_err();
+        assert!(err.contains("SPEC must be *"), "{err}");
+        for narrow in ["m1", "web*;db1"] {
+            let rights = Rights {
+                admin: false,
+                rules: vec![Rule {
+                    spec: narrow.into(),
+                    methods: vec!["@*".into()],
+                }],
+            };
+            assert!(!rights.may_operate(ops::AUDIT_READ, None), "{narrow}");
+            assert!(rights.may_operate(ops::KEYS_SIGN, Some("m1")) || narrow != "m1");
+        }
+        let all = Rights {
+            admin: false,
+            rules: vec![Rule::parse("*=@audit.read").unwrap()],
+        };
+        assert!(all.may_operate(ops::AUDIT_READ, None));
     }
 }

@@ -54,7 +54,8 @@ pub fn add(
     per_owner: usize,
 ) -> Result<Schedule, GateError> {
     check_name(&new.name)?;
-    let when = When::parse(new.cron.as_deref(), new.every)?;
+    // Rights first: a caller who may not make the request spends nothing
+    // on its times.
     let call = super::call_of(&new.request)?;
     crate::gate::rights::authorize_call(root, rights, &call).map_err(|e| match e {
         GateError::Forbidden(why) => {
@@ -62,6 +63,7 @@ pub fn add(
         }
         other => other,
     })?;
+    let when = When::parse(new.cron.as_deref(), new.every)?;
     let mut s = Schedule::new(
         new.name,
         new.request,

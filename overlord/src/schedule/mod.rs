@@ -65,6 +65,9 @@ impl When {
                 let parsed = croner::Cron::new(line).parse().map_err(|e| {
                     GateError::Invalid(format!("cron {:?}: {e}", common::paths::shorten(line)))
                 })?;
+                if let Some(field) = never_matching_field(&parsed) {
+                    return bad(format!("cron {line:?} never comes: no {field} matches"));
+                }
                 let when = When::Cron(Box::new(parsed), line.to_string());
                 if when.next_after(crate::store::now()).is_none() {
                     return bad(format!("cron {line:?} never comes"));
@@ -75,6 +78,12 @@ impl When {
     }
 
     /// The first time after `t` (epoch seconds) it runs.
+    ///
+    /// The search is bounded: [`When::parse`] admits only lines where some
+    /// minute, some hour and some day of four consecutive years match, so
+    /// the next run is found within about four years of days (a line no
+    /// minute matches made croner search hour by hour to the year 5000:
+    /// ~10 s of CPU per request).
     pub fn next_after(&self, t: f64) -> Option<f64> {
         match self {
             When::Every(secs) => Some(t + *secs as f64),
@@ -86,6 +95,23 @@ impl When {
             }
         }
     }
+}
+
+/// The field of `cron` that no value matches (`None`: each field has one),
+/// checked value by value: 60 minutes, 24 hours, and the days of four
+/// years (a leap year among them), so at most ~1,550 cheap checks.
+fn never_matching_field(cron: &croner::Cron) -> Option<&'static str> {
+    let p = &cron.pattern;
+    if !(0..60).any(|m| p.minute_match(m).unwrap_or(false)) {
+        return Some("minute");
+    }
+    if !(0..24).any(|h| p.hour_match(h).unwrap_or(false)) {
+        return Some("hour");
+    }
+    let day = (2028..2032).any(|y| {
+        (1..=12).any(|m| p.month_match(m).unwrap_or(false) && (1..=31).any(|d| p.day_match(y, m, d).unwrap_or(false)))
+    });
+    (!day).then_some("day")
 }
 
 /// Who owns a schedule: the user its jobs run as, and for a func-api token
@@ -349,6 +375,15 @@ mod tests {
         for bad in ["* * * *", "0 0 0 * * *", "61 * * * *", "x y z a b", "0 0 30 2 *"] {
             assert!(When::parse(Some(bad), None).is_err(), "{bad}");
         }
+        // Lines no minute, hour or day matches are refused before any
+        // search (a search from them took ~10 s of CPU per request).
+        for (never, field) in [(", * * * *", "minute"), ("* , * * *", "hour"), ("0 0 31 2 *", "day")] {
+            match When::parse(Some(never), None) {
+                Err(GateError::Invalid(why)) => assert!(why.contains(&format!("no {field} matches")), "{never}: {why}"),
+                other => panic!("{never}: {:?}", other.map(|_| ())),
+            }
+        }
+        assert!(When::parse(Some("L * * * *"), None).is_err());
         let w = When::parse(Some("*/5 * * * *"), None).unwrap();
         let next = w.next_after(1_700_000_000.0).unwrap();
         assert!(next > 1_700_000_000.0 && next <= 1_700_000_300.0);
