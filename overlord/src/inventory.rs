@@ -56,6 +56,12 @@ pub struct Cli {
     /// Say each host, module and method on stderr
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Most bytes one host's answers may take in a run: a host over it fails and keeps its last inventory
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_host_bytes: u64,
+    /// Most bytes a whole run may write: a host that would pass it fails and keeps its last inventory
+    #[arg(long, value_name = "BYTES", default_value_t = 512 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_run_bytes: u64,
 }
 
 /// Why a run could not be done at all.
@@ -123,6 +129,66 @@ pub fn main() -> ExitCode {
 /// Methods looked at per host, and bytes of one answer written.
 const MAX_METHODS: usize = 1000;
 const MAX_FILE: usize = 16 << 20;
+
+/// The answers held for writing, within a budget per host and per run.
+struct Budget {
+    per_host: u64,
+    per_run: u64,
+    total: u64,
+    /// Host → (module.method → the file's text); a failed host has none.
+    held: BTreeMap<String, Vec<(String, String)>>,
+    host_bytes: BTreeMap<String, u64>,
+    over: BTreeSet<String>,
+}
+
+impl Budget {
+    fn new(per_host: u64, per_run: u64) -> Self {
+        Budget {
+            per_host,
+            per_run,
+            total: 0,
+            held: BTreeMap::new(),
+            host_bytes: BTreeMap::new(),
+            over: BTreeSet::new(),
+        }
+    }
+
+    /// Holds `host`'s answer to `full`; why not when the host (now, or
+    /// already) is over a budget: then nothing of it is written.
+    fn take(&mut self, host: &str, full: &str, text: String) -> Option<String> {
+        if self.over.contains(host) {
+            return None; // said once, when it went over
+        }
+        let len = text.len() as u64;
+        let mine = self.host_bytes.get(host).copied().unwrap_or(0) + len;
+        let why = if mine > self.per_host {
+            Some(format!(
+                "its answers pass {} bytes with {full} (--max-host-bytes)",
+                self.per_host
+            ))
+        } else if self.total + len > self.per_run {
+            Some(format!(
+                "the run's answers would pass {} bytes with its {full} (--max-run-bytes)",
+                self.per_run
+            ))
+        } else {
+            None
+        };
+        if why.is_some() {
+            self.over.insert(host.to_string());
+            self.total -= self.host_bytes.remove(host).unwrap_or(0);
+            self.held.remove(host);
+            return why;
+        }
+        self.total += len;
+        self.host_bytes.insert(host.to_string(), mine);
+        self.held
+            .entry(host.to_string())
+            .or_default()
+            .push((full.to_string(), text));
+        None
+    }
+}
 
 fn plain_name(name: &str) -> bool {
     !name.is_empty()
@@ -240,8 +306,11 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
             wanted.entry(full.clone()).or_default().insert(host.clone());
         }
     }
+    // Each host's answers are held until all are in and written only if
+    // they fit its budget and the run's: a rogue minion's flood fails that
+    // host (its last inventory kept), never fills the tree or git.
+    let mut budget = Budget::new(cli.max_host_bytes, cli.max_run_bytes);
     for (full, hosts) in &wanted {
-        let (module, method) = full.rsplit_once('.').unwrap_or((full, ""));
         say(&format!("-- {full} on {} host(s)", hosts.len()));
         let chosen: Vec<_> = targets
             .iter()
@@ -271,6 +340,15 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
                 done.failures += 1;
                 continue;
             }
+            if let Some(why) = budget.take(&host, full, format!("{}\n", text.trim_end())) {
+                crate::errln!("{host}: {why}: its last inventory is kept");
+                done.failures += 1;
+            }
+        }
+    }
+    for (host, answers) in budget.held {
+        for (full, text) in answers {
+            let (module, method) = full.rsplit_once('.').unwrap_or((&full, ""));
             // A host's directories are checked (a link planted in the tree
             // is refused, never followed); a bad one fails that host only.
             let dir = tree.join(&host).join(module);
@@ -278,12 +356,12 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
             let written = private(&tree.join(&host))
                 .and_then(|()| private(&dir))
                 .and_then(|()| {
-                    common::private::write(&path, format!("{}\n", text.trim_end()).as_bytes(), true).map_err(
-                        |source| InventoryError::File {
+                    common::private::write(&path, text.as_bytes(), true).map_err(|source| {
+                        InventoryError::File {
                             path: path.clone(),
                             source,
-                        },
-                    )
+                        }
+                    })
                 });
             match written {
                 Ok(()) => done.written += 1,
@@ -367,6 +445,22 @@ fn git_commit(tree: &Path, hosts: &[String]) -> Result<Option<String>, Inventory
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_over_its_budget_or_the_runs_is_written_not_at_all() {
+        let mut b = Budget::new(100, 250);
+        assert!(b.take("m1", "a.info", "x".repeat(60)).is_none());
+        let why = b.take("m1", "b.info", "x".repeat(60)).unwrap();
+        assert!(why.contains("--max-host-bytes"), "{why}");
+        assert!(b.take("m1", "c.info", "x".into()).is_none(), "said once");
+        assert!(!b.held.contains_key("m1"), "nothing of m1 is written");
+        assert!(b.take("m2", "a.info", "x".repeat(100)).is_none());
+        assert!(b.take("m3", "a.info", "x".repeat(100)).is_none());
+        let why = b.take("m4", "a.info", "x".repeat(60)).unwrap();
+        assert!(why.contains("--max-run-bytes"), "{why}");
+        assert_eq!(b.held.keys().collect::<Vec<_>>(), ["m2", "m3"]);
+        assert_eq!(b.total, 200);
+    }
 
     #[test]
     fn only_plain_names_become_paths() {

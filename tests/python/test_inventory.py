@@ -84,6 +84,33 @@ class InventoryTest(unittest.TestCase):
             self.assertEqual(f.read(), before)
         self.assertTrue(os.path.exists(os.path.join(self.tree, "m2", "fact", "items")))
 
+    def test_a_host_over_its_budget_fails_and_keeps_its_last_inventory(self):
+        # Issue 46: a rogue minion made two runs write 191 MiB into the tree
+        # and 295 MiB into git; a host's answers and a run's are bounded.
+        tree = os.path.join(self.fleet.dir, "budget")
+        out = self.inventory("-t", tree, "-M", "fact", "-m", "items,list")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        items = os.path.join(tree, "m1", "fact", "items")
+        size = os.path.getsize(items)
+        with open(items) as f:
+            before = f.read()
+        role(self.roots["m1"], "x" * 4000)  # m1's answer grows past its budget
+        try:
+            out = self.inventory("-t", tree, "-M", "fact", "-m", "items,list", "--max-host-bytes", str(size + 500))
+            self.assertEqual(out.returncode, 1, out.stdout)
+            self.assertIn("m1: its answers pass", out.stderr)
+            self.assertIn("--max-host-bytes): its last inventory is kept", out.stderr)
+            with open(items) as f:
+                self.assertEqual(f.read(), before, "nothing of m1 written")
+            self.assertEqual(len(subprocess.run(["git", "-C", tree, "log", "--oneline"], capture_output=True,
+                                                text=True, check=True).stdout.splitlines()), 1)
+            # The run's budget: the hosts that fit are written, the rest fail.
+            out = self.inventory("-t", tree, "-M", "fact", "-m", "items", "--max-run-bytes", str(2 * size))
+            self.assertEqual(out.returncode, 1, out.stdout)
+            self.assertIn("--max-run-bytes): its last inventory is kept", out.stderr)
+        finally:
+            role(self.roots["m1"], "web")
+
     def test_a_tree_of_ones_own_keeps_its_files_and_mode_and_a_link_fails_one_host(self):
         # Found by an attack review: an existing directory was made 0700 and
         # everything in it was committed.

@@ -109,7 +109,9 @@ fn never_matching_field(cron: &croner::Cron) -> Option<&'static str> {
         return Some("hour");
     }
     let day = (2028..2032).any(|y| {
-        (1..=12).any(|m| p.month_match(m).unwrap_or(false) && (1..=31).any(|d| p.day_match(y, m, d).unwrap_or(false)))
+        (1..=12).any(|m| {
+            p.month_match(m).unwrap_or(false) && (1..=31).any(|d| p.day_match(y, m, d).unwrap_or(false))
+        })
     });
     (!day).then_some("day")
 }
@@ -377,9 +379,15 @@ mod tests {
         }
         // Lines no minute, hour or day matches are refused before any
         // search (a search from them took ~10 s of CPU per request).
-        for (never, field) in [(", * * * *", "minute"), ("* , * * *", "hour"), ("0 0 31 2 *", "day")] {
+        for (never, field) in [
+            (", * * * *", "minute"),
+            ("* , * * *", "hour"),
+            ("0 0 31 2 *", "day"),
+        ] {
             match When::parse(Some(never), None) {
-                Err(GateError::Invalid(why)) => assert!(why.contains(&format!("no {field} matches")), "{never}: {why}"),
+                Err(GateError::Invalid(why)) => {
+                    assert!(why.contains(&format!("no {field} matches")), "{never}: {why}")
+                }
                 other => panic!("{never}: {:?}", other.map(|_| ())),
             }
         }
