@@ -8,6 +8,7 @@ cannot be taken over; concurrent calls from A and B get distinct ids; the
 server stopped mid-job gives a clear error (never the password), sync calls
 still work, and the job finishes once it is back."""
 
+import base64
 import json
 import os
 import shutil
@@ -186,6 +187,22 @@ class SharedStoreTest(unittest.TestCase):
         # And A sees it finished, from the store, without asking anyone.
         self.assertEqual(json.loads(self.func(self.a, "job_status", job, "--json").stdout)["status"], 1)
 
+    def sign_map(self, text, issued):
+        """The store's document for map `text`, signed with A's overlord
+        key as func-build-map signs it."""
+        ca = os.path.join(self.a, "etc/pki/certmaster/ca")
+        signed = b"func-delegation-map\n" + json.dumps([1, issued, text], separators=(",", ":")).encode()
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", os.path.join(ca, "overlord.pem")],
+                             input=signed, capture_output=True, check=True).stdout
+        der = subprocess.run(["openssl", "x509", "-outform", "DER", "-in", os.path.join(ca, "overlord.cert")],
+                             capture_output=True, check=True).stdout
+        return json.dumps({"v": 1, "issued": issued, "map": text,
+                           "seal": {"cert": base64.b64encode(der).decode(), "sig": base64.b64encode(sig).decode()}})
+
+    def put_map(self, doc):
+        self.pg.psql("INSERT INTO func_map (id, map, updated) VALUES (1, %s, 0) "
+                     "ON CONFLICT (id) DO UPDATE SET map = EXCLUDED.map" % ("'" + doc.replace("'", "''") + "'"))
+
     def test_a_delegated_job_is_collapsed_by_another_overlord_and_the_map_is_shared(self):
         # relay1: a func-api with its own root (redb) serving m3.
         relay = os.path.join(self.fleet.dir, "relay1")
@@ -204,21 +221,24 @@ class SharedStoreTest(unittest.TestCase):
             for root in (self.a, self.b):
                 with open(os.path.join(root, "etc/func/overlord.conf"), "a") as f:
                     f.write("[relays]\nrelay1 = 127.0.0.1:%d\n" % port)
-            # func-build-map keeps the map in the shared store too.
+            # func-build-map keeps the map in the shared store too, signed.
+            # Here the store's minions are all at the top (called directly)
+            # and relay1 claims m3 too: refused and named (issue 46).
             built = subprocess.run([binary("func-build-map"), "--root", self.a], capture_output=True, text=True,
                                    timeout=60)
-            self.assertEqual(built.returncode, 0, built.stdout + built.stderr)
-            kept = self.pg.psql("SELECT map FROM func_map")
-            self.assertEqual(kept.strip(), open(os.path.join(self.a, "var/lib/func/map")).read().strip())
-            self.assertIn("relay1", kept)
-            # Here the store's minions are all at the top (called directly):
-            # the map that puts m3 behind relay1, in A's file and the store.
+            self.assertEqual(built.returncode, 1, built.stdout + built.stderr)
+            self.assertIn("m3 is claimed by this overlord and relay relay1", built.stderr)
+            kept = json.loads(self.pg.psql("SELECT map FROM func_map"))
+            self.assertEqual(kept["map"].strip(), open(os.path.join(self.a, "var/lib/func/map")).read().strip())
+            self.assertEqual(set(kept["seal"]), {"cert", "sig"})
+            # The map that puts m3 behind relay1, in A's file and the store
+            # (signed with the overlord key, as func-build-map signs).
+            text = "m1: {}\nm2: {}\nrelay1: {m3: {}}\n"
             path = os.path.join(self.a, "var/lib/func/map")
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
-                f.write("m1: {}\nm2: {}\nrelay1: {m3: {}}\n")
-            self.pg.psql("INSERT INTO func_map (id, map, updated) VALUES (1, 'm1: {}\nm2: {}\nrelay1: {m3: {}}\n', 0) "
-                         "ON CONFLICT (id) DO UPDATE SET map = EXCLUDED.map")
+                f.write(text)
+            self.put_map(self.sign_map(text, float(int(time.time()))))
             self.assertFalse(os.path.exists(os.path.join(self.b, "var/lib/func/map")))
             before = self.audit_count("test.sleep")
             job = self.job_id(self.func(self.a, "--delegate", "*", "call", "test", "sleep", "1", "--async", "--nopoll"))
@@ -233,6 +253,19 @@ class SharedStoreTest(unittest.TestCase):
             out = self.func(self.b, "-vv", "--delegate", "--json", "m3", "ping")
             self.assertEqual(json.loads(out.stdout), {"m3": 1}, out.stderr)
             self.assertIn("m3 through relay relay1", out.stderr)
+            # A store writer's map (issue 46: `m1: {}` made B skip a whole
+            # segment with exit 0) is not used, nor an older signed one.
+            self.put_map("m1: {}\n")
+            out = self.func(self.b, "--delegate", "--json", "*", "ping")
+            self.assertNotEqual(out.returncode, 0, out.stdout)
+            self.assertIn("not signed", out.stderr)
+            self.put_map(self.sign_map("m1: {}\n", float(int(time.time()) - 3600)))
+            out = self.func(self.b, "--delegate", "--json", "*", "ping")
+            self.assertNotEqual(out.returncode, 0, out.stdout)
+            self.assertIn("an old map put back", out.stderr)
+            self.put_map(self.sign_map("m1: {}\n", float(int(time.time()) - 3600)).replace("m1: {}", "m2: {}"))
+            out = self.func(self.b, "--delegate", "--json", "*", "ping")
+            self.assertIn("signature does not hold", out.stderr)
         finally:
             proc.terminate()
             proc.wait(timeout=10)

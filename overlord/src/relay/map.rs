@@ -259,10 +259,7 @@ impl Routes {
         let map = match Map::load(&path)? {
             Some(m) => m,
             None if mapfile.is_none() => match crate::settings::store(root).load_map() {
-                Ok(Some(text)) => Map::parse(&text).map_err(|detail| RelayError::Map {
-                    path: "the shared store's map".into(),
-                    detail,
-                })?,
+                Ok(Some(text)) => super::signed_map::open(root, &text)?,
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(RelayError::Config(format!("the shared store's map: {e}"))),
             },

@@ -7,6 +7,8 @@
 //!   hosts go through which relay.
 //! - `request.rs`: the signed request a relay runs (authority stays with
 //!   the overlord that accepted the call).
+//! - `signed_map.rs`: the map as a shared store keeps it, signed and
+//!   verified before use.
 //! - `client.rs`: the exchanges with a relay's func-api.
 //! - `error.rs`: why delegation failed, how a relay job stands in a host
 //!   map, and what a host gets when its relay cannot be reached.
@@ -24,6 +26,7 @@ pub mod fanout;
 pub mod map;
 pub mod request;
 pub mod routed;
+pub mod signed_map;
 
 pub use error::{job_ref, parse_job_ref, unreachable, RelayError};
 pub use fanout::{block_on, call_now, collect, kill_all, start_all, Order};
