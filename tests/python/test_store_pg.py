@@ -408,6 +408,65 @@ class SharedStoreTest(unittest.TestCase):
             self.pg.psql("DELETE FROM func_schedules WHERE name IN ('honest', 'forged')")
             api.close()
 
+    def test_a_store_writer_cannot_enable_replay_or_hurry_a_signed_schedule(self):
+        """Issue 46: a role set enabled=true, due=now on a disabled weekly
+        command.run schedule and func-api ran it; a deleted schedule ran
+        again from its saved row; a record a PATCH replaced, put back, gave
+        extra runs. Each is refused now, and nothing runs."""
+        from test_api import Api, Events
+        marker = os.path.join(self.fleet.dir, "schedule-replayed")
+        week = "604800"
+        api = Api(self.fleet)
+        names = ("weekly-off", "weekly-gone", "weekly-patched", "weekly-on")
+        try:
+            token = api.token("pg-replay", "--admin")
+            stream = Events(api, token, tag="schedule/")
+            for name in names:
+                out = self.func(self.a, "schedule", "add", name, "--every", week,
+                                *(["--disabled"] if name == "weekly-off" else []),
+                                "m1", "command", "run", "touch " + marker)
+                self.assertEqual(out.returncode, 0, out.stderr)
+            row = lambda name: self.pg.psql("SELECT doc FROM func_schedules WHERE name = '%s'" % name)
+
+            def put(name, doc):
+                self.pg.psql("INSERT INTO func_schedules (name, owner, due, doc) VALUES ('%s', 'cli:root', 0, '%s') "
+                             "ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc, due = 0, owner = EXCLUDED.owner"
+                             % (name, doc.replace("'", "''")))
+            # Enabled and due now by the store alone.
+            put("weekly-off", row("weekly-off").replace('"enabled":false', '"enabled":true').replace('"due":null', '"due":0'))
+            # Deleted, then its saved row put back.
+            saved = row("weekly-gone")
+            self.assertEqual(self.func(self.a, "schedule", "remove", "weekly-gone").returncode, 0)
+            put("weekly-gone", saved)
+            # Replaced by a change (disabled and enabled: a new version), put back.
+            saved = row("weekly-patched")
+            for verb in ("disable", "enable"):
+                self.assertEqual(self.func(self.a, "schedule", verb, "weekly-patched").returncode, 0)
+            put("weekly-patched", saved)
+            # Enabled, signed, but hurried: due now by the store, a week early.
+            self.pg.psql("UPDATE func_schedules SET due = 0 WHERE name = 'weekly-on'")
+            stopped = lambda: {e["event"] for e in stream.events if e["event"].endswith("/stopped")}
+            want = {"schedule/%s/stopped" % n for n in names[:3]}
+            self.assertTrue(wait_until(60, lambda: stopped() >= want), stream.tags())
+            reasons = {e["event"]: e["data"]["reason"] for e in stream.events if e["event"].endswith("/stopped")}
+            self.assertIn("signature", reasons["schedule/weekly-off/stopped"])
+            self.assertIn("deleted", reasons["schedule/weekly-gone/stopped"])
+            self.assertIn("older than version", reasons["schedule/weekly-patched/stopped"])
+            # The hurried one: its due time set right by its signed times.
+            self.assertTrue(wait_until(60, lambda: float(self.pg.psql(
+                "SELECT due FROM func_schedules WHERE name = 'weekly-on'")) > time.time() + 86400))
+            self.assertFalse([e for e in stream.events if e["event"].endswith("/run")], "nothing ran")
+            self.assertFalse(os.path.exists(marker), "a replayed schedule ran")
+            # The deleted name made anew is a schedule again (its tombstone went).
+            self.pg.psql("DELETE FROM func_schedules WHERE name = 'weekly-gone'")
+            out = self.func(self.a, "schedule", "add", "weekly-gone", "--every", week, "--disabled", "m1", "test", "ping")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(self.func(self.a, "schedule", "enable", "weekly-gone").returncode, 0)
+            stream.close()
+        finally:
+            self.pg.psql("DELETE FROM func_schedules WHERE name LIKE 'weekly-%'")
+            api.close()
+
     def test_two_func_api_on_one_store_run_each_scheduled_run_once(self):
         """The lease of issue 40: a 1-second schedule, two func-api on one
         PostgreSQL store, 20 runs, none twice."""

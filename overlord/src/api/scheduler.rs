@@ -33,6 +33,8 @@ use crate::schedule::{self, manage, Schedule};
 const LOOK_EVERY: f64 = 1.0;
 /// Due runs taken per look at most (the rest at the next look, at once).
 const BATCH: usize = 100;
+/// How often the versions and tombstones in the store are noted.
+const OBSERVE_EVERY: Duration = Duration::from_secs(60);
 
 /// Starts the scheduler on the service's runtime; abort the handle to stop it.
 pub fn start(api: Arc<Api>) -> tokio::task::JoinHandle<()> {
@@ -49,7 +51,15 @@ async fn run(api: Arc<Api>) {
         std::process::id()
     );
     let mut said: Option<std::time::Instant> = None;
+    let mut observed: Option<std::time::Instant> = None;
     loop {
+        // Now and then, the versions and tombstones other func-api signed
+        // are noted here (an older record put back is then refused here too).
+        if observed.is_none_or(|t| t.elapsed() >= OBSERVE_EVERY) {
+            observed = Some(std::time::Instant::now());
+            let api2 = Arc::clone(&api);
+            let _ = tokio::task::spawn_blocking(move || manage::observe(&api2.store, &api2.root)).await;
+        }
         let now = crate::store::now();
         let api2 = Arc::clone(&api);
         let looked = tokio::task::spawn_blocking(move || api2.store.due_schedules(now, BATCH)).await;
@@ -93,8 +103,14 @@ enum Outcome {
 async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
     let (api2, name2, holder2) = (Arc::clone(api), name.to_string(), holder.to_string());
     let claimed = tokio::task::spawn_blocking(move || {
-        let mut taken = None;
+        let (mut taken, mut untrusted) = (None, None);
         let result = manage::change(&api2.store, &name2, &mut |s| {
+            // A record the store changed, made up, put back or deleted is
+            // never claimed (DESIGN §9): looked at before anything else.
+            if let Err(why) = schedule::trusted(&api2.root, s) {
+                untrusted = Some(why);
+                return Ok(false);
+            }
             // A token owner this func-api does not know (several func-api
             // with their own token files on one store): the run is left to
             // one that knows it.
@@ -104,15 +120,43 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
                     return Ok(false);
                 }
             }
-            taken = schedule::claim(s, now, &holder2);
-            Ok(taken.is_some())
+            taken = schedule::claim(s, now, &holder2, schedule::seen::get(&api2.root, &s.name).anchor);
+            // Taken, or listed as due but not due by its signed times: the
+            // store's due time is written (set right) either way.
+            Ok(true)
         });
-        (result, taken)
+        if let (Ok(s), Some(_)) = (&result, &taken) {
+            manage::raise_seen(&api2.root, s, s.anchor.unwrap_or(0.0));
+        }
+        (result, taken, untrusted)
     })
     .await;
-    let Ok((result, taken)) = claimed else {
+    let Ok((result, taken, untrusted)) = claimed else {
         return false;
     };
+    if let Some(why) = untrusted {
+        let why = format!(
+            "the schedule cannot be trusted (changed or made outside func): {why}: schedule disabled"
+        );
+        let function = String::new();
+        tracing::warn!(schedule = name, reason = %why, "schedule stopped");
+        let (api2, name2, why2) = (Arc::clone(api), name.to_string(), why.clone());
+        let _ = tokio::task::spawn_blocking(move || manage::stop_untrusted(&api2.store, &name2, &why2)).await;
+        api.audit.line(
+            &format!("schedule:{name}"),
+            None,
+            &format!("schedule {name} stopped: {why}"),
+            &[],
+            403,
+        );
+        api.bus.publish(
+            format!("schedule/{name}/stopped"),
+            &serde_json::json!({"reason": why}),
+            &function,
+            Arc::from(Vec::new()),
+        );
+        return true;
+    }
     let claimed = match result {
         Ok(_) => match taken {
             Some(claimed) => claimed,
@@ -131,22 +175,7 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         Err(_) => return false,
     };
     let s = claimed.schedule;
-    // A record the store changed or made up never runs, and stops.
-    let (api2, s2) = (Arc::clone(api), s.clone());
-    let trust = tokio::task::spawn_blocking(move || schedule::trusted(&api2.root, &s2)).await;
-    let untrusted = match trust {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.to_string()),
-        Err(e) => Some(e.to_string()),
-    };
-    let outcome = match untrusted.map_or_else(
-        || owner_rights(api, &s),
-        |e| {
-            Err(format!(
-                "the schedule cannot be trusted (changed or made outside func): {e}: schedule disabled"
-            ))
-        },
-    ) {
+    let outcome = match owner_rights(api, &s) {
         Err(why) => Outcome::Stopped(why),
         Ok(rights) => match trusted_call(api, &s, &rights).await {
             Err(why) => Outcome::NotStarted(why),
@@ -180,7 +209,8 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         Outcome::Stopped(why) => {
             tracing::warn!(schedule = name, reason = %why, "schedule stopped");
             let data = serde_json::json!({"reason": why});
-            let _ = tokio::task::spawn_blocking(move || manage::stop(&api2.store, &name2, &why)).await;
+            let _ = tokio::task::spawn_blocking(move || manage::stop(&api2.store, &api2.root, &name2, &why))
+                .await;
             ("stopped", data, 403, Vec::new())
         }
     };

@@ -254,7 +254,7 @@ pub async fn change(
             )?);
         }
         if let Some(enabled) = req.enabled {
-            s = Some(manage::set_enabled(&api2.store, &name, enabled)?);
+            s = Some(manage::set_enabled(&api2.store, &api2.root, &name, enabled)?);
         }
         let s = match s {
             Some(s) => s,
@@ -284,7 +284,7 @@ pub async fn remove(
     let (api2, caller2) = (Arc::clone(&api), caller.clone());
     let answer = blocking(move || {
         load_visible(&api2, &caller2, &name)?;
-        manage::remove(&api2.store, &name)?;
+        manage::remove(&api2.store, &api2.root, &name)?;
         Ok(StatusCode::NO_CONTENT)
     })
     .await;

@@ -26,8 +26,18 @@ pub fn server_config(root: &Root, settings: &ApiSettings) -> anyhow::Result<rust
         (Some(c), Some(k)) => (c.clone(), k.clone()),
         (None, None) => {
             let (c, k) = default_paths(root);
-            if !c.exists() || !k.exists() || !has_service_mark(&c) {
+            if !c.exists() || !k.exists() {
                 issue(root, &c, &k)?;
+            } else if !has_service_mark(&c) {
+                // Issued by an older version: anew when the CA is here,
+                // else said (a relay's clients refuse it).
+                match root.ca_key().exists() {
+                    true => issue(root, &c, &k)?,
+                    false => tracing::warn!(
+                        "{} has no service mark: overlords will not take this func-api for a relay",
+                        c.display()
+                    ),
+                }
             }
             (c, k)
         }

@@ -22,7 +22,7 @@ impl Schedule {
             ScheduleCommand::List => list(plan, &store),
             ScheduleCommand::Add(args) => add(plan, &store, args),
             ScheduleCommand::Remove { name } => {
-                manage::remove(&store, name)?;
+                manage::remove(&store, &plan.root, name)?;
                 say(
                     plan,
                     json!({"name": name, "removed": true}),
@@ -32,7 +32,7 @@ impl Schedule {
             }
             ScheduleCommand::Enable { name } | ScheduleCommand::Disable { name } => {
                 let enable = matches!(self.0, ScheduleCommand::Enable { .. });
-                let s = manage::set_enabled(&store, name, enable)?;
+                let s = manage::set_enabled(&store, &plan.root, name, enable)?;
                 let line = match s.due.filter(|_| s.enabled) {
                     Some(next) => format!("schedule {name} enabled: next run {}", crate::when::show(next)),
                     None => format!("schedule {name} disabled"),

@@ -8,6 +8,7 @@
 use common::paths::Root;
 use serde_json::json;
 
+use super::seen::{self, Entry};
 use super::{check_name, seal, Owner, Schedule, When};
 use crate::gate::rights::Rights;
 use crate::gate::GateError;
@@ -72,12 +73,30 @@ pub fn add(
         owner,
         crate::store::now(),
     );
+    // Above every version of the name seen here or in its tombstone.
+    let buried = store
+        .schedule_doc(&s.name)
+        .map_err(store_err)?
+        .and_then(|b| decode(&b).ok())
+        .filter(|old| old.deleted && super::signed(root, old));
+    s.version = seen::get(root, &s.name)
+        .version
+        .max(buried.as_ref().map_or(0, |t| t.version))
+        + 1;
     seal(root, &mut s)?;
+    if buried.is_some() {
+        // A deleted schedule's name made anew: its tombstone goes (the
+        // version seen here still refuses the old record put back).
+        store.remove_schedule(&s.name).map_err(store_err)?;
+    }
     match store
         .add_schedule(&s.name, &s.owner.user, s.due, &encode(&s), per_owner)
         .map_err(store_err)?
     {
-        Added::Yes => Ok(s),
+        Added::Yes => {
+            raise_seen(root, &s, 0.0);
+            Ok(s)
+        }
         Added::Taken => Err(GateError::Conflict(format!("a schedule named {} exists", s.name))),
         Added::OwnerFull => Err(GateError::Conflict(format!(
             "{} has {per_owner} schedules, as many as an owner may ([api] max_schedules_per_owner)",
@@ -110,25 +129,89 @@ pub fn import(from: &Store, into: &Store) -> Result<(usize, usize), GateError> {
 }
 
 /// Every schedule, by name (records that cannot be read are left out and
-/// said in the log).
+/// said in the log; tombstones are not schedules).
 pub fn list(store: &Store) -> Result<Vec<Schedule>, GateError> {
-    let mut out: Vec<Schedule> = store
+    let mut out: Vec<Schedule> = records(store)?.into_iter().filter(|s| !s.deleted).collect();
+    out.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
+    Ok(out)
+}
+
+/// Every record, tombstones too.
+fn records(store: &Store) -> Result<Vec<Schedule>, GateError> {
+    Ok(store
         .schedule_docs()
         .map_err(store_err)?
         .iter()
         .filter_map(|b| decode(b).map_err(|e| crate::log::line(&e.to_string())).ok())
-        .collect();
-    out.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
-    Ok(out)
+        .collect())
 }
 
 /// Schedule `name`.
 pub fn get(store: &Store, name: &str) -> Result<Schedule, GateError> {
     check_name(name).map_err(|_| unknown(name))?;
     match store.schedule_doc(name).map_err(store_err)? {
-        Some(bytes) => decode(&bytes),
+        Some(bytes) => decode(&bytes).and_then(|s| match s.deleted {
+            true => Err(unknown(name)),
+            false => Ok(s),
+        }),
         None => Err(unknown(name)),
     }
+}
+
+/// Records what was seen of `s` (signed by us or checked), outside the
+/// store; a failure is said, never fatal (the record itself is signed).
+pub fn raise_seen(root: &Root, s: &Schedule, anchor: f64) {
+    let entry = Entry {
+        version: s.version,
+        deleted: s.deleted,
+        anchor,
+    };
+    if let Err(e) = seen::raise(root, &s.name, entry) {
+        crate::log::line(&format!("schedule {}: cannot keep its version: {e}", s.name));
+    }
+}
+
+/// Notes every trusted version and tombstone the store holds (another
+/// func-api's changes and deletions), so that an older record put back
+/// later is refused here too. Run now and then by the scheduler.
+pub fn observe(store: &Store, root: &Root) -> Result<(), GateError> {
+    for s in records(store)? {
+        if s.version > seen::get(root, &s.name).version && super::signed(root, &s) {
+            raise_seen(root, &s, 0.0);
+        }
+    }
+    Ok(())
+}
+
+/// Changes schedule `name` with `f` and signs it anew (a version above any
+/// seen here, its runs counted from now), in one transaction. The record
+/// must be trusted first, so that a record the store changed is never
+/// signed: a version-1 record (an older func's) is signed anew too.
+fn signed_change(
+    store: &Store,
+    root: &Root,
+    name: &str,
+    f: &mut dyn FnMut(&mut Schedule) -> Result<bool, GateError>,
+) -> Result<Schedule, GateError> {
+    let now = crate::store::now();
+    let s = change(store, name, &mut |s| {
+        let older = s.version == 0 && super::signed_v1(root, s);
+        if let (Err(why), false) = (super::trusted(root, s), older) {
+            return Err(GateError::Forbidden(format!(
+                "schedule {name} cannot be trusted ({why}): remove it and add it again"
+            )));
+        }
+        if !f(s)? && !older {
+            return Ok(false);
+        }
+        s.version = s.version.max(seen::get(root, name).version) + 1;
+        s.since = now;
+        s.due = s.enabled.then(|| super::due_time(s, 0.0)).flatten();
+        seal(root, s)?;
+        Ok(true)
+    })?;
+    raise_seen(root, &s, 0.0);
+    Ok(s)
 }
 
 /// Changes schedule `name` with `f` in one transaction (`f` may refuse);
@@ -167,18 +250,16 @@ pub fn change(
     }
 }
 
-/// Enables (the next run from now) or disables schedule `name`.
-pub fn set_enabled(store: &Store, name: &str, enabled: bool) -> Result<Schedule, GateError> {
-    change(store, name, &mut |s| {
+/// Enables (the next run from now) or disables schedule `name` (signed
+/// again here, with the flag).
+pub fn set_enabled(store: &Store, root: &Root, name: &str, enabled: bool) -> Result<Schedule, GateError> {
+    get(store, name)?;
+    signed_change(store, root, name, &mut |s| {
         if s.enabled == enabled {
             return Ok(false);
         }
         s.enabled = enabled;
         s.disabled_reason = None;
-        s.due = match enabled {
-            true => s.when()?.next_after(crate::store::now()),
-            false => None,
-        };
         Ok(true)
     })
 }
@@ -191,21 +272,38 @@ pub fn set_times(
     cron: Option<String>,
     every: Option<u64>,
 ) -> Result<Schedule, GateError> {
-    let when = When::parse(cron.as_deref(), every)?;
-    change(store, name, &mut |s| {
+    When::parse(cron.as_deref(), every)?;
+    get(store, name)?;
+    signed_change(store, root, name, &mut |s| {
         s.cron = cron.clone();
         s.every = every;
-        s.due = s.enabled.then(|| when.next_after(crate::store::now())).flatten();
-        seal(root, s)?;
         Ok(true)
     })
 }
 
-/// Removes schedule `name` (404 when there is none).
-pub fn remove(store: &Store, name: &str) -> Result<(), GateError> {
-    check_name(name).map_err(|_| unknown(name))?;
-    match store.remove_schedule(name).map_err(store_err)? {
-        true => Ok(()),
+/// Removes schedule `name` (404 when there is none): a trusted record
+/// becomes a signed tombstone (a saved copy put back is refused); one the
+/// store changed or made up is simply deleted.
+pub fn remove(store: &Store, root: &Root, name: &str) -> Result<(), GateError> {
+    let s = get(store, name)?;
+    if super::trusted(root, &s).is_err() {
+        return match store.remove_schedule(name).map_err(store_err)? {
+            true => Ok(()),
+            false => Err(unknown(name)),
+        };
+    }
+    let mut tomb = s;
+    tomb.deleted = true;
+    tomb.enabled = false;
+    tomb.due = None;
+    tomb.version = tomb.version.max(seen::get(root, name).version) + 1;
+    tomb.since = crate::store::now();
+    seal(root, &mut tomb)?;
+    match store.bury_schedule(name, &encode(&tomb)).map_err(store_err)? {
+        true => {
+            raise_seen(root, &tomb, 0.0);
+            Ok(())
+        }
         false => Err(unknown(name)),
     }
 }
@@ -226,13 +324,12 @@ pub fn record_run(store: &Store, name: &str, job: Result<String, String>) -> Res
 }
 
 /// Disables schedule `name` because its owner cannot run it any more
-/// (`reason` is kept and shown); whether it was enabled.
-pub fn stop(store: &Store, name: &str, reason: &str) -> Result<bool, GateError> {
+/// (`reason` is kept and shown), signed again; whether it was enabled.
+pub fn stop(store: &Store, root: &Root, name: &str, reason: &str) -> Result<bool, GateError> {
     let mut was = false;
-    change(store, name, &mut |s| {
+    signed_change(store, root, name, &mut |s| {
         was = s.enabled;
         s.enabled = false;
-        s.due = None;
         s.disabled_reason = Some(reason.to_string());
         s.last_error = Some(reason.to_string());
         Ok(true)
@@ -240,12 +337,34 @@ pub fn stop(store: &Store, name: &str, reason: &str) -> Result<bool, GateError> 
     Ok(was)
 }
 
+/// Disables a record that cannot be trusted (`reason` shown), without
+/// signing it: it stays untrusted and never runs.
+pub fn stop_untrusted(store: &Store, name: &str, reason: &str) -> Result<(), GateError> {
+    change(store, name, &mut |s| {
+        s.enabled = false;
+        s.due = None;
+        s.disabled_reason = Some(reason.to_string());
+        s.last_error = Some(reason.to_string());
+        Ok(true)
+    })
+    .map(|_| ())
+}
+
 /// Stops every schedule of token `token` (revoked): the names stopped.
-pub fn stop_token(store: &Store, token: &str, reason: &str) -> Result<Vec<String>, GateError> {
+pub fn stop_token(store: &Store, root: &Root, token: &str, reason: &str) -> Result<Vec<String>, GateError> {
     let mut stopped = Vec::new();
     for s in list(store)? {
-        if s.owner.token.as_ref().is_some_and(|t| t.name == token) && stop(store, &s.name, reason)? {
-            stopped.push(s.name);
+        if s.owner.token.as_ref().is_some_and(|t| t.name == token) {
+            let was = match super::trusted(root, &s) {
+                Ok(()) => stop(store, root, &s.name, reason)?,
+                Err(_) => {
+                    stop_untrusted(store, &s.name, reason)?;
+                    s.enabled
+                }
+            };
+            if was {
+                stopped.push(s.name);
+            }
         }
     }
     Ok(stopped)

@@ -5,16 +5,21 @@
 //! func-api's scheduler (`api/scheduler.rs`); `func schedule …` and `…/api/v1/
 //! schedules` manage them.
 //!
-//! - [`Schedule`]: the record as stored. Its request, times and owner are
-//!   signed with the overlord key when it is accepted ([`seal`]) and checked
-//!   before every run ([`trusted`]): whoever can write the store cannot make
-//!   a schedule run something else, elsewhere or as someone else.
+//! - [`Schedule`]: the record as stored. Its request, times, owner, enabled
+//!   flag and a version every change raises are signed with the overlord
+//!   key when it is accepted or changed ([`seal`]); a deletion leaves a
+//!   signed tombstone. Before every run and change the record is checked
+//!   ([`trusted`]) against the signature and what this overlord has seen
+//!   (`seen.rs`, outside the store): whoever can write the store cannot
+//!   make a schedule run something else, elsewhere, as someone else, while
+//!   disabled or deleted, or more often than its signed times say.
 //! - [`When`]: the validated times; [`When::next_after`].
 //! - [`claim`]: the change that takes a due run (one transaction, so one
 //!   func-api wins each run): the next run is set past now, so a run missed
 //!   while nothing ran is made up once, never once per missed time.
 
 pub mod manage;
+pub mod seen;
 
 use serde::{Deserialize, Serialize};
 
@@ -182,6 +187,20 @@ pub struct Schedule {
     /// Which func-api took the last run (`host:pid`), and when.
     #[serde(default)]
     pub claimed_by: Option<String>,
+    /// Raised by every change (signed): a record older than the version
+    /// an overlord has seen is one put back, and refused.
+    #[serde(default)]
+    pub version: u64,
+    /// When this version was signed (signed): its runs count from here.
+    #[serde(default)]
+    pub since: f64,
+    /// A signed tombstone: the schedule was deleted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+    /// When the last run's period began (not signed: a run's due time
+    /// counts from the latest of this, `since` and what was seen here).
+    #[serde(default)]
+    pub anchor: Option<f64>,
     #[serde(default)]
     pub seal: Option<Seal>,
 }
@@ -191,16 +210,31 @@ pub struct Schedule {
 struct Signed<'a> {
     v: u32,
     name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deleted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    since: Option<f64>,
     request: &'a serde_json::Value,
     cron: Option<&'a str>,
     every: Option<u64>,
     owner: &'a Owner,
 }
 
-fn signed_bytes(s: &Schedule) -> Vec<u8> {
+/// The signed text: version 2 signs the enabled flag, the version, the
+/// tombstone mark and `since`; version 1 (older records) did not.
+fn signed_bytes(s: &Schedule, v: u32) -> Vec<u8> {
+    let two = (v == 2).then_some(());
     let doc = Signed {
-        v: 1,
+        v,
         name: &s.name,
+        version: two.map(|()| s.version),
+        deleted: two.map(|()| s.deleted),
+        enabled: two.map(|()| s.enabled),
+        since: two.map(|()| s.since),
         request: &s.request,
         cron: s.cron.as_deref(),
         every: s.every,
@@ -215,7 +249,7 @@ fn signed_bytes(s: &Schedule) -> Vec<u8> {
 pub fn seal(root: &common::paths::Root, s: &mut Schedule) -> Result<(), GateError> {
     let signer = crate::seal::Signer::load(root)
         .map_err(|e| GateError::Engine(crate::error::EngineError::Credentials(e.to_string())))?;
-    s.seal = signer.sign(&signed_bytes(s));
+    s.seal = signer.sign(&signed_bytes(s, 2));
     match s.seal {
         Some(_) => Ok(()),
         None => Err(GateError::Engine(crate::error::EngineError::Credentials(
@@ -224,10 +258,52 @@ pub fn seal(root: &common::paths::Root, s: &mut Schedule) -> Result<(), GateErro
     }
 }
 
-/// Whether `s` was signed by an overlord of our CA as it stands.
-pub fn trusted(root: &common::paths::Root, s: &Schedule) -> Result<(), crate::seal::SealError> {
-    let seal = s.seal.as_ref().ok_or(crate::seal::SealError::Unsigned)?;
-    crate::seal::verify_bytes(root, seal, &signed_bytes(s))
+/// Whether `s` may be used as it stands: signed (version 2) by an overlord
+/// of our CA, not older than the version this overlord has seen, and
+/// neither it nor what was seen a deletion. `Err`: why not.
+pub fn trusted(root: &common::paths::Root, s: &Schedule) -> Result<(), String> {
+    let seal = s
+        .seal
+        .as_ref()
+        .ok_or(crate::seal::SealError::Unsigned)
+        .map_err(|e| e.to_string())?;
+    if let Err(e) = crate::seal::verify_bytes(root, seal, &signed_bytes(s, 2)) {
+        return Err(match crate::seal::verify_bytes(root, seal, &signed_bytes(s, 1)) {
+            Ok(()) => "it was signed by an older func, without its enabled flag: enable it again (func schedule enable) to sign it anew".into(),
+            Err(_) => e.to_string(),
+        });
+    }
+    let seen = seen::get(root, &s.name);
+    if s.deleted || (seen.deleted && s.version <= seen.version) {
+        return Err(format!(
+            "it was deleted (version {}): a saved record put back",
+            seen.version.max(s.version)
+        ));
+    }
+    if s.version < seen.version {
+        return Err(format!(
+            "its version {} is older than version {} seen here: a replaced record put back",
+            s.version, seen.version
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `s`'s version-2 signature holds (a tombstone's, say), whatever
+/// was seen here.
+pub fn signed(root: &common::paths::Root, s: &Schedule) -> bool {
+    s.seal
+        .as_ref()
+        .is_some_and(|seal| crate::seal::verify_bytes(root, seal, &signed_bytes(s, 2)).is_ok())
+}
+
+/// Whether `s` was signed as version 1 (an older func) by an overlord of
+/// our CA: such a record may be enabled again by an administrator, which
+/// signs it anew.
+pub fn signed_v1(root: &common::paths::Root, s: &Schedule) -> bool {
+    s.seal
+        .as_ref()
+        .is_some_and(|seal| crate::seal::verify_bytes(root, seal, &signed_bytes(s, 1)).is_ok())
 }
 
 impl Schedule {
@@ -261,6 +337,10 @@ impl Schedule {
             disabled_reason: None,
             runs: 0,
             claimed_by: None,
+            version: 1,
+            since: now,
+            deleted: false,
+            anchor: None,
             seal: None,
         }
     }
@@ -331,26 +411,40 @@ pub struct Claimed {
     pub made_up: bool,
 }
 
-/// Takes schedule `s`'s run if it is enabled and due at `now`: the next
-/// run is set after `now` (a run missed while nothing ran is made up once,
-/// now), and the run is marked as `holder`'s. `None`: not due (another
-/// func-api took it, or it changed).
-pub fn claim(s: &mut Schedule, now: f64, holder: &str) -> Option<Claimed> {
-    let due = s.due.filter(|d| s.enabled && *d <= now)?;
+/// When `s` is next due, from its signed times and the latest anchor:
+/// its own (`since`, the last run's) and `seen_anchor`, this overlord's
+/// record of it. Never from the store's `due`, which only says when to look.
+pub fn due_time(s: &Schedule, seen_anchor: f64) -> Option<f64> {
+    let anchor = s.since.max(s.anchor.unwrap_or(0.0)).max(seen_anchor);
+    match s.when().ok()? {
+        When::Every(secs) => Some(anchor + secs as f64),
+        w => w.next_after(anchor),
+    }
+}
+
+/// Takes schedule `s`'s run if it is enabled and due at `now` (by
+/// [`due_time`]): its period's anchor and next run are set after `now` (a
+/// run missed while nothing ran is made up once, now), and the run is
+/// marked as `holder`'s. `None`: not due (another func-api took it, or it
+/// changed); the store's `due` is then set to the true next run.
+pub fn claim(s: &mut Schedule, now: f64, holder: &str, seen_anchor: f64) -> Option<Claimed> {
+    if !s.enabled || s.deleted {
+        return None;
+    }
+    let due = due_time(s, seen_anchor)?;
+    if due > now {
+        s.due = Some(due);
+        return None;
+    }
     let before = s.clone();
-    let next = match s.when() {
-        Ok(When::Every(secs)) => {
-            let secs = secs as f64;
-            // Keeps the cadence; after a gap, starts again from now.
-            if due + secs > now {
-                due + secs
-            } else {
-                now + secs
-            }
-        }
-        Ok(w) => w.next_after(now)?,
+    let anchor = match s.when() {
+        // Keeps the cadence; after a gap, starts again from now.
+        Ok(When::Every(secs)) if due + secs as f64 > now => due,
+        Ok(_) => now,
         Err(_) => return None,
     };
+    s.anchor = Some(anchor);
+    let next = due_time(s, seen_anchor)?;
     s.due = Some(next);
     s.last_run = Some(now);
     s.runs += 1;
@@ -404,28 +498,59 @@ mod tests {
             token: None,
         };
         let request = serde_json::json!({"spec": "*", "module": "test", "method": "ping"});
-        let mut s = Schedule::new("s".into(), request, &When::Every(secs), true, owner, 0.0);
-        s.due = Some(due);
+        // Signed at `due - secs`: its first run is `due`.
+        let s = Schedule::new(
+            "s".into(),
+            request,
+            &When::Every(secs),
+            true,
+            owner,
+            due - secs as f64,
+        );
+        assert_eq!(s.due, Some(due));
         s
     }
 
     #[test]
     fn a_run_is_claimed_once_and_a_gap_is_made_up_once() {
         let mut s = every(10, 100.0);
-        assert!(claim(&mut s, 99.0, "a").is_none(), "not due yet");
-        let c = claim(&mut s, 100.5, "a").unwrap();
+        assert!(claim(&mut s, 99.0, "a", 0.0).is_none(), "not due yet");
+        let c = claim(&mut s, 100.5, "a", 0.0).unwrap();
         assert!(!c.made_up);
         assert_eq!(s.due, Some(110.0), "the cadence is kept");
         assert!(
-            claim(&mut s, 100.6, "b").is_none(),
+            claim(&mut s, 100.6, "b", 0.0).is_none(),
             "taken: the next run is later"
         );
         // Nothing ran for an hour: one run now, the next one from now.
-        let c = claim(&mut s, 3710.0, "b").unwrap();
+        let c = claim(&mut s, 3710.0, "b", 0.0).unwrap();
         assert!(c.made_up);
         assert_eq!(s.due, Some(3720.0));
-        assert!(claim(&mut s, 3710.0, "a").is_none());
+        assert!(claim(&mut s, 3710.0, "a", 0.0).is_none());
         s.enabled = false;
-        assert!(claim(&mut s, 5000.0, "a").is_none(), "disabled");
+        assert!(claim(&mut s, 5000.0, "a", 0.0).is_none(), "disabled");
+    }
+
+    /// Issue 46: a store writer set `due = now` (and rolled the last run
+    /// back) on a weekly schedule, and func-api ran it on demand. The due
+    /// time follows from the signed times and the anchors, never the store.
+    #[test]
+    fn the_stores_due_time_and_last_run_are_not_believed() {
+        let mut s = every(7 * 86_400, 1_000_000.0);
+        let c = claim(&mut s, 1_000_001.0, "a", 0.0).unwrap();
+        assert_eq!(c.due, 1_000_000.0);
+        let seen_anchor = s.anchor.unwrap();
+        // The writer: due now, the anchor rolled back to the start.
+        s.due = Some(0.0);
+        s.anchor = None;
+        assert!(
+            claim(&mut s, 1_000_100.0, "a", seen_anchor).is_none(),
+            "not due: a week from the last run"
+        );
+        assert_eq!(
+            s.due,
+            Some(1_000_000.0 + 7.0 * 86_400.0),
+            "the store's due set right"
+        );
     }
 }

@@ -89,6 +89,16 @@ impl Store {
         }
     }
 
+    /// Replaces schedule `name`'s record with its tombstone `doc`: never
+    /// due, and counted for no owner; whether it existed.
+    pub fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
+        match self {
+            Store::Redb(r) => r.bury_schedule(name, doc),
+            Store::Postgres(pg) => pg.bury_schedule(name, doc),
+            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
+        }
+    }
+
     /// The schedules whose next run is at or before `now` (at most
     /// `max`), and the earliest next run after it.
     pub fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {

@@ -90,6 +90,16 @@ impl PgStore {
         self.with(|c| Ok(c.execute("DELETE FROM func_schedules WHERE name = $1", &[&name])? > 0))
     }
 
+    pub fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
+        let doc = String::from_utf8_lossy(doc).into_owned();
+        self.with(|c| {
+            Ok(c.execute(
+                "UPDATE func_schedules SET doc = $2, due = NULL, owner = '' WHERE name = $1",
+                &[&name, &doc],
+            )? > 0)
+        })
+    }
+
     pub fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {
         self.with(|c| {
             let rows = c.query(

@@ -127,6 +127,24 @@ impl RedbStore {
         })
     }
 
+    pub fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
+        if self.open_existing()?.is_none() {
+            return Ok(false);
+        }
+        self.write(|txn| {
+            let mut table = txn.open_table(SCHEDULES).map_err(db_err)?;
+            if table.get(name).map_err(db_err)?.is_none() {
+                return Ok(false);
+            }
+            table.insert(name, doc).map_err(db_err)?;
+            txn.open_table(INDEX)
+                .map_err(db_err)?
+                .insert(name, (f64::INFINITY, ""))
+                .map_err(db_err)?;
+            Ok(true)
+        })
+    }
+
     pub fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok((Vec::new(), None));
