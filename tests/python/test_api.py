@@ -278,6 +278,26 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(doc["counts"]["done"], 3)
         self.assertEqual(doc["state"], "complete")
 
+    def test_a_limited_tokens_schedules_run_at_most_every_minute(self):
+        # Issue 46: 100 one-second schedules of a `m1=test.*` token made
+        # func-api start ~12 jobs a second, unattended.
+        ping = {"spec": "m1", "module": "test", "method": "ping"}
+        status, doc, _ = self.api.request("POST", "/api/v1/schedules", self.limited,
+                                          {"name": "lim-fast", "request": ping, "every": 1})
+        self.assertEqual(status, 400, doc)
+        self.assertIn("min_every_limited", doc["error"])
+        status, doc, _ = self.api.request("POST", "/api/v1/schedules", self.limited,
+                                          {"name": "lim-slow", "request": ping, "every": 60, "enabled": False})
+        self.assertEqual(status, 201, doc)
+        status, doc, _ = self.api.request("PATCH", "/api/v1/schedules/lim-slow", self.limited, {"every": 5})
+        self.assertEqual(status, 400, doc)
+        self.assertEqual(self.api.request("DELETE", "/api/v1/schedules/lim-slow", self.limited)[0], 204)
+        # An administrator's schedule is not bounded so.
+        status, doc, _ = self.api.request("POST", "/api/v1/schedules", self.admin,
+                                          {"name": "adm-fast", "request": ping, "every": 1, "enabled": False})
+        self.assertEqual(status, 201, doc)
+        self.assertEqual(self.api.request("DELETE", "/api/v1/schedules/adm-fast", self.admin)[0], 204)
+
     def test_a_limited_token_is_judged_before_anything_is_sent(self):
         status, doc, _ = self.api.request("POST", "/api/v1/calls", self.limited,
                                           {"spec": "m1", "module": "test", "method": "ping"})

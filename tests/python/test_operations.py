@@ -43,7 +43,10 @@ class OperationsTest(unittest.TestCase):
             certs = os.path.join(cls.fleet.ca_root, "var/lib/certmaster/certmaster/certs")
             with open(os.path.join(certs, "m3.addr"), "w") as f:
                 f.write("127.0.0.1:%d\n" % closed_port())
-            cls.api = Api(cls.fleet, conf="[api]\nmax_schedules_per_owner = 4\n")
+            # A limited owner may run one scheduled run at a time here,
+            # as often as every second.
+            cls.api = Api(cls.fleet, conf="[api]\nmax_schedules_per_owner = 4\nmin_every_limited = 1\n"
+                                          "max_running_per_owner = 1\n")
         except Exception:
             cls.fleet.close()
             raise
@@ -300,6 +303,25 @@ class OperationsTest(unittest.TestCase):
         finally:
             stream.close()
             self.req("DELETE", "/api/v1/schedules/slow")
+
+    def test_a_limited_owners_runs_in_progress_are_bounded(self):
+        # Issue 46: a limited token's many schedules kept the minions'
+        # shared budget busy; here it may have one run in progress.
+        stream = Events(self.api, self.admin, tag="schedule/busy-")
+        try:
+            sleep = {"spec": "m1", "module": "test", "method": "sleep", "args": [3]}
+            ping = {"spec": "m1", "module": "test", "method": "ping"}
+            for name, request in (("busy-a", sleep), ("busy-b", ping)):
+                st, doc, _ = self.req("POST", "/api/v1/schedules", self.limited,
+                                      {"name": name, "request": request, "every": 1})
+                self.assertEqual(st, 201, doc)
+            skipped = lambda: [e for e in stream.events if e["event"].endswith("/skipped")
+                               and "max_running_per_owner" in e["data"]["error"]]
+            self.assertTrue(wait_until(90, lambda: skipped(), 0.2), stream.tags())
+        finally:
+            stream.close()
+            for name in ("busy-a", "busy-b"):
+                self.req("DELETE", "/api/v1/schedules/" + name)
 
     def test_a_revoked_token_stops_its_schedules(self):
         temp = self.api.token("ops-temp", "--allow", "m2=test.*")

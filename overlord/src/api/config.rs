@@ -48,6 +48,12 @@ pub struct ApiSettings {
     /// `max_schedules_per_owner`: schedules one owner (a token, a
     /// certificate, a command-line user) may have.
     pub max_schedules_per_owner: usize,
+    /// `min_every_limited`: the shortest interval (seconds) of a schedule
+    /// whose owner is a token with limited rights (default 60).
+    pub min_every_limited: u64,
+    /// `max_running_per_owner`: scheduled runs of one limited owner in
+    /// progress at once (default 4); a run due beyond it is skipped.
+    pub max_running_per_owner: usize,
 }
 
 impl ApiSettings {
@@ -88,6 +94,16 @@ impl ApiSettings {
                 "max_schedules_per_owner",
                 crate::schedule::DEFAULT_PER_OWNER as u64,
                 crate::store::schedules::MAX_SCHEDULES as u64,
+            )?,
+            min_every_limited: num(
+                "min_every_limited",
+                crate::schedule::DEFAULT_MIN_EVERY_LIMITED,
+                crate::schedule::MAX_EVERY,
+            )? as u64,
+            max_running_per_owner: num(
+                "max_running_per_owner",
+                crate::schedule::DEFAULT_RUNNING_PER_OWNER as u64,
+                100_000,
             )?,
             cors_origins: text("cors_origins")
                 .map(|t| {

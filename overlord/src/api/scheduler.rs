@@ -272,12 +272,30 @@ async fn trusted_call(
     let judged = tokio::task::spawn_blocking(move || -> Result<_, String> {
         if let Some(job) = &s2.last_job {
             if let Ok(Some(rec)) = crate::store::JobStore::load(&api2.store, job) {
-                // A job whose driver died before it dispatched will not go
-                // on: it does not hold the schedule back.
-                let stalled = !rec.meta.dispatched && !rec.meta.batch && crate::jobs::driver_gone(&rec.meta);
-                if rec.meta.ended.is_none() && crate::jobs::tally(&rec).pending > 0 && !stalled {
+                if running(&rec) {
                     return Err(format!("skipped: the previous run {job} is still running"));
                 }
+            }
+        }
+        // A limited owner's runs in progress are bounded: its many
+        // schedules cannot keep the minions' shared budget busy.
+        if s2.owner.limited() {
+            let max = api2.settings.max_running_per_owner;
+            let others: Vec<String> = manage::list(&api2.store)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|o| o.owner.user == s2.owner.user && o.name != s2.name)
+                .filter_map(|o| o.last_job)
+                .collect();
+            let busy = match others.is_empty() {
+                true => 0,
+                false => crate::store::JobStore::load_many(&api2.store, &others).unwrap_or_default().iter().filter(|r| running(r)).count(),
+            };
+            if busy >= max {
+                return Err(format!(
+                    "skipped: {} has {busy} scheduled runs in progress, as many as a limited owner may ([api] max_running_per_owner)",
+                    s2.owner.user
+                ));
             }
         }
         let call = s2.call().map_err(|e| format!("refused: {e}"))?;
@@ -302,6 +320,13 @@ async fn trusted_call(
         }
     };
     Ok((call, targets))
+}
+
+/// Whether a scheduled run's job still runs (a job whose driver died
+/// before it dispatched will not go on: it holds nothing back).
+fn running(rec: &crate::store::JobRecord) -> bool {
+    let stalled = !rec.meta.dispatched && !rec.meta.batch && crate::jobs::driver_gone(&rec.meta);
+    rec.meta.ended.is_none() && crate::jobs::tally(rec).pending > 0 && !stalled
 }
 
 /// Starts the run as a job of the owner carrying the schedule's name (a

@@ -183,8 +183,11 @@ pub async fn add(
             every: req.every,
             enabled: req.enabled.unwrap_or(true),
         };
-        let per_owner = api2.settings.max_schedules_per_owner;
-        let s = manage::add(&api2.store, &api2.root, new, owner, &rights, per_owner)?;
+        let (per_owner, min_every) = (
+            api2.settings.max_schedules_per_owner,
+            api2.settings.min_every_limited,
+        );
+        let s = manage::add(&api2.store, &api2.root, new, owner, &rights, per_owner, min_every)?;
         Ok((s.name.clone(), manage::doc(&api2.store, &s)))
     })
     .await;
@@ -242,9 +245,11 @@ pub async fn change(
     let action = format!("schedule {what} {}", common::paths::shorten(&name));
     let (api2, caller2) = (Arc::clone(&api), caller.clone());
     let answer = blocking(move || {
-        load_visible(&api2, &caller2, &name)?;
+        let shown = load_visible(&api2, &caller2, &name)?;
         let mut s = None;
         if req.cron.is_some() || req.every.is_some() {
+            let when = crate::schedule::When::parse(req.cron.as_deref(), req.every)?;
+            crate::schedule::check_rate(&shown.owner, &when, api2.settings.min_every_limited)?;
             s = Some(manage::set_times(
                 &api2.store,
                 &api2.root,

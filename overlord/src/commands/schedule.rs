@@ -101,7 +101,16 @@ fn add(plan: &Plan, store: &crate::store::Store, a: &ScheduleAddArgs) -> Result<
         token: None,
     };
     let per_owner = crate::schedule::per_owner(&plan.root);
-    let s = manage::add(store, &plan.root, new, owner, &Rights::admin(), per_owner)?;
+    // An administrator's: no rate bound (`min_every_limited` is for limited tokens).
+    let s = manage::add(
+        store,
+        &plan.root,
+        new,
+        owner,
+        &Rights::admin(),
+        per_owner,
+        crate::schedule::MIN_EVERY,
+    )?;
     let next = s.due.map_or("never (disabled)".to_string(), crate::when::show);
     say(
         plan,

@@ -53,6 +53,7 @@ pub fn add(
     owner: Owner,
     rights: &Rights,
     per_owner: usize,
+    min_every_limited: u64,
 ) -> Result<Schedule, GateError> {
     check_name(&new.name)?;
     // Rights first: a caller who may not make the request spends nothing
@@ -65,6 +66,7 @@ pub fn add(
         other => other,
     })?;
     let when = When::parse(new.cron.as_deref(), new.every)?;
+    super::check_rate(&owner, &when, min_every_limited)?;
     let mut s = Schedule::new(
         new.name,
         new.request,

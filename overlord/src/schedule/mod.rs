@@ -32,6 +32,12 @@ pub const MIN_EVERY: u64 = 1;
 pub const MAX_EVERY: u64 = 366 * 86_400;
 /// Schedules one owner may have, by default (`[api] max_schedules_per_owner`).
 pub const DEFAULT_PER_OWNER: usize = 100;
+/// The shortest interval of a schedule whose owner is a token with limited
+/// rights, by default (`[api] min_every_limited`), seconds.
+pub const DEFAULT_MIN_EVERY_LIMITED: u64 = 60;
+/// Scheduled runs of one limited owner in progress at once, by default
+/// (`[api] max_running_per_owner`): a run due beyond it is skipped.
+pub const DEFAULT_RUNNING_PER_OWNER: usize = 4;
 /// A run started this long after its time is a missed run made up.
 pub const MADE_UP_AFTER: f64 = 30.0;
 /// Longest name.
@@ -143,6 +149,44 @@ pub struct OwnerToken {
     /// Whether it was an admin token when the schedule was made.
     #[serde(default)]
     pub admin: bool,
+}
+
+impl Owner {
+    /// Whether the owner is a token with limited rights (its schedules'
+    /// rate is bounded: `[api] min_every_limited`, `max_running_per_owner`).
+    pub fn limited(&self) -> bool {
+        self.token.as_ref().is_some_and(|t| !t.admin)
+    }
+}
+
+/// Refuses times that would run a limited owner's schedule more often than
+/// every `min_every` seconds (an interval, or two of a cron line's next
+/// sixteen runs closer than that).
+pub fn check_rate(owner: &Owner, when: &When, min_every: u64) -> Result<(), GateError> {
+    if !owner.limited() {
+        return Ok(());
+    }
+    let closest = match when {
+        When::Every(secs) => *secs as f64,
+        w => {
+            let Some(mut t) = w.next_after(crate::store::now()) else {
+                return Ok(());
+            };
+            let mut closest = f64::INFINITY;
+            for _ in 0..16 {
+                let Some(next) = w.next_after(t) else { break };
+                closest = closest.min(next - t);
+                t = next;
+            }
+            closest
+        }
+    };
+    match closest < min_every as f64 {
+        true => Err(GateError::Invalid(format!(
+            "a token with limited rights runs a schedule at most every {min_every} s ([api] min_every_limited)"
+        ))),
+        false => Ok(()),
+    }
 }
 
 impl OwnerToken {
@@ -490,6 +534,29 @@ mod tests {
         let next = w.next_after(1_700_000_000.0).unwrap();
         assert!(next > 1_700_000_000.0 && next <= 1_700_000_300.0);
         assert_eq!((next as i64) % 300, 0, "every fifth minute");
+    }
+
+    #[test]
+    fn a_limited_owners_schedules_run_at_most_so_often() {
+        let limited = Owner {
+            user: "api:web".into(),
+            token: Some(OwnerToken {
+                name: "web".into(),
+                check: String::new(),
+                admin: false,
+            }),
+        };
+        let admin = Owner {
+            user: "cli:root".into(),
+            token: None,
+        };
+        let every = |s| When::parse(None, Some(s)).unwrap();
+        assert!(check_rate(&limited, &every(59), 60).is_err());
+        assert!(check_rate(&limited, &every(60), 60).is_ok());
+        assert!(check_rate(&admin, &every(1), 60).is_ok());
+        let cron = When::parse(Some("* * * * *"), None).unwrap();
+        assert!(check_rate(&limited, &cron, 120).is_err());
+        assert!(check_rate(&limited, &cron, 60).is_ok());
     }
 
     fn every(secs: u64, due: f64) -> Schedule {
