@@ -38,6 +38,9 @@ fleet_init "$raw/one" $B
 fleet_minion bench1
 echo "== one minion: Python xmlrpc.client, one keep-alive connection"
 python3 scripts/bench_python.py "$FLEET_DIR/certmaster" "$FLEET_ADDR" "${BENCH_PY_CALLS:-3000}" "$raw/one.tsv"
+echo "== one minion: what the once-per-host record costs (async calls with and without a request identity)"
+python3 scripts/bench_once.py "$FLEET_DIR/certmaster" "$FLEET_ADDR" "$FLEET_DIR/bench1" "${BENCH_ONCE_CALLS:-1000}" "$raw/once.md" ||
+	echo "once-per-host bench failed" | tee "$raw/once.md"
 fleet_stop
 
 salt_ready=""

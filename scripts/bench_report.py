@@ -286,6 +286,9 @@ out.append("")
 store_md = os.path.join(raw, "store.md")
 if os.path.exists(store_md):
     out.append(open(store_md).read())
+once_md = os.path.join(raw, "once.md")
+if os.path.exists(once_md):
+    out.append(open(once_md).read())
 if peer != "scale":
     out.append("The 1,000-minion scale run is `make bench-scale` (its own report).")
 

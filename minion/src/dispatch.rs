@@ -39,18 +39,21 @@ impl Reply {
     }
 }
 
-/// Runs one call for `who` (on behalf of `user`, as the request said).
+/// Runs one call for `who` (on behalf of `user`, as the request said; as
+/// part of signed request `request`, if the overlord named one).
 pub async fn call(
     minion: Arc<Minion>,
     peer: SocketAddr,
     who: PeerIdentity,
-    user: Option<String>,
+    (user, request): (Option<String>, Option<String>),
     method: String,
     params: Vec<Value>,
 ) -> Reply {
     let caller = Caller::from(&who);
-    // Only the overlord's word on whom it calls for is believed.
+    // Only the overlord's word on whom it calls for, and for which signed
+    // request, is believed.
     let user = user.filter(|_| who.overlord);
+    let request = request.filter(|_| who.overlord);
     if let Some((code, message)) = refusal(&minion, &caller, &method) {
         return Reply::Fault { code, message };
     }
@@ -100,7 +103,10 @@ pub async fn call(
         };
         if is_async {
             // Any method gets an id; an unknown one fails inside the job, as in Func.
-            return worker.jobs.submit(&method, params, &caller).map(Value::String);
+            return worker
+                .jobs
+                .submit(&method, params, &caller, request)
+                .map(Value::String);
         }
         let ran = run(&worker, &method, &params, &caller);
         match verdict {

@@ -113,6 +113,12 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
         .get(rpc::client::USER_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let request = req
+        .headers()
+        .get(rpc::client::REQUEST_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| rpc::client::is_request_id(v))
+        .map(str::to_string);
     let refuse = |name: &str| dispatch::refusal(&minion, &caller, name);
     let admission = rpc::http::Admission {
         budget,
@@ -131,7 +137,7 @@ async fn handle(minion: Arc<Minion>, peer: SocketAddr, who: PeerIdentity, req: R
         Err(reply) => return reply,
     };
     let max_depth = minion.config.limits.max_depth;
-    let answer = dispatch::call(minion, peer, who, user, call.method, call.params)
+    let answer = dispatch::call(minion, peer, who, (user, request), call.method, call.params)
         .await
         .encode(max_depth);
     // Wide integers and dateTime values go back in the form their sender

@@ -28,8 +28,16 @@ pub struct Outcome {
     pub client: Option<MinionClient>,
 }
 
+/// For whom a call is made: a user's name (func-api's callers), and the
+/// signed request it belongs to (its identity, `seal::request_id`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OnBehalf<'a> {
+    pub user: Option<&'a str>,
+    pub request: Option<&'a str>,
+}
+
 /// Calls `method(params)` on `target` over `kept` (or a new connection),
-/// each step within `limit`, as `user` when given.
+/// each step within `limit`, as `who` says.
 pub async fn call_once(
     kept: Option<MinionClient>,
     target: &Target,
@@ -37,8 +45,9 @@ pub async fn call_once(
     params: Vec<Value>,
     link: Arc<Link>,
     limit: Duration,
-    user: Option<&str>,
+    who: OnBehalf<'_>,
 ) -> Outcome {
+    let OnBehalf { user, request } = who;
     let unreachable = |value: Value| Outcome {
         reply: Reply::Unreachable(why(&value)),
         value,
@@ -54,6 +63,7 @@ pub async fn call_once(
     };
     client.set_timeout(limit);
     client.set_user(user);
+    client.set_request(request);
     let mut outcome = client.call(method, params.clone()).await;
     if reused && matches!(&outcome, Err(CallError::Http(_))) {
         client = match connect(target, link, limit).await {
@@ -62,6 +72,7 @@ pub async fn call_once(
         };
         client.set_timeout(limit);
         client.set_user(user);
+        client.set_request(request);
         outcome = client.call(method, params).await;
     }
     match outcome {

@@ -49,8 +49,13 @@ impl Job {
 /// What to do on each host.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Action {
-    /// One method call; `call_xml` is the encoded `<methodCall>`.
-    Call { call_xml: String },
+    /// One method call; `call_xml` is the encoded `<methodCall>`, part of
+    /// signed request `request` (its identity) if any.
+    Call {
+        call_xml: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request: Option<String>,
+    },
     /// Send a local file: `copyfile.open`, `copyfile.append` in chunks, then
     /// `copyfile.checksum` compared with `sha1`.
     CopyFile {
@@ -67,7 +72,10 @@ impl Action {
     /// One call of `method(params)`, encoded once for every host.
     pub fn call(method: &str, params: Vec<Value>) -> Result<Self, common::xmlrpc::EncodeError> {
         let call_xml = common::xmlrpc::encode_call(method, params, common::xmlrpc::DEFAULT_MAX_DEPTH)?;
-        Ok(Action::Call { call_xml })
+        Ok(Action::Call {
+            call_xml,
+            request: None,
+        })
     }
 }
 

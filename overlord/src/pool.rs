@@ -210,7 +210,15 @@ impl Pool {
         // them all, so a revoked minion is not called over an old one.
         let link = self.link();
         let kept = self.take(target);
-        let call = crate::caller::call_once(kept, target, method, params, link, limit, user);
+        let call = crate::caller::call_once(
+            kept,
+            target,
+            method,
+            params,
+            link,
+            limit,
+            crate::caller::OnBehalf { user, request: None },
+        );
         match tokio::time::timeout(limit, call).await {
             Ok(done) => {
                 if let Some(client) = done.client {

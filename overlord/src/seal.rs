@@ -86,6 +86,14 @@ pub fn signed_bytes(meta: &JobMeta, hosts: &[String]) -> Vec<u8> {
     out
 }
 
+/// The identity of `meta`'s signed request, as minions are told it
+/// (`X-Func-Request`): the hex SHA-256 of its signature. `None`: unsigned.
+pub fn request_id(meta: &JobMeta) -> Option<String> {
+    let seal = meta.seal.as_ref()?;
+    let digest = ring::digest::digest(&ring::digest::SHA256, seal.sig.as_bytes());
+    Some(digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The overlord's key, ready to sign requests.
 pub struct Signer {
     key: EcdsaKeyPair,

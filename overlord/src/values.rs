@@ -113,6 +113,17 @@ pub fn natural<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<&'a Strin
     v
 }
 
+/// The type of a `REMOTE_ERROR` list (`None`: not one).
+pub fn error_kind(value: &Value) -> Option<&str> {
+    match value {
+        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(1) {
+            Some(Value::String(kind)) => Some(kind.as_str()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// `ERROR (type): message` for a `REMOTE_ERROR` list, as sent (the
 /// display layer escapes it for a terminal).
 pub fn error_text(value: &Value) -> String {

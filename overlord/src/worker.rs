@@ -96,7 +96,7 @@ fn emit(report: &Report) {
 
 async fn one_host(job: &Job, target: &Target, tls: Arc<Link>, limit: Duration) -> Value {
     match &job.action {
-        Action::Call { call_xml } => {
+        Action::Call { call_xml, request } => {
             let limits = xmlrpc::Limits {
                 max_body: usize::MAX,
                 max_depth: xmlrpc::DEFAULT_MAX_DEPTH,
@@ -105,7 +105,11 @@ async fn one_host(job: &Job, target: &Target, tls: Arc<Link>, limit: Duration) -
             // One call, as every caller makes it (`caller.rs`).
             match xmlrpc::decode_call(call_xml.as_bytes(), &limits) {
                 Ok(call) => {
-                    crate::caller::call_once(None, target, &call.method, call.params, tls, limit, None)
+                    let who = crate::caller::OnBehalf {
+                        user: None,
+                        request: request.as_deref(),
+                    };
+                    crate::caller::call_once(None, target, &call.method, call.params, tls, limit, who)
                         .await
                         .value
                 }

@@ -87,7 +87,7 @@ fn errors_batches_groups_and_formats_are_documents() {
             .collect::<Vec<_>>()
     };
     assert_eq!(keys(&known), keys(&unknown));
-    assert_eq!(keys(&known).len(), 8, "{known}");
+    assert_eq!(keys(&known).len(), 9, "{known}");
     // The listings.
     let minions = json(&fleet, &["*", "list_minions"]);
     assert!(
@@ -98,7 +98,7 @@ fn errors_batches_groups_and_formats_are_documents() {
     );
     let batches = json(&fleet, &["batch", "list"]);
     assert!(
-        batches[0]["counts"].as_object().is_some_and(|c| c.len() == 8),
+        batches[0]["counts"].as_object().is_some_and(|c| c.len() == 9),
         "{batches}"
     );
     let active = json(&fleet, &["jobs", "active"]);

@@ -358,3 +358,57 @@ fn a_window_wider_than_the_hosts_says_so() {
         "{out:?}"
     );
 }
+
+/// Issue 46: whoever can write the store resets a finished `command.run`
+/// host to pending (the batch made to look orphaned) and an administrator
+/// runs `func batch recover`. The minion learns the signed request's
+/// identity with the call and refuses a second run of it: the host is not
+/// run twice, and the batch says why.
+#[test]
+fn a_host_the_store_reset_to_pending_is_not_run_twice() {
+    use overlord::batch::record::BatchRecord;
+    use overlord::store::JobStore as _;
+    let fleet = Fleet::start(&["m1", "m2"]);
+    let marker = fleet.dir.path().join("ran");
+    let command = format!("echo x >> {}", marker.display());
+    let out = fleet.func(&[
+        "-t", "30", "*", "call", "--batch", "1", "--async", "command", "run", &command,
+    ]);
+    let id = job_id(&out.stdout);
+    let doc = wait_complete(&fleet, &id);
+    assert_eq!(doc["counts"]["done"], 2, "{doc}");
+    let runs = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(runs(), 2);
+    let store = overlord::settings::store(&fleet.cm.root);
+    let changed = store
+        .change_batch_with(&id, &mut |bytes| {
+            let mut r = BatchRecord::decode(bytes).ok()?;
+            r.state.ended.remove("m1");
+            r.state.pending.push_back("m1".into());
+            r.minion_jobs.remove("m1");
+            r.complete = false;
+            r.driver = None;
+            Some(r.encode())
+        })
+        .unwrap();
+    assert!(changed);
+    drop(store);
+    let out = fleet.func(&["batch", "recover"]);
+    assert!(out.stdout.contains("resumed"), "{out:?}");
+    let doc = wait_complete(&fleet, &id);
+    assert_eq!(doc["hosts"]["m1"]["state"], "refused", "{doc}");
+    let why = doc["hosts"]["m1"]["reason"].as_str().unwrap_or_default();
+    assert!(why.contains("already ran here"), "{doc}");
+    assert_eq!(runs(), 2, "m1 did not run the command again");
+    let status = fleet.func(&["batch", "status", &id]);
+    assert!(
+        status.stdout.contains("m1: refused") && status.stdout.contains("already ran here"),
+        "{status:?}"
+    );
+    assert_ne!(status.code, 0, "a refused host is no success: {status:?}");
+}

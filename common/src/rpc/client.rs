@@ -54,6 +54,7 @@ pub struct MinionClient {
     limits: Limits,
     /// The user calls are made for, when not this process's ([`Self::set_user`]).
     user: Option<http::HeaderValue>,
+    request: Option<http::HeaderValue>,
 }
 
 impl MinionClient {
@@ -102,6 +103,7 @@ impl MinionClient {
                 max_values: crate::xmlrpc::DEFAULT_MAX_VALUES,
             },
             user: None,
+            request: None,
         })
     }
 
@@ -130,15 +132,27 @@ impl MinionClient {
     }
 
     /// Calls `method` with `params`; a fault becomes [`CallError::Fault`].
+    /// Calls from now on belong to signed request `request` (its identity,
+    /// [`REQUEST_HEADER`]); `None`: to none.
+    pub fn set_request(&mut self, request: Option<&str>) {
+        self.request = request
+            .filter(|r| is_request_id(r))
+            .and_then(|r| http::HeaderValue::from_str(r).ok());
+    }
+
     /// Every request names the user this process runs for ([`USER_HEADER`]).
     pub async fn call(&mut self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
         let body = xmlrpc::encode_call(method, params, self.limits.max_depth)
             .map_err(|e| CallError::Encode(e.to_string()))?;
-        let request = Request::post("/RPC2")
+        let mut request = Request::post("/RPC2")
             .header(header::HOST, self.name.as_str())
             .header(header::CONTENT_TYPE, "text/xml")
             .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")))
-            .header(USER_HEADER, self.user.clone().unwrap_or_else(on_behalf_of))
+            .header(USER_HEADER, self.user.clone().unwrap_or_else(on_behalf_of));
+        if let Some(id) = &self.request {
+            request = request.header(REQUEST_HEADER, id.clone());
+        }
+        let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| CallError::Http(e.to_string()))?;
         let exchange = async {
@@ -182,6 +196,20 @@ impl MinionClient {
 /// user under sudo). funcd writes it into its audit line when the caller
 /// is the overlord, the only caller it believes.
 pub const USER_HEADER: &str = "x-func-user";
+
+/// The identity of the signed request a call belongs to (hex digest of its
+/// signature, DESIGN §9), sent by an overlord beside the XML-RPC body
+/// (clients that send none are served as before): a minion runs one
+/// signed request at most once while it keeps its job.
+pub const REQUEST_HEADER: &str = "x-func-request";
+
+/// The error kind of a call refused because its signed request already ran.
+pub const ALREADY_RAN: &str = "func.minion.AlreadyRan";
+
+/// Whether `id` may be a request identity: 16 to 128 hex digits.
+pub fn is_request_id(id: &str) -> bool {
+    (16..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
 
 /// This process's user as a header value ("?" if it cannot be one).
 fn on_behalf_of() -> http::HeaderValue {

@@ -496,7 +496,17 @@ impl Jobs {
     ///
     /// The id is answered once the job has started (the zygote reported its
     /// pid) or failed to start; runs on a blocking thread.
-    pub fn submit(&self, method: &str, params: Vec<Value>, caller: &Caller) -> Result<String, MethodError> {
+    ///
+    /// `request`: the identity of the signed request the call belongs to
+    /// (the overlord's word, DESIGN §9): one already run here, while its
+    /// job is kept, is refused and not run again.
+    pub fn submit(
+        &self,
+        method: &str,
+        params: Vec<Value>,
+        caller: &Caller,
+        request: Option<String>,
+    ) -> Result<String, MethodError> {
         let call_xml = xmlrpc::encode_call(method, params, xmlrpc::DEFAULT_MAX_DEPTH)
             .map_err(|e| MethodError::value(format!("cannot record the call: {e}")))?;
         let mut record = JobRecord {
@@ -511,10 +521,19 @@ impl Jobs {
             ended: None,
             result_xml: None,
             signalled_by: None,
+            request,
         };
         let store_err = |e: StoreError| MethodError::os(e.to_string());
         {
             let _admitting = lock(&self.admitting);
+            if let Some(request) = &record.request {
+                if let Some(job) = self.store.ran_request(request).map_err(store_err)? {
+                    return Err(MethodError::new(
+                        common::rpc::client::ALREADY_RAN,
+                        format!("this signed request already ran here as job {job}: not run again"),
+                    ));
+                }
+            }
             self.admit(caller, record.call_xml.len() as u64)?;
             loop {
                 record.id = self.next_id();
@@ -578,6 +597,7 @@ pub(crate) fn placeholder(id: &str) -> JobRecord {
         ended: None,
         result_xml: None,
         signalled_by: None,
+        request: None,
     }
 }
 

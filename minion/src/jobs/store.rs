@@ -3,9 +3,11 @@
 //! processes hand their results back through spool files instead).
 //!
 //! Tables: `jobs` (id → JSON [`JobRecord`]), `running` (ids of unfinished
-//! jobs, so liveness checks never scan finished ones) and `expiry`
+//! jobs, so liveness checks never scan finished ones), `expiry`
 //! ((completion time in µs, id) → ()), so purging costs O(expired): a range
-//! delete from the start of the index up to `now - keep_jobs`.
+//! delete from the start of the index up to `now - keep_jobs`; and
+//! `requests` (a signed request's identity → the job it started), kept and
+//! purged with its job: a signed request runs at most once here.
 
 use std::path::Path;
 
@@ -15,6 +17,7 @@ use serde::{Deserialize, Serialize};
 const JOBS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("jobs");
 const RUNNING: TableDefinition<'_, &str, ()> = TableDefinition::new("running");
 const EXPIRY: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("expiry");
+const REQUESTS: TableDefinition<'_, &str, &str> = TableDefinition::new("requests");
 
 /// One job as the minion knows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -42,6 +45,10 @@ pub struct JobRecord {
     /// Set when a `jobs.*_job` call signalled the job: what and by whom.
     #[serde(default)]
     pub signalled_by: Option<String>,
+    /// The signed request that started it (its identity, as the overlord
+    /// sent it): a second call with the same identity is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 impl JobRecord {
@@ -256,6 +263,12 @@ impl Store {
                     .map_err(db_err)?
                     .insert(record.id.as_str(), ())
                     .map_err(db_err)?;
+                if let Some(request) = &record.request {
+                    txn.open_table(REQUESTS)
+                        .map_err(db_err)?
+                        .insert(request.as_str(), record.id.as_str())
+                        .map_err(db_err)?;
+                }
             }
             txn.commit().map_err(db_err)?;
             Ok(true)
@@ -268,6 +281,20 @@ impl Store {
             u.bytes += kept_bytes(record);
         });
         Ok(true)
+    }
+
+    /// The job signed request `request` started here, while it is kept.
+    pub fn ran_request(&self, request: &str) -> Result<Option<String>, StoreError> {
+        self.run(|db| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let table = match txn.open_table(REQUESTS) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(db_err(e)),
+            };
+            let found = table.get(request).map_err(db_err)?;
+            Ok(found.map(|v| v.value().to_string()))
+        })
     }
 
     pub fn get(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
@@ -465,6 +492,12 @@ fn purge(
             }
         }
     }
+    if removed.iter().any(|r| r.request.is_some()) {
+        let mut requests = txn.open_table(REQUESTS).map_err(db_err)?;
+        for request in removed.iter().filter_map(|r| r.request.as_deref()) {
+            requests.remove(request).map_err(db_err)?;
+        }
+    }
     Ok(removed)
 }
 
@@ -548,7 +581,32 @@ mod tests {
             ended: None,
             result_xml: None,
             signalled_by: None,
+            request: None,
         }
+    }
+
+    #[test]
+    fn a_requests_identity_is_kept_and_purged_with_its_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        assert_eq!(store.ran_request("r1").unwrap(), None);
+        let mut j = job("1.5-minion", 1.5);
+        j.request = Some("r1".into());
+        assert!(store.insert_new(&j).unwrap());
+        assert_eq!(store.ran_request("r1").unwrap().as_deref(), Some("1.5-minion"));
+        j.ended = Some(10.0);
+        store.finish(&j, 10.0, 50.0).unwrap();
+        assert_eq!(
+            store.ran_request("r1").unwrap().as_deref(),
+            Some("1.5-minion"),
+            "kept with its job"
+        );
+        let mut k = job("3.5-minion", 3.5);
+        k.ended = Some(100.0);
+        store.insert_new(&k).unwrap();
+        store.finish(&k, 100.0, 50.0).unwrap();
+        assert!(store.get("1.5-minion").unwrap().is_none(), "purged");
+        assert_eq!(store.ran_request("r1").unwrap(), None, "purged with it");
     }
 
     #[test]

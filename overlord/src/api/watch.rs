@@ -425,7 +425,15 @@ impl State {
 pub fn salt_batch_event(id: &str, event: &str, ev: &serde_json::Value) -> (String, serde_json::Value) {
     let c = &ev["counts"];
     let n = |k: &str| c[k].as_u64().unwrap_or(0);
-    let ended = ["done", "failed", "timeout", "unreachable", "killed", "abandoned"];
+    let ended = [
+        "done",
+        "failed",
+        "timeout",
+        "unreachable",
+        "refused",
+        "killed",
+        "abandoned",
+    ];
     let completed: u64 = ended.iter().map(|k| n(k)).sum();
     let failed: u64 = ended.iter().skip(1).map(|k| n(k)).sum();
     let total = completed + n("active") + n("pending");

@@ -123,7 +123,9 @@ pub fn hosts_doc(rec: &BatchRecord) -> BTreeMap<String, HostDoc> {
     }
     for (h, end) in &rec.state.ended {
         let why = match end {
-            HostEnd::Timeout(w) | HostEnd::Unreachable(w) | HostEnd::Abandoned(w) => Some(w.clone()),
+            HostEnd::Timeout(w) | HostEnd::Unreachable(w) | HostEnd::Abandoned(w) | HostEnd::Refused(w) => {
+                Some(w.clone())
+            }
             _ => None,
         };
         hosts.insert(h.clone(), doc(end.name(), None, why));

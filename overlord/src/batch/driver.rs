@@ -210,6 +210,9 @@ pub fn drive(
     let mut poller = Poller::new(calling.clone(), limit)
         .map_err(EngineError::Credentials)?
         .relaying(root.clone(), delegation);
+    // Each minion runs this signed request at most once, whatever the
+    // store says (a host reset to pending and recovered is refused there).
+    poller.set_request(crate::seal::request_id(&meta));
     let mut events = Vec::new();
     if recovering {
         // Hosts saved as in flight but without a minion job id were being
@@ -290,6 +293,15 @@ pub fn drive(
                         ));
                         poller.watch(Target::enrolled(root, &host), job.clone());
                         rec.minion_jobs.insert(host, job);
+                    }
+                    Reply::Value(v)
+                        if crate::values::error_kind(&v) == Some(common::rpc::client::ALREADY_RAN) =>
+                    {
+                        results.insert(host.clone(), v.clone());
+                        events.push(Event::Refused {
+                            host,
+                            why: crate::values::error_text(&v),
+                        });
                     }
                     Reply::Value(v) | Reply::Fault(v) => {
                         results.insert(host.clone(), v.clone());
@@ -502,6 +514,7 @@ pub fn end_error(end: &HostEnd) -> Value {
             "killed by func batch stop --kill".to_string(),
         ),
         HostEnd::Abandoned(why) => ("func.overlord.BatchAbandoned", why.clone()),
+        HostEnd::Refused(why) => (common::rpc::client::ALREADY_RAN, why.clone()),
         HostEnd::Done | HostEnd::Failed => ("func.overlord.BatchError", "no result recorded".to_string()),
     };
     remote_error(kind, &why, "")

@@ -24,6 +24,9 @@ pub enum HostEnd {
     Killed,
     /// Never dispatched: the batch was halted first.
     Abandoned(String),
+    /// The minion refused the call: this signed request already ran there
+    /// (a host the store put back to pending), so it is not run twice.
+    Refused(String),
 }
 
 impl HostEnd {
@@ -35,6 +38,7 @@ impl HostEnd {
             HostEnd::Unreachable(_) => "unreachable",
             HostEnd::Killed => "killed",
             HostEnd::Abandoned(_) => "abandoned",
+            HostEnd::Refused(_) => "refused",
         }
     }
 
@@ -42,7 +46,7 @@ impl HostEnd {
     pub fn is_failure(&self) -> bool {
         matches!(
             self,
-            HostEnd::Failed | HostEnd::Timeout(_) | HostEnd::Unreachable(_)
+            HostEnd::Failed | HostEnd::Timeout(_) | HostEnd::Unreachable(_) | HostEnd::Refused(_)
         )
     }
 }
@@ -83,6 +87,8 @@ pub enum Event {
     Returned { host: String, ok: bool },
     /// The call to a host could not be made.
     DispatchFailed { host: String, why: String },
+    /// The minion refused the call: the signed request already ran there.
+    Refused { host: String, why: String },
     /// The answer to a liveness question.
     Liveness { host: String, answer: Liveness },
     /// `batch stop` (drain) or `batch stop --kill`.
@@ -183,6 +189,9 @@ impl BatchState {
                 Event::DispatchFailed { host, why } => {
                     self.end(&host, HostEnd::Unreachable(why), now);
                 }
+                Event::Refused { host, why } => {
+                    self.end(&host, HostEnd::Refused(why), now);
+                }
                 Event::Liveness { host, answer } => match answer {
                     Liveness::Running => {
                         if let Some(f) = self.active.get_mut(&host) {
@@ -257,11 +266,18 @@ impl BatchState {
     /// Counts per state name, for progress lines.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
         // Every key in every state, zero or not: one shape for programs.
-        let mut c: BTreeMap<&'static str, usize> =
-            ["done", "failed", "timeout", "unreachable", "killed", "abandoned"]
-                .map(|k| (k, 0))
-                .into_iter()
-                .collect();
+        let mut c: BTreeMap<&'static str, usize> = [
+            "done",
+            "failed",
+            "timeout",
+            "unreachable",
+            "killed",
+            "abandoned",
+            "refused",
+        ]
+        .map(|k| (k, 0))
+        .into_iter()
+        .collect();
         c.insert("pending", self.pending.len());
         c.insert("active", self.active.len());
         for end in self.ended.values() {

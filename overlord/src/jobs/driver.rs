@@ -204,7 +204,11 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
             &exe,
             &crate::settings::credentials(root),
             &targets,
-            &Action::Call { call_xml },
+            &Action::Call {
+                call_xml,
+                // Each minion runs this signed request at most once.
+                request: crate::seal::request_id(&record.meta),
+            },
             &how,
             FLUSH_AFTER,
             |event| {

@@ -48,6 +48,9 @@ pub struct Poller {
     root: Option<common::paths::Root>,
     /// A job with `--delegate`: its starts go through relays.
     delegation: Option<super::relayed::Delegation>,
+    /// The signed request the calls belong to (its identity: each minion
+    /// runs it at most once).
+    request: Option<String>,
 }
 
 impl Poller {
@@ -69,7 +72,13 @@ impl Poller {
             rotation: None,
             root: None,
             delegation: None,
+            request: None,
         })
+    }
+
+    /// Calls from now on belong to signed request `request` (its identity).
+    pub fn set_request(&mut self, request: Option<String>) {
+        self.request = request;
     }
 
     /// Hosts whose job is a relay's are followed through the relays of
@@ -284,11 +293,14 @@ impl Poller {
         for (target, method, params) in calls {
             let client = self.clients.remove(&target.name);
             let (tls, slots, limit) = (Arc::clone(&tls), Arc::clone(&slots), self.limit);
+            let request = self.request.clone();
             tasks.spawn(async move {
                 let _slot = slots.acquire_owned().await;
-                let asked =
-                    tokio::time::timeout(limit + extra, ask(client, &target, &method, params, tls, limit))
-                        .await;
+                let asked = tokio::time::timeout(
+                    limit + extra,
+                    ask(client, &target, &method, params, tls, limit, request),
+                )
+                .await;
                 let (reply, client) = asked.unwrap_or_else(|_| {
                     (
                         Reply::Unreachable(format!("no answer from {} within {limit:?}", target.addr)),
@@ -324,8 +336,13 @@ async fn ask(
     params: Vec<Value>,
     tls: Arc<Link>,
     limit: Duration,
+    request: Option<String>,
 ) -> (Reply, Option<MinionClient>) {
-    let done = crate::caller::call_once(client, target, method, params, tls, limit, None).await;
+    let who = crate::caller::OnBehalf {
+        user: None,
+        request: request.as_deref(),
+    };
+    let done = crate::caller::call_once(client, target, method, params, tls, limit, who).await;
     (done.reply, done.client)
 }
 
@@ -346,7 +363,15 @@ async fn watch_one(
         let asked_at = std::time::Instant::now();
         let asked = tokio::time::timeout(
             patience,
-            ask(client.take(), &target, method, params, Arc::clone(&tls), limit),
+            ask(
+                client.take(),
+                &target,
+                method,
+                params,
+                Arc::clone(&tls),
+                limit,
+                None,
+            ),
         );
         let (reply, kept) = asked
             .await

@@ -74,7 +74,7 @@ pub fn call(
 
 /// The order of a call action (only calls go through relays).
 fn order(spec: &str, action: &Action, how: &Dispatch) -> Result<Order, EngineError> {
-    let Action::Call { call_xml } = action else {
+    let Action::Call { call_xml, .. } = action else {
         return Err(EngineError::Record(
             "only calls go through relays (copyfile does not: leave out --delegate)".into(),
         ));

@@ -624,7 +624,7 @@ async function batchPage(id) {
   async function load() {
     const { doc } = await api('GET', '/api/v1/batches/' + encodeURIComponent(id));
     const c = doc.counts || {};
-    const failed = ['failed', 'timeout', 'unreachable'].reduce((n, k) => n + (c[k] || 0), 0);
+    const failed = ['failed', 'timeout', 'unreachable', 'refused'].reduce((n, k) => n + (c[k] || 0), 0);
     const abandoned = (c.killed || 0) + (c.abandoned || 0);
     head.textContent = doc.function + ' — batch of ' + doc.size + ' (' + doc.mode + ') — ' + doc.state;
     counts.replaceChildren(el('span.badge.ok', { id: 'b-done' }, (c.done || 0) + ' done'), el('span.badge.waiting', { id: 'b-active' }, (c.active || 0) + ' active'),
