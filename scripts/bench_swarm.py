@@ -183,10 +183,9 @@ def run(tmp, top):
     relay_roots = []
     for i, p in enumerate(prefixes):
         root = os.path.join(tmp, "relay%d" % (i + 1))
-        ca = os.path.join(root, "etc/pki/certmaster/ca")
-        os.makedirs(ca, mode=0o700)
-        for f in ("certmaster.crt", "certmaster.key", "overlord.pem", "overlord.cert"):
-            shutil.copy2(os.path.join(top, "etc/pki/certmaster/ca", f), ca)
+        # The relay's own credentials (its key is worth its segment only).
+        subprocess.run([b("certmaster-ca"), "--root", top, "--relay", "relay%d" % (i + 1), "--relay-root", root],
+                       check=True, stdout=subprocess.DEVNULL)
         certs = os.path.join(root, CERTS)
         os.makedirs(certs)
         src = os.path.join(top, CERTS)

@@ -159,6 +159,19 @@ impl Authority {
         self.sign(name.to_string(), params, key)
     }
 
+    /// Issues a relay's own overlord certificate for `key`: client auth, the
+    /// overlord mark (the relay calls its segment's minions) and the relay
+    /// mark (no relay runs a request a relay signed), CN `name`.
+    pub fn issue_relay(&self, name: &str, key: &KeyPair) -> Result<Signed> {
+        let purposes = [
+            ExtendedKeyUsagePurpose::ClientAuth,
+            ExtendedKeyUsagePurpose::Other(common::identity::OVERLORD_EKU_OID.to_vec()),
+            ExtendedKeyUsagePurpose::Other(common::identity::RELAY_EKU_OID.to_vec()),
+        ];
+        let params = leaf_params(name, &purposes)?;
+        self.sign(name.to_string(), params, key)
+    }
+
     fn sign(
         &self,
         name: String,

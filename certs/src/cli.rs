@@ -42,7 +42,7 @@ pub struct CertmasterCli {
     version,
     about = "Manage Func certificate requests and certificates"
 )]
-#[command(group(ArgGroup::new("action").required(true).args(["list", "sign", "clean", "list_signed", "list_cert_hash"])))]
+#[command(group(ArgGroup::new("action").required(true).args(["list", "sign", "clean", "list_signed", "list_cert_hash", "relay"])))]
 pub struct CertmasterCaCli {
     /// Read and write only below this directory.
     #[arg(long, env = common::paths::ROOT_ENV, default_value = "/")]
@@ -65,4 +65,13 @@ pub struct CertmasterCaCli {
     /// Print `<cn>-<subject hash>` ACL keys of signed certificates.
     #[arg(long, num_args = 0.., value_name = "GLOB")]
     pub list_cert_hash: Option<Vec<String>>,
+    /// Make the credentials of relay NAME (its own overlord key, worth its segment only, and its func-api's certificate) below --relay-root
+    #[arg(long, value_name = "NAME", requires = "relay_root")]
+    pub relay: Option<String>,
+    /// With --relay: the relay's root (its host's / by default when copied there)
+    #[arg(long, value_name = "DIR", requires = "relay")]
+    pub relay_root: Option<PathBuf>,
+    /// With --relay: more names its func-api answers to (host names, addresses), comma-separated
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', requires = "relay")]
+    pub relay_names: Vec<String>,
 }

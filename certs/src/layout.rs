@@ -32,6 +32,60 @@ pub fn ensure_ca(root: &Root, ca_name: &str) -> Result<(Authority, bool)> {
     Ok((ca, created))
 }
 
+/// Makes the root of relay `name` (DESIGN §17) below `relay_root`: the CA
+/// certificate (never its key), the relay's own overlord key and
+/// certificate (the relay mark: worth its segment only), and its func-api's
+/// service certificate for `name`, `extra_names`, `localhost` and the
+/// loopback addresses. The name is recorded as a service of this CA: no
+/// minion is ever signed under it.
+pub fn provision_relay(
+    ca_root: &Root,
+    ca: &Authority,
+    relay_root: &Root,
+    name: &str,
+    extra_names: &[String],
+) -> Result<()> {
+    if !common::identity::is_valid_host_name(name) || crate::authority::is_reserved_name(name) {
+        return Err(crate::CertError::BadName(name.to_string()));
+    }
+    let name = name.to_ascii_lowercase();
+    write_atomic(
+        &ca_root.join(&format!("{SERVICES_DIR}/{name}")),
+        b"relay\n",
+        PUBLIC,
+    )?;
+    write_atomic(&relay_root.ca_cert(), ca.cert_pem().as_bytes(), PUBLIC)?;
+    let key = request::new_key()?;
+    let signed = ca.issue_relay(&name, &key)?;
+    write_atomic(
+        &relay_root.overlord_key(),
+        key.serialize_pem().as_bytes(),
+        PRIVATE,
+    )?;
+    write_atomic(&relay_root.overlord_cert(), signed.cert_pem.as_bytes(), PUBLIC)?;
+    let mut names = vec![name.clone()];
+    names.extend(extra_names.iter().cloned());
+    names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+    names.dedup();
+    let key = request::new_key()?;
+    let service = ca.issue_service(&names, &key)?;
+    let dir = relay_root.join("etc/pki/func-api");
+    write_atomic(&dir.join("func-api.pem"), key.serialize_pem().as_bytes(), PRIVATE)?;
+    write_atomic(&dir.join("func-api.cert"), service.cert_pem.as_bytes(), PUBLIC)?;
+    Ok(())
+}
+
+/// Where the names of this CA's services (relays) are recorded, below the
+/// certmaster's root.
+pub const SERVICES_DIR: &str = "var/lib/certmaster/certmaster/services";
+
+/// Whether `name` is one of this CA's services (any letter case).
+pub fn is_service_name(ca_root: &Root, name: &str) -> bool {
+    ca_root
+        .join(&format!("{SERVICES_DIR}/{}", name.to_ascii_lowercase()))
+        .exists()
+}
+
 /// Records a signed certificate in the CA's store (`.../certs/<name>.cert`).
 pub fn record_signed(ca_root: &Root, signed: &Signed) -> Result<()> {
     write_atomic(

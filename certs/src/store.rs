@@ -280,6 +280,11 @@ impl Store {
         if let Some(why) = self.case_clash(csr_pem, &name)? {
             return Ok(Outcome::Refused(why));
         }
+        if crate::layout::is_service_name(&self.root, &name) {
+            return Ok(Outcome::Refused(format!(
+                "{name} is the name of a relay of this CA: never a minion's"
+            )));
+        }
         let cert_path = self.cert_path(&name);
         if cert_path.exists() {
             let cert = read_text(&cert_path)?;

@@ -16,6 +16,17 @@ pub const OVERLORD_EKU_OID: &[u64] = &[2, 25, 319_420_217_785_612_201];
 /// EKUs from a request) cannot pass for a relay or for func-api.
 pub const SERVICE_EKU_OID: &[u64] = &[2, 25, 319_420_217_785_612_202];
 
+/// Extended-key-usage purpose that marks a relay's own overlord
+/// certificate (DESIGN §17): with the overlord mark, so that the relay
+/// calls its segment's minions, and this one, so that no other relay runs
+/// a request it signed (authority stays with the top overlord).
+pub const RELAY_EKU_OID: &[u64] = &[2, 25, 319_420_217_785_612_203];
+
+/// Dotted form of [`RELAY_EKU_OID`].
+pub fn relay_oid_string() -> String {
+    dotted(RELAY_EKU_OID)
+}
+
 /// Dotted form of [`OVERLORD_EKU_OID`].
 pub fn overlord_oid_string() -> String {
     dotted(OVERLORD_EKU_OID)

@@ -177,6 +177,30 @@ fn check_seal(creds: &Credentials, seal: &Seal, bytes: &[u8]) -> Result<(), Seal
         .map_err(|_| SealError::Mismatch)
 }
 
+/// Whether `seal` was made with a relay's own key (its certificate has the
+/// relay mark): such a signature is worth the relay's segment only.
+pub fn signer_is_relay(seal: &Seal) -> bool {
+    base64::engine::general_purpose::STANDARD
+        .decode(&seal.cert)
+        .is_ok_and(|der| common::identity::has_eku_mark(&der, &common::identity::relay_oid_string()))
+}
+
+/// This overlord's own name when it is a relay: its certificate's CN, if
+/// the certificate carries the relay mark (`certmaster-ca --relay`).
+pub fn relay_name(root: &Root) -> Option<String> {
+    let creds = crate::settings::credentials(root);
+    let der = common::tls::load_certs(&creds.cert, "certificate")
+        .ok()?
+        .into_iter()
+        .next()?;
+    if !common::identity::has_eku_mark(der.as_ref(), &common::identity::relay_oid_string()) {
+        return None;
+    }
+    common::identity::PeerIdentity::from_der(der.as_ref())
+        .ok()
+        .map(|id| id.cn)
+}
+
 /// The public key (the subject's key bits) of certificate `der`.
 fn public_key(der: &[u8]) -> Result<Vec<u8>, String> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| e.to_string())?;

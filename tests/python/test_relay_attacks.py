@@ -75,7 +75,7 @@ class FakeRelay:
 
 def liar_answer(path, body):
     if path.startswith("/api/v1/relay/map"):
-        return 200, json.dumps({"map": {"d1": {}, "x1": {}}}).encode()
+        return 200, json.dumps({"map": {"d1": {}, "x1": {}}, "name": "liar"}).encode()
     if path == "/api/v1/relay":
         lines = [{"host": "d1", "result": 666}, {"host": "ghost", "result": 1},
                  {"host": "x1", "result": 1}, {"done": True}]

@@ -38,14 +38,14 @@ def func(*args, root=None, check=False, timeout=120):
 
 
 def relay_root(name, minions):
-    """A relay's root: the CA certificate and key (its func-api issues its
-    own certificate), the overlord key, and its segment's minions (moved
-    from the top's list: the top knows them only through the map)."""
+    """A relay's root, as `certmaster-ca --relay` makes it: the CA
+    certificate (no CA key), the relay's own overlord key (worth its
+    segment only) and its func-api's certificate; and its segment's
+    minions (moved from the top's list: the top knows them only through
+    the map)."""
     root = os.path.join(FLEET.dir, name)
-    ca = os.path.join(root, "etc/pki/certmaster/ca")
-    os.makedirs(ca, mode=0o700)
-    for f in ("certmaster.crt", "certmaster.key", "overlord.pem", "overlord.cert"):
-        shutil.copy2(os.path.join(FLEET.ca_root, "etc/pki/certmaster/ca", f), ca)
+    subprocess.run([binary("certmaster-ca"), "--root", FLEET.ca_root, "--relay", name, "--relay-root", root],
+                   check=True, capture_output=True)
     certs = os.path.join(root, CERTS)
     os.makedirs(certs, mode=0o755)
     for m in minions:
@@ -224,6 +224,53 @@ class RelayTest(unittest.TestCase):
                                                   body={"request": forged, "seal": {"cert": "AA==", "sig": "AA=="}})
         self.assertEqual(status, 403, doc)
         self.assertIn("cannot be trusted", doc["error"])
+
+    def signed(self, signer_root, request):
+        """A relay request signed with the overlord key below `signer_root`."""
+        import base64
+        ca = os.path.join(signer_root, "etc/pki/certmaster/ca")
+        text = json.dumps(request)
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", os.path.join(ca, "overlord.pem")],
+                             input=b"func-relay-request\n" + text.encode(), capture_output=True, check=True).stdout
+        der = subprocess.run(["openssl", "x509", "-outform", "DER", "-in", os.path.join(ca, "overlord.cert")],
+                             capture_output=True, check=True).stdout
+        return {"request": text, "seal": {"cert": base64.b64encode(der).decode(), "sig": base64.b64encode(sig).decode()}}
+
+    def order(self, marker, routes):
+        return {"v": 2, "id": "attack-%d" % time.time_ns(), "spec": "r2a", "function": "command.run",
+                "params": ["touch " + marker], "user": "alice", "rights": None,
+                "hosts": sorted({h for hs in routes.values() for h in hs}), "routes": routes, "mode": "now",
+                "timeout": 10, "issued": time.time(), "nonce": os.urandom(16).hex()}
+
+    def test_a_relay_runs_only_what_the_top_signed_for_it_and_each_request_once(self):
+        # Issue 46: relay2 ran relay1's made-up command.run on r2a for a user
+        # "alice", and a request the top signed for relay1 ran on r2a each
+        # time it was posted to relay2.
+        marker = os.path.join(FLEET.dir, "relay-attack")
+        relay2 = RELAYS["relay2"]
+        r1 = os.path.join(FLEET.dir, "relay1")
+        ca = os.path.join(r1, "etc/pki/certmaster/ca")
+        as_relay1 = FLEET.context(os.path.join(ca, "overlord.cert"), os.path.join(ca, "overlord.pem"))
+        made_up = self.signed(r1, self.order(marker, {"relay2": ["r2a"]}))
+        status, doc, _ = relay2.request("POST", "/api/v1/relay", ctx=as_relay1, body=made_up)
+        self.assertEqual(status, 403, doc)
+        self.assertIn("signed by a relay's key", doc["error"])
+        # Signed by the top for relay1 only: not for relay2.
+        for_relay1 = self.signed(FLEET.ca_root, self.order(marker, {"relay1": ["r2a"]}))
+        status, doc, _ = relay2.request("POST", "/api/v1/relay", ctx=FLEET.context(), body=for_relay1)
+        self.assertEqual(status, 403, doc)
+        self.assertIn("not for this one (relay2)", doc["error"])
+        self.assertFalse(os.path.exists(marker), "nothing ran")
+        # Signed by the top for relay2: runs once; the same request again is a replay.
+        once = self.signed(FLEET.ca_root, self.order(marker, {"relay2": ["r2a"]}))
+        status, doc, _ = relay2.request("POST", "/api/v1/relay", ctx=FLEET.context(), body=once)
+        self.assertEqual(status, 200, doc)
+        self.assertTrue(wait_until(30, lambda: os.path.exists(marker)))
+        os.unlink(marker)
+        status, doc, _ = relay2.request("POST", "/api/v1/relay", ctx=FLEET.context(), body=once)
+        self.assertEqual(status, 403, doc)
+        self.assertIn("replayed", doc["error"])
+        self.assertFalse(os.path.exists(marker), "the replay ran nothing")
 
     def test_a_relay_restart_loses_nothing_recorded(self):
         before = {m: audit_count(m, "test.sleep") for m in ("r1a", "r1b", "r2a")}

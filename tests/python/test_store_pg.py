@@ -206,10 +206,8 @@ class SharedStoreTest(unittest.TestCase):
     def test_a_delegated_job_is_collapsed_by_another_overlord_and_the_map_is_shared(self):
         # relay1: a func-api with its own root (redb) serving m3.
         relay = os.path.join(self.fleet.dir, "relay1")
-        ca = "etc/pki/certmaster/ca"
-        os.makedirs(os.path.join(relay, ca), mode=0o700)
-        for f in ("certmaster.crt", "certmaster.key", "overlord.pem", "overlord.cert"):
-            shutil.copy2(os.path.join(self.a, ca, f), os.path.join(relay, ca, f))
+        subprocess.run([binary("certmaster-ca"), "--root", self.a, "--relay", "relay1", "--relay-root", relay],
+                       check=True, capture_output=True)
         certs = "var/lib/certmaster/certmaster/certs"
         os.makedirs(os.path.join(relay, certs))
         for ext in (".cert", ".addr"):

@@ -142,6 +142,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             say!("{name}");
         }
     }
+    if let (Some(name), Some(dir)) = (&cli.relay, &cli.relay_root) {
+        let ca = load_ca()?;
+        let relay_root = Root::new(dir);
+        certs::layout::provision_relay(&root, &ca, &relay_root, name, &cli.relay_names)
+            .with_context(|| format!("making relay {name}"))?;
+        say!(
+            "relay {name}: its overlord key, certificate and func-api certificate are below {} (no CA key: copy that root to the relay's host)",
+            relay_root.dir().display()
+        );
+    }
     if let Some(globs) = &cli.list_cert_hash {
         for name in filtered(store.signed(), globs) {
             let der = store

@@ -188,6 +188,7 @@ async fn sync_call(
                 user: caller.user(),
                 rights: caller.signed_rights(),
                 timeout,
+                forward: None,
             };
             crate::relay::call_now(&api.root, routes, &order, relayed, tx).await;
         }

@@ -1,10 +1,15 @@
 //! func-api as a relay (DESIGN §17): an overlord of its segment that runs
-//! what an overlord of the same CA hands it, signed.
+//! what a top overlord of the same CA signed, and nothing else. It is a
+//! relay when its own overlord certificate has the relay mark
+//! (`certmaster-ca --relay NAME`); NAME is its name in requests and maps.
 //!
 //! - `POST /api/v1/relay`: a signed request (`relay::SealedRequest`). Only
 //!   a caller presenting an overlord certificate of our CA may send one,
-//!   and it runs only if its signature verifies (an overlord key of our
-//!   CA, not revoked) and it is fresh. Mode `now`: each host's result is
+//!   and it runs only if its signature verifies (a top overlord's key of
+//!   our CA, not revoked, no relay's), it is fresh, names this relay in its
+//!   audience, and its nonce was never seen here. This relay calls the
+//!   hosts the request gives it and hands the very same request on to its
+//!   relays for the others. Mode `now`: each host's result is
 //!   streamed back as an NDJSON line `{"host", "result"}` (or `"result_xml"`
 //!   when JSON cannot hold it exactly) the moment it ends, then
 //!   `{"done":true}`; hosts are called over the pool's kept
@@ -81,32 +86,77 @@ pub async fn relay(
     Body(sealed): Body<SealedRequest>,
 ) -> Result<Response, ApiError> {
     overlord_only(&caller)?;
-    let root = api.root.clone();
-    let opened = tokio::task::spawn_blocking(move || sealed.open(&root))
-        .await
-        .map_err(ApiError::internal)?;
-    let request = match opened {
-        Ok(r) => r,
-        Err(e) => {
-            api.audit.line(
-                &caller.name,
-                caller.from,
-                &format!("relay refused: {e}"),
-                &[],
-                403,
-            );
-            return Err(e.into());
-        }
+    let (root, sealed2) = (api.root.clone(), sealed.clone());
+    let opened = tokio::task::spawn_blocking(move || {
+        let request = sealed2.open(&root)?;
+        let me = crate::seal::relay_name(&root).ok_or_else(|| {
+            RelayError::Untrusted(
+                "this func-api is no relay: its overlord certificate has no relay mark (certmaster-ca --relay NAME)"
+                    .into(),
+            )
+        })?;
+        Ok::<_, RelayError>((request, me))
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let refused = |e: RelayError| {
+        api.audit.line(
+            &caller.name,
+            caller.from,
+            &format!("relay refused: {e}"),
+            &[],
+            403,
+        );
+        e
     };
+    let (request, me) = opened.map_err(refused)?;
+    if !request.routes.contains_key(&me) {
+        let listed: Vec<&str> = request.routes.keys().map(String::as_str).collect();
+        return Err(refused(RelayError::Untrusted(format!(
+            "the request is for relays {}, not for this one ({me})",
+            common::paths::shorten(&listed.join(", "))
+        )))
+        .into());
+    }
+    if let Err(why) = api.nonces.admit(&request.nonce, request.issued) {
+        return Err(refused(RelayError::Untrusted(why)).into());
+    }
     let action = format!(
         "relay {} {} ({:?}) for {}",
         request.id, request.function, request.mode, request.user
     );
     api.audit
         .line(&caller.name, caller.from, &action, &request.hosts, 200);
+    let order = crate::relay::Order::of(&request, sealed);
     match request.mode {
-        Mode::Now => now(api, caller, request).await,
-        Mode::Async => start(api, request).await,
+        Mode::Now => now(api, caller, request, order, &me).await,
+        Mode::Async => start(api, request, order, me).await,
+    }
+}
+
+/// Where a relay sends the hosts of a request: those it calls itself,
+/// those it hands on to each of its relays, and those it cannot reach
+/// (with why).
+struct Split {
+    direct: Vec<String>,
+    relayed: BTreeMap<String, Vec<String>>,
+    lost: Vec<(String, common::Value)>,
+}
+
+/// The hosts of `request` as this relay (`me`) sends them ([`Split`]).
+fn split(request: &crate::relay::RelayRequest, routes: &crate::relay::Routes, me: &str) -> Split {
+    let mine: BTreeSet<&String> = request.routes.get(me).into_iter().flatten().collect();
+    let (direct, others): (Vec<String>, Vec<String>) =
+        request.hosts.iter().cloned().partition(|h| mine.contains(h));
+    let (lost, relayed) = routes.split(others);
+    let why = |h: &String| {
+        let e = RelayError::Config(format!("{h} is not behind relay {me}"));
+        (h.clone(), crate::relay::unreachable(&e))
+    };
+    Split {
+        direct,
+        relayed,
+        lost: lost.iter().map(why).collect(),
     }
 }
 
@@ -114,6 +164,8 @@ async fn now(
     api: Arc<Api>,
     caller: Caller,
     request: crate::relay::RelayRequest,
+    order: crate::relay::Order,
+    me: &str,
 ) -> Result<Response, ApiError> {
     let slot = super::calls::take_slot(&api, &caller)?;
     let root = api.root.clone();
@@ -121,9 +173,15 @@ async fn now(
         .await
         .map_err(ApiError::internal)??
         .unwrap_or_default();
-    let (direct, relayed) = routes.split(request.hosts.iter().cloned());
+    let Split {
+        direct,
+        relayed,
+        lost,
+    } = split(&request, &routes, me);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(String, common::Value)>();
-    let order = crate::relay::Order::of(&request);
+    for (host, value) in lost {
+        let _ = tx.send((host, value));
+    }
     let limit = Duration::from_secs_f64(request.timeout);
     let api2 = Arc::clone(&api);
     tokio::spawn(async move {
@@ -170,7 +228,12 @@ async fn now(
 /// relays are handed on); its watcher follows the minions' jobs. If this
 /// process dies while dispatching, the hosts not reached end as such when
 /// the job is next looked at (its driver is gone), never silently.
-async fn start(api: Arc<Api>, request: crate::relay::RelayRequest) -> Result<Response, ApiError> {
+async fn start(
+    api: Arc<Api>,
+    request: crate::relay::RelayRequest,
+    order: crate::relay::Order,
+    me: String,
+) -> Result<Response, ApiError> {
     let typed = serde_json::to_string(&request.params).unwrap_or_else(|_| "[]".into());
     let mut meta = crate::store::JobMeta::new_call(
         &request.spec,
@@ -201,7 +264,13 @@ async fn start(api: Arc<Api>, request: crate::relay::RelayRequest) -> Result<Res
     })
     .await
     .map_err(ApiError::internal)??;
-    tokio::spawn(dispatch(Arc::clone(&api), id.clone(), request, routes));
+    tokio::spawn(dispatch(
+        Arc::clone(&api),
+        id.clone(),
+        request,
+        order,
+        (routes, me),
+    ));
     Ok((StatusCode::ACCEPTED, Json(RelayJob { job_id: id })).into_response())
 }
 
@@ -214,11 +283,21 @@ async fn dispatch(
     api: Arc<Api>,
     id: String,
     request: crate::relay::RelayRequest,
-    routes: crate::relay::Routes,
+    order: crate::relay::Order,
+    (routes, me): (crate::relay::Routes, String),
 ) {
-    let order = crate::relay::Order::of(&request);
-    let (direct, relayed) = routes.split(request.hosts.iter().cloned());
-    let mut changes: Vec<(String, HostUpdate)> = Vec::new();
+    let Split {
+        direct,
+        relayed,
+        lost,
+    } = split(&request, &routes, &me);
+    let mut changes: Vec<(String, HostUpdate)> = lost
+        .into_iter()
+        .map(|(host, v)| {
+            let result_xml = crate::jobs::encode_result(v);
+            (host, HostUpdate::Finished { result_xml })
+        })
+        .collect();
     for (host, job) in crate::relay::start_all(&api.root, &routes, &order, relayed).await {
         changes.push(match job {
             Ok(minion_job) => (host, HostUpdate::Dispatched { minion_job }),
@@ -353,6 +432,9 @@ pub struct MapAnswer {
     pub map: crate::relay::Map,
     /// Relays below this one that could not be asked.
     pub unreached: Vec<String>,
+    /// This relay's name (its overlord certificate's): the name the map
+    /// and requests must call it by. `null`: this func-api is no relay.
+    pub name: Option<String>,
 }
 
 /// `GET /api/v1/relay/map`.
@@ -368,5 +450,6 @@ pub async fn map(
 ) -> Result<Json<MapAnswer>, ApiError> {
     overlord_only(&caller)?;
     let (map, unreached) = crate::relay::build::build(&api.root, &api.pool, q.onlyalive).await?;
-    Ok(Json(MapAnswer { map, unreached }))
+    let name = crate::seal::relay_name(&api.root);
+    Ok(Json(MapAnswer { map, unreached, name }))
 }

@@ -47,6 +47,8 @@ pub struct Api {
     /// How calls are made when the request does not say: overlord.conf's
     /// `socket_timeout`, as for `func`; the forks of async drivers.
     pub dispatch: crate::dispatch::Dispatch,
+    /// As a relay: the nonces of the requests it ran.
+    pub nonces: crate::relay::nonces::Nonces,
 }
 
 impl Api {
@@ -103,6 +105,7 @@ impl Api {
             metrics: Default::default(),
             dispatch: crate::dispatch::Dispatch::for_root(&root, None, None)
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
+            nonces: crate::relay::nonces::Nonces::load(&root),
             settings,
             root,
         })

@@ -270,17 +270,30 @@ impl RelayClient {
         Ok(())
     }
 
-    /// The relay's own map (its minions, and its relays' maps).
+    /// The relay's own map (its minions, and its relays' maps), if it is
+    /// the relay of that name (its certificate's: requests name it so).
     pub async fn map(&self, only_alive: bool) -> Result<Map, RelayError> {
         #[derive(serde::Deserialize)]
         struct Answer {
             map: Map,
+            #[serde(default)]
+            name: Option<String>,
         }
         let path = format!("/api/v1/relay/map?onlyalive={only_alive}");
         let mut client = self.clone();
         client.timeout = Duration::from_secs(300);
         let answer: Answer = client.json(http::Method::GET, &path, None).await?;
-        Ok(answer.map)
+        match answer.name {
+            Some(name) if name.eq_ignore_ascii_case(&self.relay.name) => Ok(answer.map),
+            other => Err(RelayError::Config(format!(
+                "relay {} is {}: name it in [relays] by its certificate's name (certmaster-ca --relay NAME)",
+                self.relay.name,
+                other.map_or(
+                    "no relay (its overlord certificate has no relay mark)".into(),
+                    |n| format!("relay {n}")
+                )
+            ))),
+        }
     }
 }
 

@@ -22,28 +22,44 @@ pub struct Order {
     pub user: String,
     pub rights: Option<Vec<String>>,
     pub timeout: f64,
+    /// At a relay: the request a top overlord signed, handed on to this
+    /// relay's relays unchanged (a relay signs no request for another).
+    pub forward: Option<SealedRequest>,
 }
 
 impl Order {
-    /// The order's request for `hosts`, signed with the overlord key below `root`.
+    /// The order's request for `hosts` (its audience: who calls which of
+    /// them itself, from `routes`), signed with the overlord key below `root`.
     pub fn sealed(
         &self,
         signer: &crate::seal::Signer,
+        routes: &Routes,
         hosts: Vec<String>,
         mode: Mode,
     ) -> Result<SealedRequest, RelayError> {
+        if let Some(sealed) = &self.forward {
+            // Handed on unchanged; the next relay answers for its part.
+            let mut sealed = sealed.clone();
+            sealed.only = Some(hosts);
+            return Ok(sealed);
+        }
+        let mut nonce = [0u8; 16];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
+            .map_err(|_| RelayError::Request("no randomness for a nonce".into()))?;
         RelayRequest {
-            v: 1,
+            v: 2,
             id: self.id.clone(),
             spec: self.spec.clone(),
             function: self.function.clone(),
             params: serde_json::Value::Array(self.params.iter().map(crate::values::to_json).collect()),
             user: self.user.clone(),
             rights: self.rights.clone(),
+            routes: routes.callers(&hosts),
             hosts,
             mode,
             timeout: self.timeout,
             issued: crate::store::now(),
+            nonce: nonce.iter().map(|b| format!("{b:02x}")).collect(),
         }
         .seal(signer)
     }
@@ -58,11 +74,13 @@ impl Order {
             user: meta.user.clone(),
             rights: meta.rights.clone(),
             timeout: meta.timeout_secs,
+            forward: None,
         }
     }
 
-    /// The order a verified request makes (to hand on to further relays).
-    pub fn of(request: &RelayRequest) -> Self {
+    /// The order a verified request makes at a relay: `sealed` itself is
+    /// handed on to further relays.
+    pub fn of(request: &RelayRequest, sealed: SealedRequest) -> Self {
         Order {
             id: request.id.clone(),
             spec: request.spec.clone(),
@@ -71,6 +89,7 @@ impl Order {
             user: request.user.clone(),
             rights: request.rights.clone(),
             timeout: request.timeout,
+            forward: Some(sealed),
         }
     }
 }
@@ -88,7 +107,7 @@ fn prepare(
     match (signer, routes.relay(relay)) {
         (Ok(signer), Some(addr)) => {
             let client = client::RelayClient::new(root, addr.clone())?;
-            Ok((client, order.sealed(signer, hosts.to_vec(), mode)?))
+            Ok((client, order.sealed(signer, routes, hosts.to_vec(), mode)?))
         }
         (Err(e), _) => Err(RelayError::Config(e.to_string())),
         (_, None) => Err(RelayError::Config(format!("no address for relay {relay}"))),

@@ -245,6 +245,9 @@ pub fn configured(root: &Root) -> Result<BTreeMap<String, RelayAddr>, RelayError
 pub struct Routes {
     /// Minion → the relay of the first hop.
     via: HashMap<String, String>,
+    /// Minion → the relays on its path, the first hop first (the last one
+    /// calls it itself).
+    path: HashMap<String, Vec<String>>,
     /// Every minion the map names (direct ones too).
     minions: Vec<String>,
     relays: BTreeMap<String, RelayAddr>,
@@ -275,7 +278,7 @@ impl Routes {
 
     /// Routes of `map` with the relays' addresses.
     pub fn new(map: &Map, relays: BTreeMap<String, RelayAddr>) -> Result<Self, RelayError> {
-        let mut via: HashMap<String, (usize, String)> = HashMap::new();
+        let mut via: HashMap<String, (usize, String, Vec<String>)> = HashMap::new();
         let mut direct = std::collections::HashSet::new();
         for (name, below) in &map.0 {
             if below.0.is_empty() && !relays.contains_key(name) {
@@ -287,16 +290,18 @@ impl Routes {
                     "the map has relay {name}, and overlord.conf has no [relays] {name} = HOST:PORT"
                 )));
             }
-            let mut stack = vec![(below, 1usize)];
-            while let Some((node, depth)) = stack.pop() {
+            let mut stack = vec![(below, 1usize, vec![name.clone()])];
+            while let Some((node, depth, path)) = stack.pop() {
                 for (m, sub) in &node.0 {
                     if sub.0.is_empty() {
-                        let better = via.get(m).is_none_or(|(d, _)| depth < *d);
+                        let better = via.get(m).is_none_or(|(d, _, _)| depth < *d);
                         if better {
-                            via.insert(m.clone(), (depth, name.clone()));
+                            via.insert(m.clone(), (depth, name.clone(), path.clone()));
                         }
                     } else {
-                        stack.push((sub, depth + 1));
+                        let mut deeper = path.clone();
+                        deeper.push(m.clone());
+                        stack.push((sub, depth + 1, deeper));
                     }
                 }
             }
@@ -304,7 +309,11 @@ impl Routes {
         // Func's shortest path: a minion also at the top is called directly.
         via.retain(|m, _| !direct.contains(m));
         Ok(Routes {
-            via: via.into_iter().map(|(m, (_, r))| (m, r)).collect(),
+            path: via
+                .iter()
+                .map(|(m, (_, _, path))| (m.clone(), path.clone()))
+                .collect(),
+            via: via.into_iter().map(|(m, (_, r, _))| (m, r)).collect(),
             minions: map.minions(),
             relays,
         })
@@ -318,6 +327,23 @@ impl Routes {
     /// The relay `host` is reached through, if any.
     pub fn relay_of(&self, host: &str) -> Option<&RelayAddr> {
         self.via.get(host).and_then(|r| self.relays.get(r))
+    }
+
+    /// The audience of a request for `hosts`: every relay on their paths →
+    /// the hosts it calls itself (the last hop of a path calls the host;
+    /// the others only hand the request on).
+    pub fn callers(&self, hosts: &[String]) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for h in hosts {
+            let Some(path) = self.path.get(h) else { continue };
+            for (i, relay) in path.iter().enumerate() {
+                let calls = out.entry(relay.clone()).or_default();
+                if i + 1 == path.len() {
+                    calls.push(h.clone());
+                }
+            }
+        }
+        out
     }
 
     /// A relay by name.
@@ -370,6 +396,15 @@ mod tests {
         let (direct, via) = routes.split(["web1", "db1", "web2", "mail1", "other"].map(String::from));
         assert_eq!(direct, ["web2", "mail1", "other"]);
         assert_eq!(via["relay1"], ["web1", "db1"]);
+        // The audience: who calls each host itself.
+        let callers = routes.callers(&["web1".into(), "db1".into()]);
+        assert_eq!(callers["relay1"], ["web1"]);
+        assert_eq!(callers["relay2"], ["db1"]);
+        let callers = routes.callers(&["db1".into()]);
+        assert!(
+            callers["relay1"].is_empty(),
+            "relay1 only hands it on: {callers:?}"
+        );
         assert_eq!(Map::parse(&map.to_yaml()).unwrap(), map);
     }
 

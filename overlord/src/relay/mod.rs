@@ -7,6 +7,8 @@
 //!   hosts go through which relay.
 //! - `request.rs`: the signed request a relay runs (authority stays with
 //!   the overlord that accepted the call).
+//! - `nonces.rs`: the nonces of the requests a relay ran (a replay is
+//!   refused, across restarts too).
 //! - `signed_map.rs`: the map as a shared store keeps it, signed and
 //!   verified before use.
 //! - `client.rs`: the exchanges with a relay's func-api.
@@ -24,6 +26,7 @@ pub mod client;
 pub mod error;
 pub mod fanout;
 pub mod map;
+pub mod nonces;
 pub mod request;
 pub mod routed;
 pub mod signed_map;

@@ -1,12 +1,15 @@
 //! What a relay is asked to do, signed (DESIGN §9, §17): authority stays
-//! with the overlord that accepted the call. The request — the function
-//! and its encoded call, the hosts of this relay, the caller and the
-//! caller's rights, now or as a job — is signed with an overlord key of
-//! the CA by whoever hands it on (`func`, a job's driver, a func-api that
-//! verified the request it got), and a relay runs it only if the
-//! signature verifies against an overlord certificate of our CA (not
-//! revoked) and the request is fresh. The exact signed text travels (the
-//! `request` string), so nothing is re-serialised before checking.
+//! with the top overlord that accepted the call. The request — the
+//! function and its encoded call, the hosts of the relay's part of the
+//! map, which relay calls which of them (its audience), the caller and
+//! the caller's rights, now or as a job, a nonce — is signed with a top
+//! overlord's key (`func`, a job's driver, a top func-api) and forwarded
+//! unchanged by relays to their relays. A relay runs it only if the
+//! signature verifies against an overlord certificate of our CA that is no
+//! relay's (not revoked), the request is fresh, names this relay in its
+//! audience, and its nonce was not seen here before. The exact signed text
+//! travels (the `request` string), so nothing is re-serialised before
+//! checking.
 
 use common::paths::Root;
 
@@ -43,13 +46,18 @@ pub struct RelayRequest {
     pub user: String,
     /// The caller's rights (a func-api token's rules); `None`: an administrator.
     pub rights: Option<Vec<String>>,
-    /// The hosts this relay is to call (or hand on).
+    /// Every host of the request: those the relays of its audience call.
     pub hosts: Vec<String>,
+    /// Its audience: each relay (by its name, its certificate's) → the
+    /// hosts it calls itself.
+    pub routes: std::collections::BTreeMap<String, Vec<String>>,
     pub mode: Mode,
     /// Each host's time (seconds).
     pub timeout: f64,
     /// When it was signed (epoch seconds).
     pub issued: f64,
+    /// Random: a relay runs one request once (a replay is refused).
+    pub nonce: String,
 }
 
 /// A signed request as sent: the signed text and its signature.
@@ -59,6 +67,11 @@ pub struct SealedRequest {
     /// The request's JSON text, exactly as signed.
     pub request: String,
     pub seal: SealDoc,
+    /// When a relay hands the request on: the hosts of it the next relay
+    /// is to answer for (its part of the map). Not signed: it can only
+    /// narrow the signed hosts, never add one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<String>>,
 }
 
 /// A signature and the certificate to check it with (base64 DER).
@@ -96,11 +109,19 @@ impl RelayRequest {
                 cert: seal.cert,
                 sig: seal.sig,
             },
+            only: None,
         })
     }
 }
 
 impl SealedRequest {
+    /// The identity of this signed request (the hex SHA-256 of its
+    /// signature), as a minion is told it.
+    pub fn identity(&self) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, self.seal.sig.as_bytes());
+        digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// The request, if its signature verifies against an overlord
     /// certificate of the CA below `root` and it is fresh.
     pub fn open(&self, root: &Root) -> Result<RelayRequest, RelayError> {
@@ -110,6 +131,11 @@ impl SealedRequest {
         };
         crate::seal::verify_bytes(root, &seal, &signed_bytes(&self.request))
             .map_err(|e| RelayError::Untrusted(e.to_string()))?;
+        if crate::seal::signer_is_relay(&seal) {
+            return Err(RelayError::Untrusted(
+                "it was signed by a relay's key: a relay runs only what a top overlord signed".into(),
+            ));
+        }
         let request: RelayRequest =
             serde_json::from_str(&self.request).map_err(|e| RelayError::Request(e.to_string()))?;
         let age = crate::store::now() - request.issued;
@@ -118,13 +144,21 @@ impl SealedRequest {
                 "the request was signed {age:.0} s ago; a relay takes requests at most {FRESH_FOR:.0} s old"
             )));
         }
-        if request.v != 1 || request.hosts.is_empty() || request.hosts.len() > MAX_HOSTS {
+        if request.v != 2 || request.hosts.is_empty() || request.hosts.len() > MAX_HOSTS {
             return Err(RelayError::Request(format!(
-                "a request names 1 to {MAX_HOSTS} hosts (version 1)"
+                "a request names 1 to {MAX_HOSTS} hosts (version 2)"
             )));
+        }
+        if !common::rpc::client::is_request_id(&request.nonce) {
+            return Err(RelayError::Request("the nonce is 16 to 128 hex digits".into()));
         }
         if !request.timeout.is_finite() || request.timeout <= 0.0 || request.timeout > crate::conf::MAX_SECS {
             return Err(RelayError::Request("the timeout is out of range".into()));
+        }
+        let mut request = request;
+        if let Some(only) = &self.only {
+            let only: std::collections::HashSet<&String> = only.iter().collect();
+            request.hosts.retain(|h| only.contains(h));
         }
         if let Some(bad) = request
             .hosts

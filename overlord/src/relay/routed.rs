@@ -94,5 +94,6 @@ fn order(spec: &str, action: &Action, how: &Dispatch) -> Result<Order, EngineErr
         user: common::process::invoking_user(),
         rights: None,
         timeout: how.timeout_secs,
+        forward: None,
     })
 }
