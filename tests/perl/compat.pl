@@ -1,7 +1,9 @@
 #!/usr/bin/perl
 # Other XML-RPC clients than Python's against a real funcd (mutual TLS) and
 # certmaster: Perl's RPC::XML and Frontier::RPC, as Debian packages them.
-# Usage: compat.pl MINION_URL CA CERT KEY OTHER_CERT OTHER_KEY CERTMASTER_URL CSR_FILE
+# Usage: compat.pl MINION_URL CA CERT KEY OTHER_CERT OTHER_KEY CERTMASTER_URL CSR_FILE MINION_NAME
+# (the minion's certificate is checked against MINION_NAME: the URL is an
+# address, and no minion is named by an IP address)
 # Prints one "ok"/"not ok" line per check and "N passed, N failed"; exits 1 on any failure.
 use strict;
 use warnings;
@@ -9,14 +11,14 @@ use RPC::XML;
 use RPC::XML::Client;
 use Frontier::Client;
 
-my ($url, $ca, $cert, $key, $other_cert, $other_key, $cm_url, $csr_file) = @ARGV;
+my ($url, $ca, $cert, $key, $other_cert, $other_key, $cm_url, $csr_file, $name) = @ARGV;
 my ($passed, $failed) = (0, 0);
 sub check {
     my ($ok, $name, $got) = @_;
     if ($ok) { $passed++; print "ok - $name\n"; }
     else { $failed++; print "not ok - $name" . (defined $got ? " (got: $got)" : "") . "\n"; }
 }
-sub ssl { my ($c, $k) = @_; return (ssl_opts => {SSL_ca_file => $ca, SSL_cert_file => $c, SSL_key_file => $k, verify_hostname => 1}); }
+sub ssl { my ($c, $k) = @_; return (ssl_opts => {SSL_ca_file => $ca, SSL_cert_file => $c, SSL_key_file => $k, verify_hostname => 1, SSL_verifycn_name => $name}); }
 
 # --- RPC::XML ---------------------------------------------------------------
 $RPC::XML::ENCODING = 'utf-8';
@@ -84,7 +86,7 @@ if ($cm_url) {
 
 # --- Frontier::RPC (declares ISO-8859-1 and writes Latin-1) ----------------
 my $fr = Frontier::Client->new(url => $url, encoding => 'ISO-8859-1');
-$fr->{ua}->ssl_opts(SSL_ca_file => $ca, SSL_cert_file => $cert, SSL_key_file => $key, verify_hostname => 1);
+$fr->{ua}->ssl_opts(SSL_ca_file => $ca, SSL_cert_file => $cert, SSL_key_file => $key, verify_hostname => 1, SSL_verifycn_name => $name);
 my $fping = eval { $fr->call('test.ping') };
 check(defined $fping && $fping == 1, 'Frontier test.ping', $@);
 my $fadd = eval { $fr->call('test.add', $fr->int(2), $fr->int(3)) };

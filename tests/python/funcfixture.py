@@ -2,9 +2,11 @@
 funcd on an ephemeral loopback port, each with its own root; everything is
 ended (by pid) and removed when the fixture closes. Standard library only."""
 
+import http.client
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -44,6 +46,30 @@ def stop(proc):
             stream.close()
 
 
+class NamedTransport(xmlrpc.client.SafeTransport):
+    """Connects to the URL's address but checks the server's certificate
+    against `name`, as the overlord does: minions are named by host names,
+    never by IP addresses."""
+
+    def __init__(self, name, context):
+        super().__init__(context=context)
+        self.name = name
+
+    def make_connection(self, host):
+        if self._connection and host == self._connection[0]:
+            return self._connection[1]
+        name, ctx = self.name, self.context
+
+        class Conn(http.client.HTTPSConnection):
+            def connect(self):
+                sock = socket.create_connection((self.host, self.port), self.timeout)
+                self.sock = ctx.wrap_socket(sock, server_hostname=name)
+
+        chost, self._extra_headers, _ = self.get_host_info(host)
+        self._connection = host, Conn(chost, context=ctx)
+        return self._connection[1]
+
+
 class Fleet:
     """A CA below <tmp>/certmaster and minions below <tmp>/<name>."""
 
@@ -51,6 +77,8 @@ class Fleet:
         self.dir = tempfile.mkdtemp(prefix="func-py-")
         self.ca_root = os.path.join(self.dir, "certmaster")
         self.procs = []
+        # Port → the name of the minion listening there.
+        self.names = {}
         subprocess.run([binary("func-testpki"), "ca", self.ca_root], check=True, stdout=subprocess.DEVNULL)
 
     def enroll(self, name):
@@ -78,6 +106,7 @@ class Fleet:
             proc.wait(timeout=10)
             raise RuntimeError("funcd did not start: " + proc.stderr.read().decode())
         port = int(line.rsplit(":", 1)[1])
+        self.names[port] = name
         # The overlord calls a minion at the address it advertised.
         certs = os.path.join(self.ca_root, "var/lib/certmaster/certmaster/certs")
         with open(os.path.join(certs, "%s.addr" % name), "w") as f:
@@ -98,7 +127,12 @@ class Fleet:
         return ctx
 
     def proxy(self, port, ctx=None, host="127.0.0.1"):
-        return xmlrpc.client.ServerProxy("https://%s:%d" % (host, port), context=ctx or self.context(), allow_none=True)
+        """A client of the minion at `port`, its certificate checked against
+        the minion's name."""
+        ctx = ctx or self.context()
+        name = self.names.get(port, host)
+        return xmlrpc.client.ServerProxy("https://%s:%d" % (host, port), transport=NamedTransport(name, ctx),
+                                         allow_none=True)
 
     def kill_jobs(self):
         """Ends async jobs still running below our roots (each leaves

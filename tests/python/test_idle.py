@@ -18,7 +18,7 @@ class IdleMinionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.fleet = Fleet()
-        cls.root, cls.port = cls.fleet.start_minion("127.0.0.1", "header_timeout = %s" % IDLE)
+        cls.root, cls.port = cls.fleet.start_minion("m1", "header_timeout = %s" % IDLE)
 
     @classmethod
     def tearDownClass(cls):

@@ -29,7 +29,7 @@ class JobsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.fleet = Fleet()
-        cls.root, cls.port = cls.fleet.start_minion("127.0.0.1")
+        cls.root, cls.port = cls.fleet.start_minion("m1")
 
     @classmethod
     def tearDownClass(cls):

@@ -19,7 +19,7 @@ class DropInModuleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.fleet = Fleet()
-        cls.root, cls.port = cls.fleet.start_minion("127.0.0.1")
+        cls.root, cls.port = cls.fleet.start_minion("m1")
         cls.s = cls.fleet.proxy(cls.port)
         # Installed after funcd started, as an administrator would.
         modules = os.path.join(cls.root, "etc", "func", "modules.d")

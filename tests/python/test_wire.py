@@ -15,8 +15,8 @@ class WireTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.fleet = Fleet()
-        # The minion is named "127.0.0.1" (its certificate carries that IP address) so Python's hostname check passes as it would in production; "localhost" is reserved.
-        cls.root, cls.port = cls.fleet.start_minion("127.0.0.1")
+        # Called at 127.0.0.1, its certificate checked against its name (fleet.proxy).
+        cls.root, cls.port = cls.fleet.start_minion("m1")
         cls.s = cls.fleet.proxy(cls.port)
 
     @classmethod
@@ -149,7 +149,7 @@ class RefusalTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.fleet = Fleet()
-        cls.root, cls.port = cls.fleet.start_minion("127.0.0.1")
+        cls.root, cls.port = cls.fleet.start_minion("m1")
         cls.peer_root = cls.fleet.enroll("peer")
 
     @classmethod

@@ -106,8 +106,8 @@ fn perl_clients_rpc_xml_and_frontier_speak_to_minion_and_certmaster() {
         "the Perl XML-RPC clients are missing (make deps installs librpc-xml-perl, libfrontier-rpc-perl, liblwp-protocol-https-perl): {}",
         String::from_utf8_lossy(&modules.stderr)
     );
-    // The minion is named by its address, so the clients' host-name check passes.
-    let fleet = func_tests::fixture::Fleet::start(&["127.0.0.1", "m2"]);
+    // Called at its address, its certificate checked against its name.
+    let fleet = func_tests::fixture::Fleet::start(&["m1", "m2"]);
     let minion = &fleet.minions[0];
     let other = &fleet.minions[1];
     let overlord = fleet.cm.overlord();
@@ -124,6 +124,7 @@ fn perl_clients_rpc_xml_and_frontier_speak_to_minion_and_certmaster() {
         .arg(other.root.minion_key("m2"))
         .arg(format!("http://{}/RPC2", fleet.cm.addr()))
         .arg(&csr)
+        .arg("m1")
         .output()
         .expect("perl runs");
     let text = String::from_utf8_lossy(&out.stdout);
