@@ -163,6 +163,27 @@ fn a_second_key_for_an_enrolled_name_is_refused() {
     assert!(s.serves(&m), "the real m1 is untouched");
 }
 
+/// Issue 46: with m1 enrolled and autosign on, a funcd named `M1` with a
+/// new key was signed (file names compared with case), then passed ACLs
+/// `m1-* = …` and TLS checks for m1, which ignore case.
+#[test]
+fn a_name_in_another_letter_case_is_refused() {
+    let s = Setup::new(true);
+    let m = s.minion("m1", None);
+    assert!(s.serves(&m));
+    let impostor_root = Root::new(s.dir.path().join("impostor"));
+    let mut impostor =
+        FuncdProcess::start_with(&impostor_root, "M1", &["--certmaster", &s.cm.addr()]).expect("starts");
+    let (code, err) = impostor
+        .daemon
+        .exit_within(PATIENCE)
+        .expect("the impostor gives up");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("letter case"), "{err}");
+    assert!(!impostor_root.minion_cert("M1").exists());
+    assert!(s.serves(&m), "the real m1 is untouched");
+}
+
 #[test]
 fn a_pinned_fingerprint_must_match() {
     let s = Setup::new(true);
