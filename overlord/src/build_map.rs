@@ -100,7 +100,7 @@ fn run(cli: &Cli) -> anyhow::Result<bool> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     let store = crate::settings::store(&root);
     if store
-        .save_map(&crate::relay::signed_map::seal(&root, &map)?)
+        .save_map(&crate::relay::signed_map::seal(&root, &map.to_yaml())?)
         .with_context(|| format!("the shared store {}", store.shown()))?
     {
         say(&format!("kept in the shared store {}", store.shown()));

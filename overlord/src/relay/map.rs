@@ -262,7 +262,13 @@ impl Routes {
         let map = match Map::load(&path)? {
             Some(m) => m,
             None if mapfile.is_none() => match crate::settings::store(root).load_map() {
-                Ok(Some(text)) => super::signed_map::open(root, &text)?,
+                Ok(Some(text)) => {
+                    let yaml = super::signed_map::open(root, &text)?;
+                    Map::parse(&yaml).map_err(|detail| RelayError::Map {
+                        path: "the shared store's map".into(),
+                        detail,
+                    })?
+                }
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(RelayError::Config(format!("the shared store's map: {e}"))),
             },

@@ -11,7 +11,6 @@ use common::paths::Root;
 use serde::{Deserialize, Serialize};
 
 use super::error::RelayError;
-use super::map::Map;
 use crate::store::Seal;
 
 /// The map's document in the store.
@@ -39,12 +38,12 @@ fn untrusted(detail: String) -> RelayError {
     }
 }
 
-/// The document to keep in the store for `map`, signed with the overlord
-/// key below `root`.
-pub fn seal(root: &Root, map: &Map) -> Result<String, RelayError> {
+/// The document to keep in the store for the map `yaml` (Func's YAML),
+/// signed with the overlord key below `root`.
+pub fn seal(root: &Root, yaml: &str) -> Result<String, RelayError> {
     let signer = crate::seal::Signer::load(root).map_err(|e| RelayError::Config(e.to_string()))?;
     let issued = crate::store::now();
-    let yaml = map.to_yaml();
+    let yaml = yaml.to_string();
     let seal = signer
         .sign(&signed_bytes(issued, &yaml))
         .ok_or_else(|| RelayError::Config("cannot sign the map with the overlord key".into()))?;
@@ -57,9 +56,9 @@ pub fn seal(root: &Root, map: &Map) -> Result<String, RelayError> {
     serde_json::to_string(&doc).map_err(|e| RelayError::Config(e.to_string()))
 }
 
-/// The map in the store's document `text`, if an overlord of our CA
-/// signed it and it is not older than the newest this overlord has used.
-pub fn open(root: &Root, text: &str) -> Result<Map, RelayError> {
+/// The map (its YAML) in the store's document `text`, if an overlord of
+/// our CA signed it and it is not older than the newest this overlord has used.
+pub fn open(root: &Root, text: &str) -> Result<String, RelayError> {
     let doc: SignedMap = serde_json::from_str(text).map_err(|_| {
         untrusted(
             "not signed (written by an older func-build-map, or by someone else): run func-build-map again"
@@ -79,7 +78,6 @@ pub fn open(root: &Root, text: &str) -> Result<Map, RelayError> {
             doc.issued
         )));
     }
-    let map = Map::parse(&doc.map).map_err(untrusted)?;
     if doc.issued > seen {
         let kept = seen_path
             .parent()
@@ -89,5 +87,5 @@ pub fn open(root: &Root, text: &str) -> Result<Map, RelayError> {
             tracing::warn!("cannot keep {}: {e}", seen_path.display());
         }
     }
-    Ok(map)
+    Ok(doc.map)
 }
