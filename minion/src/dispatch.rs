@@ -95,6 +95,9 @@ pub async fn call(
                     "",
                 ))
             }
+            // As Func's minion: an async call is a job whatever the query
+            // says; the job judges it and wraps its result (`jobproc`).
+            Some(_) if is_async => (None, params),
             Some(wire) => match crate::facts::filtered(&worker.config.root, wire) {
                 Filtered::Run(verdict) => (Some(verdict), params[1..].to_vec()),
                 Filtered::Answer(answer) => return Ok(answer),

@@ -22,8 +22,11 @@ use crate::targets::Target;
 pub struct Judged {
     /// The hosts whose facts satisfy the filter.
     pub chosen: Vec<Target>,
-    /// Hosts the filter rejected (not targeted, no failure).
+    /// Hosts the filter rejected (not targeted, no failure): their facts do
+    /// not satisfy it, or they lack a fact it names.
     pub rejected: Vec<String>,
+    /// Of those, the hosts that lack a fact the filter names, with it.
+    pub missing: BTreeMap<String, String>,
     /// Hosts that could not judge it, with the error that is their result.
     pub unjudged: BTreeMap<String, Value>,
     /// The facts each host that answered looked at.
@@ -35,7 +38,29 @@ pub struct Judged {
 pub enum Verdict {
     Chosen(Value),
     Rejected(Value),
+    /// The host lacks this fact: it does not match (Salt's habit; facts
+    /// only some hosts have are the normal case).
+    Missing(String),
     Unjudged(Value),
+}
+
+/// Func's minion error for a fact it does not have (its wire answer).
+const NO_SUCH_FACT: &str = "None existing Fact method or tag required ";
+const MISSING_KIND: &str = "func.minion.facts.minion_query.MinionQueryError";
+
+impl Judged {
+    /// The facts no host has, when that is why nothing matched: every
+    /// host that answered lacks one (`None` otherwise).
+    pub fn nobody_has(&self) -> Option<String> {
+        let all_missing = self.chosen.is_empty()
+            && self.unjudged.is_empty()
+            && !self.missing.is_empty()
+            && self.rejected.len() == self.missing.len();
+        all_missing.then(|| {
+            let facts: std::collections::BTreeSet<&str> = self.missing.values().map(String::as_str).collect();
+            facts.into_iter().collect::<Vec<_>>().join(", ")
+        })
+    }
 }
 
 /// The first argument that asks a minion to judge `filter`: Func's
@@ -64,6 +89,10 @@ pub fn sort(targets: Vec<Target>, mut answers: BTreeMap<String, Value>) -> Judge
             }
             Verdict::Rejected(facts) => {
                 judged.seen.insert(target.name.clone(), facts);
+                judged.rejected.push(target.name);
+            }
+            Verdict::Missing(fact) => {
+                judged.missing.insert(target.name.clone(), fact);
                 judged.rejected.push(target.name);
             }
             Verdict::Unjudged(error) => {
@@ -103,7 +132,16 @@ pub fn keep(
 /// `[{"__fact__": [verdict, facts]}, 1]` or `[{"__fact__": [false, facts]}]`.
 pub fn verdict(reply: Reply) -> Verdict {
     let value = match reply {
-        Reply::Value(v) if is_remote_error(&v) => return Verdict::Unjudged(v),
+        Reply::Value(v) if is_remote_error(&v) => {
+            let missing = match crate::values::error_kind(&v) {
+                Some(MISSING_KIND) => crate::values::error_message(&v).and_then(|m| m.strip_prefix(NO_SUCH_FACT)),
+                _ => None,
+            };
+            return match missing {
+                Some(fact) => Verdict::Missing(fact.trim().to_string()),
+                None => Verdict::Unjudged(v),
+            }
+        }
         Reply::Value(v) => v,
         Reply::Fault(v) => return Verdict::Unjudged(v),
         Reply::Unreachable(why) => return Verdict::Unjudged(remote_error("socket.error", &why, "")),
@@ -170,12 +208,15 @@ mod tests {
             verdict(Reply::Value(Value::Integer(1))),
             Verdict::Unjudged(_)
         ));
+        // A fact the host lacks: no match (issue 47), not a failure.
         let err = remote_error(
-            "x.Unknown",
+            "func.minion.facts.minion_query.MinionQueryError",
             "None existing Fact method or tag required nosuch",
             "",
         );
-        assert_eq!(verdict(Reply::Value(err.clone())), Verdict::Unjudged(err));
+        assert_eq!(verdict(Reply::Value(err)), Verdict::Missing("nosuch".into()));
+        let other = remote_error("x.Other", "the facts could not be read", "");
+        assert_eq!(verdict(Reply::Value(other.clone())), Verdict::Unjudged(other));
         assert!(
             matches!(verdict(Reply::Unreachable("refused".into())), Verdict::Unjudged(v) if is_remote_error(&v))
         );

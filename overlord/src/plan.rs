@@ -213,7 +213,22 @@ impl Plan {
             );
         }
         if self.verbose > 0 && !judged.rejected.is_empty() {
-            crate::errln!("func: left out by the filter: {}", judged.rejected.join(" "));
+            let said: Vec<String> = judged
+                .rejected
+                .iter()
+                .map(|h| match judged.missing.get(h) {
+                    Some(fact) => format!("{h} (no fact {fact})"),
+                    None => h.clone(),
+                })
+                .collect();
+            crate::errln!("func: left out by the filter: {}", said.join(" "));
+        }
+        if let Some(facts) = judged.nobody_has() {
+            return Err(PlanError::Usage(format!(
+                "no host {} names has the fact {facts} (the filter {})",
+                self.spec,
+                filter.describe()
+            )));
         }
         if judged.chosen.is_empty() && judged.unjudged.is_empty() {
             return Err(PlanError::Targets(targets::TargetError::NoMatch(format!(

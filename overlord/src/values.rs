@@ -124,6 +124,17 @@ pub fn error_kind(value: &Value) -> Option<&str> {
     }
 }
 
+/// The message of a `REMOTE_ERROR` list (`None`: not one).
+pub fn error_message(value: &Value) -> Option<&str> {
+    match value {
+        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(2) {
+            Some(Value::String(message)) => Some(message.as_str()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// `ERROR (type): message` for a `REMOTE_ERROR` list, as sent (the
 /// display layer escapes it for a terminal).
 pub fn error_text(value: &Value) -> String {

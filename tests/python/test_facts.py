@@ -47,10 +47,11 @@ def setUpModule():
         "rack": ("#!/bin/sh\necho '{\"rack\": \"r7\"}'\n", 0o755),
         "broken.json": ("{not json", 0o644),
         "dup.json": (json.dumps({"tier": 3}), 0o644),
+        "level.json": (json.dumps({"level": "unknown"}), 0o644),
     }
     # m2's own certificate may call test.ping on m1, nothing else.
     _, PORTS["m1"] = FLEET.start_minion("m1", prepare=facts_d("web", extra, acl="m2-* = test.ping\n"))
-    _, PORTS["m2"] = FLEET.start_minion("m2", prepare=facts_d("db"))
+    _, PORTS["m2"] = FLEET.start_minion("m2", prepare=facts_d("db", {"level.json": (json.dumps({"level": 5}), 0o644)}))
     try:
         API = Api(FLEET)
     except Exception:
@@ -168,7 +169,27 @@ class FuncWireTest(unittest.TestCase):
         self.assertEqual(self.call("test.ping", {"__fact__": ["AND", []]})[0], "REMOTE_ERROR")
         many = ["AND", [["AND", [["role", "web"]]] for _ in range(300)]]
         self.assertIn("more than 256", self.call("test.ping", {"__fact__": many})[2])
-        self.assertIn("keyword", self.call("test.ping", {"__fact__": ["AND", [["role__", "web"]]]})[2])
+        # Func's empty keyword (`role__`, what its CLI's --filter k=v sends) is equality.
+        self.assertEqual(self.call("test.ping", {"__fact__": ["AND", [["role__", "web"]]]})[1], 1)
+        self.assertEqual(self.call("test.ping", {"__fact__": ["AND", [["role__", "db"]]]}),
+                         [{"__fact__": [False, {"role": "web"}]}])
+
+    def test_an_async_call_with_a_query_is_always_a_job_as_funcs_minion_answered(self):
+        # Issue 47: a false query answered a bare list and a true one an
+        # unwrapped result, so Func 0.25's overlord failed with TypeError.
+        import time
+        for query, want in ((["AND", [["role", "web"]]], True), (["AND", [["role", "db"]]], False)):
+            job = self.call("async.test.add", {"__fact__": query}, 1, 2)
+            self.assertIsInstance(job, str, job)
+            for _ in range(300):
+                status, result = self.call("jobs.job_status", job)
+                if status != 0:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(status, 1, result)
+            verdict = result[0]["__fact__"]
+            self.assertIs(verdict[0], want, result)
+            self.assertEqual(result[1:], [3] if want else [], result)
 
     def test_a_bad_query_is_an_error_and_runs_nothing(self):
         marker = os.path.join(FLEET.dir, "ran")
@@ -233,30 +254,47 @@ class TargetingTest(unittest.TestCase):
             # An async job answers its status document; a batch, the results.
             self.assertEqual(doc.get("results", doc), {"m1": 4}, (mode, out))
 
-    def test_a_host_that_cannot_judge_the_filter_fails_and_is_not_called(self):
+    def test_a_host_without_the_fact_is_not_matched(self):
+        # Issue 47: `--filter 'rack>=10'` failed every host without a rack
+        # (exit 1, Func's "None existing Fact method"); facts only some
+        # hosts have are the normal case, and Salt says "does not match".
         audit = os.path.join(FLEET.dir, "m2", "var/log/func/audit.log")
         with open(audit) as f:
             before = f.read().count("test.echo")
-        # m2 has no "rack" fact: it cannot judge; m1 can, and is called.
-        code, out, err = func("--json", "*", "call", "--filter", "rack=r7", "test", "echo", "x")
-        self.assertEqual(code, 1, err)
-        doc = json.loads(out)
-        self.assertEqual(doc["m1"], "x")
-        self.assertEqual(doc["m2"][0], "REMOTE_ERROR")
-        self.assertIn("rack", doc["m2"][2])
-        self.assertIn("could not judge the filter", err)
+        call = {"spec": "*", "module": "test", "method": "add", "args": [1, 2], "filter": "rack=r7"}
+        answers = {door: test_doors.DOORS[door](dict(call)) for door in test_doors.DOORS}
+        self.assertEqual(answers.pop("func-api"), (200, {"m1": 3}))
+        for door, answer in answers.items():
+            self.assertEqual(answer, (0, {"m1": 3}), door)
+        code, out, err = func("-v", "*", "ping", "--filter", "rack=r7")
+        self.assertEqual(code, 0, err)
+        self.assertIn("left out by the filter: m2 (no fact rack)", err)
+        self.assertEqual(out.count("m1"), 1, out)
+        self.assertNotIn("None existing", out + err)
+        code, out, err = func("*", "list_minions", "-G", "rack:r*")
+        self.assertEqual((code, out.split()), (0, ["m1"]), err)
         with open(audit) as f:
             self.assertEqual(f.read().count("test.echo"), before, "m2 was never called")
-        # func-api: the same document; for a job, the hosts left out are named.
-        status, body, _ = API.request("POST", "/api/v1/calls", TOKEN,
-                                      {"spec": "*", "module": "test", "method": "echo", "args": ["x"],
-                                       "filter": "rack=r7"})
-        self.assertEqual((status, body["m1"], body["m2"][0]), (200, "x", "REMOTE_ERROR"))
         status, body, _ = API.request("POST", "/api/v1/calls", TOKEN,
                                       {"spec": "*", "module": "test", "method": "echo", "args": ["x"],
                                        "filter": "rack=r7", "async": True})
-        self.assertEqual(status, 202)
-        self.assertEqual(list(body["not_called"]), ["m2"])
+        self.assertEqual(status, 202, body)
+        self.assertNotIn("not_called", body, "m2 does not match: no failure to report")
+
+    def test_a_fact_no_host_has_is_an_error_naming_it(self):
+        call = {"spec": "*", "module": "test", "method": "ping", "filter": "nosuchfact=1"}
+        answers = {door: test_doors.DOORS[door](dict(call)) for door in test_doors.DOORS}
+        for door, (status, message) in answers.items():
+            self.assertEqual(status, 400 if door == "func-api" else 2, (door, answers))
+            self.assertIn("has the fact nosuchfact", message, (door, answers))
+
+    def test_an_ordering_on_a_value_that_is_no_number_does_not_match(self):
+        # m1's level is "unknown" (as a container's runlevel), m2's 5.
+        code, out, err = func("--json", "*", "ping", "--filter", "level>2")
+        self.assertEqual((code, json.loads(out)), (0, {"m2": 1}), err)
+        code, out, err = func("*", "ping", "--filter", "role==web")
+        self.assertEqual(code, 2, out)
+        self.assertIn("equality is '='", err)
 
 
 class PythonApiTest(unittest.TestCase):

@@ -62,10 +62,9 @@ fn eval(
 ) -> Result<bool, QueryError> {
     match query {
         Query::Leaf { key, value } => {
+            // Func's empty keyword (`arch__`, what its CLI and
+            // test_fact_module send) is equality, as no keyword.
             let (name, keyword) = key.split_once("__").unwrap_or((key, ""));
-            if key.ends_with("__") {
-                return Err(QueryError::UnknownKeyword(String::new()));
-            }
             let fact = facts(name).ok_or_else(|| QueryError::UnknownFact(name.to_string()))?;
             seen.insert(name.to_string(), fact.clone());
             matches(name, keyword, value, &fact)
@@ -145,6 +144,20 @@ fn matches(name: &str, keyword: &str, wanted: &Value, fact: &Value) -> Result<bo
         kind: kind_name(fact),
         value: text_of(wanted),
     };
+    // An ordering against a number: a fact that is not a number (a
+    // runlevel `unknown`) does not match, and numbers written as text
+    // compare as numbers (text order would put "unknown" above "2").
+    if matches!(keyword, "gt" | "gte" | "lt" | "lte") {
+        if let Some(w) = number(wanted) {
+            let Some(f) = number(fact) else { return Ok(false) };
+            return Ok(match keyword {
+                "gt" => f > w,
+                "gte" => f >= w,
+                "lt" => f < w,
+                _ => f <= w,
+            });
+        }
+    }
     let fact_s = scalar(fact).ok_or_else(type_error)?;
     // The overlord's value, read as the fact's type (Func's rule).
     let wanted_s = match (&fact_s, wanted) {
@@ -174,6 +187,17 @@ fn matches(name: &str, keyword: &str, wanted: &Value, fact: &Value) -> Result<bo
         // "glob"
         _ => glob::Pattern::new(&w).is_ok_and(|p| p.matches(&f)),
     })
+}
+
+/// `v` as a number, when it is one (or text that reads as one).
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(f64::from(*i)),
+        Value::Long(l) => Some(*l as f64),
+        Value::Double(d) => Some(*d),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|n| n.is_finite()),
+        _ => None,
+    }
 }
 
 fn scalar_value(s: &Scalar) -> Value {
@@ -249,6 +273,32 @@ mod tests {
         assert!(!resolve("os", s("101"), n));
         assert!(resolve("os__glob", s("Debi*"), s("Debian")));
         assert!(!resolve("os__glob", s("Red*"), s("Debian")));
+    }
+
+    /// Issue 47: `runlevel>2` matched a runlevel `unknown` (text order);
+    /// Func's empty keyword `arch__` was refused.
+    #[test]
+    fn orderings_against_numbers_and_the_empty_keyword() {
+        assert!(!resolve("os__gt", s("2"), s("unknown")));
+        assert!(!resolve("os__lte", Value::Integer(2), s("unknown")));
+        assert!(
+            resolve("os__gt", s("2"), s("10")),
+            "numbers written as text compare as numbers"
+        );
+        assert!(resolve("os__gte", s("2.5"), Value::Double(2.5)));
+        assert!(
+            resolve("os__gt", s("fedora"), s("fedora10")),
+            "Func's text order stays"
+        );
+        let facts = |n: &str| (n == "arch").then(|| s("x86_64"));
+        let eq = |v: &str| {
+            super::judge(
+                &Query::parse(&q("AND", vec![leaf("arch__", s(v))])).unwrap(),
+                &facts,
+            )
+        };
+        assert!(eq("x86_64").unwrap().0);
+        assert!(!eq("aarch64").unwrap().0);
     }
 
     fn facts(name: &str) -> Option<Value> {

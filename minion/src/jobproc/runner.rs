@@ -172,12 +172,24 @@ fn execute(root: &Root, name: String, call_xml: &str, caller: &crate::acl::Calle
         caller,
         acl: &acl,
     };
-    let value = match std::panic::catch_unwind(AssertUnwindSafe(|| {
-        registry.call(&ctx, &call.method, &call.params)
-    })) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => e.into_value(),
-        Err(_) => MethodError::new("exceptions.Exception", "internal error in module").into_value(),
+    // Func's fact query on an async call: judged here, and the result is
+    // Func's `[{"__fact__": verdict}, result]` or `[{"__fact__": verdict}]`.
+    let (verdict, params) = match crate::facts::query_of(&call.params) {
+        Some(wire) => match crate::facts::filtered(&config.root, wire) {
+            crate::facts::Filtered::Run(verdict) => (Some(verdict), call.params[1..].to_vec()),
+            crate::facts::Filtered::Answer(answer) => return (answer, false),
+        },
+        None => (None, call.params.clone()),
+    };
+    let value =
+        match std::panic::catch_unwind(AssertUnwindSafe(|| registry.call(&ctx, &call.method, &params))) {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => e.into_value(),
+            Err(_) => MethodError::new("exceptions.Exception", "internal error in module").into_value(),
+        };
+    let value = match verdict {
+        Some(verdict) => crate::facts::Filtered::wrap(verdict, value),
+        None => value,
     };
     // Any drop-in run (a call, or a describe for a listing) may have left
     // processes in the job's group.

@@ -138,6 +138,13 @@ async fn judge(
 ) -> Result<(Vec<Target>, BTreeMap<String, common::Value>), ApiError> {
     let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
     let judged = super::judge::judge(api, &caller.rights, targets, filter, limit, &caller.user()).await?;
+    if let Some(facts) = judged.nobody_has() {
+        return Err(ApiError::bad(format!(
+            "no host {} names has the fact {facts} (the filter {})",
+            call.spec,
+            filter.describe()
+        )));
+    }
     if judged.chosen.is_empty() && judged.unjudged.is_empty() {
         let none = crate::targets::TargetError::NoMatch(format!("{} with {}", call.spec, filter.describe()));
         return Err(ApiError::from(GateError::Targets(none)));

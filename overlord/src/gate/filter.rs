@@ -219,6 +219,17 @@ fn term(what: &str, text: &str) -> Result<Term, GateError> {
         _ => {
             let at = text.find(['=', '<', '>']).ok_or_else(|| bad("no operator"))?;
             let (key, rest) = text.split_at(at);
+            // `role==web` matched nothing (a value `=web`): say so.
+            if rest.starts_with("==")
+                || rest.starts_with("!=")
+                || rest.starts_with("=<")
+                || rest.starts_with("=>")
+            {
+                return Err(bad(&format!(
+                    "{:?} is no operator: equality is '=' (then <, >, <=, >=)",
+                    &rest[..2]
+                )));
+            }
             let (op, value) = [">=", "<=", "=", "<", ">"]
                 .iter()
                 .find_map(|op| rest.strip_prefix(op).map(|v| (*op, v)))
@@ -363,6 +374,11 @@ mod tests {
         assert!(refused("o s=x").contains("a fact's name"));
         assert!(refused("os__near=x").contains("unknown keyword __near"));
         assert!(refused("os__gt>=x").contains("a keyword and an operator"));
+        assert!(
+            refused("role==web").contains("equality is '='"),
+            "{}",
+            refused("role==web")
+        );
         assert!(refused("").contains("empty"));
         assert!(refused("os=\u{1b}[2J").contains("control characters"));
         assert!(Filter::parse(None, None, Some("os_family"), None).is_err());
