@@ -134,13 +134,15 @@ pub fn verdict(reply: Reply) -> Verdict {
     let value = match reply {
         Reply::Value(v) if is_remote_error(&v) => {
             let missing = match crate::values::error_kind(&v) {
-                Some(MISSING_KIND) => crate::values::error_message(&v).and_then(|m| m.strip_prefix(NO_SUCH_FACT)),
+                Some(MISSING_KIND) => {
+                    crate::values::error_message(&v).and_then(|m| m.strip_prefix(NO_SUCH_FACT))
+                }
                 _ => None,
             };
             return match missing {
                 Some(fact) => Verdict::Missing(fact.trim().to_string()),
                 None => Verdict::Unjudged(v),
-            }
+            };
         }
         Reply::Value(v) => v,
         Reply::Fault(v) => return Verdict::Unjudged(v),
