@@ -52,7 +52,7 @@ class WireTest(unittest.TestCase):
         for name in ["system.listMethods", "test.ping", "command.run", "copyfile.copyfile", "process.info", "service.status", "hardware.info"]:
             self.assertIn(name, methods)
         self.assertEqual(self.s.system.list_methods(), methods)
-        self.assertEqual(self.s.system.list_modules(), ["command", "copyfile", "fact", "hardware", "jobs", "process", "service", "system", "test"])
+        self.assertEqual(self.s.system.list_modules(), ["command", "copyfile", "fact", "hardware", "jobs", "overlord", "process", "service", "system", "test"])
         self.assertIn("ping", self.s.system.inventory()["test"])
 
     def test_errors_are_values(self):

@@ -112,7 +112,10 @@ fn every_module_answers() {
         .collect();
     assert_eq!(
         names,
-        ["command", "copyfile", "fact", "hardware", "jobs", "process", "service", "system", "test"]
+        [
+            "command", "copyfile", "fact", "hardware", "jobs", "overlord", "process", "service", "system",
+            "test"
+        ]
     );
     for module in &names {
         for base in [

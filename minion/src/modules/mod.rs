@@ -13,6 +13,7 @@ pub mod fact;
 pub mod hardware;
 pub mod jobs;
 pub mod module;
+pub mod overlord;
 pub mod process;
 pub mod service;
 pub mod system;
@@ -74,6 +75,7 @@ impl Registry {
             Box::new(fact::Fact),
             Box::new(hardware::Hardware),
             Box::new(jobs::JobsModule),
+            Box::new(overlord::Overlord),
             Box::new(process::Process),
             Box::new(service::Service),
             Box::new(system::System),
