@@ -125,4 +125,4 @@ extra=" This package is the overlord side: func (the command line), func-transmi
  git tree), func-build-map (the map of relays for --delegate),
  func-api (REST API, live events and
  a web UI), Func's Python overlord API (func.overlord.client), and the
- certmaster with certmaster-ca (the CA that enrolls minions)." DAEMON=certmaster DEPENDS="libc6, python3" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"
+ certmaster with certmaster-ca (the CA that enrolls minions)." DAEMON=certmaster DEPENDS="libc6, python3, git" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

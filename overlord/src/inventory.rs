@@ -1,5 +1,7 @@
 //! `func-inventory` (Func's program, DESIGN §16): asks every minion a SPEC
-//! names for the methods chosen (`--methods`, default `info`, of the
+//! names for the methods chosen (`--methods`, default `inventory` as in
+//! Func: the modules that have one — hardware, service — give what stays
+//! put from run to run, so a commit shows a change; of the
 //! modules chosen, `--modules`, default all), writes each answer to
 //! `TREE/HOST/MODULE/METHOD` (default tree: `var/lib/func/inventory` below
 //! the root) and commits the run's changes to git, so `git log -p` shows
@@ -36,7 +38,7 @@ pub struct Cli {
     #[arg(short = 's', long = "server-spec", value_name = "SPEC", default_value = "*")]
     pub server_spec: String,
     /// Methods to call, comma-separated, or all (every method, called without arguments, as Func did)
-    #[arg(short = 'm', long, value_name = "NAMES", default_value = "info")]
+    #[arg(short = 'm', long, value_name = "NAMES", default_value = "inventory")]
     pub methods: String,
     /// Modules whose methods are called, comma-separated, or all
     #[arg(short = 'M', long, value_name = "NAMES", default_value = "all")]
@@ -310,6 +312,29 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
     // they fit its budget and the run's: a rogue minion's flood fails that
     // host (its last inventory kept), never fills the tree or git.
     let mut budget = Budget::new(cli.max_host_bytes, cli.max_run_bytes);
+    // Methods no host has (a typo: `-m bogus`) are said, and a run that
+    // finds nothing to call is no success.
+    let answered = listed.len().saturating_sub(done.failures);
+    if let (Some(asked), true) = (&methods, answered > 0) {
+        let found: BTreeSet<&str> = wanted
+            .keys()
+            .filter_map(|f| f.rsplit_once('.'))
+            .map(|(_, m)| m)
+            .collect();
+        let absent: Vec<&str> = asked
+            .iter()
+            .map(String::as_str)
+            .filter(|m| !found.contains(m))
+            .collect();
+        if !absent.is_empty() {
+            crate::errln!(
+                "func-inventory: no host has a method {} in the modules chosen ({})",
+                absent.join(", "),
+                cli.modules
+            );
+            done.failures += usize::from(wanted.is_empty());
+        }
+    }
     for (full, hosts) in &wanted {
         say(&format!("-- {full} on {} host(s)", hosts.len()));
         let chosen: Vec<_> = targets

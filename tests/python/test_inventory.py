@@ -130,13 +130,20 @@ class InventoryTest(unittest.TestCase):
         self.assertEqual(files, ["m1/fact/items"], "only the hosts' files are committed")
         self.assertTrue(os.path.islink(os.path.join(tree, "m2")), "the link was neither followed nor replaced")
 
-    def test_the_default_is_every_info_method_and_the_formats(self):
+    def test_the_default_is_funcs_inventory_and_the_formats(self):
+        # Func's default: the modules' `inventory` methods, what stays put
+        # (issue 47: `info` wrote process/info, a changed commit every run).
         tree = os.path.join(self.fleet.dir, "json-tree")
         out = self.inventory("-t", tree, "-s", "m1", "--json", "--no-git")
         self.assertEqual(out.returncode, 0, out.stderr)
-        with open(os.path.join(tree, "m1", "hardware", "info")) as f:
-            info = json.load(f)
-        self.assertIn("numCpus", info)
+        self.assertEqual(sorted(os.listdir(os.path.join(tree, "m1"))), ["hardware", "service", "system"])
+        with open(os.path.join(tree, "m1", "hardware", "inventory")) as f:
+            json.load(f)
+        self.assertFalse(os.path.exists(os.path.join(tree, "m1", "process")))
+        # A method no host has is said, and writes nothing: exit 1.
+        out = self.inventory("-t", tree, "-s", "m1", "-m", "bogus", "--no-git")
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("no host has a method bogus", out.stderr)
         self.assertFalse(os.path.exists(os.path.join(tree, ".git")), "--no-git")
         out = self.inventory("-t", tree, "-s", "m1", "--xmlrpc", "--no-git", "-M", "test", "-m", "ping")
         self.assertEqual(out.returncode, 0, out.stderr)
