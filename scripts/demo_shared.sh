@@ -83,7 +83,9 @@ echo "\$ func --root A '*' call --async --nopoll test sleep 2      # JOB_ID: $jo
 echo
 run $B/func --root "$OV2" -t 30 job_status "$job" --wait
 run $B/func --root "$OV2" jobs list --limit 3
-echo "The demo's func-api still uses A's own job file: func-api reads [store] when it starts,"
-echo "so restart it (on a real host: sudo systemctl restart func-api) to share the store."
+echo "The demo's func-api still uses A's own job file: func-api reads [store] when it starts"
+echo "(its jobs and scheduled runs go on there: the drivers it starts use its store), so restart"
+echo "it to share the store: Enter in the 'make demo' terminal, then 'make demo' again (on a real"
+echo "host: sudo systemctl restart func-api)."
 echo "Press Enter (or Ctrl-C) to stop PostgreSQL and put A's configuration back."
 if [ -t 0 ]; then read -r _ || true; fi

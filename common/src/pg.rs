@@ -25,6 +25,8 @@ pub struct StoreUrl {
     ssl: SslMode,
     root_cert: Option<PathBuf>,
     shown: String,
+    /// The URL as configured (it may hold a password: never shown).
+    text: String,
 }
 
 impl std::fmt::Debug for StoreUrl {
@@ -113,6 +115,7 @@ impl StoreUrl {
             ssl,
             root_cert,
             shown,
+            text: url.to_string(),
         };
         if url.config.get_password().is_none() {
             if let Some(pw) = pgpass_password(&url.config) {
@@ -129,6 +132,13 @@ impl StoreUrl {
             url.config.application_name("func");
         }
         Ok(url)
+    }
+
+    /// The URL as configured, for a child process that must use this very
+    /// store (handed over a pipe, never an argument or a log: it may hold
+    /// a password).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The store as people may see it: `postgresql://user@host:port/db`, never a password.

@@ -244,6 +244,34 @@ class ApiTest(unittest.TestCase):
         self.assertIn("web", listing)
         self.assertNotIn(self.admin, listing)
 
+    def test_drivers_use_the_store_their_func_api_uses(self):
+        # Issue 47 (make demo-shared): overlord.conf came to name another
+        # store while func-api ran; the drivers it started read the new
+        # configuration, found no job there, and every host ended DriverDied.
+        conf = os.path.join(self.fleet.ca_root, "etc/func/overlord.conf")
+        before = open(conf).read() if os.path.exists(conf) else None
+        try:
+            with open(conf, "a") as f:
+                f.write("\n[store]\nurl = postgresql://func@127.0.0.1:1/elsewhere\n")
+            for body in ({"async": True}, {"batch": 1}):
+                status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
+                                                  dict({"spec": "m1;m2", "module": "test", "method": "ping"}, **body))
+                self.assertEqual(status, 202, doc)
+                job = doc["job_id"]
+                path = "/api/v1/jobs/" if "async" in body else "/api/v1/batches/"
+                done = lambda: self.api.request("GET", path + job, self.admin)[1]
+                self.assertTrue(wait_until(60, lambda: done().get("status") == 1 or done().get("complete")), done())
+                if "async" in body:
+                    self.assertEqual(done()["results"], {"m1": 1, "m2": 1})
+                else:
+                    self.assertEqual(done()["counts"]["done"], 2, done())
+        finally:
+            if before is None:
+                os.unlink(conf)
+            else:
+                with open(conf, "w") as f:
+                    f.write(before)
+
     def test_sync_async_and_batch_calls(self):
         status, doc, _ = self.api.request("POST", "/api/v1/calls", self.admin,
                                           {"spec": "*", "module": "test", "method": "add", "args": [2, 3]})

@@ -252,7 +252,7 @@ pub fn recover(
             }
         }
         Claim::Taken { .. } => {
-            let child = driver::spawn(exe, root, id).map_err(|source| EngineError::Spawn {
+            let child = driver::spawn(exe, root, id, store).map_err(|source| EngineError::Spawn {
                 what: "the batch driver",
                 source,
             })?;

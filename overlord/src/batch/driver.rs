@@ -30,9 +30,9 @@ use crate::targets::Target;
 /// Longest a single call may take inside a round.
 const CALL_LIMIT: f64 = 10.0;
 
-/// Starts the async driver of batch `id`, detached (new session).
-pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
-    crate::jobs::driver::spawn_detached(exe, root, "__batch", id)
+/// Starts the async driver of batch `id` of `store`, detached (new session).
+pub fn spawn(exe: &Path, root: &Root, id: &str, store: &dyn JobStore) -> std::io::Result<Child> {
+    crate::jobs::driver::spawn_detached(exe, root, "__batch", id, store)
 }
 
 /// `func __batch --root ROOT ID`; returns the exit code.

@@ -25,15 +25,26 @@ use crate::targets::Target;
 const FLUSH_EVERY: usize = 64;
 const FLUSH_AFTER: Duration = Duration::from_millis(50);
 
-/// Starts the driver for job `id`, detached. Its stderr goes to
+/// Starts the driver for job `id` of `store`, detached. Its stderr goes to
 /// `var/log/func/driver.log` below the root.
-pub fn spawn(exe: &Path, root: &Root, id: &str) -> std::io::Result<Child> {
-    spawn_detached(exe, root, "__driver", id)
+pub fn spawn(exe: &Path, root: &Root, id: &str, store: &dyn JobStore) -> std::io::Result<Child> {
+    spawn_detached(exe, root, "__driver", id, store)
 }
 
+/// Set for a driver that reads its store's handoff on stdin.
+const STORE_ON_STDIN: &str = "FUNC_STORE_ON_STDIN";
+
 /// Starts `func SUBCOMMAND --root ROOT ID` in a new session, stderr to
-/// `var/log/func/driver.log` (the async-job and batch drivers).
-pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> std::io::Result<Child> {
+/// `var/log/func/driver.log` (the async-job and batch drivers). The driver
+/// is told over a pipe which store `store` is, so it uses the one its
+/// parent used (a func-api started before overlord.conf named another).
+pub fn spawn_detached(
+    exe: &Path,
+    root: &Root,
+    subcommand: &str,
+    id: &str,
+    store: &dyn JobStore,
+) -> std::io::Result<Child> {
     common::private::private_dir(&root.log_dir())?;
     let log = common::private::append(&root.log_dir().join("driver.log"))?;
     let mut cmd = Command::new(exe);
@@ -44,18 +55,50 @@ pub fn spawn_detached(exe: &Path, root: &Root, subcommand: &str, id: &str) -> st
         "job driver"
     };
     cmd.arg0(format!("func: {role} {}", common::paths::shorten(id)));
+    let handoff = store.handoff();
     cmd.arg(subcommand)
         .arg("--root")
         .arg(root.dir())
         .arg(id)
-        .stdin(Stdio::null())
+        .stdin(match handoff {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
         .stdout(Stdio::null())
         .stderr(log);
+    if handoff.is_some() {
+        cmd.env(STORE_ON_STDIN, "1");
+    }
     // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
     }
-    cmd.spawn()
+    let mut child = cmd.spawn()?;
+    if let (Some(text), Some(mut pipe)) = (handoff, child.stdin.take()) {
+        use std::io::Write as _;
+        // A line of a few hundred bytes: within the pipe's buffer.
+        pipe.write_all(format!("{text}\n").as_bytes())?;
+    }
+    Ok(child)
+}
+
+/// The store a driver was handed by its parent (`None`: read the
+/// configuration, as a driver started by hand does).
+fn handed_store(root: &Root) -> Option<crate::store::Store> {
+    std::env::var_os(STORE_ON_STDIN)?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok()?;
+    let keep = crate::conf::OverlordConf::or_defaults(root).keep_jobs;
+    match line.trim().split_once(' ') {
+        None if line.trim() == "embedded" => Some(crate::store::Store::embedded(root, keep)),
+        Some(("postgres", url)) => match common::pg::StoreUrl::parse(url) {
+            Ok(url) => Some(crate::store::Store::Postgres(std::sync::Arc::new(
+                crate::store::postgres::PgStore::new(url, keep),
+            ))),
+            Err(e) => Some(crate::store::Store::Broken(e.to_string())),
+        },
+        _ => None,
+    }
 }
 
 /// Reserves a job id for `function(args)` on `targets` in the store, then
@@ -74,7 +117,7 @@ pub fn submit(
         what: "the job driver (its executable is not found)",
         source,
     })?;
-    let child = spawn(&exe, root, &id).map_err(|source| EngineError::Spawn {
+    let child = spawn(&exe, root, &id, store).map_err(|source| EngineError::Spawn {
         what: "the job driver",
         source,
     })?;
@@ -102,7 +145,8 @@ pub fn run_detached(
             return 2;
         }
     };
-    match drive(&crate::settings::store(&root), &root, &id) {
+    let store = handed_store(&root).unwrap_or_else(|| crate::settings::store(&root));
+    match drive(&store, &root, &id) {
         Ok(()) => 0,
         Err(e) => {
             crate::log::line(&format!("func {subcommand} {id}: {e}"));

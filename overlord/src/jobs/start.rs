@@ -88,7 +88,7 @@ pub fn start(
         what: "the batch driver (its executable is not found)",
         source,
     })?;
-    let child = batch_driver::spawn(&exe, root, &id).map_err(|source| EngineError::Spawn {
+    let child = batch_driver::spawn(&exe, root, &id, store).map_err(|source| EngineError::Spawn {
         what: "the batch driver",
         source,
     })?;

@@ -17,6 +17,13 @@ pub use super::rules::{Merge, Sealer};
 /// write transaction ([`JobStore::write_tx`], `rules::Tx`) and its reads;
 /// the writes below are the store's rules (`rules.rs`), written once.
 pub trait JobStore: Send + Sync {
+    /// Which store this is, for a driver this process starts (`embedded`,
+    /// or `postgres URL`): a driver uses the very store its parent used,
+    /// even if overlord.conf changed since. `None`: the child reads the
+    /// configuration.
+    fn handoff(&self) -> Option<String> {
+        None
+    }
     /// Runs `f` over this backend's primitives in one write transaction
     /// (committed when `f` succeeds, rolled back when it fails).
     fn write_tx(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), StoreError>) -> Result<(), StoreError>;

@@ -216,6 +216,13 @@ impl Store {
 }
 
 impl JobStore for Store {
+    fn handoff(&self) -> Option<String> {
+        match self {
+            Store::Redb(_) => Some("embedded".into()),
+            Store::Postgres(pg) => Some(format!("postgres {}", pg.url_text())),
+            Store::Broken(_) => None,
+        }
+    }
     fn write_tx(
         &self,
         f: &mut dyn FnMut(&mut dyn super::rules::Tx) -> Result<(), StoreError>,

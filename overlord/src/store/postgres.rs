@@ -155,6 +155,11 @@ impl PgStore {
         })
     }
 
+    /// The URL of this store (may hold a password: for a child process only).
+    pub fn url_text(&self) -> &str {
+        self.url.text()
+    }
+
     /// The store as people may see it (no password).
     pub fn shown(&self) -> &str {
         self.url.shown()
