@@ -267,8 +267,8 @@ pub struct ScheduleAddArgs {
     /// Five cron fields, minute hour day-of-month month day-of-week (local time)
     #[arg(long, value_name = "'m h dom mon dow'")]
     pub cron: Option<String>,
-    /// Seconds between runs (at least 1)
-    #[arg(long, value_name = "SECS")]
+    /// Time between runs: seconds, or with a unit (90s, 5m, 2h, 1d), as --since takes
+    #[arg(long, value_name = "SECS|5m", value_parser = interval)]
     pub every: Option<u64>,
     /// Added disabled (func schedule enable NAME starts it)
     #[arg(long)]
@@ -502,7 +502,24 @@ pub fn func_module_for_salt(module: &str) -> Option<&'static str> {
     match module {
         "cmd" => Some("command"),
         "ps" => Some("process"),
+        "grains" => Some("fact"),
+        "sys" => Some("system"),
         _ => None,
+    }
+}
+
+/// Func's `MODULE METHOD` for Salt's `module.function` (Salt's grains are
+/// Func's facts: `grains.items` is `fact items`, `grains.get` is `fact
+/// call_fact`), the module renamed as [`func_module_for_salt`] says.
+pub fn func_call_for_salt(module: &str, method: &str) -> (String, String) {
+    match (module, method) {
+        ("grains", "items" | "ls") => ("fact".into(), "items".into()),
+        ("grains", "get" | "item") => ("fact".into(), "call_fact".into()),
+        ("cmd", "run_all" | "run_stdout") => ("command".into(), "run".into()),
+        _ => (
+            func_module_for_salt(module).unwrap_or(module).to_string(),
+            method.to_string(),
+        ),
     }
 }
 
@@ -521,5 +538,43 @@ mod tests {
             " (did you mean --async?)"
         );
         assert_eq!(did_you_mean("--zzz", &["--async"]), "");
+    }
+}
+
+/// `--every`: whole seconds, or a number with a unit `s`, `m`, `h`, `d`.
+fn interval(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, unit) = match text.char_indices().last() {
+        Some((at, c)) if c.is_ascii_alphabetic() => (&text[..at], c),
+        _ => (text, 's'),
+    };
+    let unit = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?}: s, m, h or d (e.g. 90s, 5m, 2h, 1d)"
+            ))
+        }
+    };
+    let n: u64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is no interval: whole seconds, or 90s, 5m, 2h, 1d"))?;
+    n.checked_mul(unit).ok_or_else(|| format!("{text:?} is too long"))
+}
+
+#[cfg(test)]
+mod interval_tests {
+    #[test]
+    fn intervals_take_a_unit_as_since_does() {
+        assert_eq!(super::interval("300"), Ok(300));
+        assert_eq!(super::interval("5m"), Ok(300));
+        assert_eq!(super::interval("2h"), Ok(7200));
+        assert_eq!(super::interval("1d"), Ok(86_400));
+        assert!(super::interval("5y").unwrap_err().contains("unit"));
+        assert!(super::interval("m").is_err());
     }
 }

@@ -65,7 +65,7 @@ fn salt_habit(spec: &str, rest: &[String]) -> Option<PlanError> {
     if !plain(module) || !plain(method) {
         return None;
     }
-    let module = crate::cli::func_module_for_salt(module).unwrap_or(module);
+    let (module, method) = crate::cli::func_call_for_salt(module, method);
     let quote = crate::interrupt::shell_quote;
     let args: Vec<String> = rest[first + 1..].iter().map(|a| quote(a)).collect();
     let mut suggestion = format!("func {} call {module} {method}", quote(spec));
@@ -75,6 +75,27 @@ fn salt_habit(spec: &str, rest: &[String]) -> Option<PlanError> {
     }
     Some(PlanError::Usage(format!(
         "{word:?} is not a command here (Salt names the function after the target; Func calls it):\n  {suggestion}"
+    )))
+}
+
+/// `func -G 'os:Debian' test.ping`: Salt's target is the grain, so its
+/// function stands where Func's SPEC does, and nothing follows. The Func
+/// command that means it, to suggest (nothing is sent).
+fn salt_target(spec: &str, rest: &[String], args: &[String]) -> Option<PlanError> {
+    let (module, method) = spec.split_once('.')?;
+    let plain = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !rest.is_empty() || !plain(module) || !plain(method) {
+        return None;
+    }
+    let (module, method) = crate::cli::func_call_for_salt(module, method);
+    let quote = crate::interrupt::shell_quote;
+    let options: Vec<String> = args.iter().filter(|a| *a != spec).map(|a| quote(a)).collect();
+    let options = match options.is_empty() {
+        true => String::new(),
+        false => format!(" {}", options.join(" ")),
+    };
+    Some(PlanError::Usage(format!(
+        "{spec:?} is a function, and func needs the hosts first (Salt's target is the grain; here -G only filters them):\n  func '*'{options} call {module} {method}"
     )))
 }
 
@@ -105,6 +126,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
             .map_err(|e| {
                 misspelt_command(spec)
                     .or_else(|| salt_habit(spec, rest))
+                    .or_else(|| salt_target(spec, rest, args))
                     .unwrap_or_else(|| clap_error(e))
             })?;
             global = global.merge(sub.global);

@@ -36,6 +36,18 @@ fn salt_habits_get_the_func_spelling() {
             "func '*' call command run uptime",
         ),
         (&["job-status", "last"][..], "did you mean job_status?"),
+        // Issue 47: Salt's grains are Func's facts; -G with Salt's target;
+        // a command line the shell split.
+        (&["*", "grains.items"][..], "func '*' call fact items"),
+        (&["*", "call", "grains.items"][..], "try `call fact items`"),
+        (
+            &["-G", "os:Debian", "test.ping"][..],
+            "-G os:Debian call test ping",
+        ),
+        (
+            &["*", "call", "command", "run", "ls", "-la", "/"][..],
+            "quote it, as in `call command run 'ls -la /'`",
+        ),
         (&["jobstatus", "last"][..], "did you mean job_status?"),
     ] {
         let out = fleet.func(args);
@@ -174,5 +186,64 @@ fn reading_never_creates_a_store() {
     assert!(
         !dir.path().join("var/lib/func").exists(),
         "a read created the store"
+    );
+}
+
+/// Issue 47: what a new user typed, answered clearly.
+#[test]
+fn intervals_cron_fields_unknown_jobs_and_a_root_without_an_overlord() {
+    let fleet = Fleet::start(&["m1"]);
+    let out = fleet.func(&[
+        "schedule",
+        "add",
+        "five",
+        "--every",
+        "5m",
+        "--disabled",
+        "*",
+        "test",
+        "ping",
+    ]);
+    assert_eq!(out.code, 0, "--every takes a unit as --since does: {out:?}");
+    let listed = json(&fleet, &["schedule", "list"]);
+    assert_eq!(listed[0]["every"], 300, "{listed}");
+    let out = fleet.func(&[
+        "schedule",
+        "add",
+        "bad",
+        "--cron",
+        "61 * * * *",
+        "*",
+        "test",
+        "ping",
+    ]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("the minute (0-59) field \"61\""), "{out:?}");
+    let out = fleet.func(&["jobs", "kill", "nope"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("no job nope (unknown, or expired): nothing to kill"),
+        "{out:?}"
+    );
+    assert!(!out.stdout.contains("lost in space"), "{out:?}");
+    let empty = fleet.dir.path().join("no-overlord");
+    std::fs::create_dir(&empty).unwrap();
+    let out = Command::new(bin("func-api"))
+        .args([
+            "--root",
+            empty.to_str().unwrap(),
+            "token",
+            "create",
+            "x",
+            "--admin",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no overlord below the root"));
+    assert!(
+        !empty.join("var").exists(),
+        "no token file written where nothing reads it"
     );
 }

@@ -47,6 +47,14 @@ fn root_of(cli: &Cli) -> anyhow::Result<Root> {
 
 fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
     let root = root_of(cli)?;
+    // Tokens belong to an overlord: no CA below the root is a wrong root
+    // (as func says), never a token file written where nothing reads it.
+    anyhow::ensure!(
+        root.ca_cert().exists(),
+        "no overlord below the root {}: {} does not exist. Pass --root DIR (or set FUNC_ROOT) for the overlord's root",
+        root.dir().display(),
+        root.ca_cert().display()
+    );
     let mut out = std::io::stdout().lock();
     match command {
         TokenCommand::Create {

@@ -144,8 +144,9 @@ impl Call {
                     .iter()
                     .map(|a| format!(" {}", crate::interrupt::shell_quote(a)))
                     .collect();
+                let (ours, name) = crate::cli::func_call_for_salt(module, method);
                 return Err(PlanError::Usage(format!(
-                    "call takes MODULE and METHOD as two words: try `call {module} {method}{rest}` (Salt's {module}.{method} is Func's {module} {method})"
+                    "call takes MODULE and METHOD as two words: try `call {ours} {name}{rest}` (Salt's {module}.{method} is Func's {ours} {name})"
                 )));
             }
         }
@@ -155,6 +156,14 @@ impl Call {
         let (module, method) = (positional[0].clone(), positional[1].clone());
         if nopoll && !asynchronous && !forced_async(&globals.root, &format!("{module}.{method}")) {
             return Err(PlanError::Usage("--nopoll needs --async".into()));
+        }
+        // `call command run ls -la /`: the shell split one command line.
+        if module == "command" && method == "run" && typed_args.is_none() && positional.len() > 3 {
+            let line = positional[2..].join(" ");
+            return Err(PlanError::Usage(format!(
+                "command run takes one command line: quote it, as in `call command run {}`",
+                crate::interrupt::shell_quote(&line)
+            )));
         }
         let (args, words) = match typed_args {
             Some(t) => (typed(&t, positional.len())?, None),

@@ -74,7 +74,11 @@ impl When {
                     ));
                 }
                 let parsed = croner::Cron::new(line).parse().map_err(|e| {
-                    GateError::Invalid(format!("cron {:?}: {e}", common::paths::shorten(line)))
+                    GateError::Invalid(format!(
+                        "cron {:?}: {}{e}",
+                        common::paths::shorten(line),
+                        bad_field(line)
+                    ))
                 })?;
                 if let Some(field) = never_matching_field(&parsed) {
                     return bad(format!("cron {line:?} never comes: no {field} matches"));
@@ -106,6 +110,30 @@ impl When {
             }
         }
     }
+}
+
+const FIELDS: [&str; 5] = [
+    "minute (0-59)",
+    "hour (0-23)",
+    "day of month (1-31)",
+    "month (1-12)",
+    "day of week (0-7)",
+];
+
+/// Which field of a 5-field line croner refuses (`the minute field (0-59)
+/// "61": `), found by trying each with the others `*`; "" when none alone.
+fn bad_field(line: &str) -> String {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.len() != 5 {
+        return String::new();
+    }
+    for (i, field) in fields.iter().enumerate() {
+        let alone: Vec<&str> = (0..5).map(|j| if j == i { *field } else { "*" }).collect();
+        if croner::Cron::new(&alone.join(" ")).parse().is_err() {
+            return format!("the {} field {field:?}: ", FIELDS[i]);
+        }
+    }
+    String::new()
 }
 
 /// The field of `cron` that no value matches (`None`: each field has one),
@@ -530,6 +558,15 @@ mod tests {
             }
         }
         assert!(When::parse(Some("L * * * *"), None).is_err());
+        // Issue 47: "Component error: Number out of bounds" named no field.
+        match When::parse(Some("61 * * * *"), None) {
+            Err(GateError::Invalid(why)) => assert!(why.contains("the minute (0-59) field \"61\""), "{why}"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        match When::parse(Some("0 3 * 13 *"), None) {
+            Err(GateError::Invalid(why)) => assert!(why.contains("month (1-12)"), "{why}"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
         let w = When::parse(Some("*/5 * * * *"), None).unwrap();
         let next = w.next_after(1_700_000_000.0).unwrap();
         assert!(next > 1_700_000_000.0 && next <= 1_700_000_300.0);

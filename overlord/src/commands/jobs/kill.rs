@@ -30,7 +30,13 @@ impl Kill {
         jobs::kill::settle_dispatch(&plan.store(), &self.id, Instant::now() + limit, signal, &who)?;
         let status = crate::status::refreshed(plan, &self.id)?;
         let Some(record) = &status.record else {
-            crate::status::print(plan, &self.id, &status);
+            match plan.json {
+                true => crate::status::print(plan, &self.id, &status),
+                false => crate::errln!(
+                    "func jobs kill: no job {} (unknown, or expired): nothing to kill (func jobs list shows the jobs)",
+                    crate::interrupt::shell_quote(&self.id)
+                ),
+            }
             return Ok(1);
         };
         if status.finished() {
