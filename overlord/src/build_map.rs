@@ -69,6 +69,11 @@ fn run(cli: &Cli) -> anyhow::Result<bool> {
             crate::errln!("- {line}");
         }
     };
+    if crate::relay::map::configured(&root)?.is_empty() {
+        crate::errln!(
+            "func-build-map: overlord.conf has no [relays] (NAME = HOST:PORT each, names from certmaster-ca --relay): the map holds this overlord's own minions only"
+        );
+    }
     say("asking every relay of [relays] for its map");
     let pool = Arc::new(
         // Its error names the credentials already.

@@ -301,6 +301,22 @@ impl Plan {
             self.dispatch.timeout_secs,
             names.join(" ")
         );
+        // Which hosts go through which relay: with -v (a delegated call's
+        // route is what a user checks first); every address with -vv.
+        if let (1, Some(routes)) = (self.verbose, self.routes.as_ref()) {
+            let mut via: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+            for t in targets {
+                let how = routes
+                    .relay_of(&t.name)
+                    .map_or("called directly".to_string(), |r| {
+                        format!("through relay {}", r.name)
+                    });
+                via.entry(how).or_default().push(&t.name);
+            }
+            for (how, hosts) in via {
+                crate::errln!("func:   {how}: {}", hosts.join(" "));
+            }
+        }
         if self.verbose > 1 {
             for t in targets {
                 match self.routes.as_ref().and_then(|r| r.relay_of(&t.name)) {

@@ -35,6 +35,12 @@ class FuncBuildMapTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.fleet.close()
 
+    def test_our_func_build_map_says_when_there_is_no_relay(self):
+        p = subprocess.run([binary("func-build-map"), "--root", self.fleet.ca_root, "-v"], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("no [relays]", p.stderr)
+
     def test_funcs_mapper_builds_its_map(self):
         tree = os.path.join(self.fleet.dir, "map")
         source = textwrap.dedent("""

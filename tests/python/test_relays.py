@@ -118,6 +118,10 @@ class RelayTest(unittest.TestCase):
         ping = func("--delegate", "*", "ping")
         self.assertEqual(ping.returncode, 0, ping.stderr)
         self.assertIn("4 hosts: 4 ok", ping.stderr)
+        # -v says which hosts went through which relay (issue 47).
+        ping = func("-v", "--delegate", "*", "ping")
+        self.assertIn("func:   through relay relay1: r1a r1b r2a", ping.stderr)
+        self.assertIn("func:   called directly: d1", ping.stderr)
         # A failure through a relay is the host's failure (exit 1).
         boom = func("--delegate", "--json", "r2a", "call", "test", "explode")
         self.assertEqual(boom.returncode, 1)
