@@ -241,6 +241,17 @@ pub fn crl_order(pem: &str) -> Option<(u128, i64)> {
     Some((number, crl.last_update().timestamp()))
 }
 
+/// Whether the PEM CRL `crl` lists the serial of the PEM certificate `cert`.
+pub fn crl_revokes(crl: &str, cert: &str) -> bool {
+    let (Some(der), Ok(serial)) = (rustls_pem::first_der(crl), cert_serial(cert)) else {
+        return false;
+    };
+    x509_parser::revocation_list::CertificateRevocationList::from_der(&der).is_ok_and(|(_, crl)| {
+        crl.iter_revoked_certificates()
+            .any(|r| r.raw_serial() == serial.as_slice())
+    })
+}
+
 /// DER bytes of the first PEM block of `pem`.
 pub fn pem_to_der(pem: &str) -> Option<Vec<u8>> {
     rustls_pem::first_der(pem)

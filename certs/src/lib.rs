@@ -40,7 +40,7 @@ pub enum CertError {
     Reserved(String),
     #[error("the name {0:?} is an IP address: minions are named by host names")]
     IpLiteral(String),
-    #[error("the request for {name} has the fingerprint {actual}, not {expected}: not signed")]
+    #[error("the request for {name} has another key than the fingerprint {expected}: not signed (compare with the fingerprint funcd printed on {name}; a request replaced meanwhile is not the one you compared)")]
     FingerprintMismatch {
         name: String,
         expected: String,

@@ -181,6 +181,12 @@ impl Store {
             .pending_csrs_dir()
             .join(format!("{}.from", name.to_ascii_lowercase()))
     }
+    /// The key of a request an administrator rejected (its fingerprint).
+    fn rejected_path(&self, name: &str) -> PathBuf {
+        self.root
+            .pending_csrs_dir()
+            .join(format!("{}.rejected", name.to_ascii_lowercase()))
+    }
     fn addr_path(&self, name: &str) -> PathBuf {
         self.root
             .signed_certs_dir()
@@ -279,6 +285,13 @@ impl Store {
         }
         if let Some(why) = self.case_clash(csr_pem, &name)? {
             return Ok(Outcome::Refused(why));
+        }
+        let fingerprint = crate::authority::key_fingerprint(&key);
+        let rejected = fs::read_to_string(self.rejected_path(&name)).unwrap_or_default();
+        if rejected.trim() == fingerprint {
+            return Ok(Outcome::Refused(format!(
+                "the request of {name} with this key was rejected by an administrator (certmaster-ca --clean, or Reject on the keys page): a new key may ask again"
+            )));
         }
         if crate::layout::is_service_name(&self.root, &name) {
             return Ok(Outcome::Refused(format!(
@@ -565,6 +578,13 @@ impl Store {
         let _guard = self.lock()?;
         let mut removed = Vec::new();
         let cert_path = self.cert_path(name);
+        // A request never signed is rejected: the same key asking again is
+        // refused and told so (Salt's rejected keys), a new key may ask.
+        if !cert_path.exists() {
+            if let Some(fp) = self.pending_fingerprint(name) {
+                write_atomic(&self.rejected_path(name), format!("{fp}\n").as_bytes(), PUBLIC)?;
+            }
+        }
         if let Ok(cert) = fs::read_to_string(&cert_path) {
             let serial = cert_serial(&cert)?;
             let mut revoked = fs::read_to_string(self.revoked_path()).unwrap_or_default();
@@ -818,6 +838,30 @@ mod tests {
         std::fs::rename(dir.join("m1.cert"), dir.join("Legacy.cert")).unwrap();
         store.canonicalize_names().unwrap();
         assert_eq!(store.signed(), ["legacy"]);
+    }
+
+    /// Issue 47: a rejected request was asked again at once and pending
+    /// again, with nothing said on either side.
+    #[test]
+    fn a_rejected_key_is_refused_and_told_so() {
+        let (_dir, store, ca) = setup();
+        let key = request::new_key().unwrap();
+        let csr = request::csr("m5", &key).unwrap();
+        assert_eq!(store.request(&ca, &csr, None, false).unwrap(), Outcome::Pending);
+        store.clean(&ca, "m5").unwrap();
+        assert!(store.revoked().is_empty(), "nothing was signed: nothing revoked");
+        let again = store.request(&ca, &csr, None, false).unwrap();
+        assert!(
+            matches!(&again, Outcome::Refused(r) if r.contains("rejected by an administrator")),
+            "{again:?}"
+        );
+        assert!(store.pending().is_empty());
+        let fresh = request::csr("m5", &request::new_key().unwrap()).unwrap();
+        assert_eq!(
+            store.request(&ca, &fresh, None, false).unwrap(),
+            Outcome::Pending,
+            "a new key may ask"
+        );
     }
 
     #[test]

@@ -418,7 +418,18 @@ pub async fn refresh_crl(minion: Arc<crate::state::Minion>, cfg: EnrollConfig) {
             Ok(Some(pem)) => {
                 failing = false;
                 match minion.apply_crl(&pem) {
-                    Ok(true) => tracing::info!("new CRL from the certmaster installed"),
+                    Ok(true) => {
+                        tracing::info!("new CRL from the certmaster installed");
+                        // Said where the administrator of this host looks.
+                        let own = std::fs::read_to_string(root.minion_cert(&minion.config.name))
+                            .unwrap_or_default();
+                        if certs::authority::crl_revokes(&pem, &own) {
+                            tracing::error!(
+                                "this minion's own certificate is revoked (certmaster-ca --clean {} on the certmaster): overlords no longer call it; to enroll again, remove its certificate and key and restart funcd",
+                                minion.config.name
+                            );
+                        }
+                    }
                     Ok(false) => {}
                     Err(e) => tracing::warn!(error = %e, "CRL from the certmaster not usable"),
                 }

@@ -104,6 +104,9 @@ class OperationsTest(unittest.TestCase):
             st, doc, _ = self.req("POST", "/api/v1/keys/newbie1/sign", self.keys, {"fingerprint": wrong})
             self.assertEqual(st, 409, doc)
             self.assertIn("nothing signed", doc["error"])
+            # Issue 47: the right fingerprint is never said (it is typed from the minion).
+            self.assertNotIn(printed.lower().replace("sha256:", "")[:20], doc["error"].lower())
+            self.assertNotIn(key["fingerprint"].lower()[:20], doc["error"].lower())
             self.assertTrue(pending())
             for bad in ({}, {"fingerprint": ""}, {"fingerprint": printed, "x": 1}):
                 self.assertEqual(self.req("POST", "/api/v1/keys/newbie1/sign", self.keys, bad)[0], 400, bad)
@@ -122,7 +125,7 @@ class OperationsTest(unittest.TestCase):
             crl = os.path.join(root, CA, "certmaster.crl")
             before = open(crl).read() if os.path.exists(crl) else ""
             st, doc, _ = self.req("POST", "/api/v1/keys/newbie1/revoke", self.keys)
-            self.assertEqual(st, 200, doc)
+            self.assertEqual((st, doc["outcome"]), (200, "revoked"), doc)
             self.assertNotEqual(open(crl).read(), before, "a new CRL")
             st, doc, _ = self.req("GET", "/api/v1/keys")
             self.assertIn("newbie1", [k["name"] for k in doc["revoked"]])
@@ -131,6 +134,20 @@ class OperationsTest(unittest.TestCase):
                                     capture_output=True, text=True).stdout.split()
             self.assertNotIn("newbie1", listed)
             self.assertEqual(self.req("POST", "/api/v1/keys/newbie1/revoke", self.keys)[0], 404)
+            # Issue 47: Reject on a request never signed says "rejected" (nothing
+            # revoked), and funcd is told so and stops asking.
+            rejected = Enrolling(self.fleet, "newbie2")
+            try:
+                self.assertTrue(wait_until(60, lambda: any(k["name"] == "newbie2" for k in
+                                                           self.req("GET", "/api/v1/keys")[1]["pending"]), 0.1))
+                st, doc, _ = self.req("POST", "/api/v1/keys/newbie2/revoke", self.keys)
+                self.assertEqual((st, doc["outcome"]), (200, "rejected"), doc)
+                self.assertNotIn("newbie2", [k["name"] for k in self.req("GET", "/api/v1/keys")[1]["revoked"]])
+                rejected.minion.wait(timeout=120)
+                self.assertIn("rejected by an administrator", open(rejected.log_path).read())
+                self.assertEqual(self.req("GET", "/api/v1/keys")[1]["pending"], [])
+            finally:
+                rejected.close()
             lines = self.req("GET", "/api/v1/audit?user=ops-keys")[1]["lines"]
             actions = [(l["action"], l["status"]) for l in lines]
             self.assertIn(("keys sign", 409), actions)

@@ -213,7 +213,7 @@ fn a_cleaned_certificate_is_refused_after_the_next_crl_fetch() {
     let s = Setup::new(true);
     write_file(&s.root("m1").acl_dir().join("peers.acl"), "m2-* = test.ping\n");
     let m1 = s.minion("m1", Some("0.2"));
-    let m2 = s.minion("m2", None);
+    let m2 = s.minion("m2", Some("0.2"));
     assert!(s.serves(&m1) && s.serves(&m2));
     let m2_creds = Credentials {
         key: m2.root.minion_key("m2"),
@@ -239,6 +239,16 @@ fn a_cleaned_certificate_is_refused_after_the_next_crl_fetch() {
         "the CRL is kept for the next start"
     );
     assert!(s.serves(&m1), "the overlord is unaffected");
+    // Issue 47: the revoked minion says so (it only said "new CRL installed").
+    assert!(
+        wait_until(PATIENCE, || m2
+            .daemon
+            .stderr_so_far()
+            .contains("own certificate is revoked")),
+        "{}",
+        m2.daemon.stderr_so_far()
+    );
+    assert!(!m1.daemon.stderr_so_far().contains("own certificate is revoked"));
 }
 
 #[test]

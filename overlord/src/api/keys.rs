@@ -89,7 +89,7 @@ pub struct SignRequest {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct KeyChange {
     pub name: String,
-    /// `signed` or `revoked`.
+    /// `signed`, `revoked` (a certificate) or `rejected` (a request never signed).
     pub outcome: &'static str,
     /// The signed certificate's fingerprint (sign).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -257,11 +257,13 @@ pub async fn sign(
         let ca = authority(&api2)?;
         match store.sign_pending_checked(&ca, &name2, Some(&fingerprint)) {
             Ok(_) => {}
-            Err(certs::CertError::FingerprintMismatch { actual, .. }) => {
+            // The request's own fingerprint is not said: the one to give
+            // is the one the minion printed, never one copied from here.
+            Err(certs::CertError::FingerprintMismatch { .. }) => {
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
                     format!(
-                        "the pending request of {name2} has the fingerprint {actual}, not the one given: nothing signed"
+                        "the pending request of {name2} has another key than the fingerprint given: nothing signed (give the one funcd printed on {name2})"
                     ),
                 ))
             }
@@ -303,6 +305,12 @@ pub async fn revoke(
                 "no request or certificate of {name2}"
             )));
         }
+        // A request never signed is rejected (nothing to revoke); a
+        // certificate is revoked (its serial in the CRL).
+        let outcome = match store.cert(&name2) {
+            Some(_) => "revoked",
+            None => "rejected",
+        };
         let ca = authority(&api2)?;
         store
             .clean(&ca, &name2)
@@ -310,7 +318,7 @@ pub async fn revoke(
         store.share();
         Ok(Json(KeyChange {
             name: name2,
-            outcome: "revoked",
+            outcome,
             fingerprint: None,
         }))
     })

@@ -687,6 +687,12 @@ function confirmButton(label, id, act) {
   return b;
 }
 
+/** A fingerprint's first and last four bytes (`AB:CD:EF:01:…:23:45:67:89`). */
+function abbreviated(fp) {
+  const parts = String(fp || '').split(':');
+  return parts.length > 8 ? parts.slice(0, 4).join(':') + ':…:' + parts.slice(-4).join(':') : String(fp || '');
+}
+
 async function keysPage() {
   const info = el('div', { id: 'keys-info' });
   let doc;
@@ -699,9 +705,9 @@ async function keysPage() {
   }
   const act = async (what, name, body) => {
     try {
-      await api('POST', '/api/v1/keys/' + encodeURIComponent(name) + '/' + what, body);
+      const done = (await api('POST', '/api/v1/keys/' + encodeURIComponent(name) + '/' + what, body)).doc;
       await keysPage();
-      document.getElementById('keys-info').replaceChildren(message(name + ': ' + (what === 'sign' ? 'signed' : 'revoked'), 'info'));
+      document.getElementById('keys-info').replaceChildren(message(name + ': ' + ((done && done.outcome) || what), 'info'));
     } catch (e) {
       if (e instanceof Unauthorized) throw e;
       info.replaceChildren(message(name + ': ' + e.message));
@@ -712,7 +718,9 @@ async function keysPage() {
     const form = el('form.row', {
       onsubmit: (ev) => { ev.preventDefault(); act('sign', k.name, { fingerprint: typed.value.trim() }); },
     }, typed, el('button', { type: 'submit' }, 'Sign'));
-    return el('tr', { 'data-key': k.name }, el('td', {}, k.name), el('td', {}, el('code.fingerprint', {}, k.fingerprint)),
+    // Abbreviated: the fingerprint typed must be the one the minion
+    // printed, compared, never one copied from this page.
+    return el('tr', { 'data-key': k.name }, el('td', {}, k.name), el('td', {}, el('code.fingerprint', {}, abbreviated(k.fingerprint))),
       el('td.muted', {}, (k.address || '?') + (k.advertised ? ' (says ' + k.advertised + ')' : '')),
       el('td', {}, form, confirmButton('Reject', 'reject-' + k.name, () => act('revoke', k.name))));
   });
@@ -724,7 +732,7 @@ async function keysPage() {
     rows.length ? '' : el('p.muted', {}, none)];
   show(el('h1', {}, 'Keys'), info,
     el('h2', {}, 'Pending requests'),
-    el('p.muted', {}, 'Compare each fingerprint with the one the minion printed (funcd logs it), then type it to sign: only the request with that key is signed.'),
+    el('p.muted', {}, 'Type the fingerprint the minion printed (funcd logs it) to sign: only the request with that key is signed. The page shows its beginning and end to compare, not to copy.'),
     ...table('pending', ['name', 'fingerprint', 'from', ''], pending, 'No pending requests.'),
     el('h2', {}, 'Signed'), ...table('signed', ['name', 'fingerprint', 'address', ''], signed, 'No signed minions.'),
     el('h2', {}, 'Revoked'), ...table('revoked', ['name', 'serial', 'revoked'], revoked, 'Nothing revoked.'));
