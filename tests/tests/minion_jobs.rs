@@ -36,7 +36,7 @@ fn submit(m: &OneMinion, method: &str, args: Vec<Value>) -> String {
 fn wait_finished(m: &OneMinion, id: &str) -> Value {
     let mut result = None;
     assert!(
-        wait_until(Duration::from_secs(30), || {
+        wait_until(Duration::from_secs(120), || {
             let (code, value) = status(m, id);
             result = Some(value);
             code == 1
@@ -87,8 +87,10 @@ fn results_of_jobs_that_ran_while_funcd_was_dead_are_there_after_restart() {
     // The jobs run on without their daemon and leave their results in the spool.
     let spool = m.root.status_dir().join("jobs");
     let done = |id: &String| spool.join(format!("{id}.done")).exists();
+    // 20 job processes on a loaded 2-core machine: room for a busy CI
+    // (issue 47: 30 s ran out inside a full make test).
     assert!(
-        wait_until(Duration::from_secs(30), || ids.iter().all(done)),
+        wait_until(Duration::from_secs(180), || ids.iter().all(done)),
         "all 20 jobs wrote results"
     );
     // The crashed daemon's store lock is gone with it: a new funcd opens it.
