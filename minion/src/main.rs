@@ -33,13 +33,41 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && !cli.daemon)
         .init();
+    let root_given = cli.root != std::path::Path::new("/");
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("funcd: error: {e:#}");
+            eprintln!("funcd: error: {}", said_once(&e));
+            let denied = e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+                    || c.to_string().contains("Permission denied")
+            });
+            if denied && !nix::unistd::geteuid().is_root() && !root_given {
+                eprintln!(
+                    "funcd: hint: funcd keeps its keys and jobs below / (etc/pki, var/lib/func) and serves root's methods: run it as root (sudo, or the funcd systemd unit), or pass --root DIR for a directory of your own"
+                );
+            }
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes, each said once (a cause its context already
+/// quotes is not repeated: "…: Permission denied: Permission denied").
+fn said_once(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

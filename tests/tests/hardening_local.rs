@@ -375,3 +375,21 @@ fn state_below_a_directory_others_control_is_repaired_or_refused() {
         "funcd refuses, naming the directory: {err}"
     );
 }
+
+/// Issue 47: funcd as an unprivileged user without --root said
+/// "Permission denied" twice with no hint.
+#[test]
+fn funcd_as_a_user_without_a_root_says_what_to_do() {
+    let funcd = func_tests::fixture::bin("funcd");
+    let out = as_nobody(
+        "\"$1\" --listen 127.0.0.1:0 --certmaster 127.0.0.1:9 --foreground",
+        &[funcd],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("Permission denied").count(), 1, "said once: {err}");
+    assert!(
+        err.contains("run it as root") && err.contains("--root DIR"),
+        "{err}"
+    );
+}
