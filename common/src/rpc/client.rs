@@ -160,11 +160,7 @@ impl MinionClient {
                 .ready()
                 .await
                 .map_err(|e| CallError::Http(e.to_string()))?;
-            let resp = self
-                .sender
-                .send_request(request)
-                .await
-                .map_err(|e| CallError::Http(e.to_string()))?;
+            let resp = self.sender.send_request(request).await.map_err(http_error)?;
             if resp.status() != StatusCode::OK {
                 return Err(CallError::Status(resp.status()));
             }
@@ -196,6 +192,22 @@ impl MinionClient {
 /// user under sudo). funcd writes it into its audit line when the caller
 /// is the overlord, the only caller it believes.
 pub const USER_HEADER: &str = "x-func-user";
+
+/// A failed exchange, said as a user reads it: a connection the minion
+/// closed before answering is a minion stopped or restarted mid-call
+/// (hyper says only "connection error").
+fn http_error(e: hyper::Error) -> CallError {
+    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
+        return CallError::Http(format!(
+            "the minion closed the connection before it answered (stopped or restarted mid-call?): {e}"
+        ));
+    }
+    let mut text = e.to_string();
+    if let Some(cause) = std::error::Error::source(&e) {
+        text = format!("{text}: {cause}");
+    }
+    CallError::Http(text)
+}
 
 /// The identity of the signed request a call belongs to (hex digest of its
 /// signature, DESIGN §9), sent by an overlord beside the XML-RPC body
