@@ -1,57 +1,95 @@
-"""Func's fact query object, `Q` (as Django's): `Q(os="Debian",
-runlevel__gt=2)` is the AND of its terms, `q1 & q2`, `q1 | q2` and `~q`
-combine, and `wire()` is Func's serialized form — the `{"__fact__": ...}`
-its overlord sent and funcd judges. `Overlord.filter(...)` and friends
-build these; `Overlord.set_complexq(q)` takes one as it is."""
+"""`Q`, the fact query programs build (func.minion.facts.query_utils).
+
+    Q(os="Debian", runlevel__gt=2)       both terms hold
+    Q(role="web") | Q(role="db")         either holds
+    Q(tier__lt=3) & ~Q(role="web")       the first holds, the second does not
+
+A keyword argument is a term: the fact's name, optionally followed by
+`__keyword` (contains, icontains, iexact, startswith, gt, gte, lt, lte),
+and the value to compare with; keyword terms are taken in name order, so a
+query is the same every time it is built. A positional argument is taken
+as it is (a `(fact, value)` tuple or another Q).
+
+`wire(q)` (or `q.wire()`) is the query as it travels: a node is
+`[CONNECTOR, [item, ...]]`, a negated node `["NOT", [CONNECTOR, [...]]]`
+and a term `[fact, value]`. That is the form Func's overlord sent to its
+minions, the form funcd judges (`func --fact-query JSON`), and what
+`Overlord.filter(...)` and its friends send.
+"""
 
 import copy
 
+from func.minion.facts import tree
 
-class Q(object):
+
+class Q(tree.Node):
+    """A fact query; combine with `&`, `|` and `~`."""
+
+    AND = "AND"
+    OR = "OR"
+    default = AND
+
     def __init__(self, *args, **kwargs):
-        self.connector = "AND"
-        self.negated = False
-        # Django's Q(**kwargs): the pairs in key order; positional Qs are ANDed in.
-        self.children = list(args) + sorted(kwargs.items())
+        terms = list(args)
+        terms.extend(sorted(kwargs.items()))
+        tree.Node.__init__(self, terms)
 
-    @classmethod
-    def node(cls, connector, children, negated=False):
-        q = cls()
-        q.connector, q.children, q.negated = connector, list(children), negated
-        return q
-
-    def _combine(self, other, connector):
+    def _joined(self, other, connector):
         if not isinstance(other, Q):
-            raise TypeError("a fact query combines only with another Q")
-        if not self.children:
-            return copy.deepcopy(other)
-        if not other.children:
-            return copy.deepcopy(self)
-        return Q.node(connector, [copy.deepcopy(self), copy.deepcopy(other)])
+            raise TypeError("a fact query can only be joined with another Q, not %r" % (other,))
+        result = copy.deepcopy(self)
+        result.add(other, connector)
+        return result
 
     def __and__(self, other):
-        return self._combine(other, "AND")
+        return self._joined(other, self.AND)
 
     def __or__(self, other):
-        return self._combine(other, "OR")
+        return self._joined(other, self.OR)
 
     def __invert__(self):
-        q = copy.deepcopy(self)
-        q.negated = not q.negated
-        return q
-
-    def __bool__(self):
-        return bool(self.children)
-
-    def add(self, other, connector):
-        """Func's in-place add (set_complexq with a connector)."""
-        combined = self._combine(other, connector)
-        self.connector, self.children, self.negated = combined.connector, combined.children, combined.negated
+        result = copy.deepcopy(self)
+        result.negate()
+        return result
 
     def wire(self):
-        items = [c.wire() if isinstance(c, Q) else [c[0], c[1]] for c in self.children]
-        node = [self.connector, items]
-        return ["NOT", node] if self.negated else node
+        """This query as it travels (see the module's text)."""
+        return wire(self)
 
     def __repr__(self):
         return "Q(%r)" % (self.wire(),)
+
+
+def term_pairs(term):
+    """The (fact, value) pairs of one term: a term is a pair, but a longer
+    tuple (fact, value, fact, value, ...) is read as its pairs."""
+    items = list(term)
+    return [(items[at], items[at + 1]) for at in range(0, len(items) - 1, 2)]
+
+
+def _has_terms(node):
+    """Whether a term sits anywhere below `node` (a node without any means
+    nothing and is left out of the wire: funcd refuses an empty node)."""
+    for child in node.children:
+        if not isinstance(child, tree.Node) or _has_terms(child):
+            return True
+    return False
+
+
+def _wire_items(node):
+    items = []
+    for child in node.children:
+        if isinstance(child, tree.Node):
+            if _has_terms(child):
+                items.append(wire(child))
+        else:
+            items.extend([fact, value] for fact, value in term_pairs(child))
+    return items
+
+
+def wire(node):
+    """The serialized form of a query tree (a Node, usually a Q)."""
+    form = [node.connector, _wire_items(node)]
+    if node.negated:
+        return ["NOT", form]
+    return form
