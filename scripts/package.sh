@@ -67,8 +67,9 @@ COPYRIGHT
 	# funcd is ready only once signed); the overlord's and certmaster's
 	# configuration may hold the store's password, so it is 0600;
 	# the YAML reader of func-transmit, func, func-api and func-build-map
-	# (the delegation map) is unsafe-libyaml, a Rust translation of libyaml,
-	# not a copy of the C library lintian looks for.
+	# (the delegation map), and funcd's (overlord.map_minions reads that
+	# map) is unsafe-libyaml, a Rust translation of libyaml, not a copy of
+	# the C library lintian looks for.
 	install -d "$root/usr/share/lintian/overrides"
 	{
 		printf '%s: maintainer-script-calls-systemctl\n' "$name"
@@ -78,6 +79,9 @@ COPYRIGHT
 			done
 			printf '%s: non-standard-file-perm 0600 != 0644 [etc/func/overlord.conf]\n' "$name"
 			printf '%s: non-standard-file-perm 0600 != 0644 [etc/certmaster/certmaster.conf]\n' "$name"
+		fi
+		if [ -e "$root/usr/sbin/funcd" ]; then
+			printf '%s: embedded-library libyaml [usr/sbin/funcd]\n' "$name"
 		fi
 	} >"$root/usr/share/lintian/overrides/$name"
 	find "$root/etc" -type f 2>/dev/null | sed "s|^$root||" >"$root/DEBIAN/conffiles"
