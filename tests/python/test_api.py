@@ -320,6 +320,11 @@ class ApiTest(unittest.TestCase):
         status, doc, _ = self.api.request("PATCH", "/api/v1/schedules/lim-slow", self.limited, {"every": 5})
         self.assertEqual(status, 400, doc)
         self.assertEqual(self.api.request("DELETE", "/api/v1/schedules/lim-slow", self.limited)[0], 204)
+        # A method no target has would fail every run: refused when made (issue 47).
+        status, doc, _ = self.api.request("POST", "/api/v1/schedules", self.admin,
+                                          {"name": "typo", "request": dict(ping, method="pnig"), "every": 60})
+        self.assertEqual(status, 400, doc)
+        self.assertIn("no host the SPEC names has test.pnig", doc["error"])
         # An administrator's schedule is not bounded so.
         status, doc, _ = self.api.request("POST", "/api/v1/schedules", self.admin,
                                           {"name": "adm-fast", "request": ping, "every": 1, "enabled": False})

@@ -219,6 +219,13 @@ fn intervals_cron_fields_unknown_jobs_and_a_root_without_an_overlord() {
     ]);
     assert_ne!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("the minute (0-59) field \"61\""), "{out:?}");
+    // A method no target has would fail every run: refused when made.
+    let out = fleet.func(&["schedule", "add", "typo", "--every", "60", "*", "test", "pnig"]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("no host the SPEC names has test.pnig"),
+        "{out:?}"
+    );
     let out = fleet.func(&["jobs", "kill", "nope"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(

@@ -174,6 +174,28 @@ pub async fn add(
     // A change is work done for the caller: it takes one of its slots.
     let _slot = super::calls::take_slot(&api, &caller)?;
     let action = format!("schedule add {}", common::paths::shorten(&req.name));
+    // Its function must exist on a host it targets (checked after the
+    // rights, which manage::add judges again and says).
+    let (api2, rights, request) = (Arc::clone(&api), caller.rights.clone(), req.request.clone());
+    let targeted = blocking(move || {
+        let call = crate::schedule::call_of(&request)?;
+        let targets = crate::gate::rights::authorize_call(&api2.root, &rights, &call)?;
+        Ok((call.function(), targets, call.delegate))
+    })
+    .await;
+    if let Ok((function, targets, false)) = targeted {
+        let limit = std::time::Duration::from_secs_f64(api.dispatch.timeout_secs);
+        let user = caller.user();
+        let answers = api
+            .pool
+            .call_all(&targets, manage::LIST_METHODS, &[], limit, Some(&user), |_, _| {})
+            .await;
+        if let Err(e) = manage::method_known(&function, &answers) {
+            let answer: Result<(), ApiError> = Err(e.into());
+            audited(&api, &caller, action, &answer, 201);
+            return answer.map(|()| StatusCode::CREATED.into_response());
+        }
+    }
     let (api2, rights) = (Arc::clone(&api), caller.rights.clone());
     let answer = blocking(move || {
         let new = NewSchedule {

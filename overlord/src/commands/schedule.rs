@@ -100,6 +100,15 @@ fn add(plan: &Plan, store: &crate::store::Store, a: &ScheduleAddArgs) -> Result<
         user: format!("cli:{}", common::process::invoking_user()),
         token: None,
     };
+    // Its function must exist on a host it targets (a typo would fail
+    // every run): asked of the hosts now, unless they are behind relays.
+    if !a.delegate {
+        let call = crate::schedule::call_of(&new.request)?;
+        let targets = crate::gate::rights::authorize_call(&plan.root, &Rights::admin(), &call)?;
+        let ask = crate::calling::call_action(manage::LIST_METHODS, Vec::new())?;
+        let answers = crate::calling::dispatch_to(plan, &targets, &ask, |_, _| {})?;
+        manage::method_known(&call.function(), &answers)?;
+    }
     let per_owner = crate::schedule::per_owner(&plan.root);
     // An administrator's: no rate bound (`min_every_limited` is for limited tokens).
     let s = manage::add(

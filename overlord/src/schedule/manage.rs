@@ -111,6 +111,37 @@ pub fn add(
     }
 }
 
+/// The method `system.list_methods` asks to check a new schedule's call.
+pub const LIST_METHODS: &str = "system.list_methods";
+
+/// Refuses a schedule whose function no host it targets has, by their
+/// answers to [`LIST_METHODS`] (it would fail every run). Hosts that did
+/// not answer tell nothing: when none answered, the runs will say.
+pub fn method_known(
+    function: &str,
+    answers: &std::collections::BTreeMap<String, common::Value>,
+) -> Result<(), GateError> {
+    let lists: Vec<&Vec<common::Value>> = answers
+        .values()
+        .filter_map(|v| match v {
+            common::Value::Array(items) if !common::xmlrpc::is_remote_error(v) => Some(items),
+            _ => None,
+        })
+        .collect();
+    let has = |items: &&Vec<common::Value>| {
+        items
+            .iter()
+            .any(|m| matches!(m, common::Value::String(s) if s == function))
+    };
+    match lists.is_empty() || lists.iter().any(has) {
+        true => Ok(()),
+        false => Err(GateError::Invalid(format!(
+            "no host the SPEC names has {function} ({} asked): a schedule of it would fail every run",
+            lists.len()
+        ))),
+    }
+}
+
 /// Copies `from`'s schedules into `into` (`func store import`: the
 /// embedded store's into the shared one), as they are — still signed;
 /// names already there are left alone. (schedules in `from`, copied).
@@ -433,4 +464,37 @@ fn shown(
         "disabled_reason": s.disabled_reason,
         "runs": s.runs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use common::Value;
+
+    #[test]
+    fn a_method_no_target_has_is_refused() {
+        let list =
+            |names: &[&str]| Value::Array(names.iter().map(|n| Value::String(n.to_string())).collect());
+        let answers = [
+            ("m1".to_string(), list(&["test.ping", "test.add"])),
+            ("m2".to_string(), list(&["test.ping"])),
+        ]
+        .into_iter()
+        .collect();
+        assert!(super::method_known("test.add", &answers).is_ok());
+        let err = super::method_known("test.nosuch", &answers).unwrap_err();
+        assert!(
+            err.to_string().contains("no host the SPEC names has test.nosuch"),
+            "{err}"
+        );
+        let away = [(
+            "m1".to_string(),
+            common::xmlrpc::remote_error("socket.error", "refused", ""),
+        )]
+        .into_iter()
+        .collect();
+        assert!(
+            super::method_known("test.nosuch", &away).is_ok(),
+            "no answer tells nothing"
+        );
+    }
 }
