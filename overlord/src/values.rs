@@ -115,20 +115,18 @@ pub fn natural<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<&'a Strin
 
 /// The type of a `REMOTE_ERROR` list (`None`: not one).
 pub fn error_kind(value: &Value) -> Option<&str> {
-    match value {
-        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(1) {
-            Some(Value::String(kind)) => Some(kind.as_str()),
-            _ => None,
-        },
-        _ => None,
-    }
+    error_field(value, 1)
 }
 
 /// The message of a `REMOTE_ERROR` list (`None`: not one).
 pub fn error_message(value: &Value) -> Option<&str> {
+    error_field(value, 2)
+}
+
+fn error_field(value: &Value, at: usize) -> Option<&str> {
     match value {
-        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(2) {
-            Some(Value::String(message)) => Some(message.as_str()),
+        Value::Array(items) if common::xmlrpc::is_remote_error(value) => match items.get(at) {
+            Some(Value::String(text)) => Some(text.as_str()),
             _ => None,
         },
         _ => None,
