@@ -41,11 +41,9 @@ pub enum CertError {
     #[error("the name {0:?} is an IP address: minions are named by host names")]
     IpLiteral(String),
     #[error("the request for {name} has another key than the fingerprint {expected}: not signed (compare with the fingerprint funcd printed on {name}; a request replaced meanwhile is not the one you compared)")]
-    FingerprintMismatch {
-        name: String,
-        expected: String,
-        actual: String,
-    },
+    /// The request's own fingerprint is never carried: the one to give is
+    /// the one the minion printed, not one copied from an error.
+    FingerprintMismatch { name: String, expected: String },
     #[error("request carries no common name")]
     NoName,
     #[error("certificate cannot be parsed")]

@@ -556,7 +556,6 @@ impl Store {
                 return Err(CertError::FingerprintMismatch {
                     name: name.to_string(),
                     expected: expected.to_string(),
-                    actual,
                 });
             }
         }

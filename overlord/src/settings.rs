@@ -38,13 +38,18 @@ pub fn max_response(root: &Root) -> usize {
 /// the root. A malformed URL gives a store whose every use says why.
 pub fn store(root: &Root) -> Store {
     let conf = OverlordConf::or_defaults(root);
-    match &conf.store_url {
+    store_of(root, conf.store_url.clone(), conf.keep_jobs)
+}
+
+/// The store `url` names (`None`: the embedded file below `root`), jobs
+/// kept `keep_jobs` seconds; a malformed URL gives a store that says why.
+pub fn store_of(root: &Root, url: Option<Result<common::pg::StoreUrl, String>>, keep_jobs: f64) -> Store {
+    match url {
         Some(Ok(url)) => Store::Postgres(std::sync::Arc::new(crate::store::postgres::PgStore::new(
-            url.clone(),
-            conf.keep_jobs,
+            url, keep_jobs,
         ))),
-        Some(Err(e)) => Store::Broken(e.clone()),
-        None => Store::embedded(root, conf.keep_jobs),
+        Some(Err(e)) => Store::Broken(e),
+        None => Store::embedded(root, keep_jobs),
     }
 }
 

@@ -107,7 +107,8 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         let result = manage::change(&api2.store, &name2, &mut |s| {
             // A record the store changed, made up, put back or deleted is
             // never claimed (DESIGN §9): looked at before anything else.
-            if let Err(why) = schedule::trusted(&api2.root, s) {
+            let seen = schedule::seen::get(&api2.root, &s.name);
+            if let Err(why) = schedule::trusted_against(&api2.root, s, seen) {
                 untrusted = Some(why);
                 return Ok(false);
             }
@@ -120,7 +121,7 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
                     return Ok(false);
                 }
             }
-            taken = schedule::claim(s, now, &holder2, schedule::seen::get(&api2.root, &s.name).anchor);
+            taken = schedule::claim(s, now, &holder2, seen.anchor);
             // Taken, or listed as due but not due by its signed times: the
             // store's due time is written (set right) either way.
             Ok(true)
@@ -138,7 +139,6 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         let why = format!(
             "the schedule cannot be trusted (changed or made outside func): {why}: schedule disabled"
         );
-        let function = String::new();
         tracing::warn!(schedule = name, reason = %why, "schedule stopped");
         let (api2, name2, why2) = (Arc::clone(api), name.to_string(), why.clone());
         let _ = tokio::task::spawn_blocking(move || manage::stop_untrusted(&api2.store, &name2, &why2)).await;
@@ -152,7 +152,7 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         api.bus.publish(
             format!("schedule/{name}/stopped"),
             &serde_json::json!({"reason": why}),
-            &function,
+            "",
             Arc::from(Vec::new()),
         );
         return true;

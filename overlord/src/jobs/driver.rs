@@ -89,16 +89,12 @@ fn handed_store(root: &Root) -> Option<crate::store::Store> {
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).ok()?;
     let keep = crate::conf::OverlordConf::or_defaults(root).keep_jobs;
-    match line.trim().split_once(' ') {
-        None if line.trim() == "embedded" => Some(crate::store::Store::embedded(root, keep)),
-        Some(("postgres", url)) => match common::pg::StoreUrl::parse(url) {
-            Ok(url) => Some(crate::store::Store::Postgres(std::sync::Arc::new(
-                crate::store::postgres::PgStore::new(url, keep),
-            ))),
-            Err(e) => Some(crate::store::Store::Broken(e.to_string())),
-        },
-        _ => None,
-    }
+    let url = match line.trim().split_once(' ') {
+        None if line.trim() == "embedded" => None,
+        Some(("postgres", url)) => Some(common::pg::StoreUrl::parse(url).map_err(|e| e.to_string())),
+        _ => return None,
+    };
+    Some(crate::settings::store_of(root, url, keep))
 }
 
 /// Reserves a job id for `function(args)` on `targets` in the store, then

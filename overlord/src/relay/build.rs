@@ -54,8 +54,7 @@ pub async fn build(
     }
     while let Some(done) = tasks.join_next().await {
         match done {
-            Ok((name, Ok(sub))) if map.0.contains_key(&name) => {
-                let _ = sub;
+            Ok((name, Ok(_))) if map.0.contains_key(&name) => {
                 failed.push(format!(
                     "relay {name} has the name of a minion of this overlord: left out"
                 ));

@@ -182,13 +182,12 @@ impl Map {
     /// Removes `host` from every relay's part of the map (an emptied relay
     /// goes too: with nothing below it, it would read as a minion).
     fn remove_below(&mut self, host: &str) {
-        self.0.retain(|name, below| {
+        self.0.retain(|_, below| {
             if below.0.is_empty() {
                 return true;
             }
             below.0.remove(host);
             below.remove_below(host);
-            let _ = name;
             !below.0.is_empty()
         });
     }
@@ -243,8 +242,6 @@ pub fn configured(root: &Root) -> Result<BTreeMap<String, RelayAddr>, RelayError
 /// Which hosts go through which relay.
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
-    /// Minion → the relay of the first hop.
-    via: HashMap<String, String>,
     /// Minion → the relays on its path, the first hop first (the last one
     /// calls it itself).
     path: HashMap<String, Vec<String>>,
@@ -284,7 +281,7 @@ impl Routes {
 
     /// Routes of `map` with the relays' addresses.
     pub fn new(map: &Map, relays: BTreeMap<String, RelayAddr>) -> Result<Self, RelayError> {
-        let mut via: HashMap<String, (usize, String, Vec<String>)> = HashMap::new();
+        let mut via: HashMap<String, (usize, Vec<String>)> = HashMap::new();
         let mut direct = std::collections::HashSet::new();
         for (name, below) in &map.0 {
             if below.0.is_empty() && !relays.contains_key(name) {
@@ -300,9 +297,9 @@ impl Routes {
             while let Some((node, depth, path)) = stack.pop() {
                 for (m, sub) in &node.0 {
                     if sub.0.is_empty() {
-                        let better = via.get(m).is_none_or(|(d, _, _)| depth < *d);
+                        let better = via.get(m).is_none_or(|(d, _)| depth < *d);
                         if better {
-                            via.insert(m.clone(), (depth, name.clone(), path.clone()));
+                            via.insert(m.clone(), (depth, path.clone()));
                         }
                     } else {
                         let mut deeper = path.clone();
@@ -315,11 +312,7 @@ impl Routes {
         // Func's shortest path: a minion also at the top is called directly.
         via.retain(|m, _| !direct.contains(m));
         Ok(Routes {
-            path: via
-                .iter()
-                .map(|(m, (_, _, path))| (m.clone(), path.clone()))
-                .collect(),
-            via: via.into_iter().map(|(m, (_, r, _))| (m, r)).collect(),
+            path: via.into_iter().map(|(m, (_, path))| (m, path)).collect(),
             minions: map.minions(),
             relays,
         })
@@ -332,7 +325,7 @@ impl Routes {
 
     /// The relay `host` is reached through, if any.
     pub fn relay_of(&self, host: &str) -> Option<&RelayAddr> {
-        self.via.get(host).and_then(|r| self.relays.get(r))
+        self.path.get(host).and_then(|p| self.relays.get(p.first()?))
     }
 
     /// The audience of a request for `hosts`: every relay on their paths →
@@ -365,7 +358,7 @@ impl Routes {
         let mut direct = Vec::new();
         let mut relayed: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for h in hosts {
-            match self.via.get(&h) {
+            match self.path.get(&h).and_then(|p| p.first()) {
                 Some(r) => relayed.entry(r.clone()).or_default().push(h),
                 None => direct.push(h),
             }

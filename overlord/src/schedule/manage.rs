@@ -208,8 +208,10 @@ pub fn raise_seen(root: &Root, s: &Schedule, anchor: f64) {
 /// func-api's changes and deletions), so that an older record put back
 /// later is refused here too. Run now and then by the scheduler.
 pub fn observe(store: &Store, root: &Root) -> Result<(), GateError> {
+    let seen = seen::all(root);
     for s in records(store)? {
-        if s.version > seen::get(root, &s.name).version && super::signed(root, &s) {
+        let known = seen.get(&s.name).map_or(0, |e| e.version);
+        if s.version > known && super::signed(root, &s) {
             raise_seen(root, &s, 0.0);
         }
     }
@@ -228,8 +230,9 @@ fn signed_change(
 ) -> Result<Schedule, GateError> {
     let now = crate::store::now();
     let s = change(store, name, &mut |s| {
+        let seen = seen::get(root, name);
         let older = s.version == 0 && super::signed_v1(root, s);
-        if let (Err(why), false) = (super::trusted(root, s), older) {
+        if let (Err(why), false) = (super::trusted_against(root, s, seen), older) {
             return Err(GateError::Forbidden(format!(
                 "schedule {name} cannot be trusted ({why}): remove it and add it again"
             )));
@@ -237,7 +240,7 @@ fn signed_change(
         if !f(s)? && !older {
             return Ok(false);
         }
-        s.version = s.version.max(seen::get(root, name).version) + 1;
+        s.version = s.version.max(seen.version) + 1;
         s.since = now;
         s.due = s.enabled.then(|| super::due_time(s, 0.0)).flatten();
         seal(root, s)?;

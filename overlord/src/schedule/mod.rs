@@ -334,6 +334,12 @@ pub fn seal(root: &common::paths::Root, s: &mut Schedule) -> Result<(), GateErro
 /// of our CA, not older than the version this overlord has seen, and
 /// neither it nor what was seen a deletion. `Err`: why not.
 pub fn trusted(root: &common::paths::Root, s: &Schedule) -> Result<(), String> {
+    trusted_against(root, s, seen::get(root, &s.name))
+}
+
+/// [`trusted`], against `seen`, what this overlord saw of the schedule
+/// (read once by a caller that needs it too).
+pub fn trusted_against(root: &common::paths::Root, s: &Schedule, seen: seen::Entry) -> Result<(), String> {
     let seal = s
         .seal
         .as_ref()
@@ -345,7 +351,6 @@ pub fn trusted(root: &common::paths::Root, s: &Schedule) -> Result<(), String> {
             Err(_) => e.to_string(),
         });
     }
-    let seen = seen::get(root, &s.name);
     if s.deleted || (seen.deleted && s.version <= seen.version) {
         return Err(format!(
             "it was deleted (version {}): a saved record put back",

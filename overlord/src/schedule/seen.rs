@@ -35,6 +35,11 @@ fn path(root: &Root) -> PathBuf {
     root.join("var/lib/func/schedules.seen")
 }
 
+/// Everything seen, by schedule name.
+pub fn all(root: &Root) -> BTreeMap<String, Entry> {
+    load_from(root)
+}
+
 fn load_from(root: &Root) -> BTreeMap<String, Entry> {
     std::fs::read(path(root))
         .ok()
