@@ -16,7 +16,7 @@ all: build
 # more, installed by `make deps` from Debian's packages when missing: the
 # openssl CLI (cross-checks of certificate hashes), ps (process.info), groff
 # (the man page test), setpriv (tests acting as an unprivileged user), curl,
-# lintian (the packages), iproute2 (the multi-host test), Chromium and
+# lintian (the .debs), rpm and rpmlint (the RPMs), iproute2 (the multi-host test), Chromium and
 # ChromeDriver (the web UI's browser tests), PostgreSQL's server (the shared
 # store's tests start a private one), Perl's RPC::XML and Frontier::RPC
 # clients with LWP's https (XML-RPC clients other than Python's); and from
@@ -37,6 +37,8 @@ deps:
 	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
 	command -v curl >/dev/null || missing="$$missing curl"; \
 	command -v lintian >/dev/null || missing="$$missing lintian"; \
+	command -v rpmbuild >/dev/null || missing="$$missing rpm"; \
+	command -v rpmlint >/dev/null || missing="$$missing rpmlint"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
@@ -118,7 +120,7 @@ install: release
 	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) PROFILE=release bash scripts/install.sh
 
 # Two Debian packages, funcd (minion) and func (overlord + certmaster), in
-# target/debian/ (scripts/package.sh).
+# target/debian/, and the same two as RPMs in target/rpm/ (scripts/package.sh).
 package: deps release
 	PROFILE=release bash scripts/package.sh
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make package`: two Debian packages below target/debian/, built with
-# dpkg-deb from the `make install` layout (PREFIX=/usr):
+# dpkg-deb from the `make install` layout (PREFIX=/usr), and the same two as
+# RPMs beside them (rpmbuild; NO_RPM=1 builds only the .debs):
 #   funcd  — the minion: funcd, its unit, man page, completions, the
 #            drop-in module directories with the example modules, and its
 #            configuration (/etc/func/minion.conf, /etc/certmaster/minion.conf,
@@ -15,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=${PROFILE:-release}
 OUT=${OUT:-target/debian}
+RPM_OUT=${RPM_OUT:-$(dirname "$OUT")/rpm}
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
 # Who builds the packages: DEBFULLNAME/DEBEMAIL (Debian's convention), else
@@ -104,10 +106,80 @@ $extra
 CONTROL
 	dpkg-deb --root-owner-group --build "$root" "$OUT/${name}_${version}_${arch}.deb" >/dev/null
 	echo "$OUT/${name}_${version}_${arch}.deb"
+	[ -z "${NO_RPM:-}" ] || return 0
+	rpm_package "$name" "${RPM_SUMMARY:-$summary}" "$root"
+}
+
+# rpm_package NAME SUMMARY ROOT: the same files as the .deb staged in ROOT
+# (without dpkg's control files and lintian's overrides), built into
+# $RPM_OUT/NAME-VERSION-1.ARCH.rpm (target/rpm/ by default) by rpmbuild from a generated spec: the same
+# systemd unit and scriptlets (dist/rpm/*.in, the .deb's maintainer scripts
+# in RPM's terms), /etc as %config(noreplace). Python's modules, which
+# Debian's python3 reads from /usr/lib/python3/dist-packages, go to
+# /usr/share/func/python: Fedora's python3 has a site directory per version,
+# so %post names the directory in a func-rs.pth there and %preun removes it.
+rpm_package() {
+	local name=$1 summary=$2 root=$3 top="$stage/rpm-$1"
+	local rpm_root="$top/root" spec="$top/$1.spec" requires
+	mkdir -p "$rpm_root" "$top/RPMS"
+	(cd "$root" && tar --exclude=./DEBIAN --exclude=./usr/share/lintian -cf - .) | (cd "$rpm_root" && tar -xf -)
+	local python_post="" python_preun=""
+	if [ -d "$rpm_root/usr/lib/python3/dist-packages" ]; then
+		mkdir -p "$rpm_root/usr/share/func/python"
+		mv "$rpm_root/usr/lib/python3/dist-packages"/* "$rpm_root/usr/share/func/python/"
+		rm -rf "$rpm_root/usr/lib/python3"
+		python_post=$(cat dist/rpm/python-post.sh)
+		python_preun=$(cat dist/rpm/python-preun.sh)
+	fi
+	# Debian's changelog and copyright stay Debian's; the README stays.
+	rm -f "$rpm_root/usr/share/doc/$name/changelog.gz" "$rpm_root/usr/share/doc/$name/copyright"
+	requires=${RPM_REQUIRES:-}
+	scriptlet() {
+		sed -e "s|@PACKAGE@|$name|g" -e "s|@UNIT@|$DAEMON.service|g" -e "s|@DAEMON@|$DAEMON|g" \
+			-e "s|@BINARY@|/usr/sbin/$DAEMON|g" "dist/rpm/$1.in" |
+			awk -v post="$python_post" -v preun="$python_preun" \
+				'/^@PYTHON_POST@$/ { print post; next } /^@PYTHON_PREUN@$/ { print preun; next } { print }'
+	}
+	{
+		printf 'Name: %s\nVersion: %s\nRelease: 1\nSummary: %s\n' "$name" "$version" "$summary"
+		printf 'License: GPL-2.0-or-later\nGroup: System/Management\nBuildArch: %s\n' "$(uname -m)"
+		printf 'Packager: %s\n' "$maintainer"
+		[ -z "$requires" ] || printf 'Requires: %s\n' "$requires"
+		printf '%%define debug_package %%{nil}\n%%define __strip /bin/true\n%%define _build_id_links none\n'
+		printf '%%define __os_install_post %%{nil}\n\n'
+		printf '%%description\nFunc in Rust: run a method on many machines at once, now or as a\n'
+		printf 'background job, over XML-RPC on HTTPS with mutual TLS.\n%s\n\n' "$(echo "$extra" | sed 's/^ //')"
+		printf '%%install\ncp -a %q/. %%{buildroot}/\n\n' "$rpm_root"
+		printf '%%changelog\n* %s %s - %s-1\n- Built from the func-rs repository.\n\n' \
+			"$(LC_ALL=C date -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)" '+%a %b %d %Y')" "$maintainer" "$version"
+		printf '%%post\n%s\n\n%%preun\n%s\n\n%%postun\n%s\n\n' "$(scriptlet post)" "$(scriptlet preun)" "$(scriptlet postun)"
+		printf '%%files\n'
+		# Every file, the directories only this package makes (not /usr,
+		# /etc, ...), the configuration as %config(noreplace).
+		(cd "$rpm_root" && find . -mindepth 1 | sed 's|^\.||' | sort) | while read -r f; do
+			if [ -d "$rpm_root$f" ] && [ ! -L "$rpm_root$f" ]; then
+				case $f in
+				/etc/func | /etc/func/* | /etc/certmaster | /usr/libexec/func | /usr/libexec/func/* | /usr/share/func | /usr/share/func/* | /usr/share/doc/"$name" | /usr/share/doc/"$name"/*)
+					printf '%%dir %s\n' "$f" ;;
+				esac
+			else
+				case $f in
+				/etc/*) printf '%%config(noreplace) %s\n' "$f" ;;
+				*) printf '%s\n' "$f" ;;
+				esac
+			fi
+		done
+	} >"$spec"
+	rpmbuild -bb --quiet --define "_topdir $top" --define "_rpmdir $top/RPMS" \
+		--define "_build_name_fmt %{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}.rpm" "$spec" >"$top/build.log" 2>&1 ||
+		{ cat "$top/build.log" >&2; return 1; }
+	mkdir -p "$RPM_OUT"
+	cp "$top/RPMS/$name-$version-1.$(uname -m).rpm" "$RPM_OUT/"
+	echo "$RPM_OUT/$name-$version-1.$(uname -m).rpm"
 }
 
 extra=" This package is the minion: funcd serves module methods (built-in and
- drop-in modules in any language) to the overlord." DAEMON=funcd package funcd "minion daemon (funcd) of Func in Rust" \
+ drop-in modules in any language) to the overlord." DAEMON=funcd RPM_SUMMARY="Minion daemon (funcd) of the Func remote execution system" package funcd "minion daemon (funcd) of Func in Rust" \
 	usr/sbin/funcd usr/share/man/man8/funcd.8 usr/lib/systemd/system/funcd.service \
 	usr/share/bash-completion/completions/funcd usr/share/zsh/site-functions/_funcd \
 	usr/share/fish/vendor_completions.d/funcd.fish \
@@ -129,4 +201,4 @@ extra=" This package is the overlord side: func (the command line), func-transmi
  git tree), func-build-map (the map of relays for --delegate),
  func-api (REST API, live events and
  a web UI), Func's Python overlord API (func.overlord.client), and the
- certmaster with certmaster-ca (the CA that enrolls minions)." DAEMON=certmaster DEPENDS="libc6, python3, git" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"
+ certmaster with certmaster-ca (the CA that enrolls minions)." DAEMON=certmaster DEPENDS="libc6, python3, git" RPM_REQUIRES="python3, git" RPM_SUMMARY="Overlord (func), certmaster and certmaster-ca of a remote execution system" package func "overlord (func), certmaster and certmaster-ca of Func in Rust" "${overlord_files[@]}"

@@ -228,9 +228,11 @@ fn a_daemonised_funcd_keeps_logging_to_a_private_file() {
 
 /// `make package` (scripts/package.sh on the debug build): two .debs whose
 /// contents and conffiles are right, that dpkg installs into an empty root
-/// and removes again, leaving the administrator's configuration.
+/// and removes again, leaving the administrator's configuration; and the
+/// same two as RPMs (`rpm_packages_install_and_remove`), built in the same
+/// run.
 #[test]
-fn package_builds_debs_that_dpkg_installs_and_removes() {
+fn package_builds_debs_and_rpms_that_install_and_remove() {
     if Command::new("dpkg-deb").arg("--version").output().is_err() {
         panic!("dpkg-deb is missing: `make deps` installs it");
     }
@@ -246,12 +248,15 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let debs: Vec<String> = String::from_utf8(out.stdout)
+    let built: Vec<String> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(str::to_owned)
         .collect();
+    let (debs, rpms): (Vec<String>, Vec<String>) = built.into_iter().partition(|p| p.ends_with(".deb"));
     assert_eq!(debs.len(), 2, "{debs:?}");
+    assert_eq!(rpms.len(), 2, "{rpms:?}");
+    rpm_packages_install_and_remove(&rpms, dir.path());
     let (minion, overlord) = (&debs[0], &debs[1]);
     assert!(
         minion.contains("/funcd_") && overlord.contains("/func_"),
@@ -397,6 +402,214 @@ fn package_builds_debs_that_dpkg_installs_and_removes() {
         root.join("etc/pki/certmaster/m1.pem").is_file(),
         "the minion key is kept"
     );
+}
+
+/// The RPMs: the files, configuration, requirements and scriptlets of the
+/// .debs (`rpm -qp`), no rpmlint error or warning (with the choices of
+/// dist/rpm/rpmlint.toml), and `rpm --root` installs both into a scratch
+/// root, running their scriptlets there (a /bin/sh, /proc and /dev/null
+/// are given to it), and removes them again, stopping the daemons started
+/// from it by hand.
+fn rpm_packages_install_and_remove(rpms: &[String], dir: &Path) {
+    let (minion, overlord) = (&rpms[0], &rpms[1]);
+    assert!(
+        minion.contains("/funcd-") && overlord.contains("/func-"),
+        "{rpms:?}"
+    );
+    let query = |rpm: &str, what: &[&str]| {
+        let out = Command::new("rpm")
+            .arg("-qp")
+            .args(what)
+            .arg(rpm)
+            .output()
+            .expect("rpm is missing: `make deps` installs it");
+        assert!(
+            out.status.success(),
+            "rpm -qp {what:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(query(minion, &["--qf", "%{NAME}"]), "funcd");
+    assert_eq!(query(overlord, &["--qf", "%{NAME}"]), "func");
+    let minion_files = query(minion, &["-l"]);
+    for f in [
+        "/usr/sbin/funcd",
+        "/usr/share/man/man8/funcd.8.gz",
+        "/usr/lib/systemd/system/funcd.service",
+        "/etc/func/minion.conf",
+        "/usr/libexec/func/modules",
+        "/usr/share/doc/funcd/README.md.gz",
+    ] {
+        assert!(
+            minion_files.lines().any(|l| l == f),
+            "{f} missing from {minion_files}"
+        );
+    }
+    assert!(!minion_files.lines().any(|l| l == "/usr/bin/func"));
+    let overlord_files = query(overlord, &["-l"]);
+    for f in [
+        "/usr/bin/func",
+        "/usr/bin/func-transmit",
+        "/usr/bin/func-inventory",
+        "/usr/bin/func-build-map",
+        "/usr/sbin/func-api",
+        "/usr/sbin/certmaster",
+        "/usr/bin/certmaster-ca",
+        "/usr/lib/systemd/system/certmaster.service",
+        "/usr/lib/systemd/system/func-api.service",
+        "/usr/share/man/man1/func-call.1.gz",
+        "/usr/share/func/python/func/overlord/client.py",
+        "/etc/func/overlord.conf",
+    ] {
+        assert!(
+            overlord_files.lines().any(|l| l == f),
+            "{f} missing from {overlord_files}"
+        );
+    }
+    // Debian's files stay Debian's.
+    for files in [&minion_files, &overlord_files] {
+        assert!(!files.contains("/DEBIAN") && !files.contains("lintian") && !files.contains("dist-packages"));
+    }
+    let config = query(minion, &["-c"]);
+    assert!(config.lines().any(|l| l == "/etc/func/minion.conf"), "{config}");
+    assert!(query(overlord, &["-c"])
+        .lines()
+        .any(|l| l == "/etc/certmaster/certmaster.conf"));
+    let requires = query(overlord, &["-R"]);
+    assert!(
+        requires.lines().any(|l| l == "git") && requires.lines().any(|l| l == "python3"),
+        "{requires}"
+    );
+    let scripts = query(minion, &["--scripts"]);
+    for part in [
+        "postinstall scriptlet",
+        "preuninstall scriptlet",
+        "postuninstall scriptlet",
+        "funcd.service",
+    ] {
+        assert!(scripts.contains(part), "{part} missing from {scripts}");
+    }
+    assert!(query(overlord, &["--scripts"]).contains("certmaster.service"));
+
+    let lint = Command::new("rpmlint")
+        .arg("-c")
+        .arg(repo().join("dist/rpm/rpmlint.toml"))
+        .args(rpms)
+        .output()
+        .expect("rpmlint is missing: `make deps` installs it");
+    let report = String::from_utf8_lossy(&lint.stdout);
+    assert!(
+        !report.lines().any(|l| l.contains(": E: ") || l.contains(": W: ")),
+        "rpmlint errors or warnings:\n{report}"
+    );
+    assert!(report.contains("0 errors, 0 warnings"), "{report}");
+
+    // A scratch root with what RPM's scriptlets run on: a shell, rm, sleep,
+    // their libraries, /dev/null and /proc.
+    let root = dir.join("rpm-root");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::create_dir_all(root.join("dev")).unwrap();
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    let mut libraries = String::new();
+    for tool in ["sh", "rm", "sleep"] {
+        let path = std::fs::canonicalize(Path::new("/bin").join(tool)).unwrap();
+        std::fs::copy(&path, root.join("bin").join(tool)).unwrap();
+        let ldd = Command::new("ldd").arg(&path).output().unwrap();
+        libraries.push_str(&String::from_utf8_lossy(&ldd.stdout));
+    }
+    for library in libraries.split_whitespace().filter(|w| w.starts_with('/')) {
+        let target = root.join(library.trim_start_matches('/'));
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(library, &target).unwrap();
+    }
+    let run = |program: &str, args: &[&str]| {
+        let out = Command::new(program).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let root_str = root.to_str().unwrap();
+    run(
+        "mknod",
+        &["-m", "666", &format!("{root_str}/dev/null"), "c", "1", "3"],
+    );
+    let _proc = ProcMount::mount(&root.join("proc"));
+    let rpm = |args: &[&str]| {
+        let out = Command::new("rpm")
+            .arg("--root")
+            .arg(&root)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "rpm {args:?}: {stderr}");
+        // A scriptlet that failed is reported on stderr, not in the status.
+        assert!(
+            !stderr.contains("scriptlet failed") && !stderr.contains("not found"),
+            "rpm {args:?}: {stderr}"
+        );
+    };
+    rpm(&["--initdb"]);
+    // --nodeps: the scratch root has no glibc, python3 or git package.
+    rpm(&["-i", "--nodeps", minion, overlord]);
+    let version = Command::new(root.join("usr/sbin/funcd"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(version.status.success() && String::from_utf8_lossy(&version.stdout).contains("funcd"));
+    assert!(root.join("etc/func/minion.conf").is_file());
+    assert!(root
+        .join("usr/share/func/python/func/overlord/client.py")
+        .is_file());
+    let mode = std::fs::metadata(root.join("etc/func/overlord.conf"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the overlord's configuration is 0600");
+    let daemons = Daemons::start(&root);
+    assert_eq!(daemons.running(), [true, true], "both daemons run");
+    rpm(&["-e", "funcd", "func"]);
+    assert!(
+        daemons.all_ended(),
+        "rpm -e stopped funcd and the certmaster: {:?}",
+        daemons.running()
+    );
+    assert!(!root.join("usr/sbin/funcd").exists() && !root.join("usr/bin/func").exists());
+    assert!(
+        !root.join("var/run/funcd.pid").exists(),
+        "%preun removed the pid file"
+    );
+    // The CA and the minion's key stay.
+    assert!(root.join("etc/pki/certmaster/ca/certmaster.key").is_file());
+    assert!(root.join("etc/pki/certmaster/m1.pem").is_file());
+}
+
+/// /proc mounted in a scratch root for its scriptlets; unmounted on drop.
+struct ProcMount(std::path::PathBuf);
+
+impl ProcMount {
+    fn mount(at: &Path) -> Self {
+        let out = Command::new("mount")
+            .args(["-t", "proc", "proc"])
+            .arg(at)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mount -t proc (the RPM test runs as root, as make deps does): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self(at.to_path_buf())
+    }
+}
+
+impl Drop for ProcMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
 }
 
 /// funcd and the certmaster started with --daemon from an installed root;
