@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo fleet: a certmaster (--autosign) and three minions (web1, web2,
-# db1) that enroll with it, on loopback, each with its own --root below .demo/
+# db1) that enroll with it, then a fourth (new1) that asks to join once
+# autosigning is off and waits, pending, for the user to sign it; on loopback, each with its own --root below .demo/
 # and an ephemeral port. Runs a few `func` commands, shows Python's
 # xmlrpc.client talking to the same minions, func-api and curl, then (in a terminal) keeps the
 # fleet up for another shell until Enter or Ctrl-C. Everything started is
@@ -32,6 +33,20 @@ printf '[web]\nhost = web1, web2\n\n[db]\nhost = db1\n' >"$FUNC_ROOT/etc/func/gr
 echo "certmaster on $FLEET_CM; enrolled: ${targets[*]}; groups @web (web1, web2), @db (db1); fact role=web|db"
 echo
 
+# new1 asks to join a certmaster that no longer autosigns: its request waits
+# for you (certmaster-ca --sign, func-api's /keys, the web UI's Keys page).
+# It asks again every 5 s at most (enroll_retry_max), so a signature is
+# picked up at once.
+fleet_certmaster_signing_by_hand
+mkdir -p .demo/new1/etc/certmaster
+printf '[main]\nenroll_retry_max = 5\n' >.demo/new1/etc/certmaster/minion.conf
+FLEET_LOG=info fleet_start new1
+for _ in $(seq 1 600); do
+	[ -f "$FUNC_ROOT/var/lib/certmaster/certmaster/csrs/new1.csr" ] && break
+	sleep 0.05
+done
+new1_fp=$(sed -n 's/.*certificate request for new1.* fingerprint=\([0-9A-F:]*\).*/\1/p' .demo/new1.log | head -1)
+
 run() {
 	printf '$'; printf ' %q' "$@"; echo
 	local rc=0
@@ -40,6 +55,10 @@ run() {
 	echo
 }
 run target/debug/certmaster-ca --list-signed
+run target/debug/certmaster-ca --list
+echo "new1 waits to be signed. Compare the fingerprint above with the one new1 logged (${new1_fp:-see .demo/new1.log}),"
+echo "then sign it here (certmaster-ca --sign new1 --fingerprint FP), with curl (POST /api/v1/keys/new1/sign) or on the web UI's Keys page."
+echo
 run target/debug/func "*" ping
 run target/debug/func "web*" call test add 1 2
 run target/debug/func "*" call command run "uname -sr"

@@ -20,6 +20,17 @@ fleet_init() {
 	FLEET_CM=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\) .*/\1/p' "$FLEET_DIR/certmaster.out")
 }
 
+# Restarts the certmaster on the same address without --autosign: requests
+# from now on wait to be signed by hand (the demo's new1).
+fleet_certmaster_signing_by_hand() {
+	kill -TERM "${FLEET_PIDS[0]}" 2>/dev/null || true
+	wait "${FLEET_PIDS[0]}" 2>/dev/null || true
+	RUST_LOG=warn "$FLEET_BIN/certmaster" --root "$FLEET_DIR/certmaster" --listen "$FLEET_CM" \
+		>"$FLEET_DIR/certmaster.out" 2>"$FLEET_DIR/certmaster.log" &
+	FLEET_PIDS[0]=$!
+	fleet_wait_for "listening on" "$FLEET_DIR/certmaster.out" certmaster
+}
+
 fleet_stop() {
 	for pid in "${FLEET_PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null || true
@@ -42,9 +53,10 @@ fleet_wait_for() {
 	return 1
 }
 
-# Starts minion NAME enrolling with the certmaster, in the background.
+# Starts minion NAME enrolling with the certmaster, in the background
+# (FLEET_LOG: its RUST_LOG, warn by default).
 fleet_start() {
-	RUST_LOG=warn "$FLEET_BIN/funcd" --root "$FLEET_DIR/$1" --name "$1" --listen 127.0.0.1:0 \
+	RUST_LOG=${FLEET_LOG:-warn} "$FLEET_BIN/funcd" --root "$FLEET_DIR/$1" --name "$1" --listen 127.0.0.1:0 \
 		--certmaster "$FLEET_CM" --foreground >"$FLEET_DIR/$1.out" 2>"$FLEET_DIR/$1.log" &
 	FLEET_PIDS+=($!)
 	echo $! >>"$FLEET_DIR/minion.pids"

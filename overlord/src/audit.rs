@@ -49,6 +49,7 @@ impl Audit {
             "hosts": hosts.iter().take(HOSTS_SHOWN).collect::<Vec<_>>(),
             "host_count": hosts.len(),
             "status": status,
+            "status_kind": "http",
         }));
     }
 
@@ -57,13 +58,14 @@ impl Audit {
     pub fn cli_line(&self, action: &str, spec: Option<&str>, exit_status: i32) {
         self.write(serde_json::json!({
             "time": crate::store::now(),
-            "who": format!("cli:{}", common::process::invoking_user()),
+            "who": crate::principal::cli_user(),
             "from": null,
             "action": action,
             "spec": spec,
             "hosts": [],
             "host_count": 0,
             "status": exit_status,
+            "status_kind": "exit",
         }));
     }
 
@@ -172,16 +174,53 @@ fn take(
     let Ok(mut doc) = serde_json::from_slice::<serde_json::Value>(line) else {
         return;
     };
-    if !doc.is_object() || !keep(&doc) {
+    if !doc.is_object() {
+        return;
+    }
+    spelled(&mut doc);
+    if !keep(&doc) {
         return;
     }
     doc["id"] = offset.into();
     lines.push(doc);
 }
 
+/// A line as this version writes it: `who` as `crate::principal` spells
+/// it, and `status_kind` saying what its `status` is: `exit` (the command
+/// line's exit status; older lines: those with a `spec`) or `http`.
+fn spelled(doc: &mut serde_json::Value) {
+    if let Some(who) = doc["who"].as_str() {
+        doc["who"] = crate::principal::audit_who(who).into();
+    }
+    if doc.get("status_kind").is_none() {
+        let kind = if doc.get("spec").is_some() { "exit" } else { "http" };
+        doc["status_kind"] = kind.into();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn older_lines_are_read_in_todays_spelling() {
+        let mut token = serde_json::json!({"who": "web", "action": "login", "status": 200});
+        spelled(&mut token);
+        assert_eq!(
+            (token["who"].as_str(), token["status_kind"].as_str()),
+            (Some("api:web"), Some("http"))
+        );
+        let mut cli =
+            serde_json::json!({"who": "cli:root", "action": "call test.ping", "spec": "m1", "status": 1});
+        spelled(&mut cli);
+        assert_eq!(
+            (cli["who"].as_str(), cli["status_kind"].as_str()),
+            (Some("cli:root"), Some("exit"))
+        );
+        let mut unknown = serde_json::json!({"who": "?", "action": "authenticate", "status": 401});
+        spelled(&mut unknown);
+        assert_eq!(unknown["who"], "?");
+    }
 
     #[test]
     fn pages_go_back_from_the_end_line_by_line_and_filter() {

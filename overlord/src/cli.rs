@@ -221,6 +221,12 @@ pub struct JobsListArgs {
     /// Only jobs whose SPEC matches GLOB
     #[arg(long, value_name = "GLOB")]
     pub target: Option<String>,
+    /// Only the runs of schedules whose name matches GLOB
+    #[arg(long, value_name = "GLOB")]
+    pub schedule: Option<String>,
+    /// Only jobs older than JOB_ID (the "next" of a --json page)
+    #[arg(long, value_name = "JOB_ID")]
+    pub before: Option<String>,
     /// Started at or after TIME (epoch seconds, 10m/2h/7d ago, or YYYY-MM-DD[THH:MM[:SS]] UTC)
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,

@@ -53,6 +53,7 @@ pub mod output;
 pub mod parse;
 pub mod plan;
 pub mod pool;
+pub mod principal;
 pub mod relay;
 pub mod report;
 pub mod revocation;

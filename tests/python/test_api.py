@@ -381,7 +381,7 @@ class ApiTest(unittest.TestCase):
         log = os.path.join(self.fleet.ca_root, "var/log/func/api-audit.log")
         self.assertEqual(stat.S_IMODE(os.stat(log).st_mode), 0o600)
         lines = [json.loads(l) for l in open(log)]
-        self.assertTrue(any(l["who"] == "web" and l["status"] == 403 and l["action"] == "call command.run" for l in lines))
+        self.assertTrue(any(l["who"] == "api:web" and l["status"] == 403 and l["action"] == "call command.run" for l in lines))
 
     def test_expiry_and_revocation_end_access_and_open_streams(self):
         short = self.api.token("short", "--admin", "--expires", "3")
@@ -835,9 +835,14 @@ class ApiTest(unittest.TestCase):
         job = doc["job_id"]
         self.assertTrue(wait_until(30, lambda: not self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["waiting"]
                                    or all("running" in w for w in self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["waiting"].values())))
-        status, doc, _ = self.api.request("POST", "/api/v1/jobs/%s/kill" % job, self.admin, {})
+        # A token cannot claim to kill for another user (only the overlord's
+        # certificate forwarding a kill can): the minions are told the token's.
+        status, doc, _ = self.api.request("POST", "/api/v1/jobs/%s/kill" % job, self.admin, {"user": "cli:alice"})
         self.assertEqual(status, 200, doc)
         self.assertEqual(sorted(doc["signalled"]), ["m1", "m2"])
+        with open(os.path.join(self.fleet.dir, "m1", "var/log/func/audit.log")) as f:
+            signals = [l for l in f.read().splitlines() if "jobs.signal_job" in l]
+        self.assertTrue(signals and all("(user api:admin)" in l for l in signals), signals)
         self.assertTrue(wait_until(30, lambda: self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["status"] == 1))
         results = self.api.request("GET", "/api/v1/jobs/" + job, self.admin)[1]["results"]
         for host in ("m1", "m2"):

@@ -148,12 +148,12 @@ class OperationsTest(unittest.TestCase):
                 self.assertEqual(self.req("GET", "/api/v1/keys")[1]["pending"], [])
             finally:
                 rejected.close()
-            lines = self.req("GET", "/api/v1/audit?user=ops-keys")[1]["lines"]
+            lines = self.req("GET", "/api/v1/audit?user=api:ops-keys")[1]["lines"]
             actions = [(l["action"], l["status"]) for l in lines]
             self.assertIn(("keys sign", 409), actions)
             self.assertIn(("keys sign", 200), actions)
             self.assertIn(("keys revoke", 200), actions)
-            refused = self.req("GET", "/api/v1/audit?user=ops-m1&action=keys*")[1]["lines"]
+            refused = self.req("GET", "/api/v1/audit?user=api:ops-m1&action=keys*")[1]["lines"]
             self.assertIn(("keys sign", 403, ["newbie1"]), [(l["action"], l["status"], l["hosts"]) for l in refused])
         finally:
             enrolling.close()
@@ -401,14 +401,16 @@ class OperationsTest(unittest.TestCase):
         self.assertEqual(st, 200)
         self.assertTrue(set(l["id"] for l in more["lines"]).isdisjoint(l["id"] for l in page["lines"]))
         self.assertTrue(all(l["id"] < page["next"] for l in more["lines"]))
-        calls = self.req("GET", "/api/v1/audit?user=ops-admin&action=call%20test.ping&limit=3")[1]["lines"]
+        calls = self.req("GET", "/api/v1/audit?user=api:ops-admin&action=call%20test.ping&limit=3")[1]["lines"]
         self.assertEqual(len(calls), 3)
-        self.assertTrue(all(l["hosts"] == ["m1"] and l["status"] == 200 for l in calls), calls)
+        self.assertTrue(all(l["hosts"] == ["m1"] and l["status"] == 200 and l["status_kind"] == "http"
+                            for l in calls), calls)
         # The command line's lines too.
         self.func("m1", "call", "test", "ping")
         cli = self.req("GET", "/api/v1/audit?user=cli:*&limit=1")[1]["lines"]
         self.assertEqual(cli[0]["action"], "call test.ping")
         self.assertEqual(cli[0]["spec"], "m1")
+        self.assertEqual((cli[0]["status"], cli[0]["status_kind"]), (0, "exit"), "an exit status, not HTTP's")
         for tok in (self.limited, self.keys, self.everything):
             self.assertEqual(self.req("GET", "/api/v1/audit", tok)[0], 403)
         for q in ("limit=0", "limit=5000", "before=x", "user=%5B", "nope=1"):

@@ -170,6 +170,12 @@ class RelayTest(unittest.TestCase):
         for h in ("r1a", "r1b", "r2a"):
             self.assertEqual(doc["results"][h][0], "REMOTE_ERROR", doc["results"][h])
         self.assertEqual(status.returncode, 1)
+        # Each minion was told the kill is the command line's user's, through
+        # one relay or two (not the relay's certificate).
+        for h in ("r1a", "r2a"):
+            with open(os.path.join(FLEET.dir, h, "var/log/func/audit.log")) as f:
+                signals = [l for l in f.read().splitlines() if "jobs.signal_job" in l]
+            self.assertTrue(signals and all("(user cli:root)" in l for l in signals), (h, signals))
 
     def test_every_door_delegates(self):
         want = {"d1": 3, "r1a": 3, "r1b": 3, "r2a": 3}

@@ -183,7 +183,7 @@ class SharedStoreTest(unittest.TestCase):
         self.assertEqual(doc["status"], 1, out.stdout)
         self.assertEqual(sorted(doc["results"]), ["m1", "m2", "m3"])
         listed = json.loads(self.func(self.b, "jobs", "list", "--json", "--limit", "50").stdout)
-        self.assertIn(job, [j["id"] for j in listed])
+        self.assertIn(job, [j["id"] for j in listed["jobs"]])
         # And A sees it finished, from the store, without asking anyone.
         self.assertEqual(json.loads(self.func(self.a, "job_status", job, "--json").stdout)["status"], 1)
 

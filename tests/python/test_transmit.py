@@ -52,7 +52,7 @@ class TransmitTest(unittest.TestCase):
         self.assertEqual((code, status["status"], status["state"]), (0, 1, "finished"))
         self.assertIsInstance(status["results"]["m1"], float)
         code, jobs = self.transmit({"command": ["jobs", "list"]})
-        self.assertIn(job, [j["id"] for j in jobs])
+        self.assertIn(job, [j["id"] for j in jobs["jobs"]])
 
     def test_bad_requests_get_a_json_error(self):
         for bad in ["not json", "[1]", json.dumps({"clients": "m1"})]:

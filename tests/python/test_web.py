@@ -138,6 +138,11 @@ class WebTest(unittest.TestCase):
         b.click("#kill")
         b.until(30, lambda: b.text("#count-failed") == "1 failed", "the killed host shows as failed")
         self.assertIn("killed", b.text("#results").lower())
+        # The kill reached m10 as the token's name, not as func-api's user.
+        with open(os.path.join(self.fleet.dir, "m10", "var/log/func/audit.log")) as f:
+            audit = f.read()
+        signals = [l for l in audit.splitlines() if "jobs.signal_job" in l]
+        self.assertTrue(signals and all("(user api:web)" in l for l in signals), signals)
         b.screenshot(os.path.join(SHOTS, "job-killed.png"))
 
     def test_the_stop_button_stops_a_batch(self):
@@ -162,7 +167,7 @@ class WebTest(unittest.TestCase):
         b.get(self.base + "/jobs/" + enc(job))
         b.until(30, lambda: b.text("#count-failed") == "2 failed")
         about = b.js("return Object.fromEntries([...document.querySelectorAll('#about dd')].map(d => [d.dataset.about, d.textContent]))")
-        self.assertEqual(about["who"], "root")
+        self.assertEqual(about["who"], "cli:root")
         self.assertEqual(about["target"], "m1;m2")
         self.assertEqual(about["arguments"], "[]")
         self.assertTrue(about["started"].endswith("UTC"), about)
@@ -344,6 +349,74 @@ class WebTest(unittest.TestCase):
         b.click("#delete-web-tick")
         b.click("#delete-web-tick")
         b.until(20, lambda: "web-tick" not in b.text("#schedules"), "deleted")
+
+    def test_the_jobs_page_shows_and_filters_by_schedule_with_one_user_spelling(self):
+        name = "web-runs"
+        status, doc, _ = self.api.request("POST", "/api/v1/schedules", self.token,
+                                          {"name": name, "every": 1, "request": {"spec": "m1", "module": "test", "method": "ping"}})
+        self.assertEqual(status, 201, doc)
+        try:
+            cli_job = self.job_id(self.func("m2", "call", "test", "ping", "--async", "--nopoll"))
+            admin = self.api.token("runs%d" % time.time_ns(), "--admin")
+            runs = lambda: self.api.request("GET", "/api/v1/jobs?schedule=" + name, admin)[1]["jobs"]
+            self.assertTrue(wait_until(60, lambda: len(runs()) >= 1), "a run of the schedule")
+        finally:
+            self.api.request("DELETE", "/api/v1/schedules/" + name, self.token)
+        b = self.browser
+        b.get(self.base + "/jobs")
+        b.wait_for("#jobs tbody tr")
+        row = lambda job: b.js("const r = [...document.querySelectorAll('#jobs tbody tr')].find(r => r.innerText.includes(arguments[0]));"
+                               "return r ? [...r.children].map(c => c.textContent) : null", job)
+        heads = b.js("return [...document.querySelectorAll('#jobs thead th')].map(t => t.textContent)")
+        user_col, sched_col = heads.index("user"), heads.index("schedule")
+        run = runs()[0]
+        self.assertEqual(row(run["id"])[sched_col], name, "a run shows its schedule")
+        self.assertEqual(row(run["id"])[user_col], "api:web", "the schedule's owner, as func-api spells it")
+        self.assertEqual(row(cli_job)[user_col], "cli:root", "the command line's user, spelled as the audit trail does")
+        self.assertEqual(row(cli_job)[sched_col], "")
+        # Filtered by schedule: only its runs.
+        b.type("#main input[name=schedule]", name)
+        b.click("#main form.row button[type=submit]")
+        b.until(20, lambda: "schedule=" + name in b.url())
+        b.wait_for("#jobs tbody tr")
+        scheds = b.js("return [...document.querySelectorAll('#jobs tbody td[data-schedule]')].map(t => t.dataset.schedule)")
+        self.assertTrue(scheds and all(s == name for s in scheds), scheds)
+        labels = b.js("return [...document.querySelectorAll('#main form.row label')].map(l => l.textContent.trim())")
+        self.assertEqual(labels, ["function", "target", "schedule"])
+        b.screenshot(os.path.join(SHOTS, "jobs-by-schedule.png"))
+
+    def test_the_audit_page_tells_exit_statuses_from_http_statuses(self):
+        self.func("m1", "call", "test", "ping")          # exit 0
+        self.func("nosuchhost", "call", "test", "ping")  # exit 1 (no such host)
+        limited = self.api.token("few%d" % time.time_ns(), "--allow", "m1=test.ping")
+        self.api.request("POST", "/api/v1/calls", limited, {"spec": "m1", "module": "command", "method": "run", "args": ["id"]})  # 403
+        b = self.browser
+        b.get(self.base + "/audit")
+        b.wait_for("#audit tbody tr")
+        badges = b.js("return [...document.querySelectorAll('#audit tbody tr')].map(r => {"
+                      "const e = r.lastElementChild.querySelector('.badge');"
+                      "return [r.children[1].textContent, e.textContent, e.dataset.kind, e.className]; })")
+        cli = [x for x in badges if x[0].startswith("cli:")]
+        api = [x for x in badges if x[0].startswith("api:")]
+        self.assertIn(["exit 0", "exit"], [[x[1], x[2]] for x in cli])
+        failed_cli = [x for x in cli if x[1] == "exit 1"]
+        self.assertTrue(failed_cli and all("failed" in x[3] for x in failed_cli), cli)
+        refused = [x for x in api if x[1] == "HTTP 403"]
+        self.assertTrue(refused and all(x[2] == "http" and "failed" in x[3] for x in refused), api)
+        self.assertTrue(any(x[1] == "HTTP 200" and "ok" in x[3] for x in api), api)
+        self.assertFalse([x for x in badges if x[1].isdigit()], "no bare number under a badge")
+        b.screenshot(os.path.join(SHOTS, "audit-statuses.png"))
+
+    def test_the_schedule_form_has_a_label_for_every_field(self):
+        b = self.browser
+        b.get(self.base + "/schedules")
+        b.wait_for("#add-schedule")
+        fields = b.js("return [...document.querySelectorAll('#add-schedule input, #add-schedule select')].map(i => {"
+                      "const l = i.closest('label'); const s = l && l.querySelector('span');"
+                      "return [i.name, s ? s.textContent : '', s ? s.getBoundingClientRect().height : 0]; })")
+        self.assertEqual([f[0] for f in fields], ["name", "spec", "module", "method", "args", "kind", "when", "batch"])
+        for name, label, height in fields:
+            self.assertTrue(label and height > 0, "%s has a visible label: %r" % (name, label))
 
     def test_the_audit_page_pages_and_shows_hostile_text_as_text(self):
         # An action carrying markup: a kill of a job "named" with it.

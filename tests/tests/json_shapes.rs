@@ -106,21 +106,37 @@ fn errors_batches_groups_and_formats_are_documents() {
         active["jobs"].is_object() && active["other"].is_array() && active["unreachable"].is_object(),
         "{active}"
     );
-    let jobs = json(&fleet, &["jobs", "list"]);
+    // The page GET /api/v1/jobs answers (one shape for every door).
+    let page = json(&fleet, &["jobs", "list"]);
+    let jobs = &page["jobs"];
+    assert!(page.get("next").is_some(), "{page}");
     for key in [
-        "id",
-        "function",
-        "args",
-        "target",
-        "user",
-        "started",
-        "ended",
-        "status",
-        "refreshed",
-        "hosts",
+        "id", "function", "args", "target", "user", "started", "ended", "hosts", "batch", "finished",
+        "counts", "outcome",
     ] {
         assert!(jobs[0].get(key).is_some(), "{key}: {jobs}");
     }
+    assert_eq!(
+        jobs[0]["user"],
+        format!("cli:{}", common::process::invoking_user()).as_str()
+    );
+    assert!(
+        jobs[0]["counts"].as_object().is_some_and(|c| c.len() == 5),
+        "{jobs}"
+    );
+    // --limit with more below: `next` names the last row, and --before it
+    // gives the rest.
+    let first = json(&fleet, &["jobs", "list", "--limit", "1"]);
+    assert_eq!(first["jobs"].as_array().map(Vec::len), Some(1), "{first}");
+    let next = first["next"].as_str().expect("a next page").to_string();
+    assert_eq!(first["jobs"][0]["id"], next.as_str());
+    let rest = json(&fleet, &["jobs", "list", "--before", &next]);
+    assert_eq!(
+        rest["jobs"].as_array().map(Vec::len),
+        page["jobs"].as_array().map(|j| j.len() - 1),
+        "{rest}"
+    );
+    assert!(rest["next"].is_null(), "{rest}");
     // Follow as JSON lines.
     let follow = fleet.func(&["--json", "batch", "status", &id, "--follow"]);
     assert!(follow.stdout.lines().count() >= 2, "{follow:?}");

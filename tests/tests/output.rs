@@ -129,10 +129,10 @@ fn job_commands_say_what_is_true() {
     let out = fleet.func(&["*", "call", "--async", "--nopoll", "test", "sleep", "1"]);
     let id = job_id(&out.stdout);
     // Not polled: listed as last recorded, and said to be so.
-    let rows = crate::helper::func_json(&fleet, &["jobs", "list"]);
+    let rows = crate::helper::func_json(&fleet, &["jobs", "list"])["jobs"].clone();
     assert_eq!(rows[0]["id"], id.as_str());
     assert_eq!(
-        (rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()),
+        (rows[0]["outcome"].as_str(), rows[0]["finished"].as_bool()),
         (Some("running"), Some(false)),
         "{rows}"
     );
@@ -143,10 +143,11 @@ fn job_commands_say_what_is_true() {
     );
     let done = fleet.func(&["-t", "30", "job_status", &id, "--wait"]);
     assert_eq!(done.code, 0, "{done:?}");
-    let rows = crate::helper::func_json(&fleet, &["jobs", "list"]);
+    let rows = crate::helper::func_json(&fleet, &["jobs", "list"])["jobs"].clone();
     assert_eq!(
-        (rows[0]["status"].as_str(), rows[0]["refreshed"].as_bool()),
-        (Some("finished"), Some(true))
+        (rows[0]["outcome"].as_str(), rows[0]["finished"].as_bool()),
+        (Some("ok"), Some(true)),
+        "{rows}"
     );
     let kill = fleet.func(&["jobs", "kill", &id]);
     assert_eq!(kill.code, 0, "{kill:?}");

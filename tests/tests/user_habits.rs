@@ -143,17 +143,21 @@ fn the_invoking_user_is_recorded_under_sudo() {
     let id = job_id(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(fleet.func(&["-t", "30", "job_status", &id, "--wait"]).code, 0);
     let list = json(&fleet, &["jobs", "list"]);
-    let user = list[0]["user"].as_str().unwrap_or_default().to_string();
+    let user = list["jobs"][0]["user"].as_str().unwrap_or_default().to_string();
     let audit = std::fs::read_to_string(fleet.minions[0].root.audit_log()).unwrap();
     if nix::unistd::getuid().is_root() {
-        assert_eq!(user, "alice", "{list}");
-        assert!(audit.contains("(user alice) test.ping"), "{audit}");
+        assert_eq!(user, "cli:alice", "{list}");
+        assert!(audit.contains("(user cli:alice) test.ping"), "{audit}");
     } else {
         let me = nix::unistd::User::from_uid(nix::unistd::getuid())
             .unwrap()
             .unwrap()
             .name;
-        assert_eq!(user, me, "SUDO_USER from a non-root user is not believed: {list}");
+        assert_eq!(
+            user,
+            format!("cli:{me}"),
+            "SUDO_USER from a non-root user is not believed: {list}"
+        );
         assert!(!audit.contains("alice"), "{audit}");
     }
     let table = fleet.func(&["jobs", "list"]);

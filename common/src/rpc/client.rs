@@ -223,11 +223,12 @@ pub fn is_request_id(id: &str) -> bool {
     (16..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// This process's user as a header value ("?" if it cannot be one).
+/// This process's user as a header value, spelled as the overlord records
+/// the command line's user (`cli:USER`; "?" if it cannot be one).
 fn on_behalf_of() -> http::HeaderValue {
     static USER: std::sync::OnceLock<http::HeaderValue> = std::sync::OnceLock::new();
     USER.get_or_init(|| {
-        http::HeaderValue::from_str(&crate::process::invoking_user())
+        http::HeaderValue::from_str(&format!("cli:{}", crate::process::invoking_user()))
             .unwrap_or_else(|_| http::HeaderValue::from_static("?"))
     })
     .clone()

@@ -39,7 +39,9 @@ pub struct AuditQuery {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct AuditPage {
     /// Each line as written (`time`, `who`, `from`, `action`, `hosts`,
-    /// `host_count`, `status`; `spec` for the command line's), with `id`.
+    /// `host_count`, `status` and `status_kind`: `http` for func-api's and
+    /// the scheduler's, `exit` for the command line's, whose lines also have
+    /// `spec`), with `id`.
     #[schema(value_type = Vec<Object>)]
     pub lines: Vec<serde_json::Value>,
     /// The `before` of the next page (null: this is the last).

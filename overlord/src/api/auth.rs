@@ -39,9 +39,14 @@ pub enum Proof {
 }
 
 impl Caller {
-    /// The user its jobs are recorded for (and named to the minions).
+    /// Who it is as `crate::principal` spells it (`api:NAME`, or
+    /// `cert:CN`): the user its jobs are recorded for, named to the minions
+    /// and in the audit trail.
     pub fn user(&self) -> String {
-        format!("api:{}", self.name)
+        match self.proof {
+            Proof::Certificate => self.name.clone(),
+            _ => format!("api:{}", self.name),
+        }
     }
 
     /// What it may do, as a job's or a relay request's signed rights

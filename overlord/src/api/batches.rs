@@ -127,7 +127,7 @@ pub async fn stop(
             .ok_or_else(|| unknown(&id))?;
         let what = if req.kill { "kill" } else { "stop" };
         api.audit.line(
-            &caller.name,
+            &caller.user(),
             caller.from,
             &format!("batch {what} {id}"),
             &hosts,
@@ -194,7 +194,7 @@ pub async fn recover(
             Recovered::Resumed => answer("resumed", "running".into()),
         };
         api.audit.line(
-            &caller.name,
+            &caller.user(),
             caller.from,
             &format!("batch recover {id}"),
             &hosts,

@@ -78,7 +78,7 @@ pub async fn call(
         Ok(targets) => targets,
         Err(e) => {
             if matches!(e, GateError::Forbidden(_)) {
-                api.audit.line(&caller.name, caller.from, &action, &[], 403);
+                api.audit.line(&caller.user(), caller.from, &action, &[], 403);
             }
             return Err(e.into());
         }
@@ -100,7 +100,7 @@ pub async fn call(
     };
     let status = answer.as_ref().map_or_else(|e| e.status, |r| r.status());
     api.audit
-        .line(&caller.name, caller.from, &action, &names, status.as_u16());
+        .line(&caller.user(), caller.from, &action, &names, status.as_u16());
     answer
 }
 

@@ -170,7 +170,7 @@ pub async fn stream(
         .and_then(|v| v.trim().parse::<u64>().ok())
         // A new stream starts with what happens from now on.
         .unwrap_or_else(|| api.bus.newest());
-    api.audit.line(&caller.name, caller.from, "events", &[], 200);
+    api.audit.line(&caller.user(), caller.from, "events", &[], 200);
     let state = Follow {
         groups: Groups::load(&api.root.groups_file()),
         wake: api.bus.subscribe(),

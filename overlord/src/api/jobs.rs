@@ -1,6 +1,7 @@
-//! `GET /api/v1/jobs[?limit=&before=&function=&target=]`: jobs newest first,
-//! a page at a time (`next` is the `before` of the next page), filtered by
-//! globs over the function and the SPEC; each page reads only its share of
+//! `GET /api/v1/jobs[?limit=&before=&function=&target=&schedule=]`: jobs
+//! newest first, a page at a time (`next` is the `before` of the next
+//! page; rows as `jobs::row` shapes them for every door), filtered by globs
+//! over the function, the SPEC and the schedule's name; each page reads only its share of
 //! the store's start-time index, so it stays fast at 100,000 jobs.
 //! `GET /api/v1/jobs/{id}`: the `job_status --json` document (`last`: the
 //! caller's newest job). `POST /api/v1/jobs/{id}/kill {"signal"}`: signals
@@ -21,6 +22,7 @@ use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
 use crate::jobs::kill::{self as killing, Signalled};
+use crate::jobs::row::{JobPage, JobRow};
 use crate::store::{JobMeta, JobRecord, JobStore};
 
 /// Page size by default and at most; jobs looked at per request at most.
@@ -43,38 +45,9 @@ pub struct ListQuery {
     function: Option<String>,
     /// A glob over the SPEC.
     target: Option<String>,
-}
-
-/// One job of a listing.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct JobRow {
-    pub id: String,
-    /// `module.method`.
-    pub function: String,
-    /// The SPEC it was started with.
-    pub target: String,
-    pub user: String,
-    /// Epoch seconds.
-    pub started: f64,
-    pub ended: Option<f64>,
-    pub hosts: usize,
-    pub batch: bool,
-    pub finished: bool,
-    /// Its hosts by how they ended (and those still pending).
-    pub counts: crate::jobs::Tally,
-    /// `ok`, `failed`, `stopped`, `interrupted` or `running`.
-    pub outcome: &'static str,
-    /// The schedule whose run it is.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<String>,
-}
-
-/// A page of jobs, newest first.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct JobPage {
-    pub jobs: Vec<JobRow>,
-    /// The `before` of the next page (null: this is the last).
-    pub next: Option<String>,
+    /// A glob over the name of the schedule whose run it is (a job that is
+    /// no schedule's run never matches).
+    schedule: Option<String>,
 }
 
 /// A job's status, and who started it, when and with what.
@@ -112,28 +85,6 @@ fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiErro
         .transpose()
 }
 
-fn row(meta: JobMeta, tally: Option<&crate::jobs::Tally>) -> JobRow {
-    let tally = tally.copied().unwrap_or_default();
-    JobRow {
-        outcome: if meta.ended.is_some() || tally.pending == 0 {
-            tally.outcome()
-        } else {
-            "running"
-        },
-        finished: meta.ended.is_some(),
-        counts: tally,
-        id: meta.id,
-        function: meta.function,
-        target: meta.spec,
-        user: meta.user,
-        started: meta.started,
-        ended: meta.ended,
-        hosts: meta.hosts,
-        batch: meta.batch,
-        schedule: meta.schedule,
-    }
-}
-
 /// Whether `caller` may see job `record`.
 pub(super) fn may_see(api: &Api, caller: &Caller, record: &JobRecord) -> bool {
     caller
@@ -156,12 +107,13 @@ pub async fn list(
 ) -> Result<axum::response::Response, ApiError> {
     use axum::response::IntoResponse as _;
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    let (q_function, q_target) = (q.function.clone(), q.target.clone());
+    let (q_function, q_target, q_schedule) = (q.function.clone(), q.target.clone(), q.schedule.clone());
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad(format!("limit: from 1 to {MAX_LIMIT}")));
     }
     let function = glob(q.function.as_deref(), "function")?;
     let target = glob(q.target.as_deref(), "target")?;
+    let schedule = glob(q.schedule.as_deref(), "schedule")?;
     let before = q.before.filter(|b| !b.is_empty());
     // A listing is work done for the caller: it takes one of its slots.
     let slot = super::calls::take_slot(&api, &caller)?;
@@ -182,11 +134,12 @@ pub async fn list(
             None => None,
         };
         let mut jobs: Vec<JobRow> = Vec::new();
-        let mut tallies: std::collections::HashMap<String, crate::jobs::Tally> = Default::default();
+        let mut records: std::collections::HashMap<String, JobRecord> = Default::default();
         let mut last_returned = None;
         let (mut scanned, mut exhausted, mut cut) = (0, false, false);
         while jobs.len() < limit && scanned < max_scan {
-            let want = if function.is_none() && target.is_none() && caller.rights.admin {
+            let want = if function.is_none() && target.is_none() && schedule.is_none() && caller.rights.admin
+            {
                 limit - jobs.len()
             } else {
                 (limit * 4).clamp(50, 1000).min(max_scan - scanned)
@@ -203,12 +156,17 @@ pub async fn list(
                 .into_iter()
                 .filter(|m| function.as_ref().is_none_or(|g| g.matches(&m.function)))
                 .filter(|m| target.as_ref().is_none_or(|g| g.matches(&m.spec)))
+                .filter(|m| {
+                    schedule
+                        .as_ref()
+                        .is_none_or(|g| m.schedule.as_deref().is_some_and(|s| g.matches(s)))
+                })
                 .collect();
             // The rows carry their hosts' tally: the records of the page
             // (at most `want` jobs) are read once, for that and for rights.
             if !kept.is_empty() {
                 let ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
-                let mut records: std::collections::HashMap<String, JobRecord> = store
+                records = store
                     .load_many(&ids)
                     .map_err(ApiError::store)?
                     .into_iter()
@@ -223,22 +181,16 @@ pub async fn list(
                     });
                 }
                 kept.retain(|m| records.contains_key(&m.id));
-                tallies = records
-                    .values()
-                    .map(|r| (r.meta.id.clone(), crate::jobs::tally(r)))
-                    .collect();
             }
             let total = kept.len();
             for (i, meta) in kept.into_iter().enumerate() {
                 last_returned = Some((meta.started, meta.id.clone()));
                 let interrupted =
                     meta.batch && meta.ended.is_none() && crate::batch::control::interrupted(store, &meta.id);
-                let tally = tallies.get(&meta.id).copied();
-                let mut r = row(meta, tally.as_ref());
-                if interrupted {
-                    r.outcome = "interrupted";
-                }
-                jobs.push(r);
+                let Some(record) = records.get(&meta.id) else {
+                    continue;
+                };
+                jobs.push(JobRow::of(record, interrupted));
                 if jobs.len() == limit {
                     cut = i + 1 < total;
                     break;
@@ -269,7 +221,11 @@ pub async fn list(
         let mut link = None;
         if let Some(next) = &next {
             let mut q = format!("limit={limit}&before={}", crate::values::url_segment(next));
-            for (key, value) in [("function", &q_function), ("target", &q_target)] {
+            for (key, value) in [
+                ("function", &q_function),
+                ("target", &q_target),
+                ("schedule", &q_schedule),
+            ] {
                 if let Some(v) = value {
                     q.push_str(&format!("&{key}={}", crate::values::url_segment(v)));
                 }
@@ -288,17 +244,10 @@ pub async fn list(
     Ok(answer)
 }
 
-/// Where a page below job `id` starts: its start time (from the store, or
-/// from the id's own stamp if the job expired meanwhile).
+/// Where a page below job `id` starts (`jobs::row::cursor_below`).
 fn cursor_of(store: &dyn JobStore, id: &str) -> Result<(f64, String), ApiError> {
-    if let Some(rec) = store.load(id).map_err(ApiError::store)? {
-        return Ok((rec.meta.started, id.to_string()));
-    }
-    id.rsplit('-')
-        .next()
-        .and_then(|t| t.parse::<f64>().ok())
-        .filter(|t| t.is_finite())
-        .map(|t| (t, id.to_string()))
+    crate::jobs::row::cursor_below(store, id)
+        .map_err(ApiError::store)?
         .ok_or_else(|| ApiError::bad("before: not a job id"))
 }
 
@@ -366,6 +315,22 @@ pub struct KillRequest {
     #[serde(default)]
     #[schema(default = "KILL")]
     signal: Option<String>,
+    /// Whom the kill is for, as the minions are told: believed only from a
+    /// certificate with the overlord mark (an overlord or relay forwarding
+    /// its caller's kill); a token's kill is always its own.
+    #[serde(default)]
+    user: Option<String>,
+}
+
+/// The principal a kill is made for (`KillRequest::user`).
+fn killer(caller: &Caller, claimed: Option<String>) -> String {
+    let believable = |u: &String| {
+        (1..=128).contains(&u.len()) && u.contains(':') && u.bytes().all(|b| b.is_ascii_graphic())
+    };
+    match (&caller.proof, claimed) {
+        (super::auth::Proof::Certificate, Some(user)) if believable(&user) => user,
+        _ => caller.user(),
+    }
 }
 
 /// `POST /api/v1/jobs/{id}/kill`: 200 `{"job_id", "signalled": {host:
@@ -384,6 +349,8 @@ pub async fn kill(
     Body(req): Body<KillRequest>,
 ) -> Result<Json<Killed>, ApiError> {
     let signal_name = req.signal.unwrap_or_else(|| "KILL".into());
+    let user = killer(&caller, req.user);
+    let user2 = user.clone();
     let signal = crate::gate::jobs::signal(&signal_name)?;
     let api2 = Arc::clone(&api);
     let caller2 = caller.clone();
@@ -391,7 +358,7 @@ pub async fn kill(
         let record = load_visible(&api2, &caller2, &id)?;
         // A live driver may finish dispatching (10 s), so every job it
         // started is signalled; then it is stopped.
-        let who = format!("{} via func-api", caller2.user());
+        let who = format!("{user2} via func-api");
         let until = Instant::now() + Duration::from_secs(10);
         killing::settle_dispatch(&api2.store, &record.meta.id, until, signal, &who)
             .map_err(ApiError::from)?
@@ -401,12 +368,11 @@ pub async fn kill(
     .map_err(ApiError::internal)??;
     let hosts: Vec<String> = record.hosts.keys().cloned().collect();
     let limit = Duration::from_secs(10);
-    let user = caller.user();
     let mut signalled = BTreeMap::new();
     let (relayed, direct): (Vec<_>, Vec<_>) = killing::signal_calls(&api.root, &record, &signal_name)
         .into_iter()
         .partition(|c| crate::jobs::relayed::is_relayed(c, None));
-    for (host, reply) in crate::jobs::relayed::answer(&api.root, None, relayed).await {
+    for (host, reply) in crate::jobs::relayed::answer(&api.root, None, relayed, Some(&user)).await {
         let value = match killing::signalled(reply) {
             Signalled::Sent(msg) => json!(msg),
             Signalled::Failed(v) => json!({"error": crate::values::error_text(&v)}),
@@ -431,7 +397,7 @@ pub async fn kill(
         );
     }
     api.audit.line(
-        &caller.name,
+        &caller.user(),
         caller.from,
         &format!("kill {}", record.meta.id),
         &hosts,

@@ -131,7 +131,7 @@ fn judged(api: &Api, caller: &Caller, op: &str, name: &str) -> Result<(), ApiErr
     }
     if !caller.rights.may_operate(op, Some(name)) {
         api.audit.line(
-            &caller.name,
+            &caller.user(),
             caller.from,
             &op.trim_start_matches('@').replace('.', " "),
             &[name.to_string()],
@@ -280,7 +280,7 @@ pub async fn sign(
     .map_err(ApiError::internal)?;
     let status = answer.as_ref().map_or_else(|e| e.status, |_| StatusCode::OK);
     api.audit
-        .line(&caller.name, caller.from, "keys sign", &[name], status.as_u16());
+        .line(&caller.user(), caller.from, "keys sign", &[name], status.as_u16());
     answer
 }
 
@@ -325,7 +325,12 @@ pub async fn revoke(
     .await
     .map_err(ApiError::internal)?;
     let status = answer.as_ref().map_or_else(|e| e.status, |_| StatusCode::OK);
-    api.audit
-        .line(&caller.name, caller.from, "keys revoke", &[name], status.as_u16());
+    api.audit.line(
+        &caller.user(),
+        caller.from,
+        "keys revoke",
+        &[name],
+        status.as_u16(),
+    );
     answer
 }

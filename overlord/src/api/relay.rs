@@ -101,7 +101,7 @@ pub async fn relay(
     .map_err(ApiError::internal)?;
     let refused = |e: RelayError| {
         api.audit.line(
-            &caller.name,
+            &caller.user(),
             caller.from,
             &format!("relay refused: {e}"),
             &[],
@@ -126,7 +126,7 @@ pub async fn relay(
         request.id, request.function, request.mode, request.user
     );
     api.audit
-        .line(&caller.name, caller.from, &action, &request.hosts, 200);
+        .line(&caller.user(), caller.from, &action, &request.hosts, 200);
     let order = crate::relay::Order::of(&request, sealed);
     match request.mode {
         Mode::Now => now(api, caller, request, order, &me).await,

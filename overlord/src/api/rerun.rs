@@ -91,13 +91,13 @@ pub async fn rerun(
         Ok(s) => s,
         Err(e) => {
             api.audit
-                .line(&caller.name, caller.from, &action(&id), &[], e.http_status());
+                .line(&caller.user(), caller.from, &action(&id), &[], e.http_status());
             return Err(e.into());
         }
     };
     let count = hosts.len();
     api.audit
-        .line(&caller.name, caller.from, &action(&original), &hosts, 202);
+        .line(&caller.user(), caller.from, &action(&original), &hosts, 202);
     api.metrics
         .jobs
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

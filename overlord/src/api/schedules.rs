@@ -128,7 +128,7 @@ async fn blocking<T: Send + 'static>(
 
 fn audited<T>(api: &Api, caller: &Caller, action: String, answer: &Result<T, ApiError>, ok: u16) {
     let status = answer.as_ref().map_or_else(|e| e.status.as_u16(), |_| ok);
-    api.audit.line(&caller.name, caller.from, &action, &[], status);
+    api.audit.line(&caller.user(), caller.from, &action, &[], status);
 }
 
 /// `GET /api/v1/schedules`.

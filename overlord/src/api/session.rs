@@ -107,7 +107,8 @@ pub async fn login(
     );
     let max_age = (token.expires - crate::store::now()).max(0.0) as u64;
     let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age={max_age}");
-    api.audit.line(&token.name, from, "login", &[], 200);
+    api.audit
+        .line(&format!("api:{}", token.name), from, "login", &[], 200);
     let body = LoggedIn {
         name: token.name,
         admin: token.admin,

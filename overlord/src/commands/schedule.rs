@@ -97,7 +97,7 @@ fn add(plan: &Plan, store: &crate::store::Store, a: &ScheduleAddArgs) -> Result<
         enabled: !a.disabled,
     };
     let owner = Owner {
-        user: format!("cli:{}", common::process::invoking_user()),
+        user: crate::principal::cli_user(),
         token: None,
     };
     // Its function must exist on a host it targets (a typo would fail

@@ -13,6 +13,7 @@ pub mod kill;
 pub mod poller;
 pub mod relayed;
 pub mod rerun;
+pub mod row;
 pub mod start;
 pub mod window;
 
@@ -283,9 +284,9 @@ pub fn resolve_id(store: &dyn JobStore, id: &str, batch: bool) -> Result<String,
     ))
 }
 
-/// Who runs `func` (the invoking user under sudo: `common::process::invoking_user`).
+/// Who runs `func`: `cli:USER` (the invoking user under sudo).
 pub fn current_user() -> String {
-    common::process::invoking_user()
+    crate::principal::cli_user()
 }
 
 /// How a job's hosts stand: each finished host classed as the summary
@@ -335,20 +336,4 @@ pub fn tally(record: &JobRecord) -> Tally {
         }
     }
     t
-}
-
-pub fn counts(record: &JobRecord) -> (usize, usize, usize) {
-    let (mut done, mut failed, mut pending) = (0, 0, 0);
-    for entry in record.hosts.values() {
-        match (&entry.state, &entry.result_xml) {
-            (HostState::Finished, Some(xml))
-                if !common::outcome::ok(&record.meta.function, &decode_result(xml)) =>
-            {
-                failed += 1
-            }
-            (HostState::Finished, _) => done += 1,
-            _ => pending += 1,
-        }
-    }
-    (done, failed, pending)
 }

@@ -276,7 +276,7 @@ impl Poller {
                 if !relayed.is_empty() {
                     replies = self
                         .runtime
-                        .block_on(super::relayed::answer(root, delegation, relayed));
+                        .block_on(super::relayed::answer(root, delegation, relayed, None));
                 }
                 direct
             }

@@ -41,11 +41,13 @@ pub fn is_relayed(call: &(Target, String, Vec<Value>), delegation: Option<&Deleg
         && matches!(params.first(), Some(Value::String(job)) if crate::relay::parse_job_ref(job).is_some())
 }
 
-/// Answers relayed `calls` (see the module doc).
+/// Answers relayed `calls` (see the module doc); kills are made for `user`
+/// (`None`: this process's, the command line's).
 pub async fn answer(
     root: &Root,
     delegation: Option<&Delegation>,
     calls: Vec<(Target, String, Vec<Value>)>,
+    user: Option<&str>,
 ) -> Vec<(String, Reply)> {
     let mut replies = Vec::new();
     let mut starts: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -141,7 +143,7 @@ pub async fn answer(
     if !kills.is_empty() {
         let signal = kills[0].2.clone();
         let jobs: Vec<String> = kills.iter().map(|(_, j, _)| j.clone()).collect();
-        let done: BTreeMap<String, Result<(), String>> = crate::relay::kill_all(root, jobs, &signal)
+        let done: BTreeMap<String, Result<(), String>> = crate::relay::kill_all(root, jobs, &signal, user)
             .await
             .into_iter()
             .collect();

@@ -262,9 +262,11 @@ impl RelayClient {
     }
 
     /// Signals relay job `id`'s hosts (the relay's `jobs kill`).
-    pub async fn kill(&self, id: &str, signal: &str) -> Result<(), RelayError> {
+    /// Signals the relay's job `id` for `user` (whom the minions are told
+    /// the kill is for: the caller's principal, `crate::principal`).
+    pub async fn kill(&self, id: &str, signal: &str, user: &str) -> Result<(), RelayError> {
         let path = format!("/api/v1/jobs/{}/kill", crate::values::url_segment(id));
-        let body = serde_json::to_vec(&serde_json::json!({"signal": signal}))
+        let body = serde_json::to_vec(&serde_json::json!({"signal": signal, "user": user}))
             .map_err(|e| RelayError::Request(e.to_string()))?;
         let _: serde_json::Value = self.json(http::Method::POST, &path, Some(body)).await?;
         Ok(())

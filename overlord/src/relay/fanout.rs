@@ -263,8 +263,15 @@ pub async fn collect(
     out
 }
 
-/// Signals each relay job among `jobs` (`relay:NAME:ID`); per job, what happened.
-pub async fn kill_all(root: &Root, jobs: Vec<String>, signal: &str) -> Vec<(String, Result<(), String>)> {
+/// Signals each relay job among `jobs` (`relay:NAME:ID`) for `user` (`None`:
+/// this process's, the command line's); per job, what happened.
+pub async fn kill_all(
+    root: &Root,
+    jobs: Vec<String>,
+    signal: &str,
+    user: Option<&str>,
+) -> Vec<(String, Result<(), String>)> {
+    let user = user.map_or_else(crate::principal::cli_user, str::to_string);
     let relays = map::configured(root).unwrap_or_default();
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -277,7 +284,7 @@ pub async fn kill_all(root: &Root, jobs: Vec<String>, signal: &str) -> Vec<(Stri
         };
         let done = match relays.get(relay) {
             Some(addr) => match client::RelayClient::new(root, addr.clone()) {
-                Ok(c) => c.kill(id, signal).await.map_err(|e| e.to_string()),
+                Ok(c) => c.kill(id, signal, &user).await.map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
             },
             None => Err(format!("no [relays] {relay} in overlord.conf")),

@@ -91,7 +91,7 @@ fn order(spec: &str, action: &Action, how: &Dispatch) -> Result<Order, EngineErr
         spec: spec.to_string(),
         function: call.method,
         params: call.params,
-        user: common::process::invoking_user(),
+        user: crate::principal::cli_user(),
         rights: None,
         timeout: how.timeout_secs,
         forward: None,

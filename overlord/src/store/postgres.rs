@@ -319,12 +319,14 @@ impl PgStore {
         })
     }
 
-    /// The newest job of `user`.
+    /// The newest job of `user` (also under the bare name older records
+    /// gave the command line's user).
     pub fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
+        let spellings = crate::principal::job_user_spellings(user);
         self.with(|c| {
             let rows = c.query(
-                "SELECT id, ended FROM func_jobs WHERE user_name = $1 ORDER BY started DESC, id DESC LIMIT 20",
-                &[&user],
+                "SELECT id, ended FROM func_jobs WHERE user_name = ANY($1) ORDER BY started DESC, id DESC LIMIT 20",
+                &[&spellings],
             )?;
             Ok(rows
                 .iter()

@@ -674,6 +674,10 @@ mod tests {
             assert_eq!(value, common::Value::Integer(5));
         }
         assert_eq!(store.list_page(usize::MAX, None).unwrap()[0].id, id);
+        // Its user was recorded bare ("root"): read as the command line's.
+        assert_eq!(job.meta.user, "cli:root");
+        let backend = super::super::Store::Redb(store);
+        assert_eq!(backend.newest_of("cli:root").unwrap().as_deref(), Some(id));
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub struct JobMeta {
     /// `module.method`.
     pub function: String,
     pub args: Vec<String>,
+    /// Who started it (`cli:USER`, `api:NAME`: `crate::principal`).
+    #[serde(deserialize_with = "spelled_user")]
     pub user: String,
     pub started: f64,
     /// Set when every host is finished.
@@ -87,7 +89,7 @@ impl JobMeta {
                 None => args,
             },
             typed_args,
-            user: common::process::invoking_user(),
+            user: crate::principal::cli_user(),
             started: now(),
             ended: None,
             dispatched: false,
@@ -296,4 +298,11 @@ pub fn job_id(spec: &str, function: &str, stamp_us: u64) -> String {
         clean(method),
         stamp_us as f64 / 1e6
     )
+}
+
+/// A job's user as `crate::principal` spells it (older records named the
+/// command line's user bare).
+fn spelled_user<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let recorded = String::deserialize(d)?;
+    Ok(crate::principal::job_user(&recorded))
 }

@@ -455,23 +455,24 @@ def _open_ids(root=None, timeout=None):
     root = root or os.environ.get("FUNC_ROOT")
     code, out, err = _run_func(_base_argv(root) + ["--json", "jobs", "list", "--limit", "1000"])
     try:
-        jobs = json.loads(out or "[]")
+        page = json.loads(out or "{}")
     except ValueError:
         raise FuncError("func jobs list: %s" % err.strip())
+    jobs = page.get("jobs", []) if isinstance(page, dict) else []
     ids, unfinished = {}, {}
-    for job in jobs if isinstance(jobs, list) else []:
-        if job.get("status") == "finished":
+    for job in jobs:
+        if job.get("finished"):
             ids[job["id"]] = jobthing.JOB_ID_FINISHED
         else:
-            unfinished[job["id"]] = job.get("hosts", {})
+            unfinished[job["id"]] = job.get("counts", {})
 
     def status(job_id):
         try:
             return _job_status(job_id, root, timeout)[0]
         except FuncError:
             # Not answered now: as recorded (a host finished: partial).
-            hosts = unfinished[job_id]
-            if hosts.get("done", 0) + hosts.get("failed", 0) > 0:
+            counts = unfinished[job_id]
+            if sum(n for k, n in counts.items() if k != "pending") > 0:
                 return jobthing.JOB_ID_PARTIAL
             return jobthing.JOB_ID_RUNNING
 

@@ -494,16 +494,19 @@ function hostCounts(j) {
 
 async function jobsPage() {
   const params = new URLSearchParams(location.search);
-  const fn = el('input', { type: 'text', name: 'function', placeholder: 'function glob: test.*', value: params.get('function') || '' });
-  const tgt = el('input', { type: 'text', name: 'target', placeholder: 'target glob', value: params.get('target') || '' });
+  const fn = el('input', { type: 'text', name: 'function', placeholder: 'test.*', value: params.get('function') || '' });
+  const tgt = el('input', { type: 'text', name: 'target', placeholder: 'web*', value: params.get('target') || '' });
+  const sched = el('input', { type: 'text', name: 'schedule', placeholder: 'nightly-*', value: params.get('schedule') || '' });
   const q = new URLSearchParams({ limit: '50' });
   if (fn.value) q.set('function', fn.value);
   if (tgt.value) q.set('target', tgt.value);
+  if (sched.value) q.set('schedule', sched.value);
   if (params.get('before')) q.set('before', params.get('before'));
   const { doc } = await api('GET', '/api/v1/jobs?' + q);
   const rows = doc.jobs.map((j) => el('tr', {},
     el('td', {}, link((j.batch ? '/batches/' : '/jobs/') + encodeURIComponent(j.id), j.id)),
     el('td', {}, j.function), el('td', {}, j.target), el('td.muted', {}, j.user),
+    el('td', { 'data-schedule': j.schedule || '' }, j.schedule ? link('/jobs?schedule=' + encodeURIComponent(j.schedule), j.schedule) : ''),
     el('td.muted', {}, new Date(j.started * 1000).toISOString().replace('T', ' ').slice(0, 19)),
     el('td', {}, outcomeBadge(j)),
     el('td.muted', {}, hostCounts(j))));
@@ -513,9 +516,11 @@ async function jobsPage() {
       const p = new URLSearchParams();
       if (fn.value.trim()) p.set('function', fn.value.trim());
       if (tgt.value.trim()) p.set('target', tgt.value.trim());
+      if (sched.value.trim()) p.set('schedule', sched.value.trim());
       go('/jobs' + (p.toString() ? '?' + p : ''));
     },
-  }, fn, tgt, el('button', { type: 'submit' }, 'Filter'));
+  }, el('label', {}, 'function ', fn), el('label', {}, 'target ', tgt), el('label', {}, 'schedule ', sched),
+  el('button', { type: 'submit' }, 'Filter'));
   const pager = el('div.row');
   if (params.get('before')) pager.append(el('button.plain', { type: 'button', onclick: () => history.back() }, '← newer'));
   if (doc.next) {
@@ -524,7 +529,7 @@ async function jobsPage() {
     pager.append(link('/jobs?' + p, 'older →'));
   }
   show(el('h1', {}, 'Jobs'), apply,
-    el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['job', 'function', 'target', 'user', 'started (UTC)', 'state', 'hosts'].map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
+    el('table', { id: 'jobs' }, el('thead', {}, el('tr', {}, ...['job', 'function', 'target', 'user', 'schedule', 'started (UTC)', 'state', 'hosts'].map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
     doc.jobs.length ? '' : el('p.muted', {}, 'No jobs.'), pager);
 }
 
@@ -738,6 +743,11 @@ async function keysPage() {
     el('h2', {}, 'Revoked'), ...table('revoked', ['name', 'serial', 'revoked'], revoked, 'Nothing revoked.'));
 }
 
+// A form field with its label above it (a label, not only a placeholder).
+function labelled(text, input) {
+  return el('label.stacked', {}, el('span', {}, text), input);
+}
+
 function scheduleWhen(s) {
   return s.cron ? 'cron ' + s.cron : 'every ' + s.every + ' s';
 }
@@ -756,7 +766,7 @@ async function schedulesPage() {
     const outcome = s.last_outcome || '';
     const cls = { ok: 'ok', failed: 'failed', running: 'waiting', skipped: 'unreachable', 'not started': 'failed' }[outcome] || '';
     return el('tr', { 'data-schedule': s.name },
-      el('td', {}, s.name), el('td', {}, scheduleWhen(s)),
+      el('td', {}, s.name, ' ', link('/jobs?schedule=' + encodeURIComponent(s.name), 'runs')), el('td', {}, scheduleWhen(s)),
       el('td', {}, String(r.module) + '.' + String(r.method) + ' on ' + String(r.spec)),
       el('td', { 'data-next': '' }, s.enabled ? when(s.next_run) : 'disabled'),
       el('td', {}, when(s.last_run)),
@@ -774,14 +784,14 @@ async function schedulesPage() {
         })));
   });
   const f = {
-    name: el('input', { type: 'text', name: 'name', placeholder: 'nightly-uptime', required: true, 'aria-label': 'schedule name', title: 'schedule name: letters, digits, - _ .' }),
-    spec: el('input', { type: 'text', name: 'spec', placeholder: 'web*', required: true, 'aria-label': 'target (SPEC)', title: 'target (SPEC)' }),
-    module: el('input', { type: 'text', name: 'module', placeholder: 'command', required: true, 'aria-label': 'module', title: 'module' }),
-    method: el('input', { type: 'text', name: 'method', placeholder: 'run', required: true, 'aria-label': 'method', title: 'method' }),
-    args: el('input', { type: 'text', name: 'args', placeholder: 'JSON list: ["uptime"]', 'aria-label': 'arguments (a JSON list)', title: 'arguments (a JSON list)' }),
+    name: el('input', { type: 'text', name: 'name', placeholder: 'nightly-uptime', required: true, title: 'schedule name: letters, digits, - _ .' }),
+    spec: el('input', { type: 'text', name: 'spec', placeholder: 'web*', required: true, title: 'target (SPEC)' }),
+    module: el('input', { type: 'text', name: 'module', placeholder: 'command', required: true, title: 'module' }),
+    method: el('input', { type: 'text', name: 'method', placeholder: 'run', required: true, title: 'method' }),
+    args: el('input', { type: 'text', name: 'args', placeholder: '["uptime"]', title: 'arguments (a JSON list)' }),
     kind: el('select', { name: 'kind' }, el('option', { value: 'every' }, 'every (seconds)'), el('option', { value: 'cron' }, 'cron (m h dom mon dow)')),
-    when: el('input', { type: 'text', name: 'when', placeholder: '300, or 0 3 * * *', required: true, 'aria-label': 'seconds, or a cron line', title: 'seconds (at least 1), or a cron line: minute hour day-of-month month day-of-week, local time' }),
-    batch: el('input', { type: 'text', name: 'batch', placeholder: 'batch: N or N% (optional)', 'aria-label': 'batch size', title: 'batch size: N hosts or N% at a time (optional)' }),
+    when: el('input', { type: 'text', name: 'when', placeholder: '300, or 0 3 * * *', required: true, title: 'seconds (at least 1), or a cron line: minute hour day-of-month month day-of-week, local time' }),
+    batch: el('input', { type: 'text', name: 'batch', placeholder: '10 or 25%', title: 'batch size: N hosts or N% at a time (optional)' }),
   };
   const form = el('form.card', {
     id: 'add-schedule',
@@ -800,18 +810,29 @@ async function schedulesPage() {
       }
     },
   }, el('h2', {}, 'Add a schedule'),
-  el('div.row', {}, f.name, f.spec, f.module, f.method, f.args),
-  el('div.row', {}, f.kind, f.when, f.batch, el('button', { type: 'submit', id: 'add' }, 'Add')),
+  el('div.row', {}, labelled('name', f.name), labelled('target (SPEC)', f.spec), labelled('module', f.module),
+    labelled('method', f.method), labelled('arguments (JSON list)', f.args)),
+  el('div.row', {}, labelled('runs', f.kind), labelled('every (seconds) or cron line', f.when), labelled('batch (optional)', f.batch),
+    el('button', { type: 'submit', id: 'add' }, 'Add')),
   el('p.muted', {}, 'Each run is a job of yours (with your rights at the time it runs); cron lines are in the server\'s local time.'));
   show(el('h1', {}, 'Schedules'), info,
     el('table', { id: 'schedules' }, el('thead', {}, el('tr', {}, ...['name', 'when', 'call', 'next run', 'last run', 'last outcome', 'owner', ''].map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
     rows.length ? '' : el('p.muted', {}, 'No schedules.'), form);
 }
 
+// An audit line's status: the command line's exit status ("exit 0") or
+// func-api's HTTP status ("HTTP 403"), each judged by its own rule.
+function auditStatus(l) {
+  const exit = l.status_kind === 'exit';
+  const ok = exit ? l.status === 0 : l.status >= 200 && l.status < 300;
+  return el('span.badge.' + (ok ? 'ok' : 'failed'), { 'data-kind': exit ? 'exit' : 'http', title: exit ? 'exit status of func' : 'HTTP status of func-api' },
+    (exit ? 'exit ' : 'HTTP ') + String(l.status));
+}
+
 async function auditPage() {
   const params = new URLSearchParams(location.search);
-  const user = el('input', { type: 'text', name: 'user', placeholder: 'who (glob): cli:*, api:*', value: params.get('user') || '' });
-  const action = el('input', { type: 'text', name: 'action', placeholder: 'action (glob): keys *', value: params.get('action') || '' });
+  const user = el('input', { type: 'text', name: 'user', placeholder: 'cli:*, api:*', value: params.get('user') || '' });
+  const action = el('input', { type: 'text', name: 'action', placeholder: 'keys *', value: params.get('action') || '' });
   const q = new URLSearchParams({ limit: '100' });
   for (const k of ['user', 'action', 'before']) if (params.get(k)) q.set(k, params.get(k));
   const { doc } = await api('GET', '/api/v1/audit?' + q);
@@ -819,7 +840,7 @@ async function auditPage() {
     el('td.muted', {}, when(l.time)), el('td', {}, String(l.who)), el('td.muted', {}, l.from ? String(l.from) : ''),
     el('td', {}, String(l.action), l.spec ? el('span.muted', {}, ' on ' + String(l.spec)) : ''),
     el('td', {}, (l.hosts || []).map(String).join(', ') + ((l.host_count || 0) > (l.hosts || []).length ? ' … (' + l.host_count + ')' : '')),
-    el('td', {}, el('span.badge.' + ((l.status >= 200 && l.status < 300) || l.status === 0 ? 'ok' : 'failed'), {}, String(l.status)))));
+    el('td', {}, auditStatus(l))));
   const apply = el('form.row', {
     onsubmit: (ev) => {
       ev.preventDefault();
@@ -828,7 +849,7 @@ async function auditPage() {
       if (action.value.trim()) p.set('action', action.value.trim());
       go('/audit' + (p.toString() ? '?' + p : ''));
     },
-  }, user, action, el('button', { type: 'submit' }, 'Filter'));
+  }, el('label', {}, 'who ', user), el('label', {}, 'action ', action), el('button', { type: 'submit' }, 'Filter'));
   const pager = el('div.row');
   if (params.get('before')) pager.append(el('button.plain', { type: 'button', onclick: () => history.back() }, '← newer'));
   if (doc.next !== null && doc.next !== undefined) {

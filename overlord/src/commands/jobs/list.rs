@@ -1,11 +1,11 @@
 //! `func jobs list`: jobs in the overlord store, newest first — id,
-//! function, target, user, started, ended, status and host counts
-//! (done/failed/pending, as recorded: `job_status` or `lookup` refresh
-//! them). Filters: `--function GLOB`, `--target GLOB`, `--since TIME`,
-//! `--until TIME` (on the start time), `--limit N`; `--json`.
+//! function, target, user, started, ended, outcome and host counts (as
+//! recorded: `job_status` or `lookup` refresh them). Filters: `--function
+//! GLOB`, `--target GLOB`, `--schedule GLOB`, `--since TIME`, `--until TIME`
+//! (on the start time), `--before JOB_ID`, `--limit N`. `--json` prints the
+//! page `GET /api/v1/jobs` answers (`jobs::row`): `{"jobs": [...], "next"}`.
 
-use serde_json::json;
-
+use crate::jobs::row::{JobPage, JobRow};
 use crate::plan::{Plan, PlanError};
 use crate::when;
 
@@ -13,6 +13,8 @@ use crate::when;
 pub struct List {
     pub function: Option<glob::Pattern>,
     pub target: Option<glob::Pattern>,
+    pub schedule: Option<glob::Pattern>,
+    pub before: Option<String>,
     pub since: Option<f64>,
     pub until: Option<f64>,
     pub limit: Option<usize>,
@@ -34,6 +36,8 @@ impl List {
         Ok(Self {
             function: a.function.map(|v| pattern("--function", v)).transpose()?,
             target: a.target.map(|v| pattern("--target", v)).transpose()?,
+            schedule: a.schedule.map(|v| pattern("--schedule", v)).transpose()?,
+            before: a.before.filter(|b| !b.is_empty()),
             since: a.since.map(|v| time("--since", v)).transpose()?,
             until: a.until.map(|v| time("--until", v)).transpose()?,
             limit: a.limit.map(|n| n as usize),
@@ -43,21 +47,27 @@ impl List {
     fn keeps(&self, meta: &crate::store::JobMeta) -> bool {
         self.function.as_ref().is_none_or(|p| p.matches(&meta.function))
             && self.target.as_ref().is_none_or(|p| p.matches(&meta.spec))
+            && self
+                .schedule
+                .as_ref()
+                .is_none_or(|p| meta.schedule.as_deref().is_some_and(|s| p.matches(s)))
             && self.since.is_none_or(|t| meta.started >= t)
             && self.until.is_none_or(|t| meta.started <= t)
     }
 
-    /// The ids of the matching jobs, newest first, up to `--limit`: read a
+    /// The ids of the matching jobs, newest first (below `--before`), up
+    /// to `--limit` and one more (whether there is a next page): read a
     /// page at a time from the store (newest first), stopping once enough
     /// matched or the jobs are older than `--since`.
     fn matching_ids(
         &self,
         store: &dyn crate::store::JobStore,
+        below: Option<crate::store::Cursor>,
     ) -> Result<Vec<String>, crate::store::StoreError> {
         const PAGE: usize = 500;
-        let limit = self.limit.unwrap_or(usize::MAX);
+        let limit = self.limit.map_or(usize::MAX, |l| l.saturating_add(1));
         let mut ids = Vec::new();
-        let mut cursor: Option<crate::store::Cursor> = None;
+        let mut cursor = below;
         while ids.len() < limit {
             let page = store.list_page(PAGE, cursor.as_ref())?;
             let Some(last) = page.last() else { break };
@@ -79,7 +89,17 @@ impl List {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let store = plan.store();
         let config = PlanError::from;
-        let ids = self.matching_ids(&store).map_err(config)?;
+        let below = match &self.before {
+            Some(id) => Some(
+                crate::jobs::row::cursor_below(&store, id)
+                    .map_err(config)?
+                    .ok_or_else(|| PlanError::Usage(format!("--before: {id:?} is not a job id")))?,
+            ),
+            None => None,
+        };
+        let mut ids = self.matching_ids(&store, below).map_err(config)?;
+        let more = self.limit.is_some_and(|l| ids.len() > l);
+        ids.truncate(self.limit.unwrap_or(usize::MAX));
         let records = crate::store::JobStore::load_many(&store, &ids).map_err(config)?;
         // Unfinished batches nobody drives read as interrupted, not running.
         let interrupted: std::collections::HashSet<String> = records
@@ -88,40 +108,25 @@ impl List {
             .filter(|r| crate::batch::control::interrupted(&store, &r.meta.id))
             .map(|r| r.meta.id.clone())
             .collect();
-        let status = |m: &crate::store::JobMeta| match m.ended {
-            Some(_) => "finished",
-            None if interrupted.contains(&m.id) => "interrupted",
-            None => "running?",
-        };
-        let rows: Vec<serde_json::Value> = records
+        let rows: Vec<JobRow> = records
             .iter()
-            .map(|r| {
-                let (done, failed, pending) = crate::jobs::counts(r);
-                let m = &r.meta;
-                json!({
-                    "id": m.id,
-                    "function": m.function,
-                    "args": m.args_json(),
-                    "target": m.spec,
-                    "user": m.user,
-                    "started": m.started,
-                    "ended": m.ended,
-                    "status": match status(m) { "running?" => "running", s => s },
-                    // A finished job's record is final; an unfinished one is
-                    // as last recorded: its hosts were not asked now.
-                    "refreshed": m.ended.is_some(),
-                    "hosts": {"total": r.hosts.len(), "done": done, "failed": failed, "pending": pending},
-                })
-            })
+            .map(|r| JobRow::of(r, interrupted.contains(&r.meta.id)))
             .collect();
         if plan.json {
-            crate::output::print_doc(plan.out, &rows);
+            let next = rows.last().filter(|_| more).map(|r| r.id.clone());
+            crate::output::print_doc(plan.out, &JobPage { jobs: rows, next });
             return Ok(0);
         }
         if records.is_empty() {
             crate::outln!("no jobs in {}", store.shown());
             return Ok(0);
         }
+        // A finished job's record is final; an unfinished one is as last
+        // recorded: its hosts were not asked now ("running?").
+        let status = |r: &JobRow| match r.outcome {
+            "running" => "running?",
+            o => o,
+        };
         let mut table = vec![[
             "JOB_ID".to_string(),
             "FUNCTION".into(),
@@ -129,25 +134,24 @@ impl List {
             "USER".into(),
             "STARTED (UTC)".into(),
             "ENDED (UTC)".into(),
-            "STATUS".into(),
-            "DONE/FAILED/PENDING".into(),
+            "OUTCOME".into(),
+            "HOSTS".into(),
         ]];
-        for r in &records {
-            let (done, failed, pending) = crate::jobs::counts(r);
+        for r in &rows {
             table.push([
-                r.meta.id.clone(),
-                r.meta.function.clone(),
-                r.meta.spec.clone(),
-                r.meta.user.clone(),
-                when::show(r.meta.started),
-                r.meta.ended.map(when::show).unwrap_or_else(|| "-".into()),
-                status(&r.meta).to_string(),
-                format!("{done}/{failed}/{pending}"),
+                r.id.clone(),
+                r.function.clone(),
+                r.target.clone(),
+                r.user.clone(),
+                when::show(r.started),
+                r.ended.map(when::show).unwrap_or_else(|| "-".into()),
+                status(r).to_string(),
+                r.counts.summary(),
             ]);
         }
         // Cells are terminal-safe and one line each.
         crate::output::print_table(&mut table);
-        if records.iter().any(|r| status(&r.meta) == "running?") {
+        if rows.iter().any(|r| status(r) == "running?") {
             crate::outln!(
                 "running? = as last recorded, its hosts not asked now: func job_status ID (or jobs lookup ID) refreshes it"
             );
