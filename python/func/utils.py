@@ -1,7 +1,10 @@
 """Helpers for results (func.utils): a failed host's result is a
 REMOTE_ERROR list, ["REMOTE_ERROR", type, message, detail], never an
-exception; async_poll waits for an async job and hands over its results."""
+exception; async_poll waits for an async job and hands over its results;
+is_public_valid_method is what Func's module loader (and so its own `func`
+command line) asks of a module's attributes."""
 
+import inspect
 import sys
 import time
 
@@ -13,6 +16,15 @@ def is_error(result):
     if isinstance(result, (list, tuple)) and len(result) > 0:
         return result[0] == REMOTE_ERROR
     return False
+
+
+def is_public_valid_method(obj, attr, blacklist=None):
+    """Whether attribute `attr` of `obj` is a method it offers: a bound
+    method whose name does not start with an underscore and is not one of
+    `blacklist`."""
+    if not isinstance(attr, str) or attr.startswith("_") or attr in (blacklist or ()):
+        return False
+    return inspect.ismethod(getattr(obj, attr, None))
 
 
 def async_poll(job_id, partial_func=None, interval=0.5):

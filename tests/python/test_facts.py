@@ -1,7 +1,7 @@
 """Facts and targeting by facts (DESIGN §16), on a real fleet: the minion's
-`fact` module with Func's methods (a port of Func's test_facts_minion.py:
-its keyword tests are Rust unit tests in minion/src/facts/query.rs, its
-fact pull is here), local facts from etc/func/facts.d (JSON files and
+`fact` module with Func's methods (what Func's test_facts_minion.py
+checked, written anew for this fleet: the keyword checks are Rust unit
+tests in minion/src/facts/query.rs, the fact pull is here), local facts from etc/func/facts.d (JSON files and
 executables, broken ones reported), Func's wire extension as Func's own
 overlord sent it (a first argument {"__fact__": QUERY}), and --filter,
 --filteror and -G through every door, in every mode."""

@@ -346,6 +346,32 @@ class DisplayActiveFactsTest(unittest.TestCase):
             self.assertEqual(display_active_facts(result), result)
 
 
+class UtilsTest(unittest.TestCase):
+    def test_is_public_valid_method(self):
+        """What Func's module loader asks of a command module's attributes
+        (its `func` command line cannot start without it)."""
+        from func.utils import is_public_valid_method
+
+        class Module:
+            limit = 3
+
+            def run(self):
+                pass
+
+            def _helper(self):
+                pass
+
+            def hidden(self):
+                pass
+
+        m = Module()
+        self.assertTrue(is_public_valid_method(m, "run"))
+        self.assertFalse(is_public_valid_method(m, "_helper"))
+        self.assertFalse(is_public_valid_method(m, "limit"))
+        self.assertFalse(is_public_valid_method(m, "nosuch"))
+        self.assertFalse(is_public_valid_method(m, "hidden", blacklist=["hidden"]))
+
+
 class JobthingNamesTest(unittest.TestCase):
     def test_star_import(self):
         space = {}

@@ -52,8 +52,23 @@ class WireTest(unittest.TestCase):
         for name in ["system.listMethods", "test.ping", "command.run", "copyfile.copyfile", "process.info", "service.status", "hardware.info"]:
             self.assertIn(name, methods)
         self.assertEqual(self.s.system.list_methods(), methods)
-        self.assertEqual(self.s.system.list_modules(), ["command", "copyfile", "fact", "hardware", "jobs", "overlord", "process", "service", "system", "test"])
+        self.assertEqual(self.s.system.list_modules(), ["command", "copyfile", "echo", "fact", "hardware", "jobs", "overlord", "process", "service", "system", "test"])
         self.assertIn("ping", self.s.system.inventory()["test"])
+
+    def test_echo_answers_each_type_as_funcs_did(self):
+        """Func's echo module (its tests call echo.run_string through a fact
+        filter): str(), int() and float() conversions, the rest unchanged."""
+        self.assertEqual(self.s.echo.run_string("heyman"), "heyman")
+        self.assertEqual(self.s.echo.run_string(5), "5")
+        self.assertEqual(self.s.echo.run_int("42"), 42)
+        self.assertEqual(self.s.echo.run_float("1.5"), 1.5)
+        self.assertEqual(self.s.echo.run_options("second_option"), "second_option")
+        self.assertEqual(self.s.echo.run_list([1, "a"]), [1, "a"])
+        self.assertEqual(self.s.echo.run_hash({"k": [True]}), {"k": [True]})
+        self.assertIs(self.s.echo.run_boolean(False), False)
+        self.assertEqual(self.s.echo.run_int("x")[1], "ValueError", "as int(\"x\")")
+        self.assertTrue(is_error(self.s.echo.run_string()))
+        self.assertEqual(self.s.echo.get_method_args()["run_int"]["args"]["command"]["type"], "int")
 
     def test_errors_are_values(self):
         r = self.s.test.does_not_exist(1, 2)

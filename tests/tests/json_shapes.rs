@@ -106,7 +106,10 @@ fn errors_batches_groups_and_formats_are_documents() {
         active["jobs"].is_object() && active["other"].is_array() && active["unreachable"].is_object(),
         "{active}"
     );
-    // The page GET /api/v1/jobs answers (one shape for every door).
+    // The page GET /api/v1/jobs answers (one shape for every door), here
+    // over the batch and one more job.
+    let more = fleet.func(&["m1", "call", "--async", "--nopoll", "test", "ping"]);
+    assert_eq!(more.code, 0, "{more:?}");
     let page = json(&fleet, &["jobs", "list"]);
     let jobs = &page["jobs"];
     assert!(page.get("next").is_some(), "{page}");

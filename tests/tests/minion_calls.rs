@@ -113,8 +113,8 @@ fn every_module_answers() {
     assert_eq!(
         names,
         [
-            "command", "copyfile", "fact", "hardware", "jobs", "overlord", "process", "service", "system",
-            "test"
+            "command", "copyfile", "echo", "fact", "hardware", "jobs", "overlord", "process", "service",
+            "system", "test"
         ]
     );
     for module in &names {

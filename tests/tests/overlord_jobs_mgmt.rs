@@ -50,19 +50,30 @@ fn list_lookup_and_missing_with_hosts_down_before_and_after_dispatch() {
     let out = fleet.func(&["-t", "30", "m1;m2", "call", "--async", "test", "add", "1", "2"]);
     assert_eq!(out.code, 0, "{out:?}");
     let list = json(&fleet, &["jobs", "list"]);
-    let rows = list.as_array().unwrap();
+    let rows = list["jobs"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["function"], "test.add", "newest first");
     assert_eq!(rows[1]["id"], id.as_str());
+    let counts = &rows[1]["counts"];
+    assert_eq!(rows[1]["hosts"], 4, "{list}");
     assert_eq!(
-        rows[1]["hosts"],
-        serde_json::json!({"total": 4, "done": 2, "failed": 1, "pending": 1})
+        (counts["ok"].as_u64(), counts["pending"].as_u64()),
+        (Some(2), Some(1)),
+        "{list}"
     );
-    assert_eq!(rows[1]["status"], "running");
+    assert_eq!(
+        counts["failed"].as_u64().unwrap_or(0) + counts["unreachable"].as_u64().unwrap_or(0),
+        1,
+        "{list}"
+    );
+    assert_eq!(
+        (rows[1]["outcome"].as_str(), rows[1]["finished"].as_bool()),
+        (Some("running"), Some(false))
+    );
     let only = |args: &[&str]| -> Vec<String> {
         let mut full = vec!["jobs", "list"];
         full.extend_from_slice(args);
-        json(&fleet, &full)
+        json(&fleet, &full)["jobs"]
             .as_array()
             .unwrap()
             .iter()
@@ -76,7 +87,7 @@ fn list_lookup_and_missing_with_hosts_down_before_and_after_dispatch() {
     assert!(only(&["--until", "2000-01-01"]).is_empty());
     let table = fleet.func(&["jobs", "list"]).stdout;
     assert!(table.starts_with("JOB_ID"), "{table}");
-    assert!(table.contains("2/1/1"), "{table}");
+    assert!(table.contains("2 ok, 1 unreachable, 1 pending"), "{table}");
     for bad in [
         &["jobs", "list", "--since", "yesterday"][..],
         &["jobs", "list", "--limit", "0"],

@@ -94,7 +94,8 @@ fn typed_args_stay_typed_and_running_is_not_failed() {
     let mixed = job_id(&out.stdout);
     let list = json(&fleet, &["jobs", "list"]);
     let args_of = |id: &str| -> J {
-        list.as_array()
+        list["jobs"]
+            .as_array()
             .unwrap()
             .iter()
             .find(|j| j["id"] == id)

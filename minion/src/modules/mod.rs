@@ -9,6 +9,7 @@
 
 pub mod command;
 pub mod copyfile;
+pub mod echo;
 pub mod fact;
 pub mod hardware;
 pub mod jobs;
@@ -72,6 +73,7 @@ impl Registry {
         let list: Vec<Box<dyn Module>> = vec![
             Box::new(command::Command),
             Box::new(copyfile::CopyFile),
+            Box::new(echo::Echo),
             Box::new(fact::Fact),
             Box::new(hardware::Hardware),
             Box::new(jobs::JobsModule),

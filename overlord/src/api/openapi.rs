@@ -182,7 +182,7 @@ mod tests {
         // The query parameters the middleware allows come from here.
         assert_eq!(
             query_parameters("/api/v1/jobs"),
-            ["limit", "before", "function", "target"]
+            ["limit", "before", "function", "target", "schedule"]
         );
         assert_eq!(
             query_parameters("/api/v1/audit"),
