@@ -7,17 +7,14 @@
 //! - [`request`]: a minion's key and certificate signing request.
 //! - [`files`]: atomic writes with the right modes (keys 0600).
 //! - [`layout`]: placing all of the above below a `--root` (DESIGN §3).
-//! - [`store`]: the certmaster's pending, signed and revoked certificates.
-//! - [`cli`]: the command lines of `certmaster` and `certmaster-ca`.
-//! - [`daemon`]: the certmaster's XML-RPC service (`wait_for_cert`, `get_crl`).
+//!
+//! The certmaster itself (its store, service and programs) is the
+//! `certmaster-server` crate: a minion links this library only.
 
 pub mod authority;
-pub mod cli;
-pub mod daemon;
 pub mod files;
 pub mod layout;
 pub mod request;
-pub mod store;
 
 pub use authority::{Authority, Signed};
 

@@ -20,7 +20,6 @@ pub mod fact_query;
 pub mod identity;
 pub mod outcome;
 pub mod paths;
-pub mod pg;
 pub mod private;
 pub mod process;
 pub mod rpc;

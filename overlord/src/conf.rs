@@ -27,7 +27,7 @@ pub struct OverlordConf {
     pub keep_jobs: f64,
     /// `[store] url`: the shared store, parsed (a malformed one keeps its
     /// error, which every use of the store then says).
-    pub store_url: Option<Result<common::pg::StoreUrl, String>>,
+    pub store_url: Option<Result<pgconn::StoreUrl, String>>,
     /// `[store] batch_lease`: seconds a batch driver's lease lasts unrenewed.
     pub batch_lease: f64,
     /// The file itself, for the sections other parts read.
@@ -54,7 +54,7 @@ impl OverlordConf {
                 .str("store", "url")
                 .map(str::trim)
                 .filter(|u| !u.is_empty())
-                .map(|u| common::pg::StoreUrl::parse(u).map_err(|e| e.to_string())),
+                .map(|u| pgconn::StoreUrl::parse(u).map_err(|e| e.to_string())),
             batch_lease: ini
                 .f64("store", "batch_lease")?
                 .filter(|v| v.is_finite() && *v >= 1.0)

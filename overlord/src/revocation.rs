@@ -22,7 +22,7 @@ const ASK_EVERY: Duration = Duration::from_secs(2);
 /// The CRL file the overlord's credentials name below `root`: the CA's own
 /// when no store is shared (`store`: its `[store] url`), else the effective
 /// file, brought up to date (asking the store at most every 2 s per process).
-pub fn effective(root: &Root, store: Option<&common::pg::StoreUrl>) -> PathBuf {
+pub fn effective(root: &Root, store: Option<&pgconn::StoreUrl>) -> PathBuf {
     let local = root.ca_crl();
     let Some(url) = store else {
         return local;
@@ -37,7 +37,7 @@ pub fn effective(root: &Root, store: Option<&common::pg::StoreUrl>) -> PathBuf {
         return path;
     }
     *asked = Some((Instant::now(), path.clone()));
-    let shared = match common::pg::shared_crl(url) {
+    let shared = match pgconn::shared_crl(url) {
         Ok(pem) => pem,
         Err(e) => {
             crate::log::line(&format!(

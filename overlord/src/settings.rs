@@ -43,7 +43,7 @@ pub fn store(root: &Root) -> Store {
 
 /// The store `url` names (`None`: the embedded file below `root`), jobs
 /// kept `keep_jobs` seconds; a malformed URL gives a store that says why.
-pub fn store_of(root: &Root, url: Option<Result<common::pg::StoreUrl, String>>, keep_jobs: f64) -> Store {
+pub fn store_of(root: &Root, url: Option<Result<pgconn::StoreUrl, String>>, keep_jobs: f64) -> Store {
     match url {
         Some(Ok(url)) => Store::Postgres(std::sync::Arc::new(crate::store::postgres::PgStore::new(
             url, keep_jobs,
@@ -54,7 +54,7 @@ pub fn store_of(root: &Root, url: Option<Result<common::pg::StoreUrl, String>>, 
 }
 
 /// `[store] url` of overlord.conf, parsed, if set.
-pub fn store_url(root: &Root) -> Option<Result<common::pg::StoreUrl, String>> {
+pub fn store_url(root: &Root) -> Option<Result<pgconn::StoreUrl, String>> {
     OverlordConf::or_defaults(root).store_url.clone()
 }
 

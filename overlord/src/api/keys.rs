@@ -106,8 +106,8 @@ pub struct KeyName {
     name: String,
 }
 
-fn certs_store(api: &Api) -> certs::store::Store {
-    certs::store::Store::new(api.root.clone())
+fn certs_store(api: &Api) -> certmaster_server::store::Store {
+    certmaster_server::store::Store::new(api.root.clone())
 }
 
 /// The CA below the root, to sign or revoke with.

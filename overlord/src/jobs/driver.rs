@@ -91,7 +91,7 @@ fn handed_store(root: &Root) -> Option<crate::store::Store> {
     let keep = crate::conf::OverlordConf::or_defaults(root).keep_jobs;
     let url = match line.trim().split_once(' ') {
         None if line.trim() == "embedded" => None,
-        Some(("postgres", url)) => Some(common::pg::StoreUrl::parse(url).map_err(|e| e.to_string())),
+        Some(("postgres", url)) => Some(pgconn::StoreUrl::parse(url).map_err(|e| e.to_string())),
         _ => return None,
     };
     Some(crate::settings::store_of(root, url, keep))

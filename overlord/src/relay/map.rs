@@ -223,7 +223,7 @@ pub fn configured(root: &Root) -> Result<BTreeMap<String, RelayAddr>, RelayError
     };
     for (name, value) in section {
         let addr = value.trim().trim_start_matches("https://").trim_end_matches('/');
-        if !common::identity::is_valid_host_name(name) || !certs::store::is_host_port(addr) {
+        if !common::identity::is_valid_host_name(name) || !certmaster_server::store::is_host_port(addr) {
             return Err(RelayError::Config(format!(
                 "[relays] {name} = {value}: a relay is NAME = HOST:PORT (its func-api)"
             )));

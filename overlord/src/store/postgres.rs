@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::pg::{PgError, StoreUrl};
+use pgconn::{PgError, StoreUrl};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Transaction};
 
@@ -168,7 +168,7 @@ impl PgStore {
     /// The minions the certmasters sharing this store signed and did not
     /// revoke (name, advertised address).
     pub fn minions(&self) -> Result<Vec<(String, Option<String>)>, StoreError> {
-        common::pg::minions(&self.url).map_err(|e| StoreError::Unavailable(e.to_string()))
+        pgconn::minions(&self.url).map_err(|e| StoreError::Unavailable(e.to_string()))
     }
 
     /// Runs `f` on a pooled connection (made, and the schema brought up to
@@ -350,7 +350,7 @@ impl PgStore {
                 let n: i64 = c.query_one(&format!("SELECT count(*) FROM {table}"), &[])?.get(0);
                 counts.insert(name, n);
             }
-            c.batch_execute(common::pg::MINIONS_SCHEMA)?;
+            c.batch_execute(pgconn::MINIONS_SCHEMA)?;
             let n: i64 = c
                 .query_one("SELECT count(*) FROM func_minions WHERE NOT revoked", &[])?
                 .get(0);
@@ -429,7 +429,7 @@ fn migrate(c: &mut Client) -> Result<(), postgres::Error> {
     let version: Option<i32> = txn.query_one("SELECT max(version) FROM func_schema", &[])?.get(0);
     if version.unwrap_or(0) < 1 {
         txn.batch_execute(MIGRATE_1)?;
-        txn.batch_execute(common::pg::MINIONS_SCHEMA)?;
+        txn.batch_execute(pgconn::MINIONS_SCHEMA)?;
         txn.execute("INSERT INTO func_schema (version) VALUES (1)", &[])?;
     }
     if version.unwrap_or(0) < 2 {

@@ -255,7 +255,7 @@ pub enum StoreError {
     Busy { path: String, secs: u64 },
     /// PostgreSQL failed a statement or the session broke.
     #[error(transparent)]
-    Postgres(common::pg::PgError),
+    Postgres(pgconn::PgError),
     /// The local redb file failed.
     #[error("job store: {0}")]
     Redb(#[from] redb::Error),

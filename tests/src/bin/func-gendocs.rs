@@ -21,8 +21,8 @@ fn main() -> anyhow::Result<()> {
         ("1", overlord::build_map::Cli::command()),
         ("8", overlord::api::cli::Cli::command()),
         ("8", minion::cli::Cli::command()),
-        ("8", certs::cli::CertmasterCli::command()),
-        ("8", certs::cli::CertmasterCaCli::command()),
+        ("8", certmaster_server::cli::CertmasterCli::command()),
+        ("8", certmaster_server::cli::CertmasterCaCli::command()),
     ];
     for (section, cmd) in commands {
         let cmd = cmd.version(env!("CARGO_PKG_VERSION"));

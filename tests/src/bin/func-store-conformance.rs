@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         eprintln!("usage: func-store-conformance postgresql://...");
         return ExitCode::from(2);
     };
-    let url = match common::pg::StoreUrl::parse(&url) {
+    let url = match pgconn::StoreUrl::parse(&url) {
         Ok(u) => u,
         Err(e) => {
             eprintln!("func-store-conformance: {e}");

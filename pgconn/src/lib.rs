@@ -311,7 +311,7 @@ fn tls_config(mode: SslMode, root: Option<&Path>) -> Result<rustls::ClientConfig
     let roots = || -> Result<rustls::RootCertStore, String> {
         let path = root.ok_or("sslmode verify-ca / verify-full need sslrootcert=FILE in the URL")?;
         let mut store = rustls::RootCertStore::empty();
-        for cert in crate::tls::load_certs(path, "sslrootcert").map_err(|e| e.to_string())? {
+        for cert in common::tls::load_certs(path, "sslrootcert").map_err(|e| e.to_string())? {
             store.add(cert).map_err(|e| e.to_string())?;
         }
         Ok(store)

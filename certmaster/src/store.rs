@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use common::paths::Root;
 use time::OffsetDateTime;
 
-use crate::authority::{cert_public_key, cert_serial, csr_info};
-use crate::files::{read_text, write_atomic, PUBLIC};
-use crate::{Authority, CertError, Result};
+use certs::authority::{cert_public_key, cert_serial, csr_info};
+use certs::files::{read_text, write_atomic, PUBLIC};
+use certs::{Authority, CertError, Result};
 
 /// The answer to a `wait_for_cert` request.
 #[derive(Debug, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct Store {
     /// not each on its own (the daemon's; `certmaster-ca` writes durably).
     group: Option<std::sync::Arc<GroupCommit>>,
     /// The shared store's minion list, kept up to date one minion at a time.
-    mirror: std::sync::Mutex<Option<common::pg::MinionMirror>>,
+    mirror: std::sync::Mutex<Option<pgconn::MinionMirror>>,
 }
 
 /// Group commit: every writer waits until a sync of the file system that
@@ -155,7 +155,7 @@ impl Store {
 
     fn put(&self, path: &std::path::Path, contents: &[u8]) -> Result<()> {
         match self.group {
-            Some(_) => crate::files::write_deferred(path, contents, PUBLIC),
+            Some(_) => certs::files::write_deferred(path, contents, PUBLIC),
             None => write_atomic(path, contents, PUBLIC),
         }
     }
@@ -260,7 +260,7 @@ impl Store {
         peer: Option<std::net::IpAddr>,
         admit: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Result<Outcome> {
-        let Some(der) = crate::authority::pem_to_der(csr_pem).filter(|d| d.len() <= MAX_CSR_DER) else {
+        let Some(der) = certs::authority::pem_to_der(csr_pem).filter(|d| d.len() <= MAX_CSR_DER) else {
             return Ok(Outcome::Refused(format!(
                 "not a PEM certificate request of at most {MAX_CSR_DER} bytes"
             )));
@@ -286,14 +286,14 @@ impl Store {
         if let Some(why) = self.case_clash(csr_pem, &name)? {
             return Ok(Outcome::Refused(why));
         }
-        let fingerprint = crate::authority::key_fingerprint(&key);
+        let fingerprint = certs::authority::key_fingerprint(&key);
         let rejected = fs::read_to_string(self.rejected_path(&name)).unwrap_or_default();
         if rejected.trim() == fingerprint {
             return Ok(Outcome::Refused(format!(
                 "the request of {name} with this key was rejected by an administrator (certmaster-ca --clean, or Reject on the keys page): a new key may ask again"
             )));
         }
-        if crate::layout::is_service_name(&self.root, &name) {
+        if certs::layout::is_service_name(&self.root, &name) {
             return Ok(Outcome::Refused(format!(
                 "{name} is the name of a relay of this CA: never a minion's"
             )));
@@ -371,12 +371,12 @@ impl Store {
     /// from a name already signed or pending (`M1` beside `m1`): TLS names
     /// and ACL globs ignore case, so it would be the same minion.
     fn case_clash(&self, csr_pem: &str, canonical: &str) -> Result<Option<String>> {
-        let asked = crate::authority::csr_requested_name(csr_pem)?;
+        let asked = certs::authority::csr_requested_name(csr_pem)?;
         let enrolled = match self.cert(canonical) {
-            Some(cert) => Some(crate::authority::cert_common_name(&cert)?),
+            Some(cert) => Some(certs::authority::cert_common_name(&cert)?),
             None => fs::read_to_string(self.csr_path(canonical))
                 .ok()
-                .and_then(|csr| crate::authority::csr_requested_name(&csr).ok()),
+                .and_then(|csr| certs::authority::csr_requested_name(&csr).ok()),
         };
         Ok(enrolled.filter(|e| *e != asked).map(|e| {
             format!("{asked} differs only in letter case from {e}, which is already enrolled or pending: host names ignore case")
@@ -415,7 +415,7 @@ impl Store {
         let Some(url) = ini.str("store", "url").map(str::trim).filter(|u| !u.is_empty()) else {
             return;
         };
-        let url = match common::pg::StoreUrl::parse(url) {
+        let url = match pgconn::StoreUrl::parse(url) {
             Ok(url) => url,
             Err(e) => {
                 tracing::warn!(error = %e, "certmaster.conf [store] url");
@@ -430,14 +430,14 @@ impl Store {
                 (n, a)
             })
             .collect();
-        match common::pg::sync_minions(&url, &signed) {
+        match pgconn::sync_minions(&url, &signed) {
             Ok(()) => tracing::debug!(minions = signed.len(), store = url.shown(), "minion list shared"),
             Err(e) => tracing::warn!(error = %e, "cannot share the minion list"),
         }
         // The CRL too: overlords without the CA's files honour it.
         let crl = self.crl();
-        if let Some((number, _)) = crate::authority::crl_order(&crl) {
-            if let Err(e) = common::pg::publish_crl(&url, &crl, number) {
+        if let Some((number, _)) = certs::authority::crl_order(&crl) {
+            if let Err(e) = pgconn::publish_crl(&url, &crl, number) {
                 tracing::warn!(error = %e, "cannot share the CRL");
             }
         }
@@ -457,8 +457,8 @@ impl Store {
             let Some(url) = ini.str("store", "url").map(str::trim).filter(|u| !u.is_empty()) else {
                 return;
             };
-            match common::pg::StoreUrl::parse(url) {
-                Ok(url) => *mirror = Some(common::pg::MinionMirror::new(url)),
+            match pgconn::StoreUrl::parse(url) {
+                Ok(url) => *mirror = Some(pgconn::MinionMirror::new(url)),
                 Err(e) => {
                     tracing::warn!(error = %e, "certmaster.conf [store] url");
                     return;
@@ -496,7 +496,7 @@ impl Store {
         let csr = fs::read_to_string(self.csr_path(name)).ok()?;
         csr_info(&csr)
             .ok()
-            .map(|(_, key)| crate::authority::key_fingerprint(&key))
+            .map(|(_, key)| certs::authority::key_fingerprint(&key))
     }
 
     /// Where the pending request of `name` came from: the peer's address
@@ -515,7 +515,7 @@ impl Store {
         let cert = self.cert(name)?;
         cert_public_key(&cert)
             .ok()
-            .map(|key| crate::authority::key_fingerprint(&key))
+            .map(|key| certs::authority::key_fingerprint(&key))
     }
 
     /// The revoked certificates: (name, serial in hex, when, epoch seconds),
@@ -551,7 +551,7 @@ impl Store {
         let csr_path = self.csr_path(name);
         let csr = read_text(&csr_path)?;
         if let Some(expected) = expected {
-            let actual = csr_info(&csr).map(|(_, key)| crate::authority::key_fingerprint(&key))?;
+            let actual = csr_info(&csr).map(|(_, key)| certs::authority::key_fingerprint(&key))?;
             if !common::identity::fingerprints_match(&actual, expected) {
                 return Err(CertError::FingerprintMismatch {
                     name: name.to_string(),
@@ -621,7 +621,7 @@ impl Store {
                 Some((serial, at))
             })
             .collect();
-        let previous = crate::authority::crl_order(&self.crl()).map(|(number, _)| number);
+        let previous = certs::authority::crl_order(&self.crl()).map(|(number, _)| number);
         write_atomic(&self.crl_path(), ca.crl(&entries, previous)?.as_bytes(), PUBLIC)
     }
 
@@ -661,12 +661,12 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request;
+    use certs::request;
 
     fn setup() -> (tempfile::TempDir, Store, Authority) {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
-        let (ca, _) = crate::layout::ensure_ca(&root, "t-CA").unwrap();
+        let (ca, _) = certs::layout::ensure_ca(&root, "t-CA").unwrap();
         (dir, Store::new(root), ca)
     }
 
@@ -743,16 +743,16 @@ mod tests {
         assert_eq!(store.address("m1").as_deref(), Some("127.0.0.1:5"));
         let cert = store.cert("m1").unwrap();
         store.publish_crl(&ca).unwrap();
-        let before = crate::authority::crl_order(&store.crl()).unwrap();
+        let before = certs::authority::crl_order(&store.crl()).unwrap();
         let removed = store.clean(&ca, "m1").unwrap();
-        let after = crate::authority::crl_order(&store.crl()).unwrap();
+        let after = certs::authority::crl_order(&store.crl()).unwrap();
         assert!(
             after.0 > before.0 && after.1 >= before.1,
             "CRL numbers only grow: {before:?} {after:?}"
         );
         assert_eq!(removed.len(), 1);
         assert!(store.signed().is_empty() && store.address("m1").is_none());
-        let crl_der = crate::authority::pem_to_der(&store.crl()).unwrap();
+        let crl_der = certs::authority::pem_to_der(&store.crl()).unwrap();
         let (_, crl) = x509_parser::revocation_list::CertificateRevocationList::from_der(&crl_der).unwrap();
         let serial = cert_serial(&cert).unwrap();
         assert!(crl
@@ -821,7 +821,7 @@ mod tests {
         let Outcome::Signed(cert) = store.request(&ca, &caps, None, true).unwrap() else {
             panic!("DB1 not signed")
         };
-        assert_eq!(crate::authority::cert_common_name(&cert).unwrap(), "db1");
+        assert_eq!(certs::authority::cert_common_name(&cert).unwrap(), "db1");
         assert_eq!(store.signed(), ["db1", "m1"]);
         assert!(store.cert("DB1").is_some(), "lookups ignore case");
     }

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Context;
-use certs::cli::CertmasterCli as Cli;
-use certs::daemon::{Certmaster, CertmasterConfig};
+use certmaster_server::cli::CertmasterCli as Cli;
+use certmaster_server::daemon::{Certmaster, CertmasterConfig};
 use clap::Parser;
 use common::paths::Root;
 
@@ -66,7 +66,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         // The CA is loaded and the port bound: what Type=notify waits for.
         let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
-        certs::daemon::serve(Arc::new(cm), listener, shutdown())
+        certmaster_server::daemon::serve(Arc::new(cm), listener, shutdown())
             .await
             .context("serving")
     })

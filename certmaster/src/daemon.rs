@@ -24,9 +24,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioTimer;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::files::{write_atomic, PRIVATE, PUBLIC};
 use crate::store::{Outcome, Store};
-use crate::{layout, request, Authority, Result};
+use certs::files::{write_atomic, PRIVATE, PUBLIC};
+use certs::{layout, request, Authority, Result};
 
 /// Func's certmaster port.
 pub const DEFAULT_PORT: u16 = 51235;
@@ -139,7 +139,7 @@ impl Certmaster {
         store.canonicalize_names()?;
         // Minions signed before a shared store was configured are listed too.
         store.share();
-        let ca_der = crate::authority::pem_to_der(ca.cert_pem()).ok_or(crate::CertError::BadCertificate)?;
+        let ca_der = certs::authority::pem_to_der(ca.cert_pem()).ok_or(certs::CertError::BadCertificate)?;
         let mut chain = common::tls::load_certs(&cert_path, "certmaster certificate").map_err(tls_error)?;
         chain.push(ca_der.clone().into());
         let key = common::tls::load_key(&key_path).map_err(tls_error)?;
@@ -179,8 +179,8 @@ impl Certmaster {
     }
 }
 
-fn tls_error(e: common::tls::TlsError) -> crate::CertError {
-    crate::CertError::Io {
+fn tls_error(e: common::tls::TlsError) -> certs::CertError {
+    certs::CertError::Io {
         action: "loading TLS credentials",
         path: "etc/pki/certmaster/ca".into(),
         source: std::io::Error::other(e.to_string()),
@@ -317,7 +317,7 @@ fn answer(
             match outcome {
                 Outcome::Signed(cert) => {
                     tracing::info!(address = ?address, "certificate handed out");
-                    if let Ok(name) = crate::authority::csr_name(&csr) {
+                    if let Ok(name) = certs::authority::csr_name(&csr) {
                         cm.store.share_one(&name);
                     }
                     Ok(Value::Array(vec![

@@ -6,8 +6,8 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use certs::cli::CertmasterCaCli as Cli;
-use certs::store::Store;
+use certmaster_server::cli::CertmasterCaCli as Cli;
+use certmaster_server::store::Store;
 use clap::Parser;
 use common::identity::PeerIdentity;
 use common::paths::Root;
