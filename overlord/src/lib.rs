@@ -28,7 +28,6 @@
 //!
 //! The XML-RPC client itself is `common::rpc::client`.
 
-pub mod api;
 pub mod audit;
 pub mod batch;
 pub mod build_map;
@@ -56,6 +55,7 @@ pub mod pool;
 pub mod principal;
 pub mod relay;
 pub mod report;
+pub mod respawned;
 pub mod revocation;
 pub mod schedule;
 pub mod seal;

@@ -1,6 +1,6 @@
 //! `func`: the Func overlord CLI. Parses the command line into a plan and
-//! carries it out; `func __worker` is the worker process the dispatcher
-//! spawns (our own executable again, so no running runtime is ever forked).
+//! carries it out; re-spawned by the engine, it is its worker or a driver
+//! (`overlord::respawned`).
 //! Exit status: 0 every host succeeded, 1 any host failed or nothing matched,
 //! 2 usage error.
 
@@ -8,14 +8,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("__worker") {
-        return ExitCode::from(overlord::worker::main() as u8);
-    }
-    if args.first().map(String::as_str) == Some("__batch") {
-        return ExitCode::from(overlord::batch::driver::main(&args[1..]) as u8);
-    }
-    if args.first().map(String::as_str) == Some("__driver") {
-        return ExitCode::from(overlord::jobs::driver::main(&args[1..]) as u8);
+    if let Some(code) = overlord::respawned::engine_exit(&args) {
+        return code;
     }
     let (plan, command) = match overlord::parse::parse(&args, std::env::var(common::paths::ROOT_ENV).ok()) {
         Ok(parsed) => parsed,

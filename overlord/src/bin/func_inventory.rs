@@ -1,12 +1,10 @@
 //! `func-inventory` (Func's program): see `overlord::inventory`. It calls
-//! minions through the engine's workers, so it is its own worker too
-//! (`__worker`), as `func` and `func-transmit` are.
+//! minions through the engine, so it is also what the engine re-spawns
+//! (`overlord::respawned`), as every door is.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match std::env::args().nth(1).as_deref() {
-        Some("__worker") => ExitCode::from(overlord::worker::main() as u8),
-        _ => overlord::inventory::main(),
-    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    overlord::respawned::engine_exit(&args).unwrap_or_else(overlord::inventory::main)
 }

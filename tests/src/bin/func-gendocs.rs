@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
         ("1", overlord::func_transmit::Cli::command()),
         ("1", overlord::inventory::Cli::command()),
         ("1", overlord::build_map::Cli::command()),
-        ("8", overlord::api::cli::Cli::command()),
+        ("8", overlord_api::cli::Cli::command()),
         ("8", minion::cli::Cli::command()),
         ("8", certmaster_server::cli::CertmasterCli::command()),
         ("8", certmaster_server::cli::CertmasterCaCli::command()),

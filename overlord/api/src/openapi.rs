@@ -197,6 +197,6 @@ mod tests {
         assert!(query_parameters("/api/v1/jobs/some-id").is_empty());
         // A job id in a path is bounded as the gate bounds it.
         let id = &doc["paths"]["/api/v1/jobs/{id}"]["get"]["parameters"][0];
-        assert_eq!(id["schema"]["maxLength"], crate::gate::job::MAX_JOB_ID, "{id}");
+        assert_eq!(id["schema"]["maxLength"], overlord::gate::job::MAX_JOB_ID, "{id}");
     }
 }

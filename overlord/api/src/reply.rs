@@ -52,10 +52,10 @@ pub struct JobIdParam {
 }
 
 /// The engine failed: the store's 503, else 500.
-impl From<crate::error::EngineError> for ApiError {
-    fn from(e: crate::error::EngineError) -> Self {
+impl From<overlord::error::EngineError> for ApiError {
+    fn from(e: overlord::error::EngineError) -> Self {
         match e {
-            crate::error::EngineError::Store(s) => ApiError::store(s),
+            overlord::error::EngineError::Store(s) => ApiError::store(s),
             other => ApiError::internal(other),
         }
     }

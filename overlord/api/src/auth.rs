@@ -39,7 +39,7 @@ pub enum Proof {
 }
 
 impl Caller {
-    /// Who it is as `crate::principal` spells it (`api:NAME`, or
+    /// Who it is as `overlord::principal` spells it (`api:NAME`, or
     /// `cert:CN`): the user its jobs are recorded for, named to the minions
     /// and in the audit trail.
     pub fn user(&self) -> String {

@@ -2,16 +2,16 @@
 //! listing names judge the filter themselves (`test.ping` with Func's
 //! `{"__fact__": QUERY}`, over the warm pool), the facts they looked at
 //! are kept in the store, and the targets are sorted as every door sorts
-//! them (`crate::facts::sort`).
+//! them (`overlord::facts::sort`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::reply::ApiError;
 use super::state::Api;
-use crate::facts::Judged;
-use crate::gate::filter::Filter;
-use crate::targets::Target;
+use overlord::facts::Judged;
+use overlord::gate::filter::Filter;
+use overlord::targets::Target;
 
 /// Where `filter` leaves `targets` (each asked within `limit`, for
 /// `user`). A verdict tells about a host's facts, so a limited caller must
@@ -19,7 +19,7 @@ use crate::targets::Target;
 /// read, a bit at a time, facts it may not read.
 pub async fn judge(
     api: &Arc<Api>,
-    rights: &crate::gate::rights::Rights,
+    rights: &overlord::gate::rights::Rights,
     targets: Vec<Target>,
     filter: &Filter,
     limit: Duration,
@@ -27,31 +27,31 @@ pub async fn judge(
 ) -> Result<Judged, ApiError> {
     if !rights.admin {
         let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-        let groups = crate::groups::Groups::load(&api.root.groups_file());
+        let groups = overlord::groups::Groups::load(&api.root.groups_file());
         if !rights.allows_all(&names, "fact.items", &groups) {
-            return Err(ApiError::from(crate::gate::GateError::Forbidden(
+            return Err(ApiError::from(overlord::gate::GateError::Forbidden(
                 "this token may not read the facts (fact.items) of every host the SPEC names, so it may not filter by them"
                     .into(),
             )));
         }
     }
-    let arg = [crate::facts::query_arg(filter)];
+    let arg = [overlord::facts::query_arg(filter)];
     let answers = api
         .pool
         .call_all(
             &targets,
-            crate::facts::JUDGE_METHOD,
+            overlord::facts::JUDGE_METHOD,
             &arg,
             limit,
             Some(user),
             |_, _| {},
         )
         .await;
-    let judged = crate::facts::sort(targets, answers);
+    let judged = overlord::facts::sort(targets, answers);
     let api2 = Arc::clone(api);
     let seen = judged.seen.clone();
     // Kept where the store is written from: a blocking thread.
-    tokio::task::spawn_blocking(move || crate::facts::keep(&api2.store, &seen))
+    tokio::task::spawn_blocking(move || overlord::facts::keep(&api2.store, &seen))
         .await
         .map_err(ApiError::internal)?
         .unwrap_or_else(|e| tracing::warn!(error = %e, "the facts seen were not kept"));

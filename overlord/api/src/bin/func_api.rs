@@ -1,8 +1,8 @@
 //! `func-api` (DESIGN §14): the overlord's REST API and live events. Parses
 //! the command line, then either manages tokens or binds, optionally
-//! daemonises (before any runtime starts), and serves `overlord::api`.
-//! Like `func`, it is also its own worker and job and batch driver, which
-//! the engine re-spawns (`__worker`, `__driver`, `__batch`).
+//! daemonises (before any runtime starts), and serves `overlord_api`.
+//! Like every door, it is also what the engine re-spawns (its worker and
+//! job and batch drivers: `overlord::respawned`).
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -11,19 +11,13 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Parser as _;
 use common::paths::Root;
-use overlord::api::cli::{Cli, Command, TokenCommand};
-use overlord::api::{self, config::ApiSettings, tokens};
+use overlord_api::cli::{Cli, Command, TokenCommand};
+use overlord_api::{self as api, config::ApiSettings, tokens};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let engine = match args.first().map(String::as_str) {
-        Some("__worker") => Some(overlord::worker::main()),
-        Some("__driver") => Some(overlord::jobs::driver::main(&args[1..])),
-        Some("__batch") => Some(overlord::batch::driver::main(&args[1..])),
-        _ => None,
-    };
-    if let Some(code) = engine {
-        return ExitCode::from(code as u8);
+    if let Some(code) = overlord::respawned::engine_exit(&args) {
+        return code;
     }
     let cli = Cli::parse();
     let result = match &cli.command {

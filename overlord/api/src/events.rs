@@ -22,7 +22,7 @@ use super::auth::Caller;
 use super::bus::Event;
 use super::reply::ApiError;
 use super::state::Api;
-use crate::groups::Groups;
+use overlord::groups::Groups;
 
 /// Events sent per wake-up at most.
 const BATCH: usize = 256;

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, ErrorBody, Query};
 use super::state::Api;
-use crate::gate::rights::ops;
+use overlord::gate::rights::ops;
 
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
@@ -70,7 +70,7 @@ pub async fn list(
     let glob = |what: &str, text: &Option<String>| -> Result<Option<glob::Pattern>, ApiError> {
         text.as_deref()
             .filter(|t| !t.is_empty())
-            .map(|t| crate::gate::jobs::glob(what, t).map_err(ApiError::from))
+            .map(|t| overlord::gate::jobs::glob(what, t).map_err(ApiError::from))
             .transpose()
     };
     let (who, action) = (glob("user", &q.user)?, glob("action", &q.action)?);
@@ -82,7 +82,7 @@ pub async fn list(
                 .is_none_or(|p| v.as_str().is_some_and(|s| p.matches(s)))
         };
         let keep = |l: &serde_json::Value| matches(&who, &l["who"]) && matches(&action, &l["action"]);
-        crate::audit::page(&root, limit, before, &keep)
+        overlord::audit::page(&root, limit, before, &keep)
     })
     .await
     .map_err(ApiError::internal)?
@@ -96,7 +96,7 @@ pub async fn list(
         let mut link = format!("/api/v1/audit?limit={limit}&before={next}");
         for (k, v) in [("user", &q.user), ("action", &q.action)] {
             if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
-                link.push_str(&format!("&{k}={}", crate::values::url_segment(v)));
+                link.push_str(&format!("&{k}={}", overlord::values::url_segment(v)));
             }
         }
         if let Ok(v) = axum::http::HeaderValue::from_str(&format!("<{link}>; rel=\"next\"")) {

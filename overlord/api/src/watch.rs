@@ -26,9 +26,9 @@ use serde_json::json;
 
 use super::bus::MAX_RESULT_BYTES;
 use super::state::Api;
-use crate::jobs::{decode_result, encode_result};
-use crate::store::{HostState, HostUpdate, JobMeta, JobRecord, JobStore};
-use crate::targets::Target;
+use overlord::jobs::{decode_result, encode_result};
+use overlord::store::{HostState, HostUpdate, JobMeta, JobRecord, JobStore};
+use overlord::targets::Target;
 
 /// How often the store's file is looked at.
 const TICK: Duration = Duration::from_millis(200);
@@ -83,7 +83,7 @@ struct State {
     seen: HashMap<String, f64>,
     newest: f64,
     stamp: Option<(SystemTime, u64)>,
-    changes: crate::store::ChangeWatch,
+    changes: overlord::store::ChangeWatch,
     ends_tx: mpsc::Sender<(String, String, Value)>,
     ends_rx: mpsc::Receiver<(String, String, Value)>,
     batch_log: u64,
@@ -103,7 +103,7 @@ impl State {
         let batch_log = api.store.batch_events(None).map_or(0, |(_, end)| end);
         let since = api.started;
         State {
-            changes: crate::store::ChangeWatch::new(&api.store),
+            changes: overlord::store::ChangeWatch::new(&api.store),
             api,
             rt,
             tracked: HashMap::new(),
@@ -212,7 +212,7 @@ impl State {
     }
 
     /// Finds new jobs, then brings every followed job up to date.
-    fn scan(&mut self, first: bool) -> Result<(), crate::store::StoreError> {
+    fn scan(&mut self, first: bool) -> Result<(), overlord::store::StoreError> {
         let api = Arc::clone(&self.api);
         let store = &api.store;
         let mut cursor = None;
@@ -295,13 +295,13 @@ impl State {
     /// its running hosts.
     fn update(&mut self, mut rec: JobRecord) {
         let id = rec.meta.id.clone();
-        if !rec.meta.dispatched && !rec.meta.batch && crate::jobs::driver_gone(&rec.meta) {
+        if !rec.meta.dispatched && !rec.meta.batch && overlord::jobs::driver_gone(&rec.meta) {
             let lost = common::xmlrpc::remote_error(
                 "func.overlord.DriverDied",
                 "the job's dispatch driver ended before calling this host",
                 "",
             );
-            if crate::jobs::abandon_pending(&self.api.store, &rec, lost).is_ok() {
+            if overlord::jobs::abandon_pending(&self.api.store, &rec, lost).is_ok() {
                 match self.api.store.load(&id) {
                     Ok(Some(r)) => rec = r,
                     _ => return,
@@ -328,7 +328,7 @@ impl State {
             if !ok {
                 t.failed.insert(host.clone());
             }
-            let result = crate::values::to_json(&value);
+            let result = overlord::values::to_json(&value);
             let data = if result.to_string().len() > MAX_RESULT_BYTES {
                 json!({"result": null, "ok": ok, "truncated": true})
             } else {
@@ -362,7 +362,7 @@ impl State {
         // Hosts behind a relay: one follower per relay job (keyed by it).
         let mut relayed: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (host, job) in rec.in_flight() {
-            if crate::relay::parse_job_ref(job).is_some() {
+            if overlord::relay::parse_job_ref(job).is_some() {
                 if !t.polls.contains_key(job) {
                     relayed.entry(job.to_string()).or_default().push(host.to_string());
                 }
@@ -470,7 +470,7 @@ async fn follow_relay_job(
     let mut pause = std::time::Duration::from_millis(200);
     while !hosts.is_empty() {
         let asks = hosts.iter().map(|h| (h.clone(), job.clone())).collect();
-        let got = crate::relay::collect(&root, asks, 20.0).await;
+        let got = overlord::relay::collect(&root, asks, 20.0).await;
         let mut reached = false;
         for (host, answer) in got {
             match answer {
@@ -487,7 +487,7 @@ async fn follow_relay_job(
             pause = std::time::Duration::from_millis(200);
         } else {
             tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(crate::jobs::follow::MAX_PAUSE);
+            pause = (pause * 2).min(overlord::jobs::follow::MAX_PAUSE);
         }
     }
 }

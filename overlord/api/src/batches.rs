@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
-use crate::batch::control::{self, BatchDoc, Recovered};
-use crate::batch::record::BatchRecord;
-use crate::store::JobMeta;
+use overlord::batch::control::{self, BatchDoc, Recovered};
+use overlord::batch::record::BatchRecord;
+use overlord::store::JobMeta;
 
 fn unknown(id: &str) -> ApiError {
     ApiError::not_found(format!(
@@ -30,8 +30,8 @@ fn unknown(id: &str) -> ApiError {
 /// The batch, if the caller may see it (else as unknown).
 fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<(JobMeta, BatchRecord), ApiError> {
     // The id is read as every door reads one.
-    crate::gate::JobRef::parse(id)?;
-    let found = crate::batch::driver::load(&api.store, id).map_err(ApiError::from)?;
+    overlord::gate::JobRef::parse(id)?;
+    let found = overlord::batch::driver::load(&api.store, id).map_err(ApiError::from)?;
     let (meta, rec) = found.ok_or_else(|| unknown(id))?;
     if caller
         .rights

@@ -21,9 +21,9 @@ use serde_json::json;
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
-use crate::jobs::kill::{self as killing, Signalled};
-use crate::jobs::row::{JobPage, JobRow};
-use crate::store::{JobMeta, JobRecord, JobStore};
+use overlord::jobs::kill::{self as killing, Signalled};
+use overlord::jobs::row::{JobPage, JobRow};
+use overlord::store::{JobMeta, JobRecord, JobStore};
 
 /// Page size by default and at most; jobs looked at per request at most.
 const DEFAULT_LIMIT: usize = 50;
@@ -54,7 +54,7 @@ pub struct ListQuery {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct JobDoc {
     #[serde(flatten)]
-    pub status: crate::jobs::StatusDoc,
+    pub status: overlord::jobs::StatusDoc,
     pub user: String,
     pub target: String,
     pub started: f64,
@@ -81,7 +81,7 @@ pub struct Killed {
 
 fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiError> {
     text.filter(|t| !t.is_empty())
-        .map(|t| crate::gate::jobs::glob(what, t).map_err(ApiError::from))
+        .map(|t| overlord::gate::jobs::glob(what, t).map_err(ApiError::from))
         .transpose()
 }
 
@@ -185,8 +185,9 @@ pub async fn list(
             let total = kept.len();
             for (i, meta) in kept.into_iter().enumerate() {
                 last_returned = Some((meta.started, meta.id.clone()));
-                let interrupted =
-                    meta.batch && meta.ended.is_none() && crate::batch::control::interrupted(store, &meta.id);
+                let interrupted = meta.batch
+                    && meta.ended.is_none()
+                    && overlord::batch::control::interrupted(store, &meta.id);
                 let Some(record) = records.get(&meta.id) else {
                     continue;
                 };
@@ -220,14 +221,14 @@ pub async fn list(
         };
         let mut link = None;
         if let Some(next) = &next {
-            let mut q = format!("limit={limit}&before={}", crate::values::url_segment(next));
+            let mut q = format!("limit={limit}&before={}", overlord::values::url_segment(next));
             for (key, value) in [
                 ("function", &q_function),
                 ("target", &q_target),
                 ("schedule", &q_schedule),
             ] {
                 if let Some(v) = value {
-                    q.push_str(&format!("&{key}={}", crate::values::url_segment(v)));
+                    q.push_str(&format!("&{key}={}", overlord::values::url_segment(v)));
                 }
             }
             link = Some(format!("</api/v1/jobs?{q}>; rel=\"next\""));
@@ -246,7 +247,7 @@ pub async fn list(
 
 /// Where a page below job `id` starts (`jobs::row::cursor_below`).
 fn cursor_of(store: &dyn JobStore, id: &str) -> Result<(f64, String), ApiError> {
-    crate::jobs::row::cursor_below(store, id)
+    overlord::jobs::row::cursor_below(store, id)
         .map_err(ApiError::store)?
         .ok_or_else(|| ApiError::bad("before: not a job id"))
 }
@@ -254,7 +255,7 @@ fn cursor_of(store: &dyn JobStore, id: &str) -> Result<(f64, String), ApiError> 
 /// The record of job `id` (`last`: the caller's newest), if the caller may see it.
 fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
     let store = &api.store;
-    let id = if crate::gate::JobRef::parse(id)?.is_last() {
+    let id = if overlord::gate::JobRef::parse(id)?.is_last() {
         store
             .newest_of(&caller.user())
             .map_err(ApiError::store)?
@@ -290,7 +291,7 @@ pub async fn one(
         let record = load_visible(&api, &caller, &id)?;
         let id = record.meta.id.clone();
         let meta = record.meta.clone();
-        let status = crate::jobs::status_of(record, &BTreeMap::new());
+        let status = overlord::jobs::status_of(record, &BTreeMap::new());
         // The job_status document, and who started it, when, with what.
         Ok(Json(JobDoc {
             status: status.doc(&id),
@@ -351,7 +352,7 @@ pub async fn kill(
     let signal_name = req.signal.unwrap_or_else(|| "KILL".into());
     let user = killer(&caller, req.user);
     let user2 = user.clone();
-    let signal = crate::gate::jobs::signal(&signal_name)?;
+    let signal = overlord::gate::jobs::signal(&signal_name)?;
     let api2 = Arc::clone(&api);
     let caller2 = caller.clone();
     let record = tokio::task::spawn_blocking(move || -> Result<JobRecord, ApiError> {
@@ -371,11 +372,11 @@ pub async fn kill(
     let mut signalled = BTreeMap::new();
     let (relayed, direct): (Vec<_>, Vec<_>) = killing::signal_calls(&api.root, &record, &signal_name)
         .into_iter()
-        .partition(|c| crate::jobs::relayed::is_relayed(c, None));
-    for (host, reply) in crate::jobs::relayed::answer(&api.root, None, relayed, Some(&user)).await {
+        .partition(|c| overlord::jobs::relayed::is_relayed(c, None));
+    for (host, reply) in overlord::jobs::relayed::answer(&api.root, None, relayed, Some(&user)).await {
         let value = match killing::signalled(reply) {
             Signalled::Sent(msg) => json!(msg),
-            Signalled::Failed(v) => json!({"error": crate::values::error_text(&v)}),
+            Signalled::Failed(v) => json!({"error": overlord::values::error_text(&v)}),
             Signalled::Unreachable(why) => json!({"error": why}),
         };
         signalled.insert(host, value);
@@ -385,13 +386,13 @@ pub async fn kill(
         let reply = if common::xmlrpc::is_remote_error(&value) {
             Signalled::Failed(value)
         } else {
-            killing::signalled(crate::jobs::poller::Reply::Value(value))
+            killing::signalled(overlord::jobs::poller::Reply::Value(value))
         };
         signalled.insert(
             target.name,
             match reply {
                 Signalled::Sent(msg) => json!(msg),
-                Signalled::Failed(v) => json!({"error": crate::values::error_text(&v)}),
+                Signalled::Failed(v) => json!({"error": overlord::values::error_text(&v)}),
                 Signalled::Unreachable(why) => json!({"error": why}),
             },
         );

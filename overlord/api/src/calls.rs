@@ -19,8 +19,8 @@ use axum::Json;
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody};
 use super::state::Api;
-use crate::gate::{self, CallFields, GateError, Run};
-use crate::targets::Target;
+use overlord::gate::{self, CallFields, GateError, Run};
+use overlord::targets::Target;
 
 impl From<GateError> for ApiError {
     /// The gate's one mapping from error kind to HTTP status.
@@ -146,7 +146,8 @@ async fn judge(
         )));
     }
     if judged.chosen.is_empty() && judged.unjudged.is_empty() {
-        let none = crate::targets::TargetError::NoMatch(format!("{} with {}", call.spec, filter.describe()));
+        let none =
+            overlord::targets::TargetError::NoMatch(format!("{} with {}", call.spec, filter.describe()));
         return Err(ApiError::from(GateError::Targets(none)));
     }
     Ok((judged.chosen, judged.unjudged))
@@ -165,7 +166,7 @@ async fn sync_call(
     let routes = match call.delegate {
         true => {
             let root = api.root.clone();
-            match tokio::task::spawn_blocking(move || crate::relay::Routes::load(&root, None)).await {
+            match tokio::task::spawn_blocking(move || overlord::relay::Routes::load(&root, None)).await {
                 Ok(Ok(routes)) => routes,
                 Ok(Err(e)) => return ApiError::bad(e.to_string()).into_response(),
                 Err(e) => return ApiError::internal(e).into_response(),
@@ -187,7 +188,7 @@ async fn sync_call(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let handed_on = async {
         if let (Some(routes), false) = (&routes, relayed.is_empty()) {
-            let order = crate::relay::Order {
+            let order = overlord::relay::Order {
                 id: format!("{}-{}-now", call.spec, call.function()),
                 spec: call.spec.clone(),
                 function: call.function(),
@@ -197,7 +198,7 @@ async fn sync_call(
                 timeout,
                 forward: None,
             };
-            crate::relay::call_now(&api.root, routes, &order, relayed, tx).await;
+            overlord::relay::call_now(&api.root, routes, &order, relayed, tx).await;
         }
     };
     let (function, user) = (call.function(), caller.user());
@@ -218,7 +219,7 @@ async fn sync_call(
     let doc: serde_json::Map<String, serde_json::Value> = results
         .iter()
         .chain(unjudged.iter())
-        .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+        .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
         .collect();
     (StatusCode::OK, Json(serde_json::Value::Object(doc))).into_response()
 }
@@ -229,10 +230,10 @@ pub fn job_meta(
     api: &Api,
     call: &gate::Call,
     hosts: usize,
-    who: crate::jobs::start::Caller,
-) -> crate::store::JobMeta {
+    who: overlord::jobs::start::Caller,
+) -> overlord::store::JobMeta {
     let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
-    crate::jobs::start::meta(call, hosts, (timeout, api.dispatch.forks), Some(who))
+    overlord::jobs::start::meta(call, hosts, (timeout, api.dispatch.forks), Some(who))
 }
 
 /// Records and starts `call` over `names` as the job `meta` (its driver
@@ -242,11 +243,11 @@ pub async fn start_detached(
     api: &Arc<Api>,
     call: &gate::Call,
     names: Vec<String>,
-    meta: crate::store::JobMeta,
+    meta: overlord::store::JobMeta,
 ) -> Result<String, ApiError> {
     let (api2, call2) = (Arc::clone(api), call.clone());
     let id = tokio::task::spawn_blocking(move || -> Result<String, GateError> {
-        let started = crate::jobs::start::start(&api2.store, &api2.root, &call2, names, meta)?;
+        let started = overlord::jobs::start::start(&api2.store, &api2.root, &call2, names, meta)?;
         if let Some(driver) = started.driver {
             super::state::reap(driver);
         }
@@ -267,7 +268,7 @@ async fn start_job(
     names: Vec<String>,
     unjudged: BTreeMap<String, common::Value>,
 ) -> Result<Response, ApiError> {
-    let who = crate::jobs::start::Caller {
+    let who = overlord::jobs::start::Caller {
         user: caller.user(),
         // What the caller may do, signed with the request (DESIGN §9).
         rights: caller.signed_rights(),
@@ -280,14 +281,14 @@ async fn start_job(
     } else {
         "jobs"
     };
-    let location = format!("/api/v1/{kind}/{}", crate::values::url_segment(&id));
+    let location = format!("/api/v1/{kind}/{}", overlord::values::url_segment(&id));
     let mut answer = (
         StatusCode::ACCEPTED,
         Json(JobId {
             job_id: id,
             not_called: unjudged
                 .iter()
-                .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+                .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
                 .collect(),
         }),
     )

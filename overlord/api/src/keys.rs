@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, Path, Query};
 use super::state::Api;
-use crate::gate::rights::ops;
+use overlord::gate::rights::ops;
 
 /// Longest fingerprint accepted (`SHA256:` and 32 bytes in hex with `:`).
 const MAX_FINGERPRINT: usize = 200;
@@ -159,7 +159,7 @@ pub async fn list(
         return Err(ApiError::forbidden("this caller may not list keys"));
     }
     let pattern = match q.name.as_deref().filter(|n| !n.is_empty()) {
-        Some(text) => Some(crate::gate::jobs::glob("name", text)?),
+        Some(text) => Some(overlord::gate::jobs::glob("name", text)?),
         None => None,
     };
     tokio::task::spawn_blocking(move || {
@@ -169,7 +169,7 @@ pub async fn list(
                 && caller.rights.may_operate(ops::KEYS_LIST, Some(name))
         };
         let natural = |mut names: Vec<String>| {
-            names.sort_by(|a, b| crate::values::natural_cmp(a, b));
+            names.sort_by(|a, b| overlord::values::natural_cmp(a, b));
             names
         };
         let pending = natural(store.pending())

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use common::paths::Root;
 use serde::{Deserialize, Serialize};
 
-pub use crate::gate::rights::{Rights, Rule};
+pub use overlord::gate::rights::{Rights, Rule};
 
 /// Longest life a token may be given (a year); the default is 12 hours, as
 /// salt-api's `token_expire`.
@@ -108,7 +108,7 @@ pub fn create(
     }
     let path = path(root);
     let mut file = load(&path)?;
-    let now = crate::store::now();
+    let now = overlord::store::now();
     file.tokens.retain(|t| !t.expired(now));
     if file.tokens.iter().any(|t| t.name == name) {
         return Err(format!(
@@ -199,7 +199,7 @@ impl Tokens {
     /// The live token whose hash is `hash`.
     pub fn find(&mut self, hash: &str) -> Option<Token> {
         self.reload();
-        let now = crate::store::now();
+        let now = overlord::store::now();
         self.tokens
             .iter()
             // Hashes of 256-bit random tokens: comparing them tells an attacker nothing.

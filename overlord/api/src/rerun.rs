@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, ErrorBody, JobIdParam, Path, Query};
 use super::state::Api;
-use crate::gate::GateError;
+use overlord::gate::GateError;
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -49,19 +49,19 @@ pub async fn rerun(
     Query(q): Query<RerunQuery>,
 ) -> Result<Response, ApiError> {
     let failed_only = q.failed_only.unwrap_or(false);
-    let last = crate::gate::JobRef::parse(&id)?.is_last();
+    let last = overlord::gate::JobRef::parse(&id)?.is_last();
     let _slot = super::calls::take_slot(&api, &caller)?;
     let (api2, caller2, id2) = (Arc::clone(&api), caller.clone(), id.clone());
     let started = tokio::task::spawn_blocking(move || -> Result<(String, Vec<String>, String), GateError> {
         // `last`: the caller's newest job.
         let id2 = match last {
-            true => crate::store::Store::newest_of(&api2.store, &caller2.user())
+            true => overlord::store::Store::newest_of(&api2.store, &caller2.user())
                 .map_err(|e| GateError::Engine(e.into()))?
                 .ok_or_else(|| GateError::NotFound("no job of this caller".into()))?,
             false => id2,
         };
-        let visible = |r: &crate::store::JobRecord| super::jobs::may_see(&api2, &caller2, r);
-        let rerun = crate::jobs::rerun::prepare(&api2.store, &api2.root, &id2, failed_only, &visible)?;
+        let visible = |r: &overlord::store::JobRecord| super::jobs::may_see(&api2, &caller2, r);
+        let rerun = overlord::jobs::rerun::prepare(&api2.store, &api2.root, &id2, failed_only, &visible)?;
         let function = rerun.call.function();
         if caller2
             .rights
@@ -73,12 +73,12 @@ pub async fn rerun(
             )));
         }
         let hosts = rerun.hosts.clone();
-        let who = crate::jobs::start::Caller {
+        let who = overlord::jobs::start::Caller {
             user: caller2.user(),
             rights: caller2.signed_rights(),
         };
         let original = rerun.original.id.clone();
-        let started = crate::jobs::rerun::start(&api2.store, &api2.root, rerun, Some(who))?;
+        let started = overlord::jobs::rerun::start(&api2.store, &api2.root, rerun, Some(who))?;
         if let Some(driver) = started.driver {
             super::state::reap(driver);
         }
@@ -101,7 +101,7 @@ pub async fn rerun(
     api.metrics
         .jobs
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let location = format!("/api/v1/jobs/{}", crate::values::url_segment(&new_id));
+    let location = format!("/api/v1/jobs/{}", overlord::values::url_segment(&new_id));
     let mut answer = (
         StatusCode::ACCEPTED,
         Json(Rerun {

@@ -11,9 +11,9 @@ use common::paths::Root;
 use tokio::sync::Semaphore;
 
 use super::{bus, config, sessions, tokens};
-use crate::audit;
-use crate::pool::Pool;
-use crate::store::Store;
+use overlord::audit;
+use overlord::pool::Pool;
+use overlord::store::Store;
 
 /// Everything the handlers share.
 pub struct Api {
@@ -46,16 +46,16 @@ pub struct Api {
     pub metrics: super::counters::Metrics,
     /// How calls are made when the request does not say: overlord.conf's
     /// `socket_timeout`, as for `func`; the forks of async drivers.
-    pub dispatch: crate::dispatch::Dispatch,
+    pub dispatch: overlord::dispatch::Dispatch,
     /// As a relay: the nonces of the requests it ran.
-    pub nonces: crate::relay::nonces::Nonces,
+    pub nonces: overlord::relay::nonces::Nonces,
 }
 
 impl Api {
     /// The service's state below `root`.
     pub fn new(root: Root, settings: config::ApiSettings) -> anyhow::Result<Self> {
         use anyhow::Context as _;
-        let calling = crate::settings::Calling::of_root(&root);
+        let calling = overlord::settings::Calling::of_root(&root);
         // Kept connections never take the descriptors the service needs
         // (its clients, its files, new connections to minions).
         let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
@@ -82,13 +82,13 @@ impl Api {
         std::thread::Builder::new()
             .name("crl".into())
             .spawn(move || loop {
-                let url = crate::settings::store_url(&crl_root).and_then(Result::ok);
-                crate::revocation::effective(&crl_root, url.as_ref());
+                let url = overlord::settings::store_url(&crl_root).and_then(Result::ok);
+                overlord::revocation::effective(&crl_root, url.as_ref());
                 std::thread::sleep(std::time::Duration::from_secs(2));
             })
             .context("starting the CRL watcher")?;
         Ok(Api {
-            store: crate::settings::store(&root),
+            store: overlord::settings::store(&root),
             pool: Arc::new(pool),
             tokens: Mutex::new(tokens::Tokens::new(&root)),
             sessions: Mutex::new(sessions::Sessions::default()),
@@ -101,11 +101,11 @@ impl Api {
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             tls: Arc::new(super::tls::server_config(&root, &settings)?),
             anonymous: Arc::default(),
-            started: crate::store::now(),
+            started: overlord::store::now(),
             metrics: Default::default(),
-            dispatch: crate::dispatch::Dispatch::for_root(&root, None, None)
+            dispatch: overlord::dispatch::Dispatch::for_root(&root, None, None)
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
-            nonces: crate::relay::nonces::Nonces::load(&root),
+            nonces: overlord::relay::nonces::Nonces::load(&root),
             settings,
             root,
         })

@@ -19,9 +19,9 @@ use serde::{Deserialize, Serialize};
 use super::auth::{Caller, Proof};
 use super::reply::{ApiError, Body, ErrorBody, Path};
 use super::state::Api;
-use crate::gate::GateError;
-use crate::schedule::manage::{self, NewSchedule};
-use crate::schedule::{Owner, OwnerToken, Schedule};
+use overlord::gate::GateError;
+use overlord::schedule::manage::{self, NewSchedule};
+use overlord::schedule::{Owner, OwnerToken, Schedule};
 
 /// A new schedule.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -31,7 +31,7 @@ pub struct ScheduleRequest {
     pub name: String,
     /// The call each run makes (the body of `POST /api/v1/calls`; it runs
     /// as a job: async, or a batch with its own driver).
-    #[schema(value_type = crate::gate::CallFields)]
+    #[schema(value_type = overlord::gate::CallFields)]
     pub request: serde_json::Value,
     /// Five fields, minute hour day-of-month month day-of-week (local time).
     #[serde(default)]
@@ -178,8 +178,8 @@ pub async fn add(
     // rights, which manage::add judges again and says).
     let (api2, rights, request) = (Arc::clone(&api), caller.rights.clone(), req.request.clone());
     let targeted = blocking(move || {
-        let call = crate::schedule::call_of(&request)?;
-        let targets = crate::gate::rights::authorize_call(&api2.root, &rights, &call)?;
+        let call = overlord::schedule::call_of(&request)?;
+        let targets = overlord::gate::rights::authorize_call(&api2.root, &rights, &call)?;
         Ok((call.function(), targets, call.delegate))
     })
     .await;
@@ -216,7 +216,7 @@ pub async fn add(
     audited(&api, &caller, action, &answer, 201);
     let (name, doc) = answer?;
     let mut r = (StatusCode::CREATED, Json(ScheduleDoc { doc })).into_response();
-    let location = format!("/api/v1/schedules/{}", crate::values::url_segment(&name));
+    let location = format!("/api/v1/schedules/{}", overlord::values::url_segment(&name));
     if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
         r.headers_mut().insert(axum::http::header::LOCATION, v);
     }
@@ -270,8 +270,8 @@ pub async fn change(
         let shown = load_visible(&api2, &caller2, &name)?;
         let mut s = None;
         if req.cron.is_some() || req.every.is_some() {
-            let when = crate::schedule::When::parse(req.cron.as_deref(), req.every)?;
-            crate::schedule::check_rate(&shown.owner, &when, api2.settings.min_every_limited)?;
+            let when = overlord::schedule::When::parse(req.cron.as_deref(), req.every)?;
+            overlord::schedule::check_rate(&shown.owner, &when, api2.settings.min_every_limited)?;
             s = Some(manage::set_times(
                 &api2.store,
                 &api2.root,

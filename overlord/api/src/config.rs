@@ -60,7 +60,7 @@ impl ApiSettings {
     /// As configured below `root`; a malformed value is an error.
     pub fn load(root: &Root) -> Result<Self, String> {
         // overlord.conf as the process read it once (`conf.rs`).
-        let conf = crate::conf::OverlordConf::of(root).map_err(|e| e.to_string())?;
+        let conf = overlord::conf::OverlordConf::of(root).map_err(|e| e.to_string())?;
         let ini = Some(&conf.ini);
         let num = |key: &str, default: u64, max: u64| -> Result<usize, String> {
             let v = match &ini {
@@ -88,21 +88,21 @@ impl ApiSettings {
             auth_failures: num("auth_failures_per_minute", 20, 1_000_000)? as u32,
             max_connections: num("max_connections", 1024, 65_536)?,
             idle_timeout: num("idle_timeout", 15, 3600)? as u64,
-            max_idle_connections: num("max_idle_connections", crate::pool::MAX_IDLE as u64, 1_000_000)?,
-            keep_idle_for: num("keep_idle_for", crate::pool::IDLE_FOR.as_secs(), 3600)? as u64,
+            max_idle_connections: num("max_idle_connections", overlord::pool::MAX_IDLE as u64, 1_000_000)?,
+            keep_idle_for: num("keep_idle_for", overlord::pool::IDLE_FOR.as_secs(), 3600)? as u64,
             max_schedules_per_owner: num(
                 "max_schedules_per_owner",
-                crate::schedule::DEFAULT_PER_OWNER as u64,
-                crate::store::schedules::MAX_SCHEDULES as u64,
+                overlord::schedule::DEFAULT_PER_OWNER as u64,
+                overlord::store::schedules::MAX_SCHEDULES as u64,
             )?,
             min_every_limited: num(
                 "min_every_limited",
-                crate::schedule::DEFAULT_MIN_EVERY_LIMITED,
-                crate::schedule::MAX_EVERY,
+                overlord::schedule::DEFAULT_MIN_EVERY_LIMITED,
+                overlord::schedule::MAX_EVERY,
             )? as u64,
             max_running_per_owner: num(
                 "max_running_per_owner",
-                crate::schedule::DEFAULT_RUNNING_PER_OWNER as u64,
+                overlord::schedule::DEFAULT_RUNNING_PER_OWNER as u64,
                 100_000,
             )?,
             cors_origins: text("cors_origins")

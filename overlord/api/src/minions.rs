@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, ErrorBody};
 use super::state::Api;
-use crate::targets::{Target, TargetError};
+use overlord::targets::{Target, TargetError};
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -75,7 +75,7 @@ pub async fn list(
     // Without `spec`, the collection (empty while no minion is enrolled);
     // with one, a SPEC as every door reads it: matching nothing the caller
     // may see is the gate's no-match, 404.
-    let filter = crate::gate::filter::Filter::parse(
+    let filter = overlord::gate::filter::Filter::parse(
         f.filter.as_deref(),
         f.filteror.as_deref(),
         f.grain.as_deref(),
@@ -83,9 +83,9 @@ pub async fn list(
     )?;
     let asked = f.spec.is_some() || filter.is_some();
     let spec = f.spec.unwrap_or_else(|| "*".into());
-    crate::gate::call::check_spec("spec", &spec)?;
+    overlord::gate::call::check_spec("spec", &spec)?;
     let no_match = || {
-        ApiError::from(crate::gate::GateError::Targets(TargetError::NoMatch(
+        ApiError::from(overlord::gate::GateError::Targets(TargetError::NoMatch(
             spec.clone(),
         )))
     };
@@ -93,7 +93,7 @@ pub async fn list(
     let spec2 = spec.clone();
     let (user, rights) = (caller.user(), caller.rights.clone());
     let targets = tokio::task::spawn_blocking(move || {
-        let found = crate::targets::resolve(&root, &spec2, None);
+        let found = overlord::targets::resolve(&root, &spec2, None);
         let allowed = (!caller.rights.admin).then(|| caller.rights.hosts_for(&root, None));
         (found, allowed)
     })
@@ -105,7 +105,7 @@ pub async fn list(
             .filter(|t| targets.1.as_ref().is_none_or(|a| a.contains(&t.name)))
             .collect(),
         Err(TargetError::NoMatch(_)) if !asked => Vec::new(),
-        Err(e) => return Err(crate::gate::GateError::Targets(e).into()),
+        Err(e) => return Err(overlord::gate::GateError::Targets(e).into()),
     };
     let mut not_judged = BTreeMap::new();
     if let (Some(filter), false) = (filter, targets.is_empty()) {
@@ -115,13 +115,13 @@ pub async fn list(
         not_judged = judged
             .unjudged
             .iter()
-            .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+            .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
             .collect();
     }
     if asked && targets.is_empty() && not_judged.is_empty() {
         return Err(no_match());
     }
-    targets.sort_by(|a: &Target, b: &Target| crate::values::natural_cmp(&a.name, &b.name));
+    targets.sort_by(|a: &Target, b: &Target| overlord::values::natural_cmp(&a.name, &b.name));
     let minions = targets
         .into_iter()
         .map(|t| MinionRow {
@@ -144,11 +144,11 @@ pub async fn methods(
     State(api): State<Arc<Api>>,
     Path(name): Path<String>,
 ) -> Result<Json<MinionMethods>, ApiError> {
-    crate::gate::rights::authorize_minion(&api.root, &caller.rights, &name, None)?;
-    let groups = crate::groups::Groups::load(&api.root.groups_file());
+    overlord::gate::rights::authorize_minion(&api.root, &caller.rights, &name, None)?;
+    let groups = overlord::groups::Groups::load(&api.root.groups_file());
     let _slot = super::calls::take_slot(&api, &caller)?;
     let target = Target::enrolled(&api.root, &name);
-    let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
+    let limit = Duration::from_secs_f64(overlord::settings::DEFAULT_TIMEOUT);
     let user = caller.user();
     let modules = api
         .pool
@@ -157,7 +157,7 @@ pub async fn methods(
     let Value::Array(modules) = modules else {
         return Err(ApiError::new(
             axum::http::StatusCode::BAD_GATEWAY,
-            format!("{name}: {}", crate::values::error_text(&modules)),
+            format!("{name}: {}", overlord::values::error_text(&modules)),
         ));
     };
     let names: Vec<String> = modules
@@ -186,7 +186,7 @@ pub async fn methods(
     }
     let mut out = BTreeMap::new();
     while let Some(Ok((module, args))) = asks.join_next().await {
-        let mut methods = match crate::values::to_json(&args) {
+        let mut methods = match overlord::values::to_json(&args) {
             serde_json::Value::Object(m) if !common::xmlrpc::is_remote_error(&args) => m,
             _ => serde_json::Map::new(),
         };

@@ -105,7 +105,7 @@ pub async fn login(
         token.expires,
         api.settings.sessions,
     );
-    let max_age = (token.expires - crate::store::now()).max(0.0) as u64;
+    let max_age = (token.expires - overlord::store::now()).max(0.0) as u64;
     let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age={max_age}");
     api.audit
         .line(&format!("api:{}", token.name), from, "login", &[], 200);

@@ -42,7 +42,7 @@ pub struct Bus {
 
 impl Bus {
     pub fn new(capacity: usize) -> Self {
-        let start = (crate::store::now() * 1e6) as u64;
+        let start = (overlord::store::now() * 1e6) as u64;
         Bus {
             inner: Mutex::new(Inner {
                 backlog: VecDeque::new(),

@@ -35,10 +35,10 @@ use bytes::Bytes;
 use super::auth::{Caller, Proof};
 use super::reply::{ApiError, Body, ErrorBody, Path, Query};
 use super::state::Api;
-use crate::relay::client::{HostLine, Results};
-use crate::relay::{Mode, RelayError, SealedRequest};
-use crate::store::{HostState, HostUpdate, JobStore as _};
-use crate::targets::Target;
+use overlord::relay::client::{HostLine, Results};
+use overlord::relay::{Mode, RelayError, SealedRequest};
+use overlord::store::{HostState, HostUpdate, JobStore as _};
+use overlord::targets::Target;
 
 /// Largest request an overlord may hand a relay (a million host names).
 pub const RELAY_BODY: usize = 64 << 20;
@@ -89,7 +89,7 @@ pub async fn relay(
     let (root, sealed2) = (api.root.clone(), sealed.clone());
     let opened = tokio::task::spawn_blocking(move || {
         let request = sealed2.open(&root)?;
-        let me = crate::seal::relay_name(&root).ok_or_else(|| {
+        let me = overlord::seal::relay_name(&root).ok_or_else(|| {
             RelayError::Untrusted(
                 "this func-api is no relay: its overlord certificate has no relay mark (certmaster-ca --relay NAME)"
                     .into(),
@@ -127,7 +127,7 @@ pub async fn relay(
     );
     api.audit
         .line(&caller.user(), caller.from, &action, &request.hosts, 200);
-    let order = crate::relay::Order::of(&request, sealed);
+    let order = overlord::relay::Order::of(&request, sealed);
     match request.mode {
         Mode::Now => now(api, caller, request, order, &me).await,
         Mode::Async => start(api, request, order, me).await,
@@ -144,14 +144,14 @@ struct Split {
 }
 
 /// The hosts of `request` as this relay (`me`) sends them ([`Split`]).
-fn split(request: &crate::relay::RelayRequest, routes: &crate::relay::Routes, me: &str) -> Split {
+fn split(request: &overlord::relay::RelayRequest, routes: &overlord::relay::Routes, me: &str) -> Split {
     let mine: BTreeSet<&String> = request.routes.get(me).into_iter().flatten().collect();
     let (direct, others): (Vec<String>, Vec<String>) =
         request.hosts.iter().cloned().partition(|h| mine.contains(h));
     let (lost, relayed) = routes.split(others);
     let why = |h: &String| {
         let e = RelayError::Config(format!("{h} is not behind relay {me}"));
-        (h.clone(), crate::relay::unreachable(&e))
+        (h.clone(), overlord::relay::unreachable(&e))
     };
     Split {
         direct,
@@ -163,13 +163,13 @@ fn split(request: &crate::relay::RelayRequest, routes: &crate::relay::Routes, me
 async fn now(
     api: Arc<Api>,
     caller: Caller,
-    request: crate::relay::RelayRequest,
-    order: crate::relay::Order,
+    request: overlord::relay::RelayRequest,
+    order: overlord::relay::Order,
     me: &str,
 ) -> Result<Response, ApiError> {
     let slot = super::calls::take_slot(&api, &caller)?;
     let root = api.root.clone();
-    let routes = tokio::task::spawn_blocking(move || crate::relay::Routes::load(&root, None))
+    let routes = tokio::task::spawn_blocking(move || overlord::relay::Routes::load(&root, None))
         .await
         .map_err(ApiError::internal)??
         .unwrap_or_default();
@@ -199,7 +199,7 @@ async fn now(
                 let _ = tx2.send((h.to_string(), v.clone()));
             },
         );
-        let handed_on = crate::relay::call_now(&api2.root, &routes, &order, relayed, tx);
+        let handed_on = overlord::relay::call_now(&api2.root, &routes, &order, relayed, tx);
         tokio::join!(direct_calls, handed_on);
     });
     let lines = futures_util::stream::unfold(Some(rx), |rx| async move {
@@ -230,12 +230,12 @@ async fn now(
 /// the job is next looked at (its driver is gone), never silently.
 async fn start(
     api: Arc<Api>,
-    request: crate::relay::RelayRequest,
-    order: crate::relay::Order,
+    request: overlord::relay::RelayRequest,
+    order: overlord::relay::Order,
     me: String,
 ) -> Result<Response, ApiError> {
     let typed = serde_json::to_string(&request.params).unwrap_or_else(|_| "[]".into());
-    let mut meta = crate::store::JobMeta::new_call(
+    let mut meta = overlord::store::JobMeta::new_call(
         &request.spec,
         &request.function,
         vec![typed.clone()],
@@ -250,7 +250,7 @@ async fn start(
     let api2 = Arc::clone(&api);
     let hosts = request.hosts.clone();
     let (id, routes) = tokio::task::spawn_blocking(move || -> Result<_, ApiError> {
-        let signer = crate::seal::Signer::load(&api2.root).map_err(ApiError::internal)?;
+        let signer = overlord::seal::Signer::load(&api2.root).map_err(ApiError::internal)?;
         let id = api2
             .store
             .create_sealed(meta, &hosts, &|m, h| signer.seal(m, h))
@@ -259,7 +259,7 @@ async fn start(
         api2.store
             .set_driver(&id, me, common::process::start_time(me).unwrap_or(0))
             .map_err(ApiError::store)?;
-        let routes = crate::relay::Routes::load(&api2.root, None)?.unwrap_or_default();
+        let routes = overlord::relay::Routes::load(&api2.root, None)?.unwrap_or_default();
         Ok((id, routes))
     })
     .await
@@ -282,9 +282,9 @@ const FLUSH_EVERY: usize = 1000;
 async fn dispatch(
     api: Arc<Api>,
     id: String,
-    request: crate::relay::RelayRequest,
-    order: crate::relay::Order,
-    (routes, me): (crate::relay::Routes, String),
+    request: overlord::relay::RelayRequest,
+    order: overlord::relay::Order,
+    (routes, me): (overlord::relay::Routes, String),
 ) {
     let Split {
         direct,
@@ -294,17 +294,17 @@ async fn dispatch(
     let mut changes: Vec<(String, HostUpdate)> = lost
         .into_iter()
         .map(|(host, v)| {
-            let result_xml = crate::jobs::encode_result(v);
+            let result_xml = overlord::jobs::encode_result(v);
             (host, HostUpdate::Finished { result_xml })
         })
         .collect();
-    for (host, job) in crate::relay::start_all(&api.root, &routes, &order, relayed).await {
+    for (host, job) in overlord::relay::start_all(&api.root, &routes, &order, relayed).await {
         changes.push(match job {
             Ok(minion_job) => (host, HostUpdate::Dispatched { minion_job }),
             Err(v) => (
                 host,
                 HostUpdate::Finished {
-                    result_xml: crate::jobs::encode_result(v),
+                    result_xml: overlord::jobs::encode_result(v),
                 },
             ),
         });
@@ -321,7 +321,7 @@ async fn dispatch(
         limit,
         Some(&order.user),
         move |h, v| {
-            let _ = tx.send((h.to_string(), crate::jobs::driver::dispatched(v)));
+            let _ = tx.send((h.to_string(), overlord::jobs::driver::dispatched(v)));
         },
     );
     let record = async {
@@ -341,7 +341,7 @@ async fn write(api: &Arc<Api>, id: &str, changes: Vec<(String, HostUpdate)>, don
     let (api, id) = (Arc::clone(api), id.to_string());
     let _ = tokio::task::spawn_blocking(move || {
         let what = format!("relay job {id}");
-        if let Err(e) = crate::store::api::retrying(&what, || api.store.update(&id, &changes, done)) {
+        if let Err(e) = overlord::store::api::retrying(&what, || api.store.update(&id, &changes, done)) {
             tracing::warn!(error = %e, "{what}: cannot record its dispatch");
         }
     })
@@ -429,7 +429,7 @@ pub struct MapQuery {
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct MapAnswer {
     #[schema(value_type = Object)]
-    pub map: crate::relay::Map,
+    pub map: overlord::relay::Map,
     /// Relays below this one that could not be asked.
     pub unreached: Vec<String>,
     /// This relay's name (its overlord certificate's): the name the map
@@ -449,7 +449,7 @@ pub async fn map(
     Query(q): Query<MapQuery>,
 ) -> Result<Json<MapAnswer>, ApiError> {
     overlord_only(&caller)?;
-    let (map, unreached) = crate::relay::build::build(&api.root, &api.pool, q.onlyalive).await?;
-    let name = crate::seal::relay_name(&api.root);
+    let (map, unreached) = overlord::relay::build::build(&api.root, &api.pool, q.onlyalive).await?;
+    let name = overlord::seal::relay_name(&api.root);
     Ok(Json(MapAnswer { map, unreached, name }))
 }

@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::Api;
-use crate::gate::rights::Rights;
-use crate::gate::GateError;
-use crate::schedule::{self, manage, Schedule};
+use overlord::gate::rights::Rights;
+use overlord::gate::GateError;
+use overlord::schedule::{self, manage, Schedule};
 
 /// The longest sleep between two looks at the store.
 const LOOK_EVERY: f64 = 1.0;
@@ -60,7 +60,7 @@ async fn run(api: Arc<Api>) {
             let api2 = Arc::clone(&api);
             let _ = tokio::task::spawn_blocking(move || manage::observe(&api2.store, &api2.root)).await;
         }
-        let now = crate::store::now();
+        let now = overlord::store::now();
         let api2 = Arc::clone(&api);
         let looked = tokio::task::spawn_blocking(move || api2.store.due_schedules(now, BATCH)).await;
         let (due, next) = match looked {
@@ -88,7 +88,9 @@ async fn run(api: Arc<Api>) {
         if took {
             continue;
         }
-        let until = next.map_or(LOOK_EVERY, |n| (n - crate::store::now()).clamp(0.0, LOOK_EVERY));
+        let until = next.map_or(LOOK_EVERY, |n| {
+            (n - overlord::store::now()).clamp(0.0, LOOK_EVERY)
+        });
         tokio::time::sleep(Duration::from_secs_f64(until.max(0.005))).await;
     }
 }
@@ -162,7 +164,7 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
             Some(claimed) => claimed,
             None => return false,
         },
-        Err(GateError::Engine(crate::error::EngineError::Record(why))) => {
+        Err(GateError::Engine(overlord::error::EngineError::Record(why))) => {
             // A record that cannot be read is never run; said once.
             static SAID: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
                 std::sync::Mutex::new(None);
@@ -246,7 +248,7 @@ fn owner_rights(api: &Api, s: &Schedule) -> Result<Rights, String> {
             "its owner's token {} was revoked (a new token has its name): schedule disabled",
             owner.name
         )),
-        Some(t) if t.expired(crate::store::now()) => Err(format!(
+        Some(t) if t.expired(overlord::store::now()) => Err(format!(
             "its owner's token {} expired: schedule disabled",
             owner.name
         )),
@@ -267,11 +269,11 @@ async fn trusted_call(
     api: &Arc<Api>,
     s: &Schedule,
     rights: &Rights,
-) -> Result<(crate::gate::Call, Vec<crate::targets::Target>), String> {
+) -> Result<(overlord::gate::Call, Vec<overlord::targets::Target>), String> {
     let (api2, s2, rights2) = (Arc::clone(api), s.clone(), rights.clone());
     let judged = tokio::task::spawn_blocking(move || -> Result<_, String> {
         if let Some(job) = &s2.last_job {
-            if let Ok(Some(rec)) = crate::store::JobStore::load(&api2.store, job) {
+            if let Ok(Some(rec)) = overlord::store::JobStore::load(&api2.store, job) {
                 if running(&rec) {
                     return Err(format!("skipped: the previous run {job} is still running"));
                 }
@@ -289,7 +291,7 @@ async fn trusted_call(
                 .collect();
             let busy = match others.is_empty() {
                 true => 0,
-                false => crate::store::JobStore::load_many(&api2.store, &others).unwrap_or_default().iter().filter(|r| running(r)).count(),
+                false => overlord::store::JobStore::load_many(&api2.store, &others).unwrap_or_default().iter().filter(|r| running(r)).count(),
             };
             if busy >= max {
                 return Err(format!(
@@ -299,7 +301,7 @@ async fn trusted_call(
             }
         }
         let call = s2.call().map_err(|e| format!("refused: {e}"))?;
-        let targets = crate::gate::rights::authorize_call(&api2.root, &rights2, &call)
+        let targets = overlord::gate::rights::authorize_call(&api2.root, &rights2, &call)
             .map_err(|e| format!("refused: {e}"))?;
         Ok((call, targets))
     })
@@ -324,9 +326,9 @@ async fn trusted_call(
 
 /// Whether a scheduled run's job still runs (a job whose driver died
 /// before it dispatched will not go on: it holds nothing back).
-fn running(rec: &crate::store::JobRecord) -> bool {
-    let stalled = !rec.meta.dispatched && !rec.meta.batch && crate::jobs::driver_gone(&rec.meta);
-    rec.meta.ended.is_none() && crate::jobs::tally(rec).pending > 0 && !stalled
+fn running(rec: &overlord::store::JobRecord) -> bool {
+    let stalled = !rec.meta.dispatched && !rec.meta.batch && overlord::jobs::driver_gone(&rec.meta);
+    rec.meta.ended.is_none() && overlord::jobs::tally(rec).pending > 0 && !stalled
 }
 
 /// Starts the run as a job of the owner carrying the schedule's name (a
@@ -335,11 +337,11 @@ async fn start_run(
     api: &Arc<Api>,
     s: &Schedule,
     rights: &Rights,
-    call: crate::gate::Call,
-    targets: Vec<crate::targets::Target>,
+    call: overlord::gate::Call,
+    targets: Vec<overlord::targets::Target>,
 ) -> Outcome {
     let names: Vec<String> = targets.into_iter().map(|t| t.name).collect();
-    let who = crate::jobs::start::Caller {
+    let who = overlord::jobs::start::Caller {
         user: s.owner.user.clone(),
         rights: rights.signed(),
     };

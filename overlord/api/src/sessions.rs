@@ -23,11 +23,11 @@ impl Sessions {
     /// The token hash of live session `id`.
     pub fn get(&self, id: &str) -> Option<String> {
         let s = self.live.get(id)?;
-        (crate::store::now() < s.expires).then(|| s.hash.clone())
+        (overlord::store::now() < s.expires).then(|| s.hash.clone())
     }
 
     pub fn insert(&mut self, id: String, hash: String, expires: f64, max: usize) {
-        let now = crate::store::now();
+        let now = overlord::store::now();
         self.live.retain(|_, s| s.expires > now);
         // One token's logins push out only its own oldest sessions.
         let mine: Vec<(String, f64)> = self

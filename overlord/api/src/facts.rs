@@ -15,8 +15,8 @@ use serde::Serialize;
 use super::auth::Caller;
 use super::reply::{ApiError, ErrorBody, Path};
 use super::state::Api;
-use crate::store::JobStore as _;
-use crate::targets::Target;
+use overlord::store::JobStore as _;
+use overlord::targets::Target;
 
 /// A minion's facts, and when they were read.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -46,19 +46,19 @@ pub async fn facts(
     State(api): State<Arc<Api>>,
     Path(name): Path<String>,
 ) -> Result<Json<MinionFacts>, ApiError> {
-    crate::gate::rights::authorize_minion(&api.root, &caller.rights, &name, Some("fact.items"))?;
+    overlord::gate::rights::authorize_minion(&api.root, &caller.rights, &name, Some("fact.items"))?;
     let _slot = super::calls::take_slot(&api, &caller)?;
     let target = Target::enrolled(&api.root, &name);
-    let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
+    let limit = Duration::from_secs_f64(overlord::settings::DEFAULT_TIMEOUT);
     let answer = api
         .pool
         .call(&target, "fact.items", Vec::new(), limit, Some(&caller.user()))
         .await;
     let api2 = Arc::clone(&api);
     let host = name.clone();
-    let stored = tokio::task::spawn_blocking(move || match (crate::values::to_json(&answer), answer) {
+    let stored = tokio::task::spawn_blocking(move || match (overlord::values::to_json(&answer), answer) {
         (serde_json::Value::Object(facts), Value::Struct(_)) => {
-            let seen = crate::store::now();
+            let seen = overlord::store::now();
             api2.store
                 .save_facts(&[(host.as_str(), &facts)], seen, true)
                 .map_err(ApiError::store)?;
@@ -71,7 +71,7 @@ pub async fn facts(
             })
         }
         (_, failed) => {
-            let why = crate::values::error_text(&failed);
+            let why = overlord::values::error_text(&failed);
             match api2.store.last_facts(&host).map_err(ApiError::store)? {
                 Some(kept) => Ok(MinionFacts {
                     minion: host,
