@@ -20,6 +20,7 @@ pub mod fact_query;
 pub mod identity;
 pub mod outcome;
 pub mod paths;
+pub mod principal;
 pub mod private;
 pub mod process;
 pub mod rpc;

@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod errors;
+pub mod json;
 pub mod lenient;
 
 pub use errors::{DecodeError, FAULT_ENCODING, FAULT_FUNC, FAULT_INVALID_REQUEST, FAULT_PARSE};

@@ -18,7 +18,7 @@ pub struct JobMeta {
     /// `module.method`.
     pub function: String,
     pub args: Vec<String>,
-    /// Who started it (`cli:USER`, `api:NAME`: `crate::principal`).
+    /// Who started it (`cli:USER`, `api:NAME`: `common::principal`).
     #[serde(deserialize_with = "spelled_user")]
     pub user: String,
     pub started: f64,
@@ -89,7 +89,7 @@ impl JobMeta {
                 None => args,
             },
             typed_args,
-            user: crate::principal::cli_user(),
+            user: common::principal::cli_user(),
             started: now(),
             ended: None,
             dispatched: false,
@@ -127,7 +127,9 @@ impl JobMeta {
             .as_deref()
             .and_then(|t| serde_json::from_str(t).ok())
         {
-            Some(serde_json::Value::Array(items)) => items.iter().map(crate::values::from_json).collect(),
+            Some(serde_json::Value::Array(items)) => {
+                items.iter().map(common::xmlrpc::json::from_json).collect()
+            }
             _ => self
                 .args
                 .iter()
@@ -300,9 +302,9 @@ pub fn job_id(spec: &str, function: &str, stamp_us: u64) -> String {
     )
 }
 
-/// A job's user as `crate::principal` spells it (older records named the
+/// A job's user as `common::principal` spells it (older records named the
 /// command line's user bare).
 fn spelled_user<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let recorded = String::deserialize(d)?;
-    Ok(crate::principal::job_user(&recorded))
+    Ok(common::principal::job_user(&recorded))
 }

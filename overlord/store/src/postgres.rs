@@ -322,7 +322,7 @@ impl PgStore {
     /// The newest job of `user` (also under the bare name older records
     /// gave the command line's user).
     pub fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
-        let spellings = crate::principal::job_user_spellings(user);
+        let spellings = common::principal::job_user_spellings(user);
         self.with(|c| {
             let rows = c.query(
                 "SELECT id, ended FROM func_jobs WHERE user_name = ANY($1) ORDER BY started DESC, id DESC LIMIT 20",

@@ -155,7 +155,7 @@ pub fn retrying<T>(what: &str, mut op: impl FnMut() -> Result<T, StoreError>) ->
         match op() {
             Err(StoreError::Unavailable(why)) if begun.elapsed() < OUTAGE_PATIENCE => {
                 if said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60)) {
-                    crate::log::line(&format!("{what}: {why}; keeping the results and trying again"));
+                    crate::log_line(&format!("{what}: {why}; keeping the results and trying again"));
                     said = Some(std::time::Instant::now());
                 }
                 std::thread::sleep(pause);
@@ -163,7 +163,7 @@ pub fn retrying<T>(what: &str, mut op: impl FnMut() -> Result<T, StoreError>) ->
             }
             other => {
                 if said.is_some() && other.is_ok() {
-                    crate::log::line(&format!("{what}: the store is back; results written"));
+                    crate::log_line(&format!("{what}: the store is back; results written"));
                 }
                 return other;
             }

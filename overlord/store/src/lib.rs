@@ -23,3 +23,24 @@ pub use types::{
     job_id, now, FactsRecord, HostEntry, HostState, HostUpdate, JobMeta, JobRecord, Seal, StoreError,
     DEFAULT_KEEP_JOBS,
 };
+
+/// Writes one log line on stderr (a store that heals says so where the
+/// engine's log goes); a closed stderr is ignored.
+pub(crate) fn log_line(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+/// A stored `<methodResponse>` read back (the tests of stored results).
+#[cfg(test)]
+pub(crate) fn test_decode(xml: &str) -> common::Value {
+    let limits = common::xmlrpc::Limits {
+        max_body: usize::MAX,
+        max_depth: common::xmlrpc::DEFAULT_MAX_DEPTH,
+        max_values: usize::MAX,
+    };
+    match common::xmlrpc::decode_response(xml.as_bytes(), &limits) {
+        Ok(Ok(v)) => v,
+        other => panic!("not a stored result: {other:?}"),
+    }
+}

@@ -524,7 +524,7 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::types::{job_id, HostState, HostUpdate};
+    use crate::types::{job_id, HostState, HostUpdate};
 
     #[test]
     fn pages_newest_first_with_a_cursor_and_a_generation_that_grows() {
@@ -670,7 +670,7 @@ mod tests {
         assert_eq!(job.hosts.len(), 2);
         for entry in job.hosts.values() {
             assert_eq!(entry.state, HostState::Finished);
-            let value = crate::jobs::decode_result(entry.result_xml.as_deref().unwrap());
+            let value = crate::test_decode(entry.result_xml.as_deref().unwrap());
             assert_eq!(value, common::Value::Integer(5));
         }
         assert_eq!(store.list_page(usize::MAX, None).unwrap()[0].id, id);

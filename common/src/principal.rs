@@ -9,7 +9,7 @@
 
 /// The command line's principal: `cli:USER`.
 pub fn cli_user() -> String {
-    format!("cli:{}", common::process::invoking_user())
+    format!("cli:{}", crate::process::invoking_user())
 }
 
 /// A job's recorded user in this spelling (a bare name is the command
