@@ -15,10 +15,10 @@ use clap_complete::Shell;
 fn main() -> anyhow::Result<()> {
     let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "target/docs".into()));
     let commands = [
-        ("1", overlord::cli::docs_command()),
-        ("1", overlord::func_transmit::Cli::command()),
-        ("1", overlord::inventory::Cli::command()),
-        ("1", overlord::build_map::Cli::command()),
+        ("1", overlord_cli::cli::docs_command()),
+        ("1", overlord_cli::func_transmit::Cli::command()),
+        ("1", overlord_cli::inventory::Cli::command()),
+        ("1", overlord_cli::build_map::Cli::command()),
         ("8", overlord_api::cli::Cli::command()),
         ("8", minion::cli::Cli::command()),
         ("8", certmaster_server::cli::CertmasterCli::command()),

@@ -1,0 +1,403 @@
+//! `func SPEC call [OPTIONS] MODULE METHOD [ARGS...]`: run one method on
+//! every target. Options may stand before or after MODULE METHOD; `--`
+//! ends them. Arguments go over the wire as strings, as Func sends them;
+//! the minion's modules coerce them.
+//!
+//! `--async` (or a method listed in `etc/func/async_methods.conf`
+//! `force_async`, as in Func) reserves a job id, starts a detached driver
+//! and then polls, printing each host as it finishes; with `--nopoll` it
+//! prints `JOB_ID: <id>` and returns at once. `--jobstatus JOB_ID` is an
+//! alias of `func job_status JOB_ID`.
+
+use std::time::{Duration, Instant};
+
+use common::config::Ini;
+
+use overlord::gate::{self, CallFields, Run};
+use overlord::jobs;
+use overlord::plan::{split_flag, Globals, Plan, PlanError};
+
+/// `call` parsed: a call through the gate, or Func's `--jobstatus` alias.
+#[derive(Debug)]
+pub enum Call {
+    Run {
+        call: gate::Call,
+        /// `--nopoll`: print the job id and return.
+        nopoll: bool,
+    },
+    /// `--jobstatus JOB_ID`.
+    JobStatus { id: String },
+}
+
+/// The options `call` knows (its own and the global ones), for suggestions.
+const CALL_OPTIONS: &[&str] = &[
+    "--async",
+    "--nopoll",
+    "--jobstatus",
+    "--batch",
+    "--batch-wait",
+    "--failhard",
+    "--json",
+    "--json-args",
+    "--out",
+    "--forks",
+    "--timeout",
+    "--exclude",
+    "--filter",
+    "--filteror",
+    "--grain",
+    "--fact-query",
+    "--verbose",
+    "--quiet",
+];
+
+/// `--json-args` read (a JSON array, and no other arguments besides
+/// MODULE METHOD).
+fn typed(text: &str, words: usize) -> Result<Vec<serde_json::Value>, PlanError> {
+    if words > 2 {
+        return Err(PlanError::Usage(
+            "--json-args gives all the arguments: put none after MODULE METHOD".into(),
+        ));
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Array(v)) => Ok(v),
+        Ok(_) => Err(PlanError::Usage(
+            "--json-args takes a JSON array: '[\"arg\", 2, {\"k\": true}]'".into(),
+        )),
+        Err(e) => Err(PlanError::Usage(format!("--json-args is not JSON: {e}"))),
+    }
+}
+
+impl Call {
+    /// `call` from what clap parsed: the options before MODULE METHOD,
+    /// then the words, in which known options (call's and the global ones)
+    /// still count until `--`; other dash words are arguments once MODULE
+    /// METHOD are there (so `process info -auxh` works), a usage error
+    /// before (with a suggestion). The call itself is checked by the gate.
+    pub fn from_args(a: crate::cli::CallArgs, spec: &str, globals: &mut Globals) -> Result<Self, PlanError> {
+        let rest = a.words;
+        let mut positional = Vec::new();
+        let (mut asynchronous, mut nopoll, mut jobstatus) = (a.asynchronous, a.nopoll, a.jobstatus);
+        let (mut batch, mut batch_wait, mut failhard) = (a.batch, a.batch_wait, a.failhard);
+        let mut typed_args = a.json_args;
+        let (mut filter, mut filteror, mut grain, mut fact_query) = (None, None, None, None);
+        let mut i = 0;
+        while i < rest.len() {
+            let arg = &rest[i];
+            if arg == "--" {
+                positional.extend(rest[i + 1..].iter().cloned());
+                break;
+            }
+            let (flag, inline) = split_flag(arg);
+            let before_method = positional.len() < 2;
+            let value = |i: &mut usize| overlord::plan::option_value(&rest, i, &flag, inline.clone());
+            match flag.as_str() {
+                "--json" | "-j" => globals.json = true,
+                "-v" | "--verbose" => globals.verbose += 1,
+                "-q" | "--quiet" => globals.quiet = true,
+                "--async" | "-a" => asynchronous = true,
+                "--nopoll" | "-n" => nopoll = true,
+                "--jobstatus" | "-s" => jobstatus = true,
+                "--failhard" => failhard = true,
+                "--forks" => globals.forks = Some(overlord::plan::forks(&value(&mut i)?)?),
+                "-t" | "--timeout" => {
+                    globals.timeout = Some(overlord::plan::positive(&flag, &value(&mut i)?)?)
+                }
+                "-e" | "--exclude" => globals.exclude = Some(value(&mut i)?),
+                "--batch" | "-b" => batch = Some(value(&mut i)?),
+                "--batch-wait" => batch_wait = Some(value(&mut i)?),
+                "--json-args" => typed_args = Some(value(&mut i)?),
+                "--filter" => filter = Some(value(&mut i)?),
+                "--filteror" => filteror = Some(value(&mut i)?),
+                "-G" | "--grain" => grain = Some(value(&mut i)?),
+                "--fact-query" => fact_query = Some(value(&mut i)?),
+                "--out" => match value(&mut i)?.as_str() {
+                    "json" => globals.json = true,
+                    "yaml" => globals.out = overlord::output::Format::Yaml,
+                    "txt" => globals.out = overlord::output::Format::Txt,
+                    "xmlrpc" => globals.out = overlord::output::Format::Xmlrpc,
+                    other => {
+                        return Err(PlanError::Usage(format!(
+                            "--out takes json, yaml, txt or xmlrpc, not {other:?}"
+                        )))
+                    }
+                },
+                f if f.starts_with('-') && f.len() > 1 && before_method => {
+                    return Err(PlanError::Usage(format!(
+                        "call: unknown option {f}{} (use -- before method arguments that start with '-')",
+                        crate::cli::did_you_mean(f, CALL_OPTIONS)
+                    )));
+                }
+                _ => positional.push(arg.clone()),
+            }
+            i += 1;
+        }
+        if jobstatus {
+            return match positional.as_slice() {
+                [id] => Ok(Self::JobStatus { id: id.clone() }),
+                _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
+            };
+        }
+        // Salt's habit: `call test.ping`, `call command.run uptime`.
+        if let Some((module, method)) = positional.first().and_then(|w| w.split_once('.')) {
+            // `async.M` is refused by the gate, as through every door.
+            if !module.is_empty() && !method.is_empty() && !method.contains('.') && module != "async" {
+                let rest: String = positional[1..]
+                    .iter()
+                    .map(|a| format!(" {}", overlord::interrupt::shell_quote(a)))
+                    .collect();
+                let (ours, name) = crate::cli::func_call_for_salt(module, method);
+                return Err(PlanError::Usage(format!(
+                    "call takes MODULE and METHOD as two words: try `call {ours} {name}{rest}` (Salt's {module}.{method} is Func's {ours} {name})"
+                )));
+            }
+        }
+        if positional.len() < 2 {
+            return Err(PlanError::Usage("call needs MODULE METHOD [ARGS...]".into()));
+        }
+        let (module, method) = (positional[0].clone(), positional[1].clone());
+        if nopoll && !asynchronous && !forced_async(&globals.root, &format!("{module}.{method}")) {
+            return Err(PlanError::Usage("--nopoll needs --async".into()));
+        }
+        // `call command run ls -la /`: the shell split one command line.
+        if module == "command" && method == "run" && typed_args.is_none() && positional.len() > 3 {
+            let line = positional[2..].join(" ");
+            return Err(PlanError::Usage(format!(
+                "command run takes one command line: quote it, as in `call command run {}`",
+                overlord::interrupt::shell_quote(&line)
+            )));
+        }
+        let (args, words) = match typed_args {
+            Some(t) => (typed(&t, positional.len())?, None),
+            None => (Vec::new(), Some(positional[2..].to_vec())),
+        };
+        let call = gate::Call::new(CallFields {
+            spec: spec.to_string(),
+            exclude: globals.exclude.clone(),
+            module,
+            method,
+            args,
+            words,
+            asynchronous,
+            batch,
+            batch_wait,
+            failhard,
+            timeout: globals.timeout.map(|t| t.to_string()),
+            forks: globals.forks.map(|n| n.to_string()),
+            filter: None,
+            filteror: None,
+            grain: None,
+            fact_query: None,
+            delegate: globals.delegate,
+        })?;
+        // Filters given after MODULE METHOD replace those before them.
+        if filter.is_some() || filteror.is_some() || grain.is_some() || fact_query.is_some() {
+            let query = gate::filter::query_text(fact_query.as_deref())?;
+            globals.filter = gate::filter::Filter::parse(
+                filter.as_deref(),
+                filteror.as_deref(),
+                grain.as_deref(),
+                query.as_ref(),
+            )?;
+        }
+        Ok(Self::Run { call, nopoll })
+    }
+
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let (call, nopoll) = match self {
+            Call::JobStatus { id } => {
+                let status = overlord::status::check(plan, id, false)?;
+                overlord::status::print(plan, id, &status);
+                return Ok(overlord::status::exit_code(&status));
+            }
+            Call::Run { call, nopoll } => (call, *nopoll),
+        };
+        let function = call.function();
+        match call.run {
+            Run::Batch { .. } => return run_batch(plan, call),
+            Run::Async => return run_async(plan, call, nopoll),
+            Run::Now if forced_async(&plan.root, &function) => return run_async(plan, call, nopoll),
+            Run::Now => {}
+        }
+        let action = overlord::calling::call_action(&function, call.params())?;
+        let code =
+            overlord::calling::call_and_show(plan, &function, &action, overlord::report::block, &|v| v)?;
+        if code != 0 && !plan.quiet {
+            if let Some(hint) = salt_module_hint(&function) {
+                overlord::errln!("{hint}");
+            }
+        }
+        Ok(code)
+    }
+}
+
+/// The job's record, with this plan's dispatch settings.
+fn meta(plan: &Plan, call: &gate::Call, hosts: usize) -> overlord::store::JobMeta {
+    jobs::start::meta(
+        call,
+        hosts,
+        (plan.dispatch.timeout_secs, plan.dispatch.forks),
+        None,
+    )
+}
+
+/// `--batch`: a sliding window driven here (printing hosts as they end),
+/// or with `--async` by a detached driver.
+fn run_batch(plan: &Plan, call: &gate::Call) -> Result<i32, PlanError> {
+    use overlord::batch::{driver, machine};
+    let targets = plan.targets()?;
+    plan.check_credentials()?;
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    let store = plan.store();
+    let started = jobs::start::start(&store, &plan.root, call, names, meta(plan, call, targets.len()))?;
+    let id = started.id;
+    if let Some(child) = started.driver {
+        drop(child);
+        show_job_id(plan, &id);
+        return Ok(0);
+    }
+    plan.detail(&targets);
+    plan.say(&format!(
+        "JOB_ID: {} (batch of {} over {} hosts)",
+        overlord::interrupt::shell_quote(&id),
+        started.batch_size.unwrap_or(1),
+        targets.len()
+    ));
+    let json = plan.json;
+    overlord::interrupt::catch();
+    let function = call.function();
+    let names = targets.iter().map(|t| t.name.clone());
+    let mut report = overlord::report::Report::new(plan, &function, names, overlord::report::block);
+    let rec = driver::drive(
+        &store,
+        &plan.root,
+        &id,
+        &overlord::settings::Calling {
+            credentials: plan.credentials(),
+            max_response: plan.dispatch.max_response,
+        },
+        &overlord::interrupt::requested,
+        |host, end, value| {
+            let shown = match (end, value) {
+                (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
+                _ => driver::end_error(end),
+            };
+            report.host(host, &shown);
+        },
+    )?;
+    report.finish();
+    if rec.interrupted {
+        let q = overlord::interrupt::shell_quote(&id);
+        overlord::errln!(
+            "\ninterrupted: batch {q} stopped dispatching; hosts already running keep running.\n  follow:  func batch status {q} --follow\n  stop:    func batch stop {q} [--kill]\n  resume:  func batch recover {q}"
+        );
+        return Ok(overlord::interrupt::EXIT);
+    }
+    if json {
+        let status = overlord::status::check(plan, &id, false)?;
+        overlord::status::print(plan, &id, &status);
+    }
+    if let Some(why) = &rec.state.halted {
+        plan.say(&format!("batch halted: {why}"));
+    }
+    Ok(i32::from(
+        rec.state.ended.values().any(machine::HostEnd::is_failure),
+    ))
+}
+
+fn run_async(plan: &Plan, call: &gate::Call, nopoll: bool) -> Result<i32, PlanError> {
+    // Names only: the driver reads each address when it calls.
+    let hosts = plan.target_names()?;
+    plan.check_credentials()?;
+    let meta = meta(plan, call, hosts.len());
+    let started = jobs::start::start(&plan.store(), &plan.root, call, hosts, meta)?;
+    let (id, mut driver) = (started.id, started.driver);
+    if nopoll {
+        show_job_id(plan, &id);
+        return Ok(0);
+    }
+    plan.say(&format!("JOB_ID: {}", overlord::interrupt::shell_quote(&id)));
+    overlord::interrupt::catch();
+    let mut reap = || {
+        if let Some(d) = driver.as_mut() {
+            let _ = d.try_wait();
+        }
+    };
+    let (status, _) = poll_and_print(plan, &id, &mut reap)?;
+    reap();
+    if overlord::interrupt::requested() && !status.finished() {
+        let q = overlord::interrupt::shell_quote(&id);
+        overlord::errln!(
+            "\ninterrupted: job {q} keeps running on its hosts ({} of {} finished).\n  follow:  func job_status {q} --wait\n  stop:    func jobs kill {q}",
+            status.results.len(),
+            status.results.len() + status.waiting.len()
+        );
+        return Ok(overlord::interrupt::EXIT);
+    }
+    if plan.json {
+        overlord::status::print(plan, &id, &status);
+    }
+    Ok(overlord::status::exit_code(&status))
+}
+
+/// Polls job `id` until it finishes (or the `-t` deadline), printing each
+/// host's result as it arrives, with a progress line on a terminal.
+fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs::Status, bool), PlanError> {
+    let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
+    let mut report: Option<overlord::report::Report<'_>> = None;
+    let status = overlord::status::watch(plan, id, deadline, |status| {
+        tick();
+        let report = report.get_or_insert_with(|| {
+            let hosts = status.results.keys().chain(status.waiting.keys()).cloned();
+            overlord::report::Report::new(plan, status.method(), hosts, overlord::report::block)
+        });
+        for (host, value) in &status.results {
+            report.host(host, value);
+        }
+    })?;
+    // Neither finished nor unknown: the -t deadline passed.
+    if !status.finished()
+        && status.code != jobs::LOST_IN_SPACE
+        && !plan.json
+        && !overlord::interrupt::requested()
+    {
+        for (host, why) in &status.waiting {
+            overlord::outln!(
+                "{host}:\n    (no result within -t: {})",
+                overlord::output::shown_line(why)
+            );
+        }
+    }
+    let all_ok = report.as_mut().is_none_or(|r| r.finish());
+    Ok((status, all_ok))
+}
+
+/// The id of a job that runs on: `JOB_ID: <id, shell-quoted>` to copy, or
+/// `{"job_id": ID}` with `--json`.
+fn show_job_id(plan: &Plan, id: &str) {
+    match plan.json {
+        true if plan.out == overlord::output::Format::Json => {
+            overlord::outln!("{}", serde_json::json!({ "job_id": id }))
+        }
+        true => overlord::output::print_doc(plan.out, &serde_json::json!({ "job_id": id })),
+        false => overlord::outln!("JOB_ID: {}", overlord::interrupt::shell_quote(id)),
+    }
+}
+
+/// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.
+fn forced_async(root: &common::paths::Root, method: &str) -> bool {
+    Ini::load(&root.async_methods_conf())
+        .map(|ini| ini.list("main", "force_async").iter().any(|m| m == method))
+        .unwrap_or(false)
+}
+
+/// Salt's module names that Func calls otherwise: a hint after a call to
+/// one of them failed (a drop-in module may carry the name, so the call is
+/// made; the hint only follows a failure).
+fn salt_module_hint(method: &str) -> Option<String> {
+    let (module, name) = method.split_once('.')?;
+    let ours = crate::cli::func_module_for_salt(module)?;
+    Some(format!(
+        "hint: Salt's {module}.{name} is Func's {ours}.{name}: func SPEC call {ours} {name} ..."
+    ))
+}

@@ -1,0 +1,40 @@
+//! `func jobs lookup JOB_ID [--missing]`: per-host results like
+//! `job_status` (unfinished hosts are asked first); `--missing` lists only
+//! the hosts that have not returned, with why: not dispatched yet, running,
+//! or unreachable (and the error).
+
+use overlord::jobs;
+use overlord::plan::{Plan, PlanError};
+
+#[derive(Debug)]
+pub struct Lookup {
+    pub id: String,
+    pub missing: bool,
+}
+
+impl Lookup {
+    pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
+        let status = overlord::status::refreshed(plan, &self.id)?;
+        if !self.missing {
+            overlord::status::print(plan, &self.id, &status);
+            return Ok(overlord::status::exit_code(&status));
+        }
+        if status.code == jobs::LOST_IN_SPACE {
+            overlord::status::print(plan, &self.id, &status);
+            return Ok(1);
+        }
+        if plan.json {
+            overlord::output::print_doc(plan.out, &status.waiting);
+        } else if status.waiting.is_empty() {
+            overlord::outln!(
+                "nothing missing: all {} hosts have answered",
+                status.results.len()
+            );
+        } else {
+            for (host, why) in &status.waiting {
+                overlord::outln!("{host}: {}", overlord::output::shown_line(why));
+            }
+        }
+        Ok(0)
+    }
+}

@@ -1,0 +1,27 @@
+//! `func SPEC ping`: `test.ping` on every target, one line per host:
+//! `[ ok ... ] host` or `[ FAILED ] host`.
+
+use common::Value;
+
+use overlord::plan::{Plan, PlanError};
+
+pub fn run(plan: &Plan) -> Result<i32, PlanError> {
+    let action = overlord::calling::call_action("test.ping", Vec::new())?;
+    overlord::calling::call_and_show(plan, "test.ping", &action, line, &|v| v)
+}
+
+/// `[ ok ... ] host` or `[ FAILED ] host  (why)`.
+fn line(_method: &str, host: &str, value: &Value, colour: bool) -> String {
+    if *value == Value::Integer(1) {
+        return format!("[ ok ... ] {host}\n");
+    }
+    let why = if common::xmlrpc::is_remote_error(value) {
+        overlord::output::error_line(value)
+    } else {
+        "unexpected answer".into()
+    };
+    format!(
+        "{} {host}  ({why})\n",
+        overlord::report::red("[ FAILED ]", colour)
+    )
+}
