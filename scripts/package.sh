@@ -68,15 +68,15 @@ COPYRIGHT
 	# systemctl --no-block (deb-systemd-invoke waits until it is ready, and
 	# funcd is ready only once signed); the overlord's and certmaster's
 	# configuration may hold the store's password, so it is 0600;
-	# the YAML reader of func-transmit, func, func-api and func-build-map
-	# (the delegation map), and funcd's (overlord.map_minions reads that
+	# the YAML reader of func-transmit, func, func-api, func-build-map
+	# (the delegation map) and func-inventory (linked with the doors), and funcd's (overlord.map_minions reads that
 	# map) is unsafe-libyaml, a Rust translation of libyaml, not a copy of
 	# the C library lintian looks for.
 	install -d "$root/usr/share/lintian/overrides"
 	{
 		printf '%s: maintainer-script-calls-systemctl\n' "$name"
 		if [ -e "$root/usr/bin/func-transmit" ]; then
-			for b in usr/bin/func-transmit usr/bin/func usr/sbin/func-api usr/bin/func-build-map; do
+			for b in usr/bin/func-transmit usr/bin/func usr/sbin/func-api usr/bin/func-build-map usr/bin/func-inventory; do
 				printf '%s: embedded-library libyaml [%s]\n' "$name" "$b"
 			done
 			printf '%s: non-standard-file-perm 0600 != 0644 [etc/func/overlord.conf]\n' "$name"

@@ -3,7 +3,7 @@
 //! its input (clap words, JSON, YAML, Func's protocol) onto the same typed
 //! request, which is validated here and nowhere else, and every refusal is
 //! one [`GateError`] with one exit status and one HTTP status. What a
-//! request does once it passed is the engine's (`crate::engine`).
+//! request does once it passed is the engine's (the rest of this crate).
 //!
 //! - [`call`]: the call request (`SPEC call MODULE METHOD ARGS`, async,
 //!   batch) and its validation;
