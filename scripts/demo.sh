@@ -16,7 +16,7 @@ for name in web1 web2 db1; do
 	targets+=("$FLEET_ADDR")
 done
 # A role for each, as a local fact (etc/func/facts.d, read at every call),
-# so the README's fact filters work on the demo fleet.
+# so the fact filters of the README's tour and docs/USING.md work on the demo fleet.
 for name in web1 web2 db1; do
 	role=web
 	[ "$name" = db1 ] && role=db
@@ -27,7 +27,7 @@ for name in web1 web2 db1; do
 	chmod 0644 ".demo/$name/etc/func/facts.d/role.json"
 done
 export FUNC_ROOT=$PWD/.demo/certmaster
-# Two groups, so the README's @group examples work on the demo fleet.
+# Two groups, so the @group examples (README, docs/USING.md) work on the demo fleet.
 mkdir -p "$FUNC_ROOT/etc/func"
 printf '[web]\nhost = web1, web2\n\n[db]\nhost = db1\n' >"$FUNC_ROOT/etc/func/groups"
 echo "certmaster on $FLEET_CM; enrolled: ${targets[*]}; groups @web (web1, web2), @db (db1); fact role=web|db"

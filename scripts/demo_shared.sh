@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo-shared`: "Several overlords (PostgreSQL)" from the README, on
+# `make demo-shared`: "Several overlords (PostgreSQL)" from docs/SCALING.md, on
 # the demo fleet. Needs `make demo` running in another terminal (it keeps
 # the fleet up until Enter) and PostgreSQL's server (`make deps` installs
 # it). Starts a private PostgreSQL (socket only, in .demo/pg), points the

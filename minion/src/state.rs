@@ -36,7 +36,7 @@ pub struct Minion {
 /// Why a minion cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("minion {name:?}: no {what} at {path} — enroll with the certmaster first (see README)")]
+    #[error("minion {name:?}: no {what} at {path} — enroll with the certmaster first (see docs/INSTALL.md)")]
     MissingCredential {
         name: String,
         what: &'static str,

@@ -317,12 +317,12 @@ fn enrollment_is_verified_by_fingerprint() {
     );
 }
 
-/// The README's quick-start `minion.conf` block, as written (a `# comment`
+/// The quick start's `minion.conf` block (docs/INSTALL.md), as written (a `# comment`
 /// after the value), with the fingerprint pasted as the certmaster printed
 /// it (`SHA256 2A:...`): funcd reads it and enrolls.
 #[test]
 fn the_readmes_minion_conf_block_works_as_written() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/INSTALL.md")).unwrap();
     let after = readme
         .split("In `/etc/certmaster/minion.conf`:")
         .nth(1)
@@ -354,5 +354,5 @@ fn the_readmes_minion_conf_block_works_as_written() {
     let root = s.root("m1");
     write_file(&root.certmaster_minion_conf(), &conf);
     let m = FuncdProcess::start(&root, "m1").unwrap();
-    assert!(s.serves(&m), "the README's block enrolls: {conf}");
+    assert!(s.serves(&m), "the quick start's block enrolls: {conf}");
 }

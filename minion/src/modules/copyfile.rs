@@ -373,7 +373,7 @@ fn mode_arg(args: &Args<'_>, idx: usize) -> Result<Option<u32>, MethodError> {
 }
 
 /// Changes ownership when asked and possible: only root can give files away,
-/// so an unprivileged minion keeps its own ownership (noted in the README).
+/// so an unprivileged minion keeps its own ownership (noted in docs/INSTALL.md).
 fn chown(file: &fs::File, uid: i64, gid: i64, requested: &str) -> Result<(), MethodError> {
     if !nix::unistd::geteuid().is_root() || (uid < 0 && gid < 0) {
         return Ok(());
