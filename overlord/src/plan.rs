@@ -49,6 +49,24 @@ pub enum PlanError {
 }
 
 impl PlanError {
+    /// Its kind in a word, for programs: `invalid` (a usage error, exit 2,
+    /// as the gate names a bad request), `help`, `config`, `file`,
+    /// or the gate's kinds (`gate::GateError::kind`: `no_match`, `store`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PlanError::Usage(_) => "invalid",
+            PlanError::Help(_) => "help",
+            PlanError::Targets(t) => crate::gate::error::target_kind(t),
+            PlanError::Config(_) | PlanError::Conf(_) => "config",
+            PlanError::Store(_) => "store",
+            PlanError::File { .. } => "file",
+            PlanError::Engine(crate::error::EngineError::Store(_)) => "store",
+            PlanError::Engine(crate::error::EngineError::Targets(t)) => crate::gate::error::target_kind(t),
+            PlanError::Engine(_) => "engine",
+            PlanError::Gate(g) => g.kind(),
+        }
+    }
+
     pub fn exit_code(&self) -> i32 {
         match self {
             PlanError::Usage(_) => 2,
@@ -254,6 +272,9 @@ impl Plan {
         forks: Option<usize>,
         timeout: Option<f64>,
     ) -> Result<Self, PlanError> {
+        // A program's SPEC is checked as every door's is (func-inventory's
+        // -s, func-transmit's clients).
+        crate::gate::call::check_spec("spec", spec)?;
         Ok(Plan {
             routes: None,
             delegate: false,

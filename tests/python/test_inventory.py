@@ -152,6 +152,12 @@ class InventoryTest(unittest.TestCase):
         out = self.inventory("-s", "nosuch")
         self.assertEqual(out.returncode, 1)
         self.assertIn("nosuch", out.stderr)
+        # Its SPEC is checked as every door's: not huge, nothing unprintable.
+        for bad in ("m1\x1b[2J", "m" * 5000):
+            out = self.inventory("-s", bad)
+            self.assertNotEqual(out.returncode, 0, bad[:20])
+            self.assertIn("printable characters", out.stderr)
+            self.assertNotIn("\x1b", out.stderr)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,10 @@ class TransmitTest(unittest.TestCase):
             code, answer = self.transmit(bad)
             self.assertEqual(code, 2, bad)
             self.assertIn("error", answer)
+            self.assertEqual(answer["kind"], "invalid", answer)
+        # A refusal keeps the gate's kind and exit status (not every one is 2).
+        code, answer = self.transmit({"command": ["nosuch*", "ping"]})
+        self.assertEqual((code, answer.get("kind")), (1, "no_match"), answer)
 
     def test_misspelt_keys_are_refused_with_a_suggestion(self):
         for key, right in [("exlude", "exclude"), ("asynk", "async"), ("paramters", "parameters")]:

@@ -67,8 +67,29 @@ fn errors_batches_groups_and_formats_are_documents() {
         shape(&err),
         [
             ("error".to_string(), "string"),
-            ("exit_status".to_string(), "number")
+            ("exit_status".to_string(), "number"),
+            ("kind".to_string(), "string")
         ]
+    );
+    // Its kind tells programs a SPEC that matched nothing from other
+    // refusals (the Python API reads it instead of the message), in every
+    // document format asked for.
+    assert_eq!(err["kind"], "no_match", "{err}");
+    let usage: J = serde_json::from_str(&fleet.func(&["--json", "*", "call", "test"]).stdout).unwrap();
+    assert_eq!(
+        (usage["kind"].as_str(), usage["exit_status"].as_i64()),
+        (Some("invalid"), Some(2)),
+        "{usage}"
+    );
+    let xml = fleet.func(&["--out", "xmlrpc", "nohost", "ping"]);
+    assert_eq!(xml.code, 1);
+    assert!(
+        xml.stdout.starts_with("<?xml")
+            && xml
+                .stdout
+                .contains("<name>kind</name><value><string>no_match</string>"),
+        "{}",
+        xml.stdout
     );
     // Batch status: every count key, known or not.
     let out = fleet.func(&["*", "call", "--batch", "1", "test", "ping"]);

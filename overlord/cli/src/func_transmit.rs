@@ -85,9 +85,33 @@ enum Request {
     Call(overlord::gate::Call, Option<String>),
 }
 
-/// Why a request was refused.
+/// Why a request was refused: the message, the exit status and the kind
+/// (`gate::GateError::kind`) the error document carries.
 #[derive(Debug)]
-struct Bad(String);
+struct Bad {
+    why: String,
+    exit: i32,
+    kind: &'static str,
+}
+
+/// A request that cannot be read or is malformed: exit 2, `invalid`.
+fn bad(why: String) -> Bad {
+    Bad {
+        why,
+        exit: 2,
+        kind: "invalid",
+    }
+}
+
+impl From<overlord::gate::GateError> for Bad {
+    fn from(e: overlord::gate::GateError) -> Self {
+        Bad {
+            why: e.to_string(),
+            exit: e.exit_status(),
+            kind: e.kind(),
+        }
+    }
+}
 
 /// Runs the program; the exit status.
 pub fn main() -> ExitCode {
@@ -96,15 +120,18 @@ pub fn main() -> ExitCode {
     let mut text = String::new();
     let read = std::io::stdin().take(MAX_REQUEST + 1).read_to_string(&mut text);
     let answer = match read {
-        Err(e) => Err(Bad(format!("cannot read the request: {e}"))),
+        Err(e) => Err(bad(format!("cannot read the request: {e}"))),
         Ok(n) if n as u64 > MAX_REQUEST => {
-            Err(Bad(format!("the request is larger than {MAX_REQUEST} bytes")))
+            Err(bad(format!("the request is larger than {MAX_REQUEST} bytes")))
         }
         Ok(_) => decode(&text, yaml).and_then(|req| check(&req)),
     };
     let (doc, code) = match answer {
         Ok(request) => run(&cli, &request),
-        Err(Bad(why)) => (json!({"error": format!("func-transmit: {why}")}), 2),
+        Err(Bad { why, exit, kind }) => (
+            json!({"error": format!("func-transmit: {why}"), "kind": kind}),
+            exit,
+        ),
     };
     if let Some(why) = doc.get("error").and_then(J::as_str) {
         overlord::errln!("{why}");
@@ -168,7 +195,7 @@ fn yaml_nesting(text: &str) -> usize {
 /// The request document, from JSON or YAML.
 fn decode(text: &str, yaml: bool) -> Result<J, Bad> {
     match yaml {
-        true if yaml_nesting(text) > MAX_YAML_NESTING => Err(Bad(format!(
+        true if yaml_nesting(text) > MAX_YAML_NESTING => Err(bad(format!(
             "the request nests deeper than {MAX_YAML_NESTING} levels"
         ))),
         true => overlord::gate::keys::yaml(text).map_err(|e| unread(e, "YAML")),
@@ -178,8 +205,8 @@ fn decode(text: &str, yaml: bool) -> Result<J, Bad> {
 
 fn unread(e: overlord::gate::keys::Unread, format: &str) -> Bad {
     match e {
-        overlord::gate::keys::Unread::Syntax(e) => Bad(format!("the request is not {format}: {e}")),
-        overlord::gate::keys::Unread::Repeated(why) => Bad(why),
+        overlord::gate::keys::Unread::Syntax(e) => bad(format!("the request is not {format}: {e}")),
+        overlord::gate::keys::Unread::Repeated(why) => bad(why),
     }
 }
 
@@ -187,15 +214,15 @@ fn unread(e: overlord::gate::keys::Unread, format: &str) -> Bad {
 fn check(doc: &J) -> Result<Request, Bad> {
     let obj = doc
         .as_object()
-        .ok_or_else(|| Bad("the request must be a mapping of keys to values".into()))?;
+        .ok_or_else(|| bad("the request must be a mapping of keys to values".into()))?;
     if let Some(why) = crate::cli::unknown_key(obj.keys(), KEYS) {
-        return Err(Bad(why));
+        return Err(bad(why));
     }
     let text = |key: &str| -> Result<Option<String>, Bad> {
         match obj.get(key) {
             None | Some(J::Null) => Ok(None),
             Some(J::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(Bad(format!("{key:?} must be a string, not {}", kind(other)))),
+            Some(other) => Err(bad(format!("{key:?} must be a string, not {}", kind(other)))),
         }
     };
     let spec = match obj.get("clients") {
@@ -210,20 +237,20 @@ fn check(doc: &J) -> Result<Request, Bad> {
             list.iter().filter_map(J::as_str).collect::<Vec<_>>().join(";")
         }
         Some(_) => {
-            return Err(Bad(
+            return Err(bad(
                 "\"clients\" must be a SPEC (\"*\", \"a;b\", \"@group\") or a list of them".into(),
             ))
         }
     };
-    let method = text("method")?.ok_or_else(|| Bad("a request needs \"method\"".into()))?;
-    overlord::gate::call::check_spec("spec", &spec).map_err(|e| Bad(e.to_string()))?;
+    let method = text("method")?.ok_or_else(|| bad("a request needs \"method\"".into()))?;
+    overlord::gate::call::check_spec("spec", &spec).map_err(Bad::from)?;
     let filter = overlord::gate::filter::Filter::parse(
         text("filter")?.as_deref(),
         text("filteror")?.as_deref(),
         text("grain")?.as_deref(),
         None,
     )
-    .map_err(|e| Bad(e.to_string()))?;
+    .map_err(Bad::from)?;
     match method.as_str() {
         "list_minions" => return Ok(Request::ListMinions { spec, filter }),
         "job_status" => {
@@ -232,14 +259,14 @@ fn check(doc: &J) -> Result<Request, Bad> {
                 Some(J::Array(one)) if one.len() == 1 && one[0].is_string() => {
                     one[0].as_str().unwrap_or_default().to_string()
                 }
-                _ => return Err(Bad("job_status takes the job id as \"parameters\"".into())),
+                _ => return Err(bad("job_status takes the job id as \"parameters\"".into())),
             };
-            overlord::gate::JobRef::parse(&id).map_err(|e| Bad(e.to_string()))?;
+            overlord::gate::JobRef::parse(&id).map_err(Bad::from)?;
             return Ok(Request::JobStatus { id });
         }
         _ => {}
     }
-    let module = text("module")?.ok_or_else(|| Bad(format!("a call of {method:?} needs \"module\"")))?;
+    let module = text("module")?.ok_or_else(|| bad(format!("a call of {method:?} needs \"module\"")))?;
     let mapfile = text("mapfile")?;
     let args = match obj.get("parameters") {
         None | Some(J::Null) => Vec::new(),
@@ -251,7 +278,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         None | Some(J::Null) => false,
         Some(J::Bool(b)) => *b,
         Some(other) => {
-            return Err(Bad(format!(
+            return Err(bad(format!(
                 "\"async\" must be true or false, not {}",
                 kind(other)
             )))
@@ -263,7 +290,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
             None | Some(J::Null) => Ok(None),
             Some(J::Number(n)) => Ok(Some(n.to_string())),
             Some(J::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(Bad(format!("{key:?} must be a number, not {}", kind(other)))),
+            Some(other) => Err(bad(format!("{key:?} must be a number, not {}", kind(other)))),
         }
     };
     overlord::gate::Call::new(overlord::gate::CallFields {
@@ -287,7 +314,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
             None | Some(J::Null) => false,
             Some(J::Bool(b)) => *b,
             Some(other) => {
-                return Err(Bad(format!(
+                return Err(bad(format!(
                     "\"delegate\" must be true or false, not {}",
                     kind(other)
                 )))
@@ -295,7 +322,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         },
     })
     .map(|call| Request::Call(call, mapfile))
-    .map_err(|e| Bad(e.to_string()))
+    .map_err(Bad::from)
 }
 
 /// What a request value is, for an error message (the value itself may be
@@ -328,7 +355,10 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
             json!({"error": 1, "name": "Func Client Exception", "message": e.to_string(), "info": {}}),
             1,
         ),
-        Err(e) => (json!({"error": format!("func-transmit: {e}")}), e.exit_code()),
+        Err(e) => (
+            json!({"error": format!("func-transmit: {e}"), "kind": e.kind()}),
+            e.exit_code(),
+        ),
     }
 }
 
@@ -406,7 +436,7 @@ mod tests {
         let ladder: String = (0..500).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
         for deep in [flow, dashes, ladder] {
             assert!(yaml_nesting(&deep) > MAX_YAML_NESTING);
-            let Err(Bad(why)) = decode(&deep, true) else {
+            let Err(Bad { why, .. }) = decode(&deep, true) else {
                 panic!("accepted")
             };
             assert!(why.contains("nests deeper"), "{why}");
@@ -502,7 +532,7 @@ mod tests {
                 "30 days",
             ),
         ] {
-            let Err(Bad(e)) = req(text) else {
+            let Err(Bad { why: e, .. }) = req(text) else {
                 panic!("{text} accepted")
             };
             assert!(e.contains(why), "{text}: {e}");

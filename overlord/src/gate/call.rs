@@ -140,26 +140,7 @@ impl Call {
         if let Some(ex) = &f.exclude {
             check_spec("exclude", ex)?;
         }
-        if !is_name(&f.module) || !is_name(&f.method) {
-            return bad(format!(
-                "module and method are names of 1 to {MAX_NAME} letters, digits, '_' and '.'"
-            ));
-        }
-        // `async.M.m` is the minion's own way to start a job, outside the
-        // overlord's store and the caller's rights on `M.m`: never a module.
-        if f.module == "async" || f.module.starts_with("async.") {
-            return bad(
-                "module \"async\" is the minion's own: to run a call as a job, use async (--async)".into(),
-            );
-        }
-        if f.args.iter().any(|a| depth(a) > MAX_ARG_DEPTH) {
-            return bad(format!(
-                "an argument nests lists or structs deeper than {MAX_ARG_DEPTH} levels"
-            ));
-        }
-        if let Some(why) = f.args.iter().find_map(bad_tag) {
-            return bad(format!("args: {why}"));
-        }
+        check_function(&f.module, &f.method, &f.args)?;
         let secs = |what: &str, v: &Option<String>, zero: bool| -> Result<Option<f64>, GateError> {
             v.as_deref()
                 .map(|t| seconds(t, zero).map_err(|why| GateError::Invalid(format!("{what} {why}"))))
@@ -244,6 +225,50 @@ pub fn forks(n: &str) -> Result<usize, GateError> {
                 common::paths::shorten(n)
             ))
         })
+}
+
+/// What every call is checked for, whoever made it (a door's request, a
+/// relay's signed one): `module` and `method` are names, the module is not
+/// the minion's own `async`, and no argument nests deeper than
+/// [`MAX_ARG_DEPTH`] or carries a tag whose text is not its type.
+pub fn check_function(module: &str, method: &str, args: &[J]) -> Result<(), GateError> {
+    let bad = |why: String| Err(GateError::Invalid(why));
+    if !is_name(module) || !is_name(method) {
+        return bad(format!(
+            "module and method are names of 1 to {MAX_NAME} letters, digits, '_' and '.'"
+        ));
+    }
+    // `async.M.m` is the minion's own way to start a job, outside the
+    // overlord's store and the caller's rights on `M.m`: never a module.
+    if module == "async" || module.starts_with("async.") {
+        return bad(
+            "module \"async\" is the minion's own: to run a call as a job, use async (--async)".into(),
+        );
+    }
+    if args.iter().any(|a| depth(a) > MAX_ARG_DEPTH) {
+        return bad(format!(
+            "an argument nests lists or structs deeper than {MAX_ARG_DEPTH} levels"
+        ));
+    }
+    if let Some(why) = args.iter().find_map(bad_tag) {
+        return bad(format!("args: {why}"));
+    }
+    Ok(())
+}
+
+/// [`check_function`] on `module.method` (the module is everything before
+/// the last dot) and its arguments as a JSON list.
+pub fn check_call(function: &str, params: &J) -> Result<(), GateError> {
+    let Some((module, method)) = function.rsplit_once('.') else {
+        return Err(GateError::Invalid(format!(
+            "{:?} is not module.method",
+            common::paths::shorten(function)
+        )));
+    };
+    let J::Array(args) = params else {
+        return Err(GateError::Invalid("the arguments are not a list".into()));
+    };
+    check_function(module, method, args)
 }
 
 /// The first tagged base64 or dateTime in `v` whose text is not one.

@@ -47,6 +47,22 @@ impl GateError {
         }
     }
 
+    /// Its kind in a word, for programs (the `kind` of an error document):
+    /// `invalid`, `no_match`, `bad_target`, `forbidden`, `not_found`,
+    /// `conflict`, `store` or `engine`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GateError::Invalid(_) => "invalid",
+            GateError::Targets(t) => target_kind(t),
+            GateError::Forbidden(_) => "forbidden",
+            GateError::NotFound(_) => "not_found",
+            GateError::Conflict(_) => "conflict",
+            GateError::Engine(EngineError::Store(_)) => "store",
+            GateError::Engine(EngineError::Targets(t)) => target_kind(t),
+            GateError::Engine(_) => "engine",
+        }
+    }
+
     /// The HTTP status func-api answers with.
     pub fn http_status(&self) -> u16 {
         match self {
@@ -59,6 +75,15 @@ impl GateError {
             GateError::Engine(EngineError::Store(_)) => 503,
             GateError::Engine(_) => 500,
         }
+    }
+}
+
+/// A SPEC's refusal in a word: `no_match` (nothing matched), else
+/// `bad_target` (a pattern or group that cannot be read).
+pub fn target_kind(e: &TargetError) -> &'static str {
+    match e {
+        TargetError::NoMatch(_) => "no_match",
+        _ => "bad_target",
     }
 }
 

@@ -149,6 +149,9 @@ impl SealedRequest {
                 "a request names 1 to {MAX_HOSTS} hosts (version 2)"
             )));
         }
+        // The call itself, as the gate checks every call a door makes.
+        crate::gate::call::check_call(&request.function, &request.params)
+            .map_err(|e| RelayError::Request(e.to_string()))?;
         if !common::rpc::client::is_request_id(&request.nonce) {
             return Err(RelayError::Request("the nonce is 16 to 128 hex digits".into()));
         }
@@ -171,5 +174,58 @@ impl SealedRequest {
             )));
         }
         Ok(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(function: &str, params: serde_json::Value) -> RelayRequest {
+        RelayRequest {
+            v: 2,
+            id: "m1-test-ping-1.0".into(),
+            spec: "m1".into(),
+            function: function.into(),
+            params,
+            user: "cli:root".into(),
+            rights: None,
+            hosts: vec!["m1".into()],
+            routes: [("relay1".to_string(), vec!["m1".to_string()])].into(),
+            mode: Mode::Now,
+            timeout: 10.0,
+            issued: crate::store::now(),
+            nonce: "0123456789abcdef0123".into(),
+        }
+    }
+
+    /// A signed request is checked as the gate checks every call a door
+    /// makes: a relay runs no method name or argument the gate refuses.
+    #[test]
+    fn a_signed_request_is_checked_as_every_call_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        certs::layout::ensure_ca(&root, "test-CA").unwrap();
+        let signer = crate::seal::Signer::load(&root).unwrap();
+        let open = |r: RelayRequest| r.seal(&signer).unwrap().open(&root).map(|r| r.function);
+        assert_eq!(
+            open(request("test.ping", serde_json::json!([]))).unwrap(),
+            "test.ping"
+        );
+        let mut deep = serde_json::json!(1);
+        for _ in 0..40 {
+            deep = serde_json::json!([deep]);
+        }
+        for (function, params, why) in [
+            ("async.test.ping", serde_json::json!([]), "async"),
+            ("test.p ing", serde_json::json!([]), "names"),
+            ("ping", serde_json::json!([]), "module.method"),
+            ("test.echo", serde_json::json!([deep]), "deeper"),
+            ("test.echo", serde_json::json!({"a": 1}), "not a list"),
+            ("test.echo", serde_json::json!([{"__base64__": "!!"}]), "base64"),
+        ] {
+            let refused = open(request(function, params)).unwrap_err().to_string();
+            assert!(refused.contains(why), "{function}: {refused}");
+        }
     }
 }

@@ -40,7 +40,7 @@ __all__ = ["Overlord", "Client", "FuncError", "Minions", "is_minion", "Func_Clie
 DEFAULT_PORT = 51234
 # Func's default map (func-build-map writes it below the root: var/lib/func/map).
 DEFAULT_MAPLOC = "/var/lib/func/map"
-NO_MATCH = "can't find any minions matching"
+ERROR_KEYS = {"error", "exit_status", "kind"}
 
 
 class FuncError(Exception):
@@ -117,6 +117,15 @@ def _json_arg(value):
     if isinstance(value, dict):
         return {k: _json_arg(v) for k, v in value.items()}
     return value
+
+
+def _refusal(value):
+    """The kind of func's error document ({"error", "exit_status", "kind"}:
+    "no_match" for a SPEC that names no minion, "invalid", "store", …), or
+    None when `value` is an answer."""
+    if isinstance(value, dict) and set(value) == ERROR_KEYS:
+        return value["kind"]
+    return None
 
 
 def _run_func(argv):
@@ -336,12 +345,13 @@ class Overlord(object):
             raise FuncError("arguments must be int, float, bool, str, bytes, datetime, list, dict or None: %s" % e)
         words += ["--json-args", typed, "--", module, method]
         code, out, err = self._func(words)
-        if NO_MATCH in err:
+        value = self._typed(out, err, code)
+        refused = _refusal(value)
+        if refused == "no_match":
             if fact_words:
                 return {}  # the spec names minions (the constructor saw them): none satisfies the query
             raise Func_Client_Exception("Can't find any minions matching \"%s\"." % self.server_spec)
-        value = self._typed(out, err, code)
-        if isinstance(value, dict) and set(value) == {"error", "exit_status"}:
+        if refused:
             raise FuncError(value["error"])
         if self.async_mode:
             return value.get("job_id") if isinstance(value, dict) else value
@@ -438,10 +448,11 @@ def _list_hosts(spec, root=None, timeout=None, exclude_spec=None, delegate=False
         if mapfile and mapfile != DEFAULT_MAPLOC:
             argv += ["--mapfile", str(mapfile)]
     code, out, err = _run_func(argv + ["--out", "xmlrpc"] + list(fact_words) + [spec, "list_minions"])
-    if NO_MATCH in err:
-        return []
     value = _typed(out, err, code)
-    if isinstance(value, dict) and set(value) == {"error", "exit_status"}:
+    refused = _refusal(value)
+    if refused == "no_match":
+        return []
+    if refused:
         raise FuncError(value["error"])
     names = list(value.keys()) if isinstance(value, dict) else list(value)
     return sorted(names, key=_natural)
@@ -525,9 +536,13 @@ class _CopyFile(object):
         """Copies a local file to every matching minion: {host: result}."""
         ov = self._overlord
         code, out, err = ov._func([ov.server_spec, "copyfile", "-f", str(localpath), "--remotepath", str(remotepath)])
-        if NO_MATCH in err:
+        value = ov._typed(out, err, code)
+        refused = _refusal(value)
+        if refused == "no_match":
             raise Func_Client_Exception("Can't find any minions matching \"%s\"." % ov.server_spec)
-        return ov._typed(out, err, code)
+        if refused:
+            raise FuncError(value["error"])
+        return value
 
 
 class Minions(object):

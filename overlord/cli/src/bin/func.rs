@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     let (plan, command) = match overlord_cli::parse::parse(&args, std::env::var(common::paths::ROOT_ENV).ok())
     {
         Ok(parsed) => parsed,
-        Err(e) => return fail(&e, wants_json(&args)),
+        Err(e) => return fail(&e, error_format(&args)),
     };
     match overlord_cli::commands::run(&plan, &command) {
         // A named minion that does not exist is a failure, whatever the others did.
@@ -22,21 +22,47 @@ fn main() -> ExitCode {
         // So is one that could not judge the filter (it was not called).
         Ok(0) if !plan.unjudged().is_empty() => ExitCode::from(1),
         Ok(code) => ExitCode::from(code as u8),
-        Err(e) => fail(&e, plan.json),
+        Err(e) => fail(&e, plan.json.then_some(plan.out)),
     }
 }
 
-/// Whether `--json`/`-j` stands among the words (before `--`), for errors
-/// found before the command line could be parsed.
-fn wants_json(args: &[String]) -> bool {
-    args.iter()
+/// The document format the words ask for (`--json`/`-j`, `--out FORMAT`,
+/// `transmit`; before `--`), for errors found before the command line could
+/// be parsed; `None`: for people only.
+fn error_format(args: &[String]) -> Option<overlord::output::Format> {
+    use overlord::output::Format;
+    let words: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
         .take_while(|a| *a != "--")
-        .any(|a| a == "--json" || a == "-j" || a == "transmit")
+        .collect();
+    let out = words
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| match w.strip_prefix("--out") {
+            Some("") => words.get(i + 1).copied(),
+            Some(v) => v.strip_prefix('='),
+            None => None,
+        });
+    match out {
+        Some("xmlrpc") => Some(Format::Xmlrpc),
+        Some("yaml") => Some(Format::Yaml),
+        Some(_) => Some(Format::Json),
+        None if words
+            .iter()
+            .any(|a| *a == "--json" || *a == "-j" || *a == "transmit") =>
+        {
+            Some(Format::Json)
+        }
+        None => None,
+    }
 }
 
-/// Reports `e` on stderr; with `--json` also as `{"error", "exit_status"}`
-/// on stdout, so a program always gets a document.
-fn fail(e: &overlord::plan::PlanError, json: bool) -> ExitCode {
+/// Reports `e` on stderr; when a document was asked for, also as
+/// `{"error", "exit_status", "kind"}` on stdout in that format, so a program
+/// always gets a document and tells a SPEC that matched nothing (`no_match`)
+/// from other refusals without reading the message.
+fn fail(e: &overlord::plan::PlanError, format: Option<overlord::output::Format>) -> ExitCode {
     let code = e.exit_code();
     match e {
         overlord::plan::PlanError::Help(text) => {
@@ -49,11 +75,14 @@ fn fail(e: &overlord::plan::PlanError, json: bool) -> ExitCode {
         }
         other => overlord::errln!("ERROR: {other}"),
     }
-    if json {
-        overlord::outln!(
-            "{}",
-            serde_json::json!({"error": e.to_string(), "exit_status": code})
-        );
+    if let Some(format) = format {
+        let doc = serde_json::json!({"error": e.to_string(), "exit_status": code, "kind": e.kind()});
+        // txt is for people: its document is JSON.
+        let format = match format {
+            overlord::output::Format::Txt => overlord::output::Format::Json,
+            f => f,
+        };
+        overlord::output::print_doc(format, &doc);
     }
     ExitCode::from(code as u8)
 }
