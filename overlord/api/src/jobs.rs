@@ -107,39 +107,102 @@ pub async fn list(
 ) -> Result<axum::response::Response, ApiError> {
     use axum::response::IntoResponse as _;
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    let (q_function, q_target, q_schedule) = (q.function.clone(), q.target.clone(), q.schedule.clone());
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad(format!("limit: from 1 to {MAX_LIMIT}")));
     }
-    let function = glob(q.function.as_deref(), "function")?;
-    let target = glob(q.target.as_deref(), "target")?;
-    let schedule = glob(q.schedule.as_deref(), "schedule")?;
-    let before = q.before.filter(|b| !b.is_empty());
+    let filters = Filters {
+        function: glob(q.function.as_deref(), "function")?,
+        target: glob(q.target.as_deref(), "target")?,
+        schedule: glob(q.schedule.as_deref(), "schedule")?,
+    };
+    let before = q.before.clone().filter(|b| !b.is_empty());
     // A listing is work done for the caller: it takes one of its slots.
     let slot = super::calls::take_slot(&api, &caller)?;
-    let max_scan = if caller.rights.admin {
-        MAX_SCAN
-    } else {
-        MAX_SCAN_LIMITED
-    };
     let page = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        // What the caller's rights reach, per function: judged once per
-        // request, not once per job (a listing may look at thousands).
-        let mut reach: std::collections::HashMap<String, std::collections::BTreeSet<String>> =
-            Default::default();
-        let store = &api.store;
-        let mut cursor = match before {
-            Some(id) => Some(cursor_of(store, &id)?),
-            None => None,
+        Listing {
+            api: &api,
+            caller: &caller,
+            filters,
+            reach: Default::default(),
+        }
+        .page(limit, before)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    let link = page.next.as_ref().map(|next| next_link(&q, limit, next));
+    let mut answer = Json(page).into_response();
+    if let Some(v) = link.and_then(|l| axum::http::HeaderValue::from_str(&l).ok()) {
+        answer.headers_mut().insert(axum::http::header::LINK, v);
+    }
+    Ok(answer)
+}
+
+/// The `Link` header of the page below `next`, with the same filters.
+fn next_link(q: &ListQuery, limit: usize, next: &str) -> String {
+    let mut query = format!("limit={limit}&before={}", overlord::values::url_segment(next));
+    for (key, value) in [
+        ("function", &q.function),
+        ("target", &q.target),
+        ("schedule", &q.schedule),
+    ] {
+        if let Some(v) = value {
+            query.push_str(&format!("&{key}={}", overlord::values::url_segment(v)));
+        }
+    }
+    format!("</api/v1/jobs?{query}>; rel=\"next\"")
+}
+
+/// A listing's globs over the function, the SPEC and the schedule's name.
+struct Filters {
+    function: Option<glob::Pattern>,
+    target: Option<glob::Pattern>,
+    schedule: Option<glob::Pattern>,
+}
+
+impl Filters {
+    fn none(&self) -> bool {
+        self.function.is_none() && self.target.is_none() && self.schedule.is_none()
+    }
+
+    fn keep(&self, m: &JobMeta) -> bool {
+        self.function.as_ref().is_none_or(|g| g.matches(&m.function))
+            && self.target.as_ref().is_none_or(|g| g.matches(&m.spec))
+            && self
+                .schedule
+                .as_ref()
+                .is_none_or(|g| m.schedule.as_deref().is_some_and(|s| g.matches(s)))
+    }
+}
+
+/// One request's walk down the store's start-time index.
+struct Listing<'a> {
+    api: &'a Api,
+    caller: &'a Caller,
+    filters: Filters,
+    /// What the caller's rights reach, per function: judged once per
+    /// request, not once per job (a listing may look at thousands).
+    reach: std::collections::HashMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl Listing<'_> {
+    /// Up to `limit` rows below `before`, and the `next` page's cursor:
+    /// below the last row shown when full (unless nothing is left there),
+    /// below the last job looked at when cut short by the scan bound, else
+    /// none.
+    fn page(&mut self, limit: usize, before: Option<String>) -> Result<JobPage, ApiError> {
+        let store = &self.api.store;
+        let max_scan = if self.caller.rights.admin {
+            MAX_SCAN
+        } else {
+            MAX_SCAN_LIMITED
         };
+        let mut cursor = before.map(|id| cursor_of(store, &id)).transpose()?;
         let mut jobs: Vec<JobRow> = Vec::new();
-        let mut records: std::collections::HashMap<String, JobRecord> = Default::default();
         let mut last_returned = None;
         let (mut scanned, mut exhausted, mut cut) = (0, false, false);
         while jobs.len() < limit && scanned < max_scan {
-            let want = if function.is_none() && target.is_none() && schedule.is_none() && caller.rights.admin
-            {
+            let want = if self.filters.none() && self.caller.rights.admin {
                 limit - jobs.len()
             } else {
                 (limit * 4).clamp(50, 1000).min(max_scan - scanned)
@@ -152,36 +215,7 @@ pub async fn list(
             cursor = Some((last.started, last.id.clone()));
             scanned += page.len();
             exhausted = page.len() < want;
-            let mut kept: Vec<JobMeta> = page
-                .into_iter()
-                .filter(|m| function.as_ref().is_none_or(|g| g.matches(&m.function)))
-                .filter(|m| target.as_ref().is_none_or(|g| g.matches(&m.spec)))
-                .filter(|m| {
-                    schedule
-                        .as_ref()
-                        .is_none_or(|g| m.schedule.as_deref().is_some_and(|s| g.matches(s)))
-                })
-                .collect();
-            // The rows carry their hosts' tally: the records of the page
-            // (at most `want` jobs) are read once, for that and for rights.
-            if !kept.is_empty() {
-                let ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
-                records = store
-                    .load_many(&ids)
-                    .map_err(ApiError::store)?
-                    .into_iter()
-                    .map(|r| (r.meta.id.clone(), r))
-                    .collect();
-                if !caller.rights.admin {
-                    records.retain(|_, r| {
-                        let allowed = reach
-                            .entry(r.meta.function.clone())
-                            .or_insert_with(|| caller.rights.hosts_for(&api.root, Some(&r.meta.function)));
-                        r.hosts.keys().all(|h| allowed.contains(h))
-                    });
-                }
-                kept.retain(|m| records.contains_key(&m.id));
-            }
+            let (kept, records) = self.visible(page)?;
             let total = kept.len();
             for (i, meta) in kept.into_iter().enumerate() {
                 last_returned = Some((meta.started, meta.id.clone()));
@@ -201,9 +235,6 @@ pub async fn list(
                 break;
             }
         }
-        // Full: go on below the last job shown, unless nothing is left
-        // there (a full last page announces no next one). Cut short by the
-        // scan bound: below the last job looked at. Nothing more: null.
         let next = if exhausted && !cut {
             None
         } else if jobs.len() == limit {
@@ -219,30 +250,41 @@ pub async fn list(
         } else {
             cursor.map(|c| c.1)
         };
-        let mut link = None;
-        if let Some(next) = &next {
-            let mut q = format!("limit={limit}&before={}", overlord::values::url_segment(next));
-            for (key, value) in [
-                ("function", &q_function),
-                ("target", &q_target),
-                ("schedule", &q_schedule),
-            ] {
-                if let Some(v) = value {
-                    q.push_str(&format!("&{key}={}", overlord::values::url_segment(v)));
-                }
-            }
-            link = Some(format!("</api/v1/jobs?{q}>; rel=\"next\""));
-        }
-        Ok::<_, ApiError>((link, Json(JobPage { jobs, next })))
-    })
-    .await
-    .map_err(ApiError::internal)??;
-    let (link, body) = page;
-    let mut answer = body.into_response();
-    if let Some(v) = link.and_then(|l| axum::http::HeaderValue::from_str(&l).ok()) {
-        answer.headers_mut().insert(axum::http::header::LINK, v);
+        Ok(JobPage { jobs, next })
     }
-    Ok(answer)
+
+    /// The jobs of a store page the filters keep and the caller may see,
+    /// with their records: read once (at most a page of them), for the
+    /// rows' tallies and for the caller's rights.
+    fn visible(
+        &mut self,
+        page: Vec<JobMeta>,
+    ) -> Result<(Vec<JobMeta>, std::collections::HashMap<String, JobRecord>), ApiError> {
+        let mut kept: Vec<JobMeta> = page.into_iter().filter(|m| self.filters.keep(m)).collect();
+        if kept.is_empty() {
+            return Ok((kept, Default::default()));
+        }
+        let ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
+        let mut records: std::collections::HashMap<String, JobRecord> = self
+            .api
+            .store
+            .load_many(&ids)
+            .map_err(ApiError::store)?
+            .into_iter()
+            .map(|r| (r.meta.id.clone(), r))
+            .collect();
+        if !self.caller.rights.admin {
+            let (api, caller, reach) = (self.api, self.caller, &mut self.reach);
+            records.retain(|_, r| {
+                let allowed = reach
+                    .entry(r.meta.function.clone())
+                    .or_insert_with(|| caller.rights.hosts_for(&api.root, Some(&r.meta.function)));
+                r.hosts.keys().all(|h| allowed.contains(h))
+            });
+        }
+        kept.retain(|m| records.contains_key(&m.id));
+        Ok((kept, records))
+    }
 }
 
 /// Where a page below job `id` starts (`jobs::row::cursor_below`).

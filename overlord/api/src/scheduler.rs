@@ -97,12 +97,54 @@ async fn run(api: Arc<Api>) {
 
 /// What came of a run, for the record, the audit trail and the events.
 enum Outcome {
-    Started { job: String, hosts: Vec<String> },
+    Started {
+        job: String,
+        hosts: Vec<String>,
+    },
+    /// Not started because its previous run still runs, or its limited
+    /// owner's runs in progress are at the limit: no refusal (409).
+    Skipped(String),
+    /// Not started: refused (the owner's rights, a call that cannot be
+    /// made, a filter no host holds) or failed to start (403).
     NotStarted(String),
+    /// The schedule is stopped (its owner's token is gone or narrowed).
     Stopped(String),
 }
 
 async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
+    let claimed = match claim_due(api, name, now, holder).await {
+        Due::Claimed(claimed) => claimed,
+        Due::Untrusted(why) => {
+            stop_untrusted(api, name, why).await;
+            return true;
+        }
+        Due::Not => return false,
+    };
+    let s = &claimed.schedule;
+    let outcome = match owner_rights(api, s) {
+        Err(why) => Outcome::Stopped(why),
+        Ok(rights) => match trusted_call(api, s, &rights).await {
+            Err(outcome) => outcome,
+            Ok((call, hosts)) => start_run(api, s, &rights, call, hosts).await,
+        },
+    };
+    record_outcome(api, &claimed, outcome).await;
+    true
+}
+
+/// What [`claim_due`] found of a schedule listed as due.
+enum Due {
+    /// Taken for a run by this func-api.
+    Claimed(Box<schedule::Claimed>),
+    /// A record the store changed, made up, put back or deleted.
+    Untrusted(String),
+    /// Not to be run here now (not due by its signed times, another holder,
+    /// an owner this func-api does not know, an unreadable record).
+    Not,
+}
+
+/// Claims schedule `name` for a run due at `now`, if it may be trusted.
+async fn claim_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> Due {
     let (api2, name2, holder2) = (Arc::clone(api), name.to_string(), holder.to_string());
     let claimed = tokio::task::spawn_blocking(move || {
         let (mut taken, mut untrusted) = (None, None);
@@ -135,35 +177,13 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
     })
     .await;
     let Ok((result, taken, untrusted)) = claimed else {
-        return false;
+        return Due::Not;
     };
     if let Some(why) = untrusted {
-        let why = format!(
-            "the schedule cannot be trusted (changed or made outside func): {why}: schedule disabled"
-        );
-        tracing::warn!(schedule = name, reason = %why, "schedule stopped");
-        let (api2, name2, why2) = (Arc::clone(api), name.to_string(), why.clone());
-        let _ = tokio::task::spawn_blocking(move || manage::stop_untrusted(&api2.store, &name2, &why2)).await;
-        api.audit.line(
-            &format!("schedule:{name}"),
-            None,
-            &format!("schedule {name} stopped: {why}"),
-            &[],
-            403,
-        );
-        api.bus.publish(
-            format!("schedule/{name}/stopped"),
-            &serde_json::json!({"reason": why}),
-            "",
-            Arc::from(Vec::new()),
-        );
-        return true;
+        return Due::Untrusted(why);
     }
-    let claimed = match result {
-        Ok(_) => match taken {
-            Some(claimed) => claimed,
-            None => return false,
-        },
+    match result {
+        Ok(_) => taken.map_or(Due::Not, |c| Due::Claimed(Box::new(c))),
         Err(GateError::Engine(overlord::error::EngineError::Record(why))) => {
             // A record that cannot be read is never run; said once.
             static SAID: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
@@ -172,41 +192,63 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
             if said.get_or_insert_with(Default::default).insert(name.to_string()) {
                 tracing::warn!(schedule = name, %why, "schedule not run: its record is unreadable");
             }
-            return false;
+            Due::Not
         }
-        Err(_) => return false,
-    };
-    let s = claimed.schedule;
-    let outcome = match owner_rights(api, &s) {
-        Err(why) => Outcome::Stopped(why),
-        Ok(rights) => match trusted_call(api, &s, &rights).await {
-            Err(why) => Outcome::NotStarted(why),
-            Ok((call, hosts)) => start_run(api, &s, &rights, call, hosts).await,
-        },
-    };
+        Err(_) => Due::Not,
+    }
+}
+
+/// Disables a schedule that cannot be trusted, saying why (log, audit
+/// trail, event).
+async fn stop_untrusted(api: &Arc<Api>, name: &str, why: String) {
+    let why =
+        format!("the schedule cannot be trusted (changed or made outside func): {why}: schedule disabled");
+    tracing::warn!(schedule = name, reason = %why, "schedule stopped");
+    let (api2, name2, why2) = (Arc::clone(api), name.to_string(), why.clone());
+    let _ = tokio::task::spawn_blocking(move || manage::stop_untrusted(&api2.store, &name2, &why2)).await;
+    api.audit.line(
+        &format!("schedule:{name}"),
+        None,
+        &format!("schedule {name} stopped: {why}"),
+        &[],
+        403,
+    );
+    api.bus.publish(
+        format!("schedule/{name}/stopped"),
+        &serde_json::json!({"reason": why}),
+        "",
+        Arc::from(Vec::new()),
+    );
+}
+
+/// Records what came of a claimed run: in the schedule's record, the log,
+/// the audit trail and the event stream.
+async fn record_outcome(api: &Arc<Api>, claimed: &schedule::Claimed, outcome: Outcome) {
+    let s = &claimed.schedule;
+    let name = s.name.as_str();
     let function = s.call().map(|c| c.function()).unwrap_or_default();
     let (api2, name2) = (Arc::clone(api), name.to_string());
+    let record = |result: Result<String, String>| {
+        let (api2, name2) = (Arc::clone(&api2), name2.clone());
+        tokio::task::spawn_blocking(move || manage::record_run(&api2.store, &name2, result))
+    };
     let (event, data, status, hosts) = match outcome {
         Outcome::Started { job, hosts } => {
-            let _ = tokio::task::spawn_blocking({
-                let (api2, name2, job) = (Arc::clone(&api2), name2.clone(), job.clone());
-                move || manage::record_run(&api2.store, &name2, Ok(job))
-            })
-            .await;
+            let _ = record(Ok(job.clone())).await;
             let data = serde_json::json!({"job_id": job, "due": claimed.due, "made_up": claimed.made_up});
             ("run", data, 202, hosts)
+        }
+        Outcome::Skipped(why) => {
+            tracing::info!(schedule = name, reason = %why, "scheduled run skipped");
+            let data = serde_json::json!({"error": why, "due": claimed.due});
+            let _ = record(Err(why)).await;
+            ("skipped", data, 409, Vec::new())
         }
         Outcome::NotStarted(why) => {
             tracing::info!(schedule = name, reason = %why, "scheduled run not started");
             let data = serde_json::json!({"error": why, "due": claimed.due});
-            // Skipped (its previous run still runs) is no refusal.
-            let (event, status) = match why.starts_with("skipped") {
-                true => ("skipped", 409),
-                false => ("refused", 403),
-            };
-            let _ =
-                tokio::task::spawn_blocking(move || manage::record_run(&api2.store, &name2, Err(why))).await;
-            (event, data, status, Vec::new())
+            let _ = record(Err(why)).await;
+            ("refused", data, 403, Vec::new())
         }
         Outcome::Stopped(why) => {
             tracing::warn!(schedule = name, reason = %why, "schedule stopped");
@@ -229,7 +271,6 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         &function,
         Arc::from(hosts),
     );
-    true
 }
 
 /// The owner's rights now: an administrator's, or its token's current
@@ -269,13 +310,15 @@ async fn trusted_call(
     api: &Arc<Api>,
     s: &Schedule,
     rights: &Rights,
-) -> Result<(overlord::gate::Call, Vec<overlord::targets::Target>), String> {
+) -> Result<(overlord::gate::Call, Vec<overlord::targets::Target>), Outcome> {
     let (api2, s2, rights2) = (Arc::clone(api), s.clone(), rights.clone());
-    let judged = tokio::task::spawn_blocking(move || -> Result<_, String> {
+    let judged = tokio::task::spawn_blocking(move || -> Result<_, Outcome> {
         if let Some(job) = &s2.last_job {
             if let Ok(Some(rec)) = overlord::store::JobStore::load(&api2.store, job) {
                 if running(&rec) {
-                    return Err(format!("skipped: the previous run {job} is still running"));
+                    return Err(Outcome::Skipped(format!(
+                        "skipped: the previous run {job} is still running"
+                    )));
                 }
             }
         }
@@ -294,19 +337,19 @@ async fn trusted_call(
                 false => overlord::store::JobStore::load_many(&api2.store, &others).unwrap_or_default().iter().filter(|r| running(r)).count(),
             };
             if busy >= max {
-                return Err(format!(
+                return Err(Outcome::Skipped(format!(
                     "skipped: {} has {busy} scheduled runs in progress, as many as a limited owner may ([api] max_running_per_owner)",
                     s2.owner.user
-                ));
+                )));
             }
         }
-        let call = s2.call().map_err(|e| format!("refused: {e}"))?;
-        let targets = overlord::gate::rights::authorize_call(&api2.root, &rights2, &call)
-            .map_err(|e| format!("refused: {e}"))?;
+        let refused = |e: GateError| Outcome::NotStarted(format!("refused: {e}"));
+        let call = s2.call().map_err(refused)?;
+        let targets = overlord::gate::rights::authorize_call(&api2.root, &rights2, &call).map_err(refused)?;
         Ok((call, targets))
     })
     .await
-    .map_err(|e| e.to_string())??;
+    .map_err(|e| Outcome::NotStarted(e.to_string()))??;
     let (call, targets) = judged;
     let targets = match &call.filter {
         None => targets,
@@ -314,9 +357,12 @@ async fn trusted_call(
             let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
             let judged = super::judge::judge(api, rights, targets, filter, limit, &s.owner.user)
                 .await
-                .map_err(|e| format!("refused: {}", e.message))?;
+                .map_err(|e| Outcome::NotStarted(format!("refused: {}", e.message)))?;
             if judged.chosen.is_empty() {
-                return Err(format!("not started: no host holds {}", filter.describe()));
+                return Err(Outcome::NotStarted(format!(
+                    "not started: no host holds {}",
+                    filter.describe()
+                )));
             }
             judged.chosen
         }

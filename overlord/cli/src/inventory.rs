@@ -233,27 +233,9 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
             overlord::errln!("{line}");
         }
     };
-    let (modules, methods) = (chosen(&cli.modules), chosen(&cli.methods));
     let plan = Plan::for_program(root, &cli.server_spec, None, None)?;
     let targets = plan.targets()?;
-    let private = |path: &Path| {
-        common::private::private_dir(path).map_err(|source| InventoryError::File {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    // An existing tree is used as it is (its mode is the owner's); a new
-    // one is made private. A link in its place is refused either way.
-    match std::fs::symlink_metadata(&tree) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => {
-            return Err(InventoryError::File {
-                path: tree.clone(),
-                source: std::io::Error::other("not a directory (a link or a file): refused"),
-            })
-        }
-        Err(_) => private(&tree)?,
-    }
+    prepare_tree(&tree)?;
     if !cli.no_git {
         git_init(&tree)?;
     }
@@ -264,58 +246,135 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
     // What each host has: one system.list_methods each.
     let list = overlord::calling::call_action("system.list_methods", Vec::new())?;
     let listed = overlord::calling::dispatch_to(&plan, &targets, &list, |_, _| {})?;
-    let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (host, answer) in &listed {
-        let names = match answer {
-            Value::Array(names) if !common::xmlrpc::is_remote_error(answer) => names,
-            _ => {
-                overlord::errln!(
-                    "{host}: cannot list its methods ({}): its last inventory is kept",
-                    overlord::output::error_line(answer)
-                );
-                done.failures += 1;
-                continue;
-            }
-        };
-        say(&format!("- {host}: connected"));
-        if names.len() > MAX_METHODS {
-            overlord::errln!(
-                "{host}: lists {} methods; only the first {MAX_METHODS} are looked at",
-                names.len()
-            );
-            done.failures += 1;
-        }
-        for name in names.iter().take(MAX_METHODS) {
-            let Value::String(full) = name else { continue };
-            let Some((module, method)) = full.rsplit_once('.') else {
-                continue;
-            };
-            if module == "system" && full != "system.inventory" && methods.is_none() {
-                continue; // system.listMethods and the like describe, they inventory nothing
-            }
-            let take = modules.as_ref().is_none_or(|m| m.contains(module))
-                && methods.as_ref().is_none_or(|m| m.contains(method));
-            if !take {
-                continue;
-            }
-            if !plain_name(module) || !plain_name(method) {
-                overlord::errln!(
-                    "{host}: skipped {:?}: not a plain name, never used as a path",
-                    common::paths::shorten(full)
-                );
-                continue;
-            }
-            wanted.entry(full.clone()).or_default().insert(host.clone());
-        }
+    let chosen = Chosen {
+        modules: chosen(&cli.modules),
+        methods: chosen(&cli.methods),
+    };
+    let wanted = chosen.wanted(&listed, &say, &mut done);
+    // Methods no host has (a typo: `-m bogus`) are said, and a run that
+    // finds nothing to call is no success.
+    let answered = listed.len().saturating_sub(done.failures);
+    if answered > 0 {
+        chosen.say_absent(&wanted, &cli.modules, &mut done);
     }
     // Each host's answers are held until all are in and written only if
     // they fit its budget and the run's: a rogue minion's flood fails that
     // host (its last inventory kept), never fills the tree or git.
     let mut budget = Budget::new(cli.max_host_bytes, cli.max_run_bytes);
-    // Methods no host has (a typo: `-m bogus`) are said, and a run that
-    // finds nothing to call is no success.
-    let answered = listed.len().saturating_sub(done.failures);
-    if let (Some(asked), true) = (&methods, answered > 0) {
+    for (full, hosts) in &wanted {
+        say(&format!("-- {full} on {} host(s)", hosts.len()));
+        let on: Vec<_> = targets
+            .iter()
+            .filter(|t| hosts.contains(&t.name))
+            .cloned()
+            .collect();
+        let action = overlord::calling::call_action(full, Vec::new())?;
+        let answers = overlord::calling::dispatch_to(&plan, &on, &action, |_, _| {})?;
+        for (host, value) in answers {
+            hold(&mut budget, &host, full, value, format, &mut done);
+        }
+    }
+    write_held(&tree, budget, &mut done);
+    if !cli.no_git {
+        let hosts: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+        done.commit = git_commit(&tree, &hosts)?;
+    }
+    Ok(done)
+}
+
+/// A private directory at `path` (made 0700 if new).
+fn private(path: &Path) -> Result<(), InventoryError> {
+    common::private::private_dir(path).map_err(|source| InventoryError::File {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// An existing tree is used as it is (its mode is the owner's); a new one
+/// is made private. A link in its place is refused either way.
+fn prepare_tree(tree: &Path) -> Result<(), InventoryError> {
+    match std::fs::symlink_metadata(tree) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(InventoryError::File {
+            path: tree.to_path_buf(),
+            source: std::io::Error::other("not a directory (a link or a file): refused"),
+        }),
+        Err(_) => private(tree),
+    }
+}
+
+/// The modules and methods `-M` and `-m` chose (`None`: all).
+struct Chosen {
+    modules: Option<BTreeSet<String>>,
+    methods: Option<BTreeSet<String>>,
+}
+
+impl Chosen {
+    /// Which hosts to ask each chosen method of (`module.method` → hosts),
+    /// from each host's `system.list_methods` answer; a host that could not
+    /// list its methods fails (its last inventory kept).
+    fn wanted(
+        &self,
+        listed: &BTreeMap<String, Value>,
+        say: &dyn Fn(&str),
+        done: &mut Outcome,
+    ) -> BTreeMap<String, BTreeSet<String>> {
+        let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (host, answer) in listed {
+            let names = match answer {
+                Value::Array(names) if !common::xmlrpc::is_remote_error(answer) => names,
+                _ => {
+                    overlord::errln!(
+                        "{host}: cannot list its methods ({}): its last inventory is kept",
+                        overlord::output::error_line(answer)
+                    );
+                    done.failures += 1;
+                    continue;
+                }
+            };
+            say(&format!("- {host}: connected"));
+            if names.len() > MAX_METHODS {
+                overlord::errln!(
+                    "{host}: lists {} methods; only the first {MAX_METHODS} are looked at",
+                    names.len()
+                );
+                done.failures += 1;
+            }
+            for name in names.iter().take(MAX_METHODS) {
+                if let Value::String(full) = name {
+                    if self.takes(host, full) {
+                        wanted.entry(full.clone()).or_default().insert(host.clone());
+                    }
+                }
+            }
+        }
+        wanted
+    }
+
+    /// Whether `full` (a method `host` listed) is one to inventory.
+    fn takes(&self, host: &str, full: &str) -> bool {
+        let Some((module, method)) = full.rsplit_once('.') else {
+            return false;
+        };
+        if module == "system" && full != "system.inventory" && self.methods.is_none() {
+            return false; // system.listMethods and the like describe, they inventory nothing
+        }
+        let take = self.modules.as_ref().is_none_or(|m| m.contains(module))
+            && self.methods.as_ref().is_none_or(|m| m.contains(method));
+        if take && (!plain_name(module) || !plain_name(method)) {
+            overlord::errln!(
+                "{host}: skipped {:?}: not a plain name, never used as a path",
+                common::paths::shorten(full)
+            );
+            return false;
+        }
+        take
+    }
+
+    /// Says which methods `-m` named that no host has (in the modules
+    /// chosen); a run left with nothing to call fails.
+    fn say_absent(&self, wanted: &BTreeMap<String, BTreeSet<String>>, modules: &str, done: &mut Outcome) {
+        let Some(asked) = &self.methods else { return };
         let found: BTreeSet<&str> = wanted
             .keys()
             .filter_map(|f| f.rsplit_once('.'))
@@ -328,54 +387,51 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
             .collect();
         if !absent.is_empty() {
             overlord::errln!(
-                "func-inventory: no host has a method {} in the modules chosen ({})",
-                absent.join(", "),
-                cli.modules
+                "func-inventory: no host has a method {} in the modules chosen ({modules})",
+                absent.join(", ")
             );
             done.failures += usize::from(wanted.is_empty());
         }
     }
-    for (full, hosts) in &wanted {
-        say(&format!("-- {full} on {} host(s)", hosts.len()));
-        let chosen: Vec<_> = targets
-            .iter()
-            .filter(|t| hosts.contains(&t.name))
-            .cloned()
-            .collect();
-        let action = overlord::calling::call_action(full, Vec::new())?;
-        let answers = overlord::calling::dispatch_to(&plan, &chosen, &action, |_, _| {})?;
-        for (host, value) in answers {
-            if !overlord::output::all_ok(full, &BTreeMap::from([(host.clone(), value.clone())])) {
-                overlord::errln!(
-                    "{host}: {full} failed ({}): its last answer is kept",
-                    overlord::output::error_line(&value)
-                );
-                done.failures += 1;
-                continue;
-            }
-            let text = match format {
-                Format::Xmlrpc => overlord::output::xmlrpc(value),
-                other => overlord::output::doc_as(other, &overlord::values::to_json(&value)),
-            };
-            if text.len() > MAX_FILE {
-                overlord::errln!(
-                    "{host}: {full} answered {} bytes, over {MAX_FILE}: its last answer is kept",
-                    text.len()
-                );
-                done.failures += 1;
-                continue;
-            }
-            if let Some(why) = budget.take(&host, full, format!("{}\n", text.trim_end())) {
-                overlord::errln!("{host}: {why}: its last inventory is kept");
-                done.failures += 1;
-            }
-        }
+}
+
+/// Holds `host`'s answer to `full` for writing, if it succeeded and fits
+/// (the file limit, the host's and the run's budgets); else the host fails
+/// and keeps its last answer.
+fn hold(budget: &mut Budget, host: &str, full: &str, value: Value, format: Format, done: &mut Outcome) {
+    if !overlord::output::all_ok(full, &BTreeMap::from([(host.to_string(), value.clone())])) {
+        overlord::errln!(
+            "{host}: {full} failed ({}): its last answer is kept",
+            overlord::output::error_line(&value)
+        );
+        done.failures += 1;
+        return;
     }
+    let text = match format {
+        Format::Xmlrpc => overlord::output::xmlrpc(value),
+        other => overlord::output::doc_as(other, &overlord::values::to_json(&value)),
+    };
+    if text.len() > MAX_FILE {
+        overlord::errln!(
+            "{host}: {full} answered {} bytes, over {MAX_FILE}: its last answer is kept",
+            text.len()
+        );
+        done.failures += 1;
+        return;
+    }
+    if let Some(why) = budget.take(host, full, format!("{}\n", text.trim_end())) {
+        overlord::errln!("{host}: {why}: its last inventory is kept");
+        done.failures += 1;
+    }
+}
+
+/// Writes what the budget held, one file per host and method. A host's
+/// directories are checked (a link planted in the tree is refused, never
+/// followed); a bad one fails that host only.
+fn write_held(tree: &Path, budget: Budget, done: &mut Outcome) {
     for (host, answers) in budget.held {
         for (full, text) in answers {
             let (module, method) = full.rsplit_once('.').unwrap_or((&full, ""));
-            // A host's directories are checked (a link planted in the tree
-            // is refused, never followed); a bad one fails that host only.
             let dir = tree.join(&host).join(module);
             let path = dir.join(method);
             let written = private(&tree.join(&host))
@@ -397,11 +453,6 @@ pub fn run(cli: &Cli) -> Result<Outcome, InventoryError> {
             }
         }
     }
-    if !cli.no_git {
-        let hosts: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-        done.commit = git_commit(&tree, &hosts)?;
-    }
-    Ok(done)
 }
 
 fn git(tree: &Path, args: &[&str]) -> Result<std::process::Output, InventoryError> {

@@ -170,154 +170,264 @@ pub fn drive(
     cancelled: &dyn Fn() -> bool,
     mut on_end: impl FnMut(&str, &HostEnd, Option<&Value>),
 ) -> Result<BatchRecord, EngineError> {
-    let (meta, _) =
-        load(store, id)?.ok_or_else(|| EngineError::Record("no such batch in the store".into()))?;
-    // A request whose signature does not verify is refused: every host it
-    // would dispatch fails with the reason, and nothing is sent.
-    let signed = trust(store, root, id, &meta)?;
-    // Only the claim's winner drives: two drivers never run one batch.
-    let lease = crate::settings::batch_lease(root);
-    let (mut rec, recovering) = match claim(store, id, record::this_process(), parent(), true, lease)? {
-        Claim::Taken { record, resumed } => (*record, resumed),
-        Claim::Complete => {
-            return load(store, id)?
-                .map(|(_, r)| r)
-                .ok_or_else(|| EngineError::Record("no such batch in the store".into()))
-        }
-        Claim::Held((pid, _)) => return Err(EngineError::Held(pid)),
-        Claim::Missing => return Err(EngineError::Record("no such batch in the store".into())),
+    let mut run = match Run::start(store, root, id, calling)? {
+        Started::Running(run) => *run,
+        Started::Complete(rec) => return Ok(*rec),
     };
-    // The hosts are judged on the record this driver took (and dispatches
-    // from), not on an earlier read a store could answer differently.
-    let refused = match signed {
-        Err(why) => Some(why),
-        Ok(hosts) => {
-            let extra = crate::seal::unsigned_hosts(&hosts, rec.state.hosts());
-            (!extra.is_empty()).then(|| crate::seal::SealError::ExtraHosts(extra.join(", ")))
-        }
-    };
-    let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
-    // With --delegate, the window's starts go through relays where the map says.
-    let delegation = match meta.delegate {
-        true => crate::relay::Routes::load(root, None)
-            .map_err(|e| EngineError::Record(e.to_string()))?
-            .map(|routes| crate::jobs::relayed::Delegation {
-                routes,
-                order: crate::relay::Order::of_job(&meta),
-            }),
-        false => None,
-    };
-    let mut poller = Poller::new(calling.clone(), limit)
-        .map_err(EngineError::Credentials)?
-        .relaying(root.clone(), delegation);
-    // Each minion runs this signed request at most once, whatever the
-    // store says (a host reset to pending and recovered is refused there).
-    poller.set_request(crate::seal::request_id(&meta));
-    let mut events = Vec::new();
-    if recovering {
-        // Hosts saved as in flight but without a minion job id were being
-        // dispatched when the last driver died: never send them twice.
-        for host in rec.state.active.keys() {
-            if !rec.minion_jobs.contains_key(host) {
-                events.push(Event::DispatchFailed {
-                    host: host.clone(),
-                    why: "its driver died while dispatching; not sent again, so it cannot run twice".into(),
-                });
-            }
-        }
-        for (host, job) in &rec.minion_jobs {
-            if rec.state.active.contains_key(host) {
-                poller.watch(Target::enrolled(root, host), job.clone());
-            }
-        }
-        record::log_event(store, id, "recover", &rec);
-    } else {
-        record::log_event(store, id, "new", &rec);
-    }
-    let mut results: BTreeMap<String, Value> = BTreeMap::new();
-    let mut reported: BTreeSet<String> = rec.state.ended.keys().cloned().collect();
     let mut round = 0;
     loop {
         // Ctrl-C on the `func` driving a sync batch: stop driving, and say
         // so in the record (not a mystery "driver gone"); in-flight hosts
         // keep running and `func batch recover` picks them up.
-        if rec.mode == "sync" && cancelled() {
-            rec.interrupted = true;
-            save(store, id, &mut rec, &[], false, lease)?;
-            record::log_event(store, id, "interrupted", &rec);
-            return Ok(rec);
+        if run.rec.mode == "sync" && cancelled() {
+            return run.interrupted();
         }
         let now = crate::store::now();
-        let before = rec.state.clone();
-        let actions = rec.state.step(now, std::mem::take(&mut events));
-        let mut changes = Vec::new();
+        let before = run.rec.state.clone();
+        let actions = run.rec.state.step(now, std::mem::take(&mut run.events));
         if !actions.kill.is_empty() {
-            let calls = with_jobs(root, &rec, &actions.kill, "jobs.kill_job");
-            poller.call_each(calls);
+            let calls = with_jobs(root, &run.rec, &actions.kill, "jobs.kill_job");
+            run.poller.call_each(calls);
         }
-        if let (false, Some(why)) = (actions.dispatch.is_empty(), &refused) {
+        let mut changes = run.dispatch(&actions.dispatch)?;
+        changes.extend(run.report_ends(&mut on_end));
+        let finished = actions.finished && run.events.is_empty();
+        if run.persist(&before, &changes, finished, now)? {
+            round = 0;
+        }
+        if finished {
+            return run.finish();
+        }
+        run.apply_control();
+        let liveness = liveness(
+            &mut run.poller,
+            root,
+            &run.meta.function,
+            &run.rec,
+            &actions.ask,
+            &mut run.results,
+        );
+        run.events.extend(liveness);
+        // Ends arrive the moment they happen; the pause only paces looking
+        // at deadlines and stop requests.
+        let pause = if run.events.is_empty() {
+            poll_pause(round).min(Duration::from_millis(100))
+        } else {
+            Duration::ZERO
+        };
+        if !run.take_returns(pause) {
+            round += 1;
+        }
+    }
+}
+
+/// What [`Run::start`] found.
+enum Started<'a> {
+    Running(Box<Run<'a>>),
+    /// The batch was complete already: its record.
+    Complete(Box<BatchRecord>),
+}
+
+/// One driver's hold on a batch while it drives it: the record it took,
+/// the poller that calls and watches its hosts, the results and events of
+/// the round.
+struct Run<'a> {
+    store: &'a dyn JobStore,
+    root: &'a Root,
+    id: &'a str,
+    meta: JobMeta,
+    rec: BatchRecord,
+    poller: Poller,
+    /// Why nothing may be sent (the request's signature), if so.
+    refused: Option<crate::seal::SealError>,
+    lease: f64,
+    results: BTreeMap<String, Value>,
+    /// Hosts whose end was handed to `on_end` and the store.
+    reported: BTreeSet<String>,
+    events: Vec<Event>,
+}
+
+impl<'a> Run<'a> {
+    /// Takes batch `id` (only the claim's winner drives: two drivers never
+    /// run one batch), judges its signature on the record taken, and sets
+    /// up the poller (through relays with --delegate); a recovered batch's
+    /// in-flight hosts are watched again, those caught mid-dispatch given up.
+    fn start(
+        store: &'a dyn JobStore,
+        root: &'a Root,
+        id: &'a str,
+        calling: &crate::settings::Calling,
+    ) -> Result<Started<'a>, EngineError> {
+        let missing = || EngineError::Record("no such batch in the store".into());
+        let (meta, _) = load(store, id)?.ok_or_else(missing)?;
+        // A request whose signature does not verify is refused: every host it
+        // would dispatch fails with the reason, and nothing is sent.
+        let signed = trust(store, root, id, &meta)?;
+        let lease = crate::settings::batch_lease(root);
+        let (rec, recovering) = match claim(store, id, record::this_process(), parent(), true, lease)? {
+            Claim::Taken { record, resumed } => (*record, resumed),
+            Claim::Complete => {
+                let (_, rec) = load(store, id)?.ok_or_else(missing)?;
+                return Ok(Started::Complete(Box::new(rec)));
+            }
+            Claim::Held((pid, _)) => return Err(EngineError::Held(pid)),
+            Claim::Missing => return Err(missing()),
+        };
+        // The hosts are judged on the record this driver took (and dispatches
+        // from), not on an earlier read a store could answer differently.
+        let refused = match signed {
+            Err(why) => Some(why),
+            Ok(hosts) => {
+                let extra = crate::seal::unsigned_hosts(&hosts, rec.state.hosts());
+                (!extra.is_empty()).then(|| crate::seal::SealError::ExtraHosts(extra.join(", ")))
+            }
+        };
+        let limit = Duration::from_secs_f64(meta.timeout_secs.clamp(0.1, CALL_LIMIT));
+        // With --delegate, the window's starts go through relays where the map says.
+        let delegation = match meta.delegate {
+            true => crate::relay::Routes::load(root, None)
+                .map_err(|e| EngineError::Record(e.to_string()))?
+                .map(|routes| crate::jobs::relayed::Delegation {
+                    routes,
+                    order: crate::relay::Order::of_job(&meta),
+                }),
+            false => None,
+        };
+        let mut poller = Poller::new(calling.clone(), limit)
+            .map_err(EngineError::Credentials)?
+            .relaying(root.clone(), delegation);
+        // Each minion runs this signed request at most once, whatever the
+        // store says (a host reset to pending and recovered is refused there).
+        poller.set_request(crate::seal::request_id(&meta));
+        let mut run = Run {
+            store,
+            root,
+            id,
+            meta,
+            reported: rec.state.ended.keys().cloned().collect(),
+            rec,
+            poller,
+            refused,
+            lease,
+            results: BTreeMap::new(),
+            events: Vec::new(),
+        };
+        if recovering {
+            run.recover();
+            record::log_event(store, id, "recover", &run.rec);
+        } else {
+            record::log_event(store, id, "new", &run.rec);
+        }
+        Ok(Started::Running(Box::new(run)))
+    }
+
+    /// A recovered batch: hosts saved as in flight but without a minion job
+    /// id were being dispatched when the last driver died (never sent
+    /// twice: given up); the others are watched again.
+    fn recover(&mut self) {
+        for host in self.rec.state.active.keys() {
+            if !self.rec.minion_jobs.contains_key(host) {
+                self.events.push(Event::DispatchFailed {
+                    host: host.clone(),
+                    why: "its driver died while dispatching; not sent again, so it cannot run twice".into(),
+                });
+            }
+        }
+        for (host, job) in &self.rec.minion_jobs {
+            if self.rec.state.active.contains_key(host) {
+                self.poller.watch(Target::enrolled(self.root, host), job.clone());
+            }
+        }
+    }
+
+    /// Stops driving a sync batch its front end was interrupted in.
+    fn interrupted(mut self) -> Result<BatchRecord, EngineError> {
+        self.rec.interrupted = true;
+        save(self.store, self.id, &mut self.rec, &[], false, self.lease)?;
+        record::log_event(self.store, self.id, "interrupted", &self.rec);
+        Ok(self.rec)
+    }
+
+    /// Starts `hosts` (`async.M.m`), saved as in flight first; an untrusted
+    /// request starts none and fails each with the reason. The store's
+    /// changes: each host dispatched with its minion job.
+    fn dispatch(&mut self, hosts: &[String]) -> Result<Vec<(String, HostUpdate)>, EngineError> {
+        let mut changes = Vec::new();
+        if hosts.is_empty() {
+            return Ok(changes);
+        }
+        if let Some(why) = &self.refused {
             let v = remote_error(
                 "func.overlord.UntrustedRequest",
                 &format!("refused, nothing sent: {why}"),
                 "",
             );
-            for host in &actions.dispatch {
-                results.insert(host.clone(), v.clone());
-                events.push(Event::DispatchFailed {
+            for host in hosts {
+                self.results.insert(host.clone(), v.clone());
+                self.events.push(Event::DispatchFailed {
                     host: host.clone(),
                     why: crate::values::error_text(&v),
                 });
             }
-        } else if !actions.dispatch.is_empty() {
-            save(store, id, &mut rec, &[], false, lease)?;
-            let params: Vec<Value> = meta.params();
-            let calls = actions
-                .dispatch
-                .iter()
-                .map(|h| {
-                    (
-                        Target::enrolled(root, h),
-                        format!("async.{}", meta.function),
-                        params.clone(),
-                    )
-                })
-                .collect();
-            for (host, reply) in poller.call_each(calls) {
-                match reply {
-                    Reply::Value(Value::String(job)) => {
-                        changes.push((
-                            host.clone(),
-                            HostUpdate::Dispatched {
-                                minion_job: job.clone(),
-                            },
-                        ));
-                        poller.watch(Target::enrolled(root, &host), job.clone());
-                        rec.minion_jobs.insert(host, job);
-                    }
-                    Reply::Value(v)
-                        if crate::values::error_kind(&v) == Some(common::rpc::client::ALREADY_RAN) =>
-                    {
-                        results.insert(host.clone(), v.clone());
-                        events.push(Event::Refused {
-                            host,
-                            why: crate::values::error_text(&v),
-                        });
-                    }
-                    Reply::Value(v) | Reply::Fault(v) => {
-                        results.insert(host.clone(), v.clone());
-                        events.push(Event::DispatchFailed {
-                            host,
-                            why: crate::values::error_text(&v),
-                        });
-                    }
-                    Reply::Unreachable(why) => events.push(Event::DispatchFailed { host, why }),
+            return Ok(changes);
+        }
+        save(self.store, self.id, &mut self.rec, &[], false, self.lease)?;
+        let params: Vec<Value> = self.meta.params();
+        let calls = hosts
+            .iter()
+            .map(|h| {
+                (
+                    Target::enrolled(self.root, h),
+                    format!("async.{}", self.meta.function),
+                    params.clone(),
+                )
+            })
+            .collect();
+        for (host, reply) in self.poller.call_each(calls) {
+            match reply {
+                Reply::Value(Value::String(job)) => {
+                    changes.push((
+                        host.clone(),
+                        HostUpdate::Dispatched {
+                            minion_job: job.clone(),
+                        },
+                    ));
+                    self.poller.watch(Target::enrolled(self.root, &host), job.clone());
+                    self.rec.minion_jobs.insert(host, job);
                 }
+                Reply::Value(v)
+                    if crate::values::error_kind(&v) == Some(common::rpc::client::ALREADY_RAN) =>
+                {
+                    self.results.insert(host.clone(), v.clone());
+                    self.events.push(Event::Refused {
+                        host,
+                        why: crate::values::error_text(&v),
+                    });
+                }
+                Reply::Value(v) | Reply::Fault(v) => {
+                    self.results.insert(host.clone(), v.clone());
+                    self.events.push(Event::DispatchFailed {
+                        host,
+                        why: crate::values::error_text(&v),
+                    });
+                }
+                Reply::Unreachable(why) => self.events.push(Event::DispatchFailed { host, why }),
             }
         }
-        for (host, end) in &rec.state.ended {
-            if reported.insert(host.clone()) {
-                poller.unwatch(host);
-                let value = results.get(host);
+        Ok(changes)
+    }
+
+    /// Hands each host that ended since the last round to `on_end`; the
+    /// store's changes: their results.
+    fn report_ends(
+        &mut self,
+        on_end: &mut impl FnMut(&str, &HostEnd, Option<&Value>),
+    ) -> Vec<(String, HostUpdate)> {
+        let mut changes = Vec::new();
+        for (host, end) in &self.rec.state.ended {
+            if self.reported.insert(host.clone()) {
+                self.poller.unwatch(host);
+                let value = self.results.get(host);
                 on_end(host, end, value);
                 let result = match (end, value) {
                     (HostEnd::Done | HostEnd::Failed, Some(v)) => v.clone(),
@@ -331,77 +441,93 @@ pub fn drive(
                 ));
             }
         }
-        let finished = actions.finished && events.is_empty();
-        rec.complete = finished;
-        if rec.state != before || !changes.is_empty() || finished {
-            save(store, id, &mut rec, &changes, finished, lease)?;
-            let event = match (finished, &rec.state.halted) {
+        changes
+    }
+
+    /// Saves what changed (and renews the lease when due); with nothing
+    /// changed, only looks for a stop request. Whether anything changed.
+    fn persist(
+        &mut self,
+        before: &BatchState,
+        changes: &[(String, HostUpdate)],
+        finished: bool,
+        now: f64,
+    ) -> Result<bool, EngineError> {
+        self.rec.complete = finished;
+        if self.rec.state != *before || !changes.is_empty() || finished {
+            save(self.store, self.id, &mut self.rec, changes, finished, self.lease)?;
+            let event = match (finished, &self.rec.state.halted) {
                 (true, Some(_)) => "halted",
                 (true, None) => "complete",
                 _ => "progress",
             };
-            record::log_event(store, id, event, &rec);
-            round = 0;
-        } else if rec.lease_until.is_some_and(|until| until - now < lease / 2.0) {
+            record::log_event(self.store, self.id, event, &self.rec);
+            return Ok(true);
+        }
+        if self
+            .rec
+            .lease_until
+            .is_some_and(|until| until - now < self.lease / 2.0)
+        {
             // Nothing changed, but the lease wants renewing.
-            save(store, id, &mut rec, &[], false, lease)?;
-        } else if let Ok(Some(stored)) = store.batch(id) {
+            save(self.store, self.id, &mut self.rec, &[], false, self.lease)?;
+        } else if let Ok(Some(stored)) = self.store.batch(self.id) {
             // Nothing changed: only look (no write) for a stop request.
             if let Ok(stored) = BatchRecord::decode(&stored) {
-                rec.control = record::stronger(rec.control, stored.control);
+                self.rec.control = record::stronger(self.rec.control, stored.control);
             }
         }
-        if finished {
-            if let Some(why) = refused {
-                let hosts: Vec<String> = rec.state.ended.keys().cloned().collect();
-                crate::audit::Audit::new(root).line(
-                    &meta.user,
-                    None,
-                    &format!("driver refused batch {id} ({}): {why}", meta.function),
-                    &hosts,
-                    403,
-                );
-                return Err(EngineError::Untrusted(format!(
-                    "batch {id} refused, nothing sent: {why}"
-                )));
+        Ok(false)
+    }
+
+    /// The batch's end: its record, or, for a request that could not be
+    /// trusted, the refusal (audited).
+    fn finish(self) -> Result<BatchRecord, EngineError> {
+        let Some(why) = self.refused else {
+            return Ok(self.rec);
+        };
+        let hosts: Vec<String> = self.rec.state.ended.keys().cloned().collect();
+        crate::audit::Audit::new(self.root).line(
+            &self.meta.user,
+            None,
+            &format!("driver refused batch {} ({}): {why}", self.id, self.meta.function),
+            &hosts,
+            403,
+        );
+        Err(EngineError::Untrusted(format!(
+            "batch {} refused, nothing sent: {why}",
+            self.id
+        )))
+    }
+
+    /// A stop (or kill) request not yet applied becomes the machine's event.
+    fn apply_control(&mut self) {
+        match self.rec.control {
+            Some(Control::Kill) if self.rec.state.halted.as_deref() != Some(super::machine::KILLED) => {
+                self.events.push(Event::Stop { kill: true })
             }
-            return Ok(rec);
-        }
-        match rec.control {
-            Some(Control::Kill) if rec.state.halted.as_deref() != Some(super::machine::KILLED) => {
-                events.push(Event::Stop { kill: true })
+            Some(Control::Stop) if self.rec.state.halted.is_none() => {
+                self.events.push(Event::Stop { kill: false })
             }
-            Some(Control::Stop) if rec.state.halted.is_none() => events.push(Event::Stop { kill: false }),
             _ => {}
         }
-        events.extend(liveness(
-            &mut poller,
-            root,
-            &meta.function,
-            &rec,
-            &actions.ask,
-            &mut results,
-        ));
-        // Ends arrive the moment they happen; the pause only paces looking
-        // at deadlines and stop requests.
-        let pause = if events.is_empty() {
-            poll_pause(round).min(Duration::from_millis(100))
-        } else {
-            Duration::ZERO
-        };
-        let ends = poller.ended(pause);
-        if ends.is_empty() && events.is_empty() {
-            round += 1;
-        }
+    }
+
+    /// Takes the ends of in-flight hosts that arrive within `pause`;
+    /// whether anything happened this round (ends or events).
+    fn take_returns(&mut self, pause: Duration) -> bool {
+        let ends = self.poller.ended(pause);
+        let happened = !ends.is_empty() || !self.events.is_empty();
         for (host, value) in ends {
-            if rec.state.active.contains_key(&host) {
-                events.push(Event::Returned {
+            if self.rec.state.active.contains_key(&host) {
+                self.events.push(Event::Returned {
                     host: host.clone(),
-                    ok: common::outcome::ok(&meta.function, &value),
+                    ok: common::outcome::ok(&self.meta.function, &value),
                 });
-                results.insert(host, value);
+                self.results.insert(host, value);
             }
         }
+        happened
     }
 }
 

@@ -75,83 +75,27 @@ impl Call {
     /// METHOD are there (so `process info -auxh` works), a usage error
     /// before (with a suggestion). The call itself is checked by the gate.
     pub fn from_args(a: crate::cli::CallArgs, spec: &str, globals: &mut Globals) -> Result<Self, PlanError> {
-        let rest = a.words;
-        let mut positional = Vec::new();
-        let (mut asynchronous, mut nopoll, mut jobstatus) = (a.asynchronous, a.nopoll, a.jobstatus);
-        let (mut batch, mut batch_wait, mut failhard) = (a.batch, a.batch_wait, a.failhard);
-        let mut typed_args = a.json_args;
-        let (mut filter, mut filteror, mut grain, mut fact_query) = (None, None, None, None);
-        let mut i = 0;
-        while i < rest.len() {
-            let arg = &rest[i];
-            if arg == "--" {
-                positional.extend(rest[i + 1..].iter().cloned());
-                break;
-            }
-            let (flag, inline) = split_flag(arg);
-            let before_method = positional.len() < 2;
-            let value = |i: &mut usize| overlord::plan::option_value(&rest, i, &flag, inline.clone());
-            match flag.as_str() {
-                "--json" | "-j" => globals.json = true,
-                "-v" | "--verbose" => globals.verbose += 1,
-                "-q" | "--quiet" => globals.quiet = true,
-                "--async" | "-a" => asynchronous = true,
-                "--nopoll" | "-n" => nopoll = true,
-                "--jobstatus" | "-s" => jobstatus = true,
-                "--failhard" => failhard = true,
-                "--forks" => globals.forks = Some(overlord::plan::forks(&value(&mut i)?)?),
-                "-t" | "--timeout" => {
-                    globals.timeout = Some(overlord::plan::positive(&flag, &value(&mut i)?)?)
-                }
-                "-e" | "--exclude" => globals.exclude = Some(value(&mut i)?),
-                "--batch" | "-b" => batch = Some(value(&mut i)?),
-                "--batch-wait" => batch_wait = Some(value(&mut i)?),
-                "--json-args" => typed_args = Some(value(&mut i)?),
-                "--filter" => filter = Some(value(&mut i)?),
-                "--filteror" => filteror = Some(value(&mut i)?),
-                "-G" | "--grain" => grain = Some(value(&mut i)?),
-                "--fact-query" => fact_query = Some(value(&mut i)?),
-                "--out" => match value(&mut i)?.as_str() {
-                    "json" => globals.json = true,
-                    "yaml" => globals.out = overlord::output::Format::Yaml,
-                    "txt" => globals.out = overlord::output::Format::Txt,
-                    "xmlrpc" => globals.out = overlord::output::Format::Xmlrpc,
-                    other => {
-                        return Err(PlanError::Usage(format!(
-                            "--out takes json, yaml, txt or xmlrpc, not {other:?}"
-                        )))
-                    }
-                },
-                f if f.starts_with('-') && f.len() > 1 && before_method => {
-                    return Err(PlanError::Usage(format!(
-                        "call: unknown option {f}{} (use -- before method arguments that start with '-')",
-                        crate::cli::did_you_mean(f, CALL_OPTIONS)
-                    )));
-                }
-                _ => positional.push(arg.clone()),
-            }
-            i += 1;
-        }
+        let Scanned {
+            positional,
+            asynchronous,
+            nopoll,
+            jobstatus,
+            batch,
+            batch_wait,
+            failhard,
+            typed_args,
+            filter,
+            filteror,
+            grain,
+            fact_query,
+        } = Scanned::of(a, globals)?;
         if jobstatus {
             return match positional.as_slice() {
                 [id] => Ok(Self::JobStatus { id: id.clone() }),
                 _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
             };
         }
-        // Salt's habit: `call test.ping`, `call command.run uptime`.
-        if let Some((module, method)) = positional.first().and_then(|w| w.split_once('.')) {
-            // `async.M` is refused by the gate, as through every door.
-            if !module.is_empty() && !method.is_empty() && !method.contains('.') && module != "async" {
-                let rest: String = positional[1..]
-                    .iter()
-                    .map(|a| format!(" {}", overlord::interrupt::shell_quote(a)))
-                    .collect();
-                let (ours, name) = crate::cli::func_call_for_salt(module, method);
-                return Err(PlanError::Usage(format!(
-                    "call takes MODULE and METHOD as two words: try `call {ours} {name}{rest}` (Salt's {module}.{method} is Func's {ours} {name})"
-                )));
-            }
-        }
+        refuse_salt_spelling(&positional)?;
         if positional.len() < 2 {
             return Err(PlanError::Usage("call needs MODULE METHOD [ARGS...]".into()));
         }
@@ -382,6 +326,106 @@ fn show_job_id(plan: &Plan, id: &str) {
         true => overlord::output::print_doc(plan.out, &serde_json::json!({ "job_id": id })),
         false => overlord::outln!("JOB_ID: {}", overlord::interrupt::shell_quote(id)),
     }
+}
+
+/// The words after `call`, scanned: Func took its options anywhere before
+/// the method's arguments (and `--` ends them), so they are read here
+/// rather than by clap; global options among them go to `globals`.
+struct Scanned {
+    positional: Vec<String>,
+    asynchronous: bool,
+    nopoll: bool,
+    jobstatus: bool,
+    batch: Option<String>,
+    batch_wait: Option<String>,
+    failhard: bool,
+    typed_args: Option<String>,
+    filter: Option<String>,
+    filteror: Option<String>,
+    grain: Option<String>,
+    fact_query: Option<String>,
+}
+
+impl Scanned {
+    fn of(a: crate::cli::CallArgs, globals: &mut Globals) -> Result<Self, PlanError> {
+        let rest = a.words;
+        let mut s = Scanned {
+            positional: Vec::new(),
+            asynchronous: a.asynchronous,
+            nopoll: a.nopoll,
+            jobstatus: a.jobstatus,
+            batch: a.batch,
+            batch_wait: a.batch_wait,
+            failhard: a.failhard,
+            typed_args: a.json_args,
+            filter: None,
+            filteror: None,
+            grain: None,
+            fact_query: None,
+        };
+        let mut i = 0;
+        while i < rest.len() {
+            let arg = &rest[i];
+            if arg == "--" {
+                s.positional.extend(rest[i + 1..].iter().cloned());
+                break;
+            }
+            let (flag, inline) = split_flag(arg);
+            let before_method = s.positional.len() < 2;
+            let value = |i: &mut usize| overlord::plan::option_value(&rest, i, &flag, inline.clone());
+            match flag.as_str() {
+                "--json" | "-j" => globals.json = true,
+                "-v" | "--verbose" => globals.verbose += 1,
+                "-q" | "--quiet" => globals.quiet = true,
+                "--async" | "-a" => s.asynchronous = true,
+                "--nopoll" | "-n" => s.nopoll = true,
+                "--jobstatus" | "-s" => s.jobstatus = true,
+                "--failhard" => s.failhard = true,
+                "--forks" => globals.forks = Some(overlord::plan::forks(&value(&mut i)?)?),
+                "-t" | "--timeout" => {
+                    globals.timeout = Some(overlord::plan::positive(&flag, &value(&mut i)?)?)
+                }
+                "-e" | "--exclude" => globals.exclude = Some(value(&mut i)?),
+                "--batch" | "-b" => s.batch = Some(value(&mut i)?),
+                "--batch-wait" => s.batch_wait = Some(value(&mut i)?),
+                "--json-args" => s.typed_args = Some(value(&mut i)?),
+                "--filter" => s.filter = Some(value(&mut i)?),
+                "--filteror" => s.filteror = Some(value(&mut i)?),
+                "-G" | "--grain" => s.grain = Some(value(&mut i)?),
+                "--fact-query" => s.fact_query = Some(value(&mut i)?),
+                "--out" => globals.set_out(&value(&mut i)?)?,
+                f if f.starts_with('-') && f.len() > 1 && before_method => {
+                    return Err(PlanError::Usage(format!(
+                        "call: unknown option {f}{} (use -- before method arguments that start with '-')",
+                        crate::cli::did_you_mean(f, CALL_OPTIONS)
+                    )));
+                }
+                _ => s.positional.push(arg.clone()),
+            }
+            i += 1;
+        }
+        Ok(s)
+    }
+}
+
+/// Salt's habit, `call test.ping` or `call command.run uptime`, refused
+/// with Func's spelling (`async.M` is left to the gate, as through every
+/// door).
+fn refuse_salt_spelling(positional: &[String]) -> Result<(), PlanError> {
+    let Some((module, method)) = positional.first().and_then(|w| w.split_once('.')) else {
+        return Ok(());
+    };
+    if module.is_empty() || method.is_empty() || method.contains('.') || module == "async" {
+        return Ok(());
+    }
+    let rest: String = positional[1..]
+        .iter()
+        .map(|a| format!(" {}", overlord::interrupt::shell_quote(a)))
+        .collect();
+    let (ours, name) = crate::cli::func_call_for_salt(module, method);
+    Err(PlanError::Usage(format!(
+        "call takes MODULE and METHOD as two words: try `call {ours} {name}{rest}` (Salt's {module}.{method} is Func's {ours} {name})"
+    )))
 }
 
 /// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.
