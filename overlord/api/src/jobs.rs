@@ -16,7 +16,6 @@ use super::reply::{Path, Query};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
@@ -416,28 +415,11 @@ pub async fn kill(
         .into_iter()
         .partition(|c| overlord::jobs::relayed::is_relayed(c, None));
     for (host, reply) in overlord::jobs::relayed::answer(&api.root, None, relayed, Some(&user)).await {
-        let value = match killing::signalled(reply) {
-            Signalled::Sent(msg) => json!(msg),
-            Signalled::Failed(v) => json!({"error": overlord::values::error_text(&v)}),
-            Signalled::Unreachable(why) => json!({"error": why}),
-        };
-        signalled.insert(host, value);
+        signalled.insert(host, killing::signalled(reply).to_json());
     }
     for (target, method, params) in direct {
         let value = api.pool.call(&target, &method, params, limit, Some(&user)).await;
-        let reply = if common::xmlrpc::is_remote_error(&value) {
-            Signalled::Failed(value)
-        } else {
-            killing::signalled(overlord::jobs::poller::Reply::Value(value))
-        };
-        signalled.insert(
-            target.name,
-            match reply {
-                Signalled::Sent(msg) => json!(msg),
-                Signalled::Failed(v) => json!({"error": overlord::values::error_text(&v)}),
-                Signalled::Unreachable(why) => json!({"error": why}),
-            },
-        );
+        signalled.insert(target.name, Signalled::of_value(value).to_json());
     }
     api.audit.line(
         &caller.user(),

@@ -85,6 +85,41 @@ pub fn signalled(reply: Reply) -> Signalled {
     }
 }
 
+impl Signalled {
+    /// A reply as a warm pool answers it (a `REMOTE_ERROR` value where the
+    /// call failed or the host could not be reached).
+    pub fn of_value(value: Value) -> Self {
+        if common::xmlrpc::is_remote_error(&value) {
+            Signalled::Failed(value)
+        } else {
+            signalled(Reply::Value(value))
+        }
+    }
+
+    /// Whether the signal was sent.
+    pub fn sent(&self) -> bool {
+        matches!(self, Signalled::Sent(_))
+    }
+
+    /// One line for people: the minion's message, or why not.
+    pub fn line(&self) -> String {
+        match self {
+            Signalled::Sent(msg) => msg.clone(),
+            Signalled::Failed(v) => crate::values::error_text(v),
+            Signalled::Unreachable(why) => format!("unreachable: {why}"),
+        }
+    }
+
+    /// For a JSON answer: the minion's message, or `{"error"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Signalled::Sent(msg) => serde_json::json!(msg),
+            Signalled::Failed(v) => serde_json::json!({"error": crate::values::error_text(v)}),
+            Signalled::Unreachable(why) => serde_json::json!({"error": why}),
+        }
+    }
+}
+
 /// Stops a live dispatch driver (its process group: it and its workers,
 /// always with KILL: a driver must not go on dispatching), then ends the
 /// hosts it never reached as killed before dispatch, naming `signal` and

@@ -57,16 +57,11 @@ impl Kill {
             let mut replies = poller.call_each(calls);
             replies.sort_by(|a, b| a.0.cmp(&b.0));
             for (host, reply) in replies {
-                let line = match jobs::kill::signalled(reply) {
-                    Signalled::Sent(msg) => msg,
-                    Signalled::Failed(v) => {
-                        failed = true;
-                        overlord::output::error_line(&v)
-                    }
-                    Signalled::Unreachable(why) => {
-                        failed = true;
-                        format!("unreachable: {why}")
-                    }
+                let took = jobs::kill::signalled(reply);
+                failed |= !took.sent();
+                let line = match &took {
+                    Signalled::Failed(v) => overlord::output::error_line(v),
+                    other => other.line(),
                 };
                 overlord::errln!("{host}: {line}");
             }
