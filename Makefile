@@ -75,7 +75,7 @@ release:
 demo: build
 	bash scripts/demo.sh
 
-# "Several overlords" on the running demo fleet (README): PostgreSQL's server.
+# "Several overlords" on the running demo fleet (docs/SCALING.md): PostgreSQL's server.
 demo-shared: build
 	bash scripts/demo_shared.sh
 
@@ -124,7 +124,7 @@ install: release
 package: deps release
 	PROFILE=release bash scripts/package.sh
 
-# Benchmarks print tables and write them to bench/results/ (see README).
+# Benchmarks print tables and write them to bench/results/ (see docs/BENCHMARKS.md).
 # BENCH_SIZES="10 50 200" and RUNS=5 by default; PEER=salt adds Salt.
 bench: deps release
 	bash scripts/bench.sh

@@ -2,7 +2,7 @@
 side with the Salt peer's when it ran, the ratio per row (ours / Salt), and
 where we stand against the targets of issue 8. Prints the report and writes
 it as Markdown to bench/results/<stamp>[-salt|-scale].md, to
-bench/results/LATEST[-salt|-scale].md (what the README links) and to
+bench/results/LATEST[-salt|-scale].md (what docs/BENCHMARKS.md links) and to
 target/bench/<stamp>/report.md.
 
 Usage: bench_report.py RAW_DIR "K1 K2 ..." PEER
