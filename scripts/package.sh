@@ -44,8 +44,13 @@ package() {
 	find "$root/usr/bin" "$root/usr/sbin" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
 	find "$root/usr/share/man" -type f -exec gzip -9n {} +
 	install -d "$root/usr/share/doc/$name"
-	# The project's README, as /usr/share/doc/NAME/README.md.gz.
+	# The project's README, as /usr/share/doc/NAME/README.md.gz, and the
+	# pages it links, below docs/ beside it.
 	gzip -9n <README.md >"$root/usr/share/doc/$name/README.md.gz"
+	install -d "$root/usr/share/doc/$name/docs"
+	for page in docs/*.md; do
+		gzip -9n <"$page" >"$root/usr/share/doc/$name/docs/$(basename "$page").gz"
+	done
 	cat >"$root/usr/share/doc/$name/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: func-rs

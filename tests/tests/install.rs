@@ -331,9 +331,11 @@ fn package_builds_debs_and_rpms_that_install_and_remove() {
             "{control}"
         );
         let files = Command::new("dpkg-deb").args(["-c", deb]).output().unwrap();
+        let files = String::from_utf8_lossy(&files.stdout).to_string();
+        assert!(files.contains("README.md.gz"), "{deb}: no README");
         assert!(
-            String::from_utf8_lossy(&files.stdout).contains("README.md.gz"),
-            "{deb}: no README"
+            files.contains("docs/INSTALL.md.gz") && files.contains("docs/SECURITY.md.gz"),
+            "{deb}: the pages the README links"
         );
     }
     assert!(field(overlord, "Description").contains("func-api"));
@@ -440,6 +442,7 @@ fn rpm_packages_install_and_remove(rpms: &[String], dir: &Path) {
         "/etc/func/minion.conf",
         "/usr/libexec/func/modules",
         "/usr/share/doc/funcd/README.md.gz",
+        "/usr/share/doc/funcd/docs/MODULES.md.gz",
     ] {
         assert!(
             minion_files.lines().any(|l| l == f),
