@@ -147,6 +147,19 @@ pub enum Format {
     Xmlrpc,
 }
 
+impl Format {
+    /// The format `--out NAME` names (`json`, `yaml`, `txt`, `xmlrpc`).
+    pub fn named(name: &str) -> Option<Format> {
+        match name {
+            "json" => Some(Format::Json),
+            "yaml" => Some(Format::Yaml),
+            "txt" => Some(Format::Txt),
+            "xmlrpc" => Some(Format::Xmlrpc),
+            _ => None,
+        }
+    }
+}
+
 /// `{host: result}` in `format`.
 pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
     match format {

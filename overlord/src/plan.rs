@@ -102,14 +102,12 @@ pub struct Globals {
 impl Globals {
     /// `--out FORMAT` given where a command's own options are read.
     pub fn set_out(&mut self, format: &str) -> Result<(), PlanError> {
-        match format {
-            "json" => self.json = true,
-            "yaml" => self.out = crate::output::Format::Yaml,
-            "txt" => self.out = crate::output::Format::Txt,
-            "xmlrpc" => self.out = crate::output::Format::Xmlrpc,
-            other => {
+        match crate::output::Format::named(format) {
+            Some(crate::output::Format::Json) => self.json = true,
+            Some(other) => self.out = other,
+            None => {
                 return Err(PlanError::Usage(format!(
-                    "--out takes json, yaml, txt or xmlrpc, not {other:?}"
+                    "--out takes json, yaml, txt or xmlrpc, not {format:?}"
                 )))
             }
         }

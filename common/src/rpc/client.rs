@@ -228,7 +228,7 @@ pub fn is_request_id(id: &str) -> bool {
 fn on_behalf_of() -> http::HeaderValue {
     static USER: std::sync::OnceLock<http::HeaderValue> = std::sync::OnceLock::new();
     USER.get_or_init(|| {
-        http::HeaderValue::from_str(&format!("cli:{}", crate::process::invoking_user()))
+        http::HeaderValue::from_str(&crate::principal::cli_user())
             .unwrap_or_else(|_| http::HeaderValue::from_static("?"))
     })
     .clone()

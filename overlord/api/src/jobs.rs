@@ -218,13 +218,10 @@ impl Listing<'_> {
             let total = kept.len();
             for (i, meta) in kept.into_iter().enumerate() {
                 last_returned = Some((meta.started, meta.id.clone()));
-                let interrupted = meta.batch
-                    && meta.ended.is_none()
-                    && overlord::batch::control::interrupted(store, &meta.id);
                 let Some(record) = records.get(&meta.id) else {
                     continue;
                 };
-                jobs.push(JobRow::of(record, interrupted));
+                jobs.push(JobRow::of(store, record));
                 if jobs.len() == limit {
                     cut = i + 1 < total;
                     break;

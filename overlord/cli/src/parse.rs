@@ -168,12 +168,11 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
         timeout: global.timeout,
         exclude: global.exclude,
         json: global.json || global.out.as_deref() == Some("json"),
-        out: match global.out.as_deref() {
-            Some("yaml") => overlord::output::Format::Yaml,
-            Some("txt") => overlord::output::Format::Txt,
-            Some("xmlrpc") => overlord::output::Format::Xmlrpc,
-            _ => overlord::output::Format::Json,
-        },
+        out: global
+            .out
+            .as_deref()
+            .and_then(overlord::output::Format::named)
+            .unwrap_or_default(),
         forks: global.forks.map(usize::from),
         verbose: global.verbose,
         quiet: global.quiet,

@@ -49,11 +49,13 @@ pub struct JobPage {
 }
 
 impl JobRow {
-    /// The row of `record`; `interrupted`: an unfinished batch nobody
-    /// drives (`batch::control::interrupted`).
-    pub fn of(record: &JobRecord, interrupted: bool) -> Self {
+    /// The row of `record` as `store` holds it: an unfinished batch nobody
+    /// drives reads as `interrupted` (`batch::control::interrupted`).
+    pub fn of(store: &dyn JobStore, record: &JobRecord) -> Self {
         let tally = super::tally(record);
         let meta = &record.meta;
+        let interrupted =
+            meta.batch && meta.ended.is_none() && crate::batch::control::interrupted(store, &meta.id);
         let outcome = if interrupted {
             "interrupted"
         } else if meta.ended.is_some() || tally.pending == 0 {

@@ -45,9 +45,8 @@ fn error_format(args: &[String]) -> Option<overlord::output::Format> {
             None => None,
         });
     match out {
-        Some("xmlrpc") => Some(Format::Xmlrpc),
-        Some("yaml") => Some(Format::Yaml),
-        Some(_) => Some(Format::Json),
+        // txt is for people: a document asked for with it is JSON (`fail`).
+        Some(name) => Some(Format::named(name).unwrap_or(Format::Json)),
         None if words
             .iter()
             .any(|a| *a == "--json" || *a == "-j" || *a == "transmit") =>

@@ -102,16 +102,7 @@ impl List {
         ids.truncate(self.limit.unwrap_or(usize::MAX));
         let records = overlord::store::JobStore::load_many(&store, &ids).map_err(config)?;
         // Unfinished batches nobody drives read as interrupted, not running.
-        let interrupted: std::collections::HashSet<String> = records
-            .iter()
-            .filter(|r| r.meta.batch && r.meta.ended.is_none())
-            .filter(|r| overlord::batch::control::interrupted(&store, &r.meta.id))
-            .map(|r| r.meta.id.clone())
-            .collect();
-        let rows: Vec<JobRow> = records
-            .iter()
-            .map(|r| JobRow::of(r, interrupted.contains(&r.meta.id)))
-            .collect();
+        let rows: Vec<JobRow> = records.iter().map(|r| JobRow::of(&store, r)).collect();
         if plan.json {
             let next = rows.last().filter(|_| more).map(|r| r.id.clone());
             overlord::output::print_doc(plan.out, &JobPage { jobs: rows, next });
@@ -156,11 +147,7 @@ impl List {
                 "running? = as last recorded, its hosts not asked now: func job_status ID (or jobs lookup ID) refreshes it"
             );
         }
-        if let Some(id) = records
-            .iter()
-            .map(|r| &r.meta.id)
-            .find(|id| interrupted.contains(*id))
-        {
+        if let Some(id) = rows.iter().find(|r| r.outcome == "interrupted").map(|r| &r.id) {
             overlord::outln!(
                 "interrupted = a batch nobody drives (Ctrl-C, or its driver died): func batch recover {} resumes it",
                 overlord::interrupt::shell_quote(id)
