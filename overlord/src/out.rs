@@ -16,6 +16,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Write;
+
+use common::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static CLOSED: AtomicBool = AtomicBool::new(false);
@@ -108,4 +110,36 @@ macro_rules! err {
 macro_rules! errln {
     () => { $crate::out::write_err("\n") };
     ($($arg:tt)*) => { $crate::out::write_err(&format!("{}\n", $crate::out::shown(&format!($($arg)*)))) };
+}
+
+/// How results are printed for programs (`--out`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Json,
+    Yaml,
+    /// One `host: value` line per host (for grep and awk).
+    Txt,
+    /// One XML-RPC `methodResponse`: host results keep every XML-RPC type
+    /// (base64, dateTime), for programs (Func's Python API reads it).
+    Xmlrpc,
+}
+
+impl Format {
+    /// The format `--out NAME` names (`json`, `yaml`, `txt`, `xmlrpc`).
+    pub fn named(name: &str) -> Option<Format> {
+        match name {
+            "json" => Some(Format::Json),
+            "yaml" => Some(Format::Yaml),
+            "txt" => Some(Format::Txt),
+            "xmlrpc" => Some(Format::Xmlrpc),
+            _ => None,
+        }
+    }
+}
+
+/// `ERROR (type): message` for a `REMOTE_ERROR` list, on one line and
+/// safe for a terminal (see [`shown_line`]).
+pub fn error_line(value: &Value) -> String {
+    shown_line(&crate::values::error_text(value)).into_owned()
 }

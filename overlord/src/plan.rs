@@ -86,7 +86,7 @@ pub struct Globals {
     pub exclude: Option<String>,
     pub json: bool,
     /// `--out`: how host results are printed when not for people.
-    pub out: crate::output::Format,
+    pub out: crate::out::Format,
     pub forks: Option<usize>,
     /// `-v` (repeatable) and `-q`.
     pub verbose: u8,
@@ -102,8 +102,8 @@ pub struct Globals {
 impl Globals {
     /// `--out FORMAT` given where a command's own options are read.
     pub fn set_out(&mut self, format: &str) -> Result<(), PlanError> {
-        match crate::output::Format::named(format) {
-            Some(crate::output::Format::Json) => self.json = true,
+        match crate::out::Format::named(format) {
+            Some(crate::out::Format::Json) => self.json = true,
             Some(other) => self.out = other,
             None => {
                 return Err(PlanError::Usage(format!(
@@ -140,7 +140,7 @@ pub struct Plan {
     pub exclude: Option<String>,
     pub json: bool,
     /// With `json` set: the format (`--out json|yaml|txt`).
-    pub out: crate::output::Format,
+    pub out: crate::out::Format,
     /// `-v` count: say more on stderr.
     pub verbose: u8,
     /// `-q`: no progress or informational lines on stderr.
@@ -243,7 +243,7 @@ impl Plan {
         for (host, error) in &judged.unjudged {
             crate::errln!(
                 "func: {host}: could not judge the filter, not called: {}",
-                crate::output::error_line(error)
+                crate::out::error_line(error)
             );
         }
         if self.verbose > 0 && !judged.rejected.is_empty() {
@@ -306,7 +306,7 @@ impl Plan {
             spec: spec.to_string(),
             exclude: None,
             json: true,
-            out: crate::output::Format::Json,
+            out: crate::out::Format::Json,
             verbose: 0,
             quiet: true,
         })

@@ -12,7 +12,6 @@
 use std::time::{Duration, Instant};
 
 use crate::jobs::{self, poller::Poller, Status};
-use crate::output;
 use crate::plan::{Plan, PlanError};
 
 /// The job's status now, or (`wait`) once finished or at the `-t` deadline.
@@ -80,7 +79,7 @@ pub const EXIT_NOT_FINISHED: i32 = 3;
 
 pub fn exit_code(status: &Status) -> i32 {
     match status.code {
-        jobs::FINISHED => i32::from(!output::all_ok(status.method(), &status.results)),
+        jobs::FINISHED => i32::from(!all_ok(status.method(), &status.results)),
         jobs::RUNNING | jobs::PARTIAL => EXIT_NOT_FINISHED,
         _ => 1,
     }
@@ -88,61 +87,12 @@ pub fn exit_code(status: &Status) -> i32 {
 
 pub use crate::jobs::code_name;
 
-/// Prints the status with `--json` as one shape in every state:
-/// `{"job_id", "status" (Func's code), "state" (its name), "function",
-/// "results": {host: result} (finished hosts; {} when none or unknown),
-/// "waiting": {host: why}}` (`--out xmlrpc`: Func's `[code, {host:
-/// result}]`); else a status line and one block per host.
-pub fn print(plan: &Plan, id: &str, status: &Status) {
-    if plan.json {
-        let doc = status.doc(id);
-        // `--out txt`: the finished hosts' results as `host: value` lines.
-        match plan.out {
-            crate::output::Format::Txt => {
-                crate::outln!("{}", crate::output::results_as(plan.out, &status.results))
-            }
-            // Func's own answer, typed: [code, {host: result}].
-            crate::output::Format::Xmlrpc => crate::outln!(
-                "{}",
-                crate::output::xmlrpc(common::Value::Array(vec![
-                    common::Value::Integer(status.code),
-                    common::Value::Struct(status.results.clone().into_iter().collect()),
-                ]))
-            ),
-            _ => crate::output::print_doc(plan.out, &doc),
-        }
-        return;
-    }
-    if status.code == jobs::LOST_IN_SPACE {
-        crate::outln!(
-            "JOB_STATUS: {} (2): no job {} here (unknown, or expired)",
-            code_name(2),
-            common::paths::shorten(id)
-        );
-        return;
-    }
-    let total = status.results.len() + status.waiting.len();
-    let finished = status.results.len();
-    match status.code {
-        jobs::FINISHED => crate::outln!("JOB_STATUS: finished (1): {finished} of {total} hosts finished"),
-        // Func's codes 0 and 3 both mean the job is still running.
-        code => crate::outln!(
-            "JOB_STATUS: running ({code}{}): {finished} of {total} hosts finished, {} not yet",
-            if code == jobs::PARTIAL {
-                ", partial"
-            } else {
-                ", nothing dispatched yet"
-            },
-            status.waiting.len()
-        ),
-    }
-    crate::out!("{}", output::human(status.method(), &status.results));
-    for (host, why) in &status.waiting {
-        crate::outln!("{host}:\n    ({})", crate::output::shown_line(why));
-    }
-}
-
 /// The status of job `id` after asking its unfinished hosts.
 pub fn refreshed(plan: &Plan, id: &str) -> Result<Status, PlanError> {
     check(plan, id, false)
+}
+
+/// Whether every result of `method` is a success.
+pub fn all_ok(method: &str, results: &std::collections::BTreeMap<String, common::Value>) -> bool {
+    results.values().all(|v| common::outcome::ok(method, v))
 }

@@ -146,7 +146,7 @@ pub fn main() -> ExitCode {
     // plain and single-quoted scalars have no escapes, so it is left as is.
     let out = match yaml {
         true => yaml_serde::to_string(&doc).unwrap_or_else(|e| format!("error: {e}\n")),
-        false => overlord::output::json_safe(format!("{doc}\n")),
+        false => crate::display::output::json_safe(format!("{doc}\n")),
     };
     overlord::out!("{out}");
     ExitCode::from(code as u8)
@@ -408,7 +408,7 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
             let targets = plan.targets()?;
             let action = overlord::calling::call_action(&function, call.params())?;
             let results = overlord::calling::dispatch_to(&plan, &targets, &action, |_, _| {})?;
-            let ok = overlord::output::all_ok(&function, &results);
+            let ok = overlord::status::all_ok(&function, &results);
             let doc: serde_json::Map<String, J> = results
                 .iter()
                 .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))

@@ -20,7 +20,7 @@ use clap::Parser;
 use common::paths::Root;
 use common::Value;
 
-use overlord::output::Format;
+use crate::display::output::Format;
 use overlord::plan::{Plan, PlanError};
 
 #[derive(Parser, Debug)]
@@ -326,7 +326,7 @@ impl Chosen {
                 _ => {
                     overlord::errln!(
                         "{host}: cannot list its methods ({}): its last inventory is kept",
-                        overlord::output::error_line(answer)
+                        crate::display::output::error_line(answer)
                     );
                     done.failures += 1;
                     continue;
@@ -399,17 +399,17 @@ impl Chosen {
 /// (the file limit, the host's and the run's budgets); else the host fails
 /// and keeps its last answer.
 fn hold(budget: &mut Budget, host: &str, full: &str, value: Value, format: Format, done: &mut Outcome) {
-    if !overlord::output::all_ok(full, &BTreeMap::from([(host.to_string(), value.clone())])) {
+    if !overlord::status::all_ok(full, &BTreeMap::from([(host.to_string(), value.clone())])) {
         overlord::errln!(
             "{host}: {full} failed ({}): its last answer is kept",
-            overlord::output::error_line(&value)
+            crate::display::output::error_line(&value)
         );
         done.failures += 1;
         return;
     }
     let text = match format {
-        Format::Xmlrpc => overlord::output::xmlrpc(value),
-        other => overlord::output::doc_as(other, &overlord::values::to_json(&value)),
+        Format::Xmlrpc => crate::display::output::xmlrpc(value),
+        other => crate::display::output::doc_as(other, &overlord::values::to_json(&value)),
     };
     if text.len() > MAX_FILE {
         overlord::errln!(

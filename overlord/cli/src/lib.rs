@@ -13,6 +13,7 @@
 pub mod build_map;
 pub mod cli;
 pub mod commands;
+pub mod display;
 pub mod func_transmit;
 pub mod inventory;
 pub mod parse;

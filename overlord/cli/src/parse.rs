@@ -171,7 +171,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
         out: global
             .out
             .as_deref()
-            .and_then(overlord::output::Format::named)
+            .and_then(crate::display::output::Format::named)
             .unwrap_or_default(),
         forks: global.forks.map(usize::from),
         verbose: global.verbose,
@@ -200,7 +200,7 @@ fn transmitted_call(root: Option<String>, call: overlord::gate::Call) -> Result<
         timeout: call.timeout,
         exclude: call.exclude.clone(),
         json: true,
-        out: overlord::output::Format::Json,
+        out: crate::display::output::Format::Json,
         forks: call.forks,
         verbose: 0,
         quiet: false,
@@ -242,7 +242,7 @@ fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan,
         root: globals.root,
         spec,
         exclude: globals.exclude,
-        json: globals.json || globals.out != overlord::output::Format::Json,
+        json: globals.json || globals.out != crate::display::output::Format::Json,
         out: globals.out,
         verbose: globals.verbose,
         quiet: globals.quiet,

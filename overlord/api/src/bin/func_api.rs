@@ -103,8 +103,8 @@ fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
                 let _ = writeln!(
                     out,
                     "{}  {}  {state} {}",
-                    overlord::output::shown_line(&t.name),
-                    overlord::output::shown_line(&rights),
+                    overlord::out::shown_line(&t.name),
+                    overlord::out::shown_line(&rights),
                     overlord::when::show(t.expires)
                 );
             }

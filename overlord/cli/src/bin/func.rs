@@ -29,8 +29,8 @@ fn main() -> ExitCode {
 /// The document format the words ask for (`--json`/`-j`, `--out FORMAT`,
 /// `transmit`; before `--`), for errors found before the command line could
 /// be parsed; `None`: for people only.
-fn error_format(args: &[String]) -> Option<overlord::output::Format> {
-    use overlord::output::Format;
+fn error_format(args: &[String]) -> Option<overlord_cli::display::output::Format> {
+    use overlord_cli::display::output::Format;
     let words: Vec<&str> = args
         .iter()
         .map(String::as_str)
@@ -61,7 +61,7 @@ fn error_format(args: &[String]) -> Option<overlord::output::Format> {
 /// `{"error", "exit_status", "kind"}` on stdout in that format, so a program
 /// always gets a document and tells a SPEC that matched nothing (`no_match`)
 /// from other refusals without reading the message.
-fn fail(e: &overlord::plan::PlanError, format: Option<overlord::output::Format>) -> ExitCode {
+fn fail(e: &overlord::plan::PlanError, format: Option<overlord_cli::display::output::Format>) -> ExitCode {
     let code = e.exit_code();
     match e {
         overlord::plan::PlanError::Help(text) => {
@@ -78,10 +78,10 @@ fn fail(e: &overlord::plan::PlanError, format: Option<overlord::output::Format>)
         let doc = serde_json::json!({"error": e.to_string(), "exit_status": code, "kind": e.kind()});
         // txt is for people: its document is JSON.
         let format = match format {
-            overlord::output::Format::Txt => overlord::output::Format::Json,
+            overlord_cli::display::output::Format::Txt => overlord_cli::display::output::Format::Json,
             f => f,
         };
-        overlord::output::print_doc(format, &doc);
+        overlord_cli::display::output::print_doc(format, &doc);
     }
     ExitCode::from(code as u8)
 }

@@ -63,7 +63,7 @@ fn list(plan: &Plan) -> Result<i32, PlanError> {
                 "started": m.started, "state": state_word(r), "counts": r.state.counts()})
             })
             .collect();
-        overlord::output::print_doc(plan.out, &rows);
+        crate::display::output::print_doc(plan.out, &rows);
         return Ok(0);
     }
     if all.is_empty() {
@@ -90,7 +90,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
     }
     let Some((meta, mut rec)) = driver::load(&plan.store(), id).map_err(config)? else {
         if plan.json {
-            overlord::output::print_doc(plan.out, &control::unknown_doc(id));
+            crate::display::output::print_doc(plan.out, &control::unknown_doc(id));
         } else {
             overlord::outln!(
                 "no batch {} here (unknown, or expired)",
@@ -102,7 +102,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
     control::with_recorded_ends(&plan.store(), &mut rec, &meta.id);
     let hosts = control::hosts_doc(&rec);
     if plan.json {
-        overlord::output::print_doc(plan.out, &control::status_doc(&meta, &rec));
+        crate::display::output::print_doc(plan.out, &control::status_doc(&meta, &rec));
     } else {
         overlord::outln!(
             "{}  {}  batch {}: {}  [{}]",
@@ -116,7 +116,7 @@ fn status(plan: &Plan, id: &str, follow: bool) -> Result<i32, PlanError> {
             let reason = v
                 .reason
                 .as_deref()
-                .map(|r| format!(" ({})", overlord::output::shown_line(r)))
+                .map(|r| format!(" ({})", crate::display::output::shown_line(r)))
                 .unwrap_or_default();
             overlord::outln!("    {h}: {}{reason}", v.state);
         }
@@ -175,7 +175,7 @@ fn follow_events(plan: &Plan, id: &str) -> Result<i32, PlanError> {
 fn stop(plan: &Plan, id: &str, kill: bool) -> Result<i32, PlanError> {
     let store = plan.store();
     let found = control::request_stop(&store, id, kill)?;
-    let mut out = overlord::output::Lines::new(plan.json, plan.out);
+    let mut out = crate::display::output::Lines::new(plan.json, plan.out);
     out.field("job_id", json!(id));
     let Some((_, rec)) = found else {
         out.line(format!(
@@ -227,7 +227,7 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
             .map(|(m, _)| m.id)
             .collect(),
     };
-    let mut out = overlord::output::Lines::new(plan.json, plan.out);
+    let mut out = crate::display::output::Lines::new(plan.json, plan.out);
     out.field("batches", json!({}));
     if targets.is_empty() {
         out.line("no batch needs recovering".into());
@@ -270,7 +270,7 @@ fn recover(plan: &Plan, id: Option<&str>) -> Result<i32, PlanError> {
             } => {
                 out.line(format!(
                     "batch {id}: its driver (pid {pid} on {}) holds a live lease for {:.0} s more (nothing to recover)",
-                    overlord::output::shown_line(&host),
+                    crate::display::output::shown_line(&host),
                     lease_left.unwrap_or(0.0)
                 ));
                 outcome.insert(id, json!("nothing to recover"));

@@ -151,7 +151,7 @@ impl Call {
         let (call, nopoll) = match self {
             Call::JobStatus { id } => {
                 let status = overlord::status::check(plan, id, false)?;
-                overlord::status::print(plan, id, &status);
+                crate::display::show_status(plan, id, &status);
                 return Ok(overlord::status::exit_code(&status));
             }
             Call::Run { call, nopoll } => (call, *nopoll),
@@ -165,7 +165,7 @@ impl Call {
         }
         let action = overlord::calling::call_action(&function, call.params())?;
         let code =
-            overlord::calling::call_and_show(plan, &function, &action, overlord::report::block, &|v| v)?;
+            crate::display::call_and_show(plan, &function, &action, crate::display::report::block, &|v| v)?;
         if code != 0 && !plan.quiet {
             if let Some(hint) = salt_module_hint(&function) {
                 overlord::errln!("{hint}");
@@ -211,7 +211,8 @@ fn run_batch(plan: &Plan, call: &gate::Call) -> Result<i32, PlanError> {
     overlord::interrupt::catch();
     let function = call.function();
     let names = targets.iter().map(|t| t.name.clone());
-    let mut report = overlord::report::Report::new(plan, &function, names, overlord::report::block);
+    let mut report =
+        crate::display::report::Report::new(plan, &function, names, crate::display::report::block);
     let rec = driver::drive(
         &store,
         &plan.root,
@@ -239,7 +240,7 @@ fn run_batch(plan: &Plan, call: &gate::Call) -> Result<i32, PlanError> {
     }
     if json {
         let status = overlord::status::check(plan, &id, false)?;
-        overlord::status::print(plan, &id, &status);
+        crate::display::show_status(plan, &id, &status);
     }
     if let Some(why) = &rec.state.halted {
         plan.say(&format!("batch halted: {why}"));
@@ -279,7 +280,7 @@ fn run_async(plan: &Plan, call: &gate::Call, nopoll: bool) -> Result<i32, PlanEr
         return Ok(overlord::interrupt::EXIT);
     }
     if plan.json {
-        overlord::status::print(plan, &id, &status);
+        crate::display::show_status(plan, &id, &status);
     }
     Ok(overlord::status::exit_code(&status))
 }
@@ -288,12 +289,12 @@ fn run_async(plan: &Plan, call: &gate::Call, nopoll: bool) -> Result<i32, PlanEr
 /// host's result as it arrives, with a progress line on a terminal.
 fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs::Status, bool), PlanError> {
     let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
-    let mut report: Option<overlord::report::Report<'_>> = None;
+    let mut report: Option<crate::display::report::Report<'_>> = None;
     let status = overlord::status::watch(plan, id, deadline, |status| {
         tick();
         let report = report.get_or_insert_with(|| {
             let hosts = status.results.keys().chain(status.waiting.keys()).cloned();
-            overlord::report::Report::new(plan, status.method(), hosts, overlord::report::block)
+            crate::display::report::Report::new(plan, status.method(), hosts, crate::display::report::block)
         });
         for (host, value) in &status.results {
             report.host(host, value);
@@ -308,7 +309,7 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
         for (host, why) in &status.waiting {
             overlord::outln!(
                 "{host}:\n    (no result within -t: {})",
-                overlord::output::shown_line(why)
+                crate::display::output::shown_line(why)
             );
         }
     }
@@ -320,10 +321,10 @@ fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs
 /// `{"job_id": ID}` with `--json`.
 fn show_job_id(plan: &Plan, id: &str) {
     match plan.json {
-        true if plan.out == overlord::output::Format::Json => {
+        true if plan.out == crate::display::output::Format::Json => {
             overlord::outln!("{}", serde_json::json!({ "job_id": id }))
         }
-        true => overlord::output::print_doc(plan.out, &serde_json::json!({ "job_id": id })),
+        true => crate::display::output::print_doc(plan.out, &serde_json::json!({ "job_id": id })),
         false => overlord::outln!("JOB_ID: {}", overlord::interrupt::shell_quote(id)),
     }
 }

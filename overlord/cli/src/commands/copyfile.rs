@@ -42,11 +42,11 @@ impl CopyFile {
             uid: i64::from(meta.uid()),
             gid: i64::from(meta.gid()),
         };
-        overlord::calling::call_and_show(
+        crate::display::call_and_show(
             plan,
             "copyfile.copyfile",
             &action,
-            overlord::report::block,
+            crate::display::report::block,
             &|v| v,
         )
     }

@@ -20,6 +20,12 @@ impl Grep {
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let action = overlord::calling::call_action("system.grep", vec![Value::String(self.word.clone())])?;
-        overlord::calling::call_and_show(plan, "system.grep", &action, overlord::report::block, &|v| v)
+        crate::display::call_and_show(
+            plan,
+            "system.grep",
+            &action,
+            crate::display::report::block,
+            &|v| v,
+        )
     }
 }

@@ -67,7 +67,7 @@ impl Group {
         let mut groups = Groups::load(&path);
         let mut changed = false;
         let mut status = 0;
-        let mut out = overlord::output::Lines::new(plan.json, plan.out);
+        let mut out = crate::display::output::Lines::new(plan.json, plan.out);
         match self {
             Group::ListAll => {
                 let names: Vec<String> = groups.names().map(str::to_string).collect();

@@ -9,7 +9,9 @@
 //! and `jobs lookup`/`kill`); exit status 3 while not finished yet.
 
 use overlord::plan::{Plan, PlanError};
-use overlord::status::{check, exit_code, print};
+use overlord::status::{check, exit_code};
+
+use crate::display::show_status as print;
 
 #[derive(Debug)]
 pub struct JobStatus {

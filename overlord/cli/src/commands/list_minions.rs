@@ -5,13 +5,13 @@ use overlord::plan::{Plan, PlanError};
 
 pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     let mut targets = plan.targets()?;
-    targets.sort_by(|a, b| overlord::report::natural_cmp(&a.name, &b.name));
+    targets.sort_by(|a, b| crate::display::report::natural_cmp(&a.name, &b.name));
     if plan.json {
         let doc: serde_json::Map<String, serde_json::Value> = targets
             .into_iter()
             .map(|t| (t.name, serde_json::Value::String(t.addr)))
             .collect();
-        overlord::output::print_doc(plan.out, &doc);
+        crate::display::output::print_doc(plan.out, &doc);
     } else {
         for t in targets {
             overlord::outln!("{}", t.name);

@@ -7,7 +7,7 @@ use overlord::plan::{Plan, PlanError};
 
 pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     let action = overlord::calling::call_action("test.ping", Vec::new())?;
-    overlord::calling::call_and_show(plan, "test.ping", &action, line, &|v| v)
+    crate::display::call_and_show(plan, "test.ping", &action, line, &|v| v)
 }
 
 /// `[ ok ... ] host` or `[ FAILED ] host  (why)`.
@@ -16,12 +16,12 @@ fn line(_method: &str, host: &str, value: &Value, colour: bool) -> String {
         return format!("[ ok ... ] {host}\n");
     }
     let why = if common::xmlrpc::is_remote_error(value) {
-        overlord::output::error_line(value)
+        crate::display::output::error_line(value)
     } else {
         "unexpected answer".into()
     };
     format!(
         "{} {host}  ({why})\n",
-        overlord::report::red("[ FAILED ]", colour)
+        crate::display::report::red("[ FAILED ]", colour)
     )
 }

@@ -57,8 +57,8 @@ impl Schedule {
 
 fn say(plan: &Plan, doc: serde_json::Value, line: &str) {
     match plan.json {
-        true => overlord::output::print_doc(plan.out, &doc),
-        false => overlord::outln!("{}", overlord::output::shown_line(line)),
+        true => crate::display::output::print_doc(plan.out, &doc),
+        false => overlord::outln!("{}", crate::display::output::shown_line(line)),
     }
 }
 
@@ -132,7 +132,7 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
 fn list(plan: &Plan, store: &overlord::store::Store) -> Result<i32, PlanError> {
     let all = manage::list(store)?;
     if plan.json {
-        overlord::output::print_doc(plan.out, &json!(manage::docs(store, &all)));
+        crate::display::output::print_doc(plan.out, &json!(manage::docs(store, &all)));
         return Ok(0);
     }
     if all.is_empty() {
@@ -174,12 +174,12 @@ fn list(plan: &Plan, store: &overlord::store::Store) -> Result<i32, PlanError> {
             s.owner.user.clone(),
         ]);
     }
-    overlord::output::print_table(&mut table);
+    crate::display::output::print_table(&mut table);
     for s in all.iter().filter(|s| s.disabled_reason.is_some()) {
         overlord::outln!(
             "{}: {}",
             s.name,
-            overlord::output::shown_line(s.disabled_reason.as_deref().unwrap_or_default())
+            crate::display::output::shown_line(s.disabled_reason.as_deref().unwrap_or_default())
         );
     }
     Ok(0)

@@ -23,6 +23,12 @@ impl Show {
             ),
             other => other,
         };
-        overlord::calling::call_and_show(plan, "hardware.info", &action, overlord::report::block, &pick)
+        crate::display::call_and_show(
+            plan,
+            "hardware.info",
+            &action,
+            crate::display::report::block,
+            &pick,
+        )
     }
 }

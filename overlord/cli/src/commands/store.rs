@@ -34,14 +34,14 @@ fn status(plan: &Plan) -> Result<i32, PlanError> {
         .map_err(failed)?;
     let location = store.shown();
     if plan.json {
-        overlord::output::print_doc(
+        crate::display::output::print_doc(
             plan.out,
             &json!({"backend": status.backend, "location": location, "schema_version": status.schema_version, "counts": status.counts}),
         );
         return Ok(0);
     }
     overlord::outln!("backend:   {}", status.backend);
-    overlord::outln!("location:  {}", overlord::output::shown_line(&location));
+    overlord::outln!("location:  {}", crate::display::output::shown_line(&location));
     if let Some(v) = status.schema_version {
         overlord::outln!("schema:    version {v}");
     }
@@ -55,7 +55,7 @@ fn import(plan: &Plan) -> Result<i32, PlanError> {
     let local = Backend::embedded(&plan.root, f64::MAX);
     let (jobs, written, batches) = plan.store().import_history(&local).map_err(failed)?;
     let (schedules, copied) = overlord::schedule::manage::import(&local, &plan.store())?;
-    let mut out = overlord::output::Lines::new(plan.json, plan.out);
+    let mut out = crate::display::output::Lines::new(plan.json, plan.out);
     out.field("jobs", json!(jobs));
     out.field("imported", json!(written));
     out.field("already_there", json!(jobs - written));

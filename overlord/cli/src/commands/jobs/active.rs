@@ -54,7 +54,7 @@ impl Active {
         let mut failed: BTreeMap<String, String> = BTreeMap::new();
         for (host, value) in &answers {
             let Some(list) = parse_running(value) else {
-                failed.insert(host.clone(), overlord::output::error_line(value));
+                failed.insert(host.clone(), crate::display::output::error_line(value));
                 continue;
             };
             for job in list {
@@ -86,7 +86,7 @@ impl Active {
                 "{}  {} {}\n    running ({}): {}\n    returned ({}): {}\n",
                 r.meta.id,
                 r.meta.function,
-                overlord::output::shown_line(&r.meta.args.join(" ")),
+                crate::display::output::shown_line(&r.meta.args.join(" ")),
                 running.len(),
                 join(running.iter()),
                 returned.len(),
@@ -103,7 +103,7 @@ impl Active {
         let mut others_doc = Vec::new();
         for (host, job) in &others {
             // A row a minion wrote: every field kept on this one line.
-            let line = overlord::output::shown_line;
+            let line = crate::display::output::shown_line;
             text.push_str(&format!(
                 "    {host}: {} {} (pid {}, caller {})\n",
                 line(&job.id),
@@ -118,7 +118,7 @@ impl Active {
         }
         if plan.json {
             let doc = json!({"jobs": jobs_doc, "other": others_doc, "unreachable": failed});
-            overlord::output::print_doc(plan.out, &doc);
+            crate::display::output::print_doc(plan.out, &doc);
         } else if text.is_empty() {
             overlord::outln!("no jobs running on {} hosts", answers.len());
         } else {

@@ -31,7 +31,7 @@ impl Kill {
         let status = overlord::status::refreshed(plan, &self.id)?;
         let Some(record) = &status.record else {
             match plan.json {
-                true => overlord::status::print(plan, &self.id, &status),
+                true => crate::display::show_status(plan, &self.id, &status),
                 false => overlord::errln!(
                     "func jobs kill: no job {} (unknown, or expired): nothing to kill (func jobs list shows the jobs)",
                     overlord::interrupt::shell_quote(&self.id)
@@ -43,7 +43,7 @@ impl Kill {
             let q = overlord::interrupt::shell_quote(&self.id);
             match plan.json {
                 // The same document as every `jobs kill --json`: the job's status.
-                true => overlord::status::print(plan, &self.id, &status),
+                true => crate::display::show_status(plan, &self.id, &status),
                 false => overlord::outln!(
                     "job {q} already finished: nothing to kill (func job_status {q} shows its results)"
                 ),
@@ -60,7 +60,7 @@ impl Kill {
                 let took = jobs::kill::signalled(reply);
                 failed |= !took.sent();
                 let line = match &took {
-                    Signalled::Failed(v) => overlord::output::error_line(v),
+                    Signalled::Failed(v) => crate::display::output::error_line(v),
                     other => other.line(),
                 };
                 overlord::errln!("{host}: {line}");
@@ -68,7 +68,7 @@ impl Kill {
         }
         // The minions now report the signalled jobs as ended; collect that.
         let status = overlord::status::watch(plan, &self.id, Some(Instant::now() + limit), |_| {})?;
-        overlord::status::print(plan, &self.id, &status);
+        crate::display::show_status(plan, &self.id, &status);
         Ok(i32::from(failed || !status.finished()))
     }
 }

@@ -105,7 +105,7 @@ impl List {
         let rows: Vec<JobRow> = records.iter().map(|r| JobRow::of(&store, r)).collect();
         if plan.json {
             let next = rows.last().filter(|_| more).map(|r| r.id.clone());
-            overlord::output::print_doc(plan.out, &JobPage { jobs: rows, next });
+            crate::display::output::print_doc(plan.out, &JobPage { jobs: rows, next });
             return Ok(0);
         }
         if records.is_empty() {
@@ -141,7 +141,7 @@ impl List {
             ]);
         }
         // Cells are terminal-safe and one line each.
-        overlord::output::print_table(&mut table);
+        crate::display::output::print_table(&mut table);
         if rows.iter().any(|r| status(r) == "running?") {
             overlord::outln!(
                 "running? = as last recorded, its hosts not asked now: func job_status ID (or jobs lookup ID) refreshes it"

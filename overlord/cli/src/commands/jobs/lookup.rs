@@ -16,15 +16,15 @@ impl Lookup {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let status = overlord::status::refreshed(plan, &self.id)?;
         if !self.missing {
-            overlord::status::print(plan, &self.id, &status);
+            crate::display::show_status(plan, &self.id, &status);
             return Ok(overlord::status::exit_code(&status));
         }
         if status.code == jobs::LOST_IN_SPACE {
-            overlord::status::print(plan, &self.id, &status);
+            crate::display::show_status(plan, &self.id, &status);
             return Ok(1);
         }
         if plan.json {
-            overlord::output::print_doc(plan.out, &status.waiting);
+            crate::display::output::print_doc(plan.out, &status.waiting);
         } else if status.waiting.is_empty() {
             overlord::outln!(
                 "nothing missing: all {} hosts have answered",
@@ -32,7 +32,7 @@ impl Lookup {
             );
         } else {
             for (host, why) in &status.waiting {
-                overlord::outln!("{host}: {}", overlord::output::shown_line(why));
+                overlord::outln!("{host}: {}", crate::display::output::shown_line(why));
             }
         }
         Ok(0)

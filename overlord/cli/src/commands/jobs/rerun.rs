@@ -23,7 +23,7 @@ impl Rerun {
         let started = overlord::jobs::rerun::start(&store, &plan.root, rerun, None)?;
         let doc = serde_json::json!({"job_id": started.id, "rerun_of": self.id, "hosts": hosts});
         match plan.json {
-            true => overlord::output::print_doc(plan.out, &doc),
+            true => crate::display::output::print_doc(plan.out, &doc),
             false => overlord::outln!(
                 "JOB_ID: {} (re-run of {} on {hosts} host{})",
                 overlord::interrupt::shell_quote(&started.id),

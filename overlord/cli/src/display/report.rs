@@ -9,11 +9,11 @@ use std::io::IsTerminal;
 
 use common::Value;
 
-pub use crate::values::{natural, natural_cmp};
+pub use overlord::values::{natural, natural_cmp};
 
-use crate::plan::Plan;
+use overlord::plan::Plan;
 
-pub use crate::values::{class, Class};
+pub use overlord::values::{class, Class};
 
 /// Whether colour may be written to a stream that is (or not) a terminal.
 pub fn colour(terminal: bool) -> bool {
@@ -43,7 +43,7 @@ pub type Render = fn(method: &str, host: &str, value: &Value, colour: bool) -> S
 /// The default block: `host:` then the value, errors and failures marked.
 pub fn block(method: &str, host: &str, value: &Value, colour: bool) -> String {
     let one = [(host.to_string(), value.clone())].into_iter().collect();
-    let text = crate::output::human(method, &one);
+    let text = crate::display::output::human(method, &one);
     match colour && class(method, value) != Class::Ok {
         true => text
             .lines()
@@ -111,8 +111,8 @@ impl<'a> Report<'a> {
         if !self.plan.json {
             let block = (self.render)(&self.method, host, value, self.colour_out);
             match &self.progress {
-                Some(bar) => bar.suspend(|| crate::out!("{block}")),
-                None => crate::out!("{block}"),
+                Some(bar) => bar.suspend(|| overlord::out!("{block}")),
+                None => overlord::out!("{block}"),
             }
         }
         self.draw_progress();
@@ -187,14 +187,14 @@ impl<'a> Report<'a> {
                 &format!(
                     "{} unknown ({})",
                     missing.len(),
-                    crate::out::shown_line(&missing.join(", "))
+                    overlord::out::shown_line(&missing.join(", "))
                 ),
                 c,
             ));
         }
         let total = self.ended.len() + self.waiting.len();
         // Colour on purpose: written as it is (host names are plain names).
-        crate::err!(
+        overlord::err!(
             "{total} host{}: {}\n",
             if total == 1 { "" } else { "s" },
             parts.join(", ")

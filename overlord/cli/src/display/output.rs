@@ -18,13 +18,8 @@ use std::fmt::Write as _;
 use common::xmlrpc::is_remote_error;
 use common::Value;
 
-pub use crate::out::{hazard, shown, shown_line};
-pub use crate::values::{from_json, to_json};
-
-/// Whether every result of `method` is a success.
-pub fn all_ok(method: &str, results: &BTreeMap<String, Value>) -> bool {
-    results.values().all(|v| common::outcome::ok(method, v))
-}
+pub use overlord::out::{error_line, hazard, shown, shown_line, Format};
+pub use overlord::values::{from_json, to_json};
 
 /// A JSON or YAML document's text with every [`hazard`] that is not
 /// already escaped written as `\uXXXX` (they can only be inside strings,
@@ -50,7 +45,7 @@ pub fn json_safe(text: String) -> String {
 /// Human-readable blocks of `method`'s results.
 pub fn human(method: &str, results: &BTreeMap<String, Value>) -> String {
     let mut out = String::new();
-    for host in crate::values::natural(results.keys()) {
+    for host in overlord::values::natural(results.keys()) {
         let value = &results[host];
         let _ = writeln!(out, "{host}:");
         if is_remote_error(value) {
@@ -63,12 +58,6 @@ pub fn human(method: &str, results: &BTreeMap<String, Value>) -> String {
         }
     }
     out
-}
-
-/// `ERROR (type): message` for a `REMOTE_ERROR` list, on one line and
-/// safe for a terminal (see [`shown_line`]).
-pub fn error_line(value: &Value) -> String {
-    shown_line(&crate::values::error_text(value)).into_owned()
 }
 
 fn scalar(value: &Value) -> Option<String> {
@@ -134,32 +123,6 @@ fn render(value: &Value, depth: usize, out: &mut String) {
     }
 }
 
-/// How results are printed for programs (`--out`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
-    #[default]
-    Json,
-    Yaml,
-    /// One `host: value` line per host (for grep and awk).
-    Txt,
-    /// One XML-RPC `methodResponse`: host results keep every XML-RPC type
-    /// (base64, dateTime), for programs (Func's Python API reads it).
-    Xmlrpc,
-}
-
-impl Format {
-    /// The format `--out NAME` names (`json`, `yaml`, `txt`, `xmlrpc`).
-    pub fn named(name: &str) -> Option<Format> {
-        match name {
-            "json" => Some(Format::Json),
-            "yaml" => Some(Format::Yaml),
-            "txt" => Some(Format::Txt),
-            "xmlrpc" => Some(Format::Xmlrpc),
-            _ => None,
-        }
-    }
-}
-
 /// `{host: result}` in `format`.
 pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
     match format {
@@ -170,7 +133,7 @@ pub fn results_as(format: Format, results: &BTreeMap<String, Value>) -> String {
         Format::Xmlrpc => xmlrpc(Value::Struct(results.clone().into_iter().collect())),
         Format::Txt => {
             let mut out = String::new();
-            for host in crate::values::natural(results.keys()) {
+            for host in overlord::values::natural(results.keys()) {
                 let _ = writeln!(out, "{}: {}", shown_line(host), txt(&to_json(&results[host])));
             }
             out.trim_end().to_string()
@@ -205,14 +168,14 @@ pub fn print_table<const N: usize>(rows: &mut [[String; N]]) {
             .zip(&widths)
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
-        crate::outln!("{}", line.join("  ").trim_end());
+        overlord::outln!("{}", line.join("  ").trim_end());
     }
 }
 
 /// Prints a command's document in the `--out` format (JSON by default).
 pub fn print_doc(format: Format, doc: &impl serde::Serialize) {
     let value = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
-    crate::outln!("{}", doc_as(format, &value));
+    overlord::outln!("{}", doc_as(format, &value));
 }
 
 /// `value` as one XML-RPC `methodResponse` (what `xmlrpc.client.loads`
@@ -245,7 +208,10 @@ fn txt(v: &serde_json::Value) -> String {
     }
 }
 
-/// YAML for a JSON value: block maps and lists, scalars as JSON (which YAML reads).
+/// YAML for a JSON value: block maps and lists, scalars as JSON (which YAML
+/// reads). Written here rather than by yaml_serde because every string must
+/// be double-quoted: only there can YAML carry a terminal hazard as an
+/// escape ([`json_safe`]); yaml_serde writes plain and block scalars.
 pub fn yaml(v: &serde_json::Value) -> String {
     let mut out = String::new();
     yaml_into(v, 0, &mut out);
@@ -315,7 +281,7 @@ impl Lines {
     pub fn line(&mut self, text: String) {
         match self.json {
             true => self.messages.push(text),
-            false => crate::out::write(&format!("{text}\n")),
+            false => overlord::out::write(&format!("{text}\n")),
         }
     }
 
@@ -340,6 +306,7 @@ impl Lines {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use overlord::status::all_ok;
 
     /// Nothing in `text` a terminal acts on, and no line but `m1:` at column 0.
     fn inert(text: &str) {
@@ -395,6 +362,9 @@ mod tests {
             "the same document: {json}"
         );
         assert!(back["m1"][1].as_object().unwrap().contains_key("a\u{202e}"));
+        // YAML too reads back as the same document (hazards escaped, not mangled).
+        let yaml: serde_json::Value = yaml_serde::from_str(&results_as(Format::Yaml, &results)).unwrap();
+        assert_eq!(yaml, back, "the same document in YAML");
         assert_eq!(
             shown("plain\ttab"),
             "plain\ttab",
