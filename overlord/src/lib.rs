@@ -12,6 +12,8 @@
 //!   settings.
 //! - [`caller`]: one call to one minion, for every caller (workers, poller,
 //!   func-api's pool); [`pool`]: warm connections.
+//! - [`engine`]: the one engine entry, `serve(plan, caller, request)`,
+//!   answering a typed [`engine::Answer`] (each host streamed as it ends).
 //! - [`plan`]: a door's request as a validated plan (hosts resolved, options
 //!   checked) before anything is sent.
 //! - [`targets`], [`groups`]: which minions a SPEC names, and where they are;
@@ -38,6 +40,7 @@ pub mod caller;
 pub mod calling;
 pub mod conf;
 pub mod dispatch;
+pub mod engine;
 pub mod error;
 pub mod facts;
 pub mod gate;

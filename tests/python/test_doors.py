@@ -219,8 +219,9 @@ class OneGateTest(unittest.TestCase):
 
 
 class OtherRequestsTest(unittest.TestCase):
-    """list_minions and job_status: each door answers in its documented
-    shape; the decisions and messages are the gate's."""
+    """list_minions, job_status, re-runs and force_async: each door answers
+    in its documented shape, from the one engine entry; the decisions and
+    messages are the gate's."""
 
     def func(self, *words):
         p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "--json"] + list(words),
@@ -260,6 +261,45 @@ class OtherRequestsTest(unittest.TestCase):
         self.assertEqual(status, 404, api)
         self.assertEqual({strip(doc["error"]), strip(ft["message"]), strip(api["error"])},
                          {"can't find any minions matching \"nosuch*\""})
+
+    def test_a_jobs_status_and_its_rerun_answer_the_same_through_every_door(self):
+        code, job = by_func({"spec": "m1;m2", "module": "test", "method": "add", "args": [2, 5], "async": True})
+        self.assertEqual(wait_for(job), (0, ("finished", {"m1": 7, "m2": 7})))
+        code, doc = self.func("job_status", job)
+        t_code, t = self.transmit({"job_status": job})
+        ft_code, ft = self.func_transmit({"method": "job_status", "parameters": job})
+        status, api, _ = API.request("GET", "/api/v1/jobs/" + job, token=TOKEN)
+        self.assertEqual((code, t_code, ft_code, status), (0, 0, 0, 200), (doc, t, ft, api))
+        results = {"m1": 7, "m2": 7}
+        self.assertEqual([d["results"] for d in (doc, t, api)] + [ft[1]], [results] * 4, (doc, t, ft, api))
+        self.assertEqual({d["state"] for d in (doc, t, api)} | {ft[0]}, {"finished", 1})
+        # A re-run: a new job on the same hosts, whichever door asked.
+        reruns = [self.func("jobs", "rerun", job),
+                  self.transmit({"command": ["jobs", "rerun", job]}),
+                  API.request("POST", "/api/v1/jobs/%s/rerun" % job, token=TOKEN)[:2]]
+        self.assertEqual([r[0] for r in reruns], [0, 0, 202], reruns)
+        for _, answer in reruns:
+            self.assertEqual((answer["rerun_of"], answer["hosts"]), (job, 2), reruns)
+            self.assertEqual(wait_for(answer["job_id"]), (0, ("finished", results)))
+
+    def test_a_method_forced_async_is_a_job_through_every_door(self):
+        conf = os.path.join(FLEET.ca_root, "etc", "func", "async_methods.conf")
+        os.makedirs(os.path.dirname(conf), mode=0o700, exist_ok=True)
+        with open(conf, "w") as f:
+            f.write("[main]\nforce_async = test.add\n")
+        try:
+            call = {"spec": "m1", "module": "test", "method": "add", "args": [3, 4]}
+            answers = {door: DOORS[door](dict(call)) for door in ("func transmit", "func-transmit", "func-api")}
+            # func follows the job it started: the job's finished status.
+            followed = self.func("m1", "call", "test", "add", "3", "4")
+        finally:
+            os.unlink(conf)
+        self.assertEqual(followed[0], 0, followed)
+        self.assertEqual((followed[1]["state"], followed[1]["results"]), ("finished", {"m1": 7}), followed)
+        self.assertEqual(answers["func-api"][0], 202, answers)
+        for door in ("func transmit", "func-transmit", "func-api"):
+            self.assertIsInstance(answers[door][1], str, (door, answers))
+            self.assertEqual(wait_for(answers[door][1]), (0, ("finished", {"m1": 7})), door)
 
     def test_a_job_id_is_read_by_one_rule(self):
         bad = "x\u001b[2J"

@@ -68,6 +68,7 @@ pub async fn call(
     if let Run::Batch { detached, .. } = &mut call.run {
         *detached = true;
     }
+    overlord::engine::force_async(&api.root, &mut call);
     let function = call.function();
     let action = format!("call {function}");
     let (root, rights, call2) = (api.root.clone(), caller.rights.clone(), call.clone());

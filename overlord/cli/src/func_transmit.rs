@@ -27,6 +27,7 @@ use clap::Parser;
 use common::paths::Root;
 use serde_json::{json, Value as J};
 
+use overlord::engine::{self, Answer};
 use overlord::plan::{Plan, PlanError};
 use overlord::targets::TargetError;
 
@@ -362,29 +363,21 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
     }
 }
 
+/// The engine's request for `request`, with its plan; the answer in Func's
+/// shapes: names for `list_minions`, `[code, results]` for `job_status`, the
+/// bare id of a job, `{host: result}`.
 fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
-    Ok(match request {
+    let (plan, asked) = match request {
         Request::ListMinions { spec, filter } => {
             let mut plan = Plan::for_program(root, spec, None, None)?;
             plan.filter = filter.clone();
-            let mut names = plan.target_names()?;
-            names.sort_by(|a, b| overlord::values::natural_cmp(a, b));
-            (json!(names), 0)
+            (plan, engine::Request::ListMinions)
         }
         Request::JobStatus { id } => {
             let plan = Plan::for_program(root, "", None, None)?;
             // `last`: the newest job of the invoking user, as for func.
             let id = overlord::jobs::resolve_id(&plan.store(), id, false).map_err(PlanError::Config)?;
-            let status = overlord::status::check(&plan, &id, false)?;
-            let results: serde_json::Map<String, J> = status
-                .results
-                .iter()
-                .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
-                .collect();
-            (
-                json!([status.code, results]),
-                overlord::status::exit_code(&status),
-            )
+            (plan, engine::Request::JobStatus { id, wait: false })
         }
         Request::Call(call, mapfile) => {
             let mut plan = Plan::for_program(root, &call.spec, call.forks, call.timeout)?;
@@ -392,29 +385,26 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
             if call.delegate || mapfile.is_some() {
                 plan.delegate_with(mapfile.as_deref().map(std::path::Path::new))?;
             }
-            let function = call.function();
-            if call.run != overlord::gate::Run::Now {
-                let hosts = plan.target_names()?;
-                plan.check_credentials()?;
-                let meta = overlord::jobs::start::meta(
-                    call,
-                    hosts.len(),
-                    (plan.dispatch.timeout_secs, plan.dispatch.forks),
-                    None,
-                );
-                let started = overlord::jobs::start::start(&plan.store(), &plan.root, call, hosts, meta)?;
-                return Ok((J::String(started.id), 0));
-            }
-            let targets = plan.targets()?;
-            let action = overlord::calling::call_action(&function, call.params())?;
-            let results = overlord::calling::dispatch_to(&plan, &targets, &action, |_, _| {})?;
-            let ok = overlord::status::all_ok(&function, &results);
-            let doc: serde_json::Map<String, J> = results
+            (plan, engine::Request::Call(call.clone()))
+        }
+    };
+    let answer = engine::serve(&plan, None, asked, &mut engine::Unwatched)?;
+    let code = answer.exit_code();
+    Ok(match answer {
+        Answer::Minions(targets) => (
+            json!(targets.into_iter().map(|t| t.name).collect::<Vec<_>>()),
+            code,
+        ),
+        Answer::Status { status, .. } => {
+            let results: serde_json::Map<String, J> = status
+                .results
                 .iter()
                 .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
                 .collect();
-            (J::Object(doc), i32::from(!ok))
+            (json!([status.code, results]), code)
         }
+        Answer::Started { id, .. } => (J::String(id), code),
+        other => (other.document(), code),
     })
 }
 

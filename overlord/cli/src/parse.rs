@@ -147,6 +147,12 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
                     let root = global.root.map(|r| r.to_string_lossy().into_owned()).or(env_root);
                     return transmitted_call(root, call);
                 }
+                crate::commands::transmit::Request::JobStatus { id, wait, timeout } => {
+                    let root = global.root.map(|r| r.to_string_lossy().into_owned()).or(env_root);
+                    let globals = transmitted_globals(root, timeout);
+                    let status = crate::commands::job_status::JobStatus { id, wait };
+                    return finish(globals, String::new(), Command::JobStatus(status));
+                }
             };
             let mut all: Vec<String> = Vec::new();
             if let Some(root) = &global.root {
@@ -195,19 +201,11 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
 /// A call `func transmit` read, as `func --json SPEC call` (an async one
 /// with `--nopoll`: the answer is its id).
 fn transmitted_call(root: Option<String>, call: overlord::gate::Call) -> Result<(Plan, Command), PlanError> {
-    let globals = Globals {
-        root: Root::new(root.unwrap_or_else(|| "/".into())),
-        timeout: call.timeout,
-        exclude: call.exclude.clone(),
-        json: true,
-        out: crate::display::output::Format::Json,
-        forks: call.forks,
-        verbose: 0,
-        quiet: false,
-        filter: call.filter.as_deref().cloned(),
-        delegate: call.delegate,
-        mapfile: None,
-    };
+    let mut globals = transmitted_globals(root, call.timeout);
+    globals.exclude = call.exclude.clone();
+    globals.forks = call.forks;
+    globals.filter = call.filter.as_deref().cloned();
+    globals.delegate = call.delegate;
     let spec = call.spec.clone();
     let nopoll = matches!(
         call.run,
@@ -218,6 +216,23 @@ fn transmitted_call(root: Option<String>, call: overlord::gate::Call) -> Result<
         spec,
         Command::Call(crate::commands::call::Call::Run { call, nopoll }),
     )
+}
+
+/// The options of a `func transmit` request: JSON out, below `root`.
+fn transmitted_globals(root: Option<String>, timeout: Option<f64>) -> Globals {
+    Globals {
+        root: Root::new(root.unwrap_or_else(|| "/".into())),
+        timeout,
+        exclude: None,
+        json: true,
+        out: crate::display::output::Format::Json,
+        forks: None,
+        verbose: 0,
+        quiet: false,
+        filter: None,
+        delegate: false,
+        mapfile: None,
+    }
 }
 
 /// The plan for `command` with `globals`.

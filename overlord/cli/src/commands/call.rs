@@ -9,10 +9,7 @@
 //! prints `JOB_ID: <id>` and returns at once. `--jobstatus JOB_ID` is an
 //! alias of `func job_status JOB_ID`.
 
-use std::time::{Duration, Instant};
-
-use common::config::Ini;
-
+use overlord::engine::{self, Answer, Request};
 use overlord::gate::{self, CallFields, Run};
 use overlord::jobs;
 use overlord::plan::{split_flag, Globals, Plan, PlanError};
@@ -100,7 +97,7 @@ impl Call {
             return Err(PlanError::Usage("call needs MODULE METHOD [ARGS...]".into()));
         }
         let (module, method) = (positional[0].clone(), positional[1].clone());
-        if nopoll && !asynchronous && !forced_async(&globals.root, &format!("{module}.{method}")) {
+        if nopoll && !asynchronous && !engine::forced_async(&globals.root, &format!("{module}.{method}")) {
             return Err(PlanError::Usage("--nopoll needs --async".into()));
         }
         // `call command run ls -la /`: the shell split one command line.
@@ -149,129 +146,91 @@ impl Call {
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let (call, nopoll) = match self {
-            Call::JobStatus { id } => {
-                let status = overlord::status::check(plan, id, false)?;
-                crate::display::show_status(plan, id, &status);
-                return Ok(overlord::status::exit_code(&status));
-            }
+            Call::JobStatus { id } => return crate::commands::job_status::show(plan, id, false),
             Call::Run { call, nopoll } => (call, *nopoll),
         };
         let function = call.function();
-        match call.run {
-            Run::Batch { .. } => return run_batch(plan, call),
-            Run::Async => return run_async(plan, call, nopoll),
-            Run::Now if forced_async(&plan.root, &function) => return run_async(plan, call, nopoll),
-            Run::Now => {}
+        if matches!(call.run, Run::Batch { detached: false, .. }) {
+            overlord::interrupt::catch();
         }
-        let action = overlord::calling::call_action(&function, call.params())?;
-        let code =
-            crate::display::call_and_show(plan, &function, &action, crate::display::report::block, &|v| v)?;
-        if code != 0 && !plan.quiet {
-            if let Some(hint) = salt_module_hint(&function) {
-                overlord::errln!("{hint}");
+        let mut shown = crate::display::Shown::new(plan, crate::display::report::block);
+        let answer = engine::serve(plan, None, Request::Call(call.clone()), &mut shown)?;
+        match &answer {
+            Answer::Started { id, .. } if nopoll || matches!(call.run, Run::Batch { .. }) => {
+                show_job_id(plan, id);
+                Ok(0)
             }
+            Answer::Started { id, .. } => follow(plan, id),
+            Answer::Batch {
+                id,
+                status,
+                interrupted,
+                halted,
+                ..
+            } => {
+                shown.finish();
+                let q = overlord::interrupt::shell_quote(id);
+                if *interrupted {
+                    overlord::errln!(
+                        "\ninterrupted: batch {q} stopped dispatching; hosts already running keep running.\n  follow:  func batch status {q} --follow\n  stop:    func batch stop {q} [--kill]\n  resume:  func batch recover {q}"
+                    );
+                } else if plan.json {
+                    crate::display::show_status(plan, id, status);
+                }
+                if let Some(why) = halted.as_ref().filter(|_| !*interrupted) {
+                    plan.say(&format!("batch halted: {why}"));
+                }
+                Ok(answer.exit_code())
+            }
+            Answer::Results { results, .. } => {
+                shown.finish();
+                if plan.json {
+                    overlord::outln!("{}", crate::display::output::results_as(plan.out, results));
+                }
+                let code = answer.exit_code();
+                if code != 0 && !plan.quiet {
+                    if let Some(hint) = salt_module_hint(&function) {
+                        overlord::errln!("{hint}");
+                    }
+                }
+                Ok(code)
+            }
+            _ => Err(PlanError::Config(
+                "the engine answered a call with something else".into(),
+            )),
         }
-        Ok(code)
     }
 }
 
-/// The job's record, with this plan's dispatch settings.
-fn meta(plan: &Plan, call: &gate::Call, hosts: usize) -> overlord::store::JobMeta {
-    jobs::start::meta(
-        call,
-        hosts,
-        (plan.dispatch.timeout_secs, plan.dispatch.forks),
-        None,
-    )
-}
-
-/// `--batch`: a sliding window driven here (printing hosts as they end),
-/// or with `--async` by a detached driver.
-fn run_batch(plan: &Plan, call: &gate::Call) -> Result<i32, PlanError> {
-    use overlord::batch::{driver, machine};
-    let targets = plan.targets()?;
-    plan.check_credentials()?;
-    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-    let store = plan.store();
-    let started = jobs::start::start(&store, &plan.root, call, names, meta(plan, call, targets.len()))?;
-    let id = started.id;
-    if let Some(child) = started.driver {
-        drop(child);
-        show_job_id(plan, &id);
-        return Ok(0);
-    }
-    plan.detail(&targets);
-    plan.say(&format!(
-        "JOB_ID: {} (batch of {} over {} hosts)",
-        overlord::interrupt::shell_quote(&id),
-        started.batch_size.unwrap_or(1),
-        targets.len()
-    ));
-    let json = plan.json;
+/// Follows job `id` until it finishes (or the `-t` deadline), printing
+/// each host's result as it arrives; Ctrl-C leaves it running.
+fn follow(plan: &Plan, id: &str) -> Result<i32, PlanError> {
+    plan.say(&format!("JOB_ID: {}", overlord::interrupt::shell_quote(id)));
     overlord::interrupt::catch();
-    let function = call.function();
-    let names = targets.iter().map(|t| t.name.clone());
-    let mut report =
-        crate::display::report::Report::new(plan, &function, names, crate::display::report::block);
-    let rec = driver::drive(
-        &store,
-        &plan.root,
-        &id,
-        &overlord::settings::Calling {
-            credentials: plan.credentials(),
-            max_response: plan.dispatch.max_response,
-        },
-        &overlord::interrupt::requested,
-        |host, end, value| {
-            let shown = match (end, value) {
-                (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
-                _ => driver::end_error(end),
-            };
-            report.host(host, &shown);
-        },
-    )?;
-    report.finish();
-    if rec.interrupted {
-        let q = overlord::interrupt::shell_quote(&id);
-        overlord::errln!(
-            "\ninterrupted: batch {q} stopped dispatching; hosts already running keep running.\n  follow:  func batch status {q} --follow\n  stop:    func batch stop {q} [--kill]\n  resume:  func batch recover {q}"
-        );
-        return Ok(overlord::interrupt::EXIT);
-    }
-    if json {
-        let status = overlord::status::check(plan, &id, false)?;
-        crate::display::show_status(plan, &id, &status);
-    }
-    if let Some(why) = &rec.state.halted {
-        plan.say(&format!("batch halted: {why}"));
-    }
-    Ok(i32::from(
-        rec.state.ended.values().any(machine::HostEnd::is_failure),
-    ))
-}
-
-fn run_async(plan: &Plan, call: &gate::Call, nopoll: bool) -> Result<i32, PlanError> {
-    // Names only: the driver reads each address when it calls.
-    let hosts = plan.target_names()?;
-    plan.check_credentials()?;
-    let meta = meta(plan, call, hosts.len());
-    let started = jobs::start::start(&plan.store(), &plan.root, call, hosts, meta)?;
-    let (id, mut driver) = (started.id, started.driver);
-    if nopoll {
-        show_job_id(plan, &id);
-        return Ok(0);
-    }
-    plan.say(&format!("JOB_ID: {}", overlord::interrupt::shell_quote(&id)));
-    overlord::interrupt::catch();
-    let mut reap = || {
-        if let Some(d) = driver.as_mut() {
-            let _ = d.try_wait();
-        }
+    let mut shown = crate::display::Shown::new(plan, crate::display::report::block);
+    let request = Request::JobStatus {
+        id: id.to_string(),
+        wait: true,
     };
-    let (status, _) = poll_and_print(plan, &id, &mut reap)?;
-    reap();
-    if overlord::interrupt::requested() && !status.finished() {
-        let q = overlord::interrupt::shell_quote(&id);
+    let answer = engine::serve(plan, None, request, &mut shown)?;
+    let Answer::Status { status, .. } = &answer else {
+        return Err(PlanError::Config(
+            "the engine answered a status with something else".into(),
+        ));
+    };
+    let stopped = overlord::interrupt::requested();
+    // Neither finished nor unknown: the -t deadline passed.
+    if !status.finished() && status.code != jobs::LOST_IN_SPACE && !plan.json && !stopped {
+        for (host, why) in &status.waiting {
+            overlord::outln!(
+                "{host}:\n    (no result within -t: {})",
+                crate::display::output::shown_line(why)
+            );
+        }
+    }
+    shown.finish();
+    if stopped && !status.finished() {
+        let q = overlord::interrupt::shell_quote(id);
         overlord::errln!(
             "\ninterrupted: job {q} keeps running on its hosts ({} of {} finished).\n  follow:  func job_status {q} --wait\n  stop:    func jobs kill {q}",
             status.results.len(),
@@ -280,41 +239,9 @@ fn run_async(plan: &Plan, call: &gate::Call, nopoll: bool) -> Result<i32, PlanEr
         return Ok(overlord::interrupt::EXIT);
     }
     if plan.json {
-        crate::display::show_status(plan, &id, &status);
+        crate::display::show_status(plan, id, status);
     }
-    Ok(overlord::status::exit_code(&status))
-}
-
-/// Polls job `id` until it finishes (or the `-t` deadline), printing each
-/// host's result as it arrives, with a progress line on a terminal.
-fn poll_and_print(plan: &Plan, id: &str, mut tick: impl FnMut()) -> Result<(jobs::Status, bool), PlanError> {
-    let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
-    let mut report: Option<crate::display::report::Report<'_>> = None;
-    let status = overlord::status::watch(plan, id, deadline, |status| {
-        tick();
-        let report = report.get_or_insert_with(|| {
-            let hosts = status.results.keys().chain(status.waiting.keys()).cloned();
-            crate::display::report::Report::new(plan, status.method(), hosts, crate::display::report::block)
-        });
-        for (host, value) in &status.results {
-            report.host(host, value);
-        }
-    })?;
-    // Neither finished nor unknown: the -t deadline passed.
-    if !status.finished()
-        && status.code != jobs::LOST_IN_SPACE
-        && !plan.json
-        && !overlord::interrupt::requested()
-    {
-        for (host, why) in &status.waiting {
-            overlord::outln!(
-                "{host}:\n    (no result within -t: {})",
-                crate::display::output::shown_line(why)
-            );
-        }
-    }
-    let all_ok = report.as_mut().is_none_or(|r| r.finish());
-    Ok((status, all_ok))
+    Ok(answer.exit_code())
 }
 
 /// The id of a job that runs on: `JOB_ID: <id, shell-quoted>` to copy, or
@@ -427,13 +354,6 @@ fn refuse_salt_spelling(positional: &[String]) -> Result<(), PlanError> {
     Err(PlanError::Usage(format!(
         "call takes MODULE and METHOD as two words: try `call {ours} {name}{rest}` (Salt's {module}.{method} is Func's {ours} {name})"
     )))
-}
-
-/// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.
-fn forced_async(root: &common::paths::Root, method: &str) -> bool {
-    Ini::load(&root.async_methods_conf())
-        .map(|ini| ini.list("main", "force_async").iter().any(|m| m == method))
-        .unwrap_or(false)
 }
 
 /// Salt's module names that Func calls otherwise: a hint after a call to

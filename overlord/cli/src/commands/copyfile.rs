@@ -45,7 +45,7 @@ impl CopyFile {
         crate::display::call_and_show(
             plan,
             "copyfile.copyfile",
-            &action,
+            action,
             crate::display::report::block,
             &|v| v,
         )

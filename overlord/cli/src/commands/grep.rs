@@ -20,12 +20,6 @@ impl Grep {
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let action = overlord::calling::call_action("system.grep", vec![Value::String(self.word.clone())])?;
-        crate::display::call_and_show(
-            plan,
-            "system.grep",
-            &action,
-            crate::display::report::block,
-            &|v| v,
-        )
+        crate::display::call_and_show(plan, "system.grep", action, crate::display::report::block, &|v| v)
     }
 }

@@ -8,10 +8,8 @@
 //! Asking and showing live in `overlord::status` (also used by `call --async`
 //! and `jobs lookup`/`kill`); exit status 3 while not finished yet.
 
+use overlord::engine::{self, Answer, Request};
 use overlord::plan::{Plan, PlanError};
-use overlord::status::{check, exit_code};
-
-use crate::display::show_status as print;
 
 #[derive(Debug)]
 pub struct JobStatus {
@@ -21,8 +19,19 @@ pub struct JobStatus {
 
 impl JobStatus {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let status = check(plan, &self.id, self.wait)?;
-        print(plan, &self.id, &status);
-        Ok(exit_code(&status))
+        show(plan, &self.id, self.wait)
     }
+}
+
+/// Asks the engine for job `id`'s status (followed with `wait`) and shows it.
+pub fn show(plan: &Plan, id: &str, wait: bool) -> Result<i32, PlanError> {
+    let request = Request::JobStatus {
+        id: id.to_string(),
+        wait,
+    };
+    let answer = engine::serve(plan, None, request, &mut engine::Unwatched)?;
+    if let Answer::Status { id, status } = &answer {
+        crate::display::show_status(plan, id, status);
+    }
+    Ok(answer.exit_code())
 }

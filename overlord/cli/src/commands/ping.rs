@@ -7,7 +7,7 @@ use overlord::plan::{Plan, PlanError};
 
 pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     let action = overlord::calling::call_action("test.ping", Vec::new())?;
-    crate::display::call_and_show(plan, "test.ping", &action, line, &|v| v)
+    crate::display::call_and_show(plan, "test.ping", action, line, &|v| v)
 }
 
 /// `[ ok ... ] host` or `[ FAILED ] host  (why)`.

@@ -26,7 +26,7 @@ impl Show {
         crate::display::call_and_show(
             plan,
             "hardware.info",
-            &action,
+            action,
             crate::display::report::block,
             &pick,
         )

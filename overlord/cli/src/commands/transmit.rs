@@ -8,8 +8,9 @@
 //!   `"async": true` `{"job_id": ID}` (the parameters are sent typed, as
 //!   with `--json-args`). Its keys become the gate's call (`gate::CallFields`),
 //!   checked as every door's is, and it runs as `func --json SPEC call`;
-//! - `{"job_status": ID, "wait": bool, "timeout": S}` and any other command
-//!   as its words, `{"command": ["jobs", "list", "--limit", "5"]}`: the
+//! - `{"job_status": ID, "wait": bool, "timeout": S}`: the engine's job
+//!   status (`func --json job_status ID [--wait]`); any other command as its
+//!   words, `{"command": ["jobs", "list", "--limit", "5"]}`: the
 //!   command line they stand for (always with `--json`).
 //!
 //! A key the request's kind does not know is refused with the closest
@@ -54,10 +55,17 @@ fn only_known(obj: &serde_json::Map<String, J>, known: &[&str], kind: &str) -> R
     }
 }
 
-/// A request read: the command line it stands for, or a call for the gate.
+/// A request read: the command line it stands for, a job's status, or a
+/// call for the gate.
 #[derive(Debug)]
 pub enum Request {
     Words(Vec<String>),
+    /// `{"job_status": ID, "wait", "timeout"}`: the engine's job status.
+    JobStatus {
+        id: String,
+        wait: bool,
+        timeout: Option<f64>,
+    },
     /// A call, checked by the gate; run as `func --json SPEC call`.
     Call(overlord::gate::Call),
 }
@@ -129,14 +137,16 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
     }
     if let Some(id) = name_of("job_status")? {
         only_known(obj, JOB_STATUS_KEYS, "job_status")?;
-        if let Some(t) = text_of("timeout")? {
-            words.extend(["--timeout".into(), t]);
-        }
-        words.extend(["job_status".into(), id]);
-        if flag("wait")? {
-            words.push("--wait".into());
-        }
-        return Ok(Request::Words(words));
+        overlord::gate::JobRef::parse(&id)?;
+        let timeout = match text_of("timeout")? {
+            Some(t) => Some(overlord::plan::positive("timeout", &t).map_err(|e| bad(e.to_string()))?),
+            None => None,
+        };
+        return Ok(Request::JobStatus {
+            id,
+            wait: flag("wait")?,
+            timeout,
+        });
     }
     only_known(obj, CALL_KEYS, "call")?;
     let need = |key: &str| name_of(key)?.ok_or_else(|| bad(format!("a call needs {key:?}")));
@@ -174,6 +184,7 @@ mod tests {
     fn request_words(text: &str) -> Result<Vec<String>, PlanError> {
         match request(text)? {
             Request::Words(w) => Ok(w),
+            Request::JobStatus { id, wait, .. } => Ok(vec![format!("job_status {id} {wait}")]),
             Request::Call(c) => Ok(vec![c.function()]),
         }
     }
@@ -202,7 +213,7 @@ mod tests {
         };
         assert_eq!(c.run, overlord::gate::Run::Async);
         let w = request_words(r#"{"job_status": "x-1.5", "wait": true}"#).unwrap();
-        assert_eq!(w, ["--json", "job_status", "x-1.5", "--wait"]);
+        assert_eq!(w, ["job_status x-1.5 true"]);
         assert!(request_words("[1]").is_err());
         assert!(request_words(r#"{"clients": "*"}"#).is_err());
         assert!(request_words(r#"{"command": ["transmit"]}"#).is_err());

@@ -10,46 +10,40 @@ pub mod report;
 use std::collections::BTreeMap;
 
 use common::Value;
-use overlord::calling::dispatch_to;
+use overlord::engine::{Answer, Request, Watch};
 use overlord::job::Action;
 use overlord::jobs::{self, Status};
 use overlord::plan::{Plan, PlanError};
 use overlord::status::code_name;
 
-/// Calls `action` on the plan's targets and shows each host the moment
-/// it ends (`report.rs`: blocks rendered by `render`, a progress line naming
-/// the hosts awaited, a summary on stderr); `--json` prints one document at
-/// the end. `transform` may reshape a result before it is shown. Returns
-/// the exit status.
+/// Calls `action` on the plan's targets through the engine and shows each
+/// host the moment it ends (blocks rendered by `render`, a progress line
+/// naming the hosts awaited, a summary on stderr); `--json` prints one
+/// document at the end. `transform` may reshape a result before it is
+/// shown. Returns the exit status.
 pub fn call_and_show(
     plan: &Plan,
     method: &str,
-    action: &Action,
+    action: Action,
     render: report::Render,
     transform: &dyn Fn(Value) -> Value,
 ) -> Result<i32, PlanError> {
-    let targets = plan.targets()?;
-    // Hosts that could not judge a filter end now, failed, with why.
-    let unjudged = plan.unjudged();
-    let names = targets
-        .iter()
-        .map(|t| t.name.clone())
-        .chain(unjudged.keys().cloned());
-    let mut report = report::Report::new(plan, method, names, render);
-    let mut shown = BTreeMap::new();
-    for (host, error) in unjudged {
-        report.host(&host, &error);
-        shown.insert(host, error);
+    let mut shown = Shown::new(plan, render);
+    shown.transform = Some(transform);
+    let request = Request::Run {
+        function: method.to_string(),
+        action,
+    };
+    let answer = overlord::engine::serve(plan, None, request, &mut shown)?;
+    shown.finish();
+    if let (Answer::Results { results, .. }, true) = (&answer, plan.json) {
+        let results: BTreeMap<String, Value> = results
+            .iter()
+            .map(|(h, v)| (h.clone(), transform(v.clone())))
+            .collect();
+        overlord::outln!("{}", output::results_as(plan.out, &results));
     }
-    dispatch_to(plan, &targets, action, |host, value| {
-        let value = transform(value.clone());
-        report.host(host, &value);
-        shown.insert(host.to_string(), value);
-    })?;
-    if plan.json {
-        overlord::outln!("{}", output::results_as(plan.out, &shown));
-    }
-    Ok(i32::from(!report.finish()))
+    Ok(answer.exit_code())
 }
 
 /// Prints the status with `--json` as one shape in every state:
@@ -103,5 +97,73 @@ pub fn show_status(plan: &Plan, id: &str, status: &Status) {
     overlord::out!("{}", output::human(status.method(), &status.results));
     for (host, why) in &status.waiting {
         overlord::outln!("{host}:\n    ({})", output::shown_line(why));
+    }
+}
+
+/// The engine's [`Watch`] for people: each host's block the moment it
+/// ends, a progress line on a terminal, the summary when [`Shown::finish`]
+/// is called; a followed job's hosts as they finish (`tick` runs on every
+/// poll).
+pub struct Shown<'a> {
+    plan: &'a Plan,
+    render: report::Render,
+    report: Option<report::Report<'a>>,
+    /// Reshapes a result before it is shown (`show hardware KEYS`).
+    transform: Option<&'a dyn Fn(Value) -> Value>,
+}
+
+impl<'a> Shown<'a> {
+    pub fn new(plan: &'a Plan, render: report::Render) -> Self {
+        Self {
+            plan,
+            render,
+            report: None,
+            transform: None,
+        }
+    }
+
+    /// The summary (stderr); whether every host shown succeeded.
+    pub fn finish(&mut self) -> bool {
+        self.report.as_mut().is_none_or(|r| r.finish())
+    }
+}
+
+impl Watch for Shown<'_> {
+    fn begin(&mut self, function: &str, hosts: &[String]) {
+        self.report = Some(report::Report::new(
+            self.plan,
+            function,
+            hosts.iter().cloned(),
+            self.render,
+        ));
+    }
+
+    fn host(&mut self, host: &str, value: &Value) {
+        if let Some(r) = self.report.as_mut() {
+            match self.transform {
+                Some(f) => r.host(host, &f(value.clone())),
+                None => r.host(host, value),
+            }
+        }
+    }
+
+    fn status(&mut self, status: &Status) {
+        let (plan, render) = (self.plan, self.render);
+        let report = self.report.get_or_insert_with(|| {
+            let hosts = status.results.keys().chain(status.waiting.keys()).cloned();
+            report::Report::new(plan, status.method(), hosts, render)
+        });
+        for (host, value) in &status.results {
+            report.host(host, value);
+        }
+    }
+
+    fn batch(&mut self, id: &str, size: usize, targets: &[overlord::targets::Target]) {
+        self.plan.detail(targets);
+        self.plan.say(&format!(
+            "JOB_ID: {} (batch of {size} over {} hosts)",
+            overlord::interrupt::shell_quote(id),
+            targets.len()
+        ));
     }
 }

@@ -14,11 +14,10 @@ pub struct Lookup {
 
 impl Lookup {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let status = overlord::status::refreshed(plan, &self.id)?;
         if !self.missing {
-            crate::display::show_status(plan, &self.id, &status);
-            return Ok(overlord::status::exit_code(&status));
+            return crate::commands::job_status::show(plan, &self.id, false);
         }
+        let status = overlord::status::refreshed(plan, &self.id)?;
         if status.code == jobs::LOST_IN_SPACE {
             crate::display::show_status(plan, &self.id, &status);
             return Ok(1);

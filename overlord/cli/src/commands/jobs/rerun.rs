@@ -5,6 +5,7 @@
 //! "rerun_of", "hosts"}` with `--json`) and returns; `func job_status ID
 //! --wait` follows it.
 
+use overlord::engine::{self, Answer, Request};
 use overlord::plan::{Plan, PlanError};
 
 #[derive(Debug)]
@@ -15,20 +16,24 @@ pub struct Rerun {
 
 impl Rerun {
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        plan.check_credentials()?;
-        let store = plan.store();
+        let request = Request::JobRerun {
+            id: self.id.clone(),
+            failed: self.failed,
+        };
         // A local door's user holds the overlord's key: an administrator.
-        let rerun = overlord::jobs::rerun::prepare(&store, &plan.root, &self.id, self.failed, &|_| true)?;
-        let hosts = rerun.hosts.len();
-        let started = overlord::jobs::rerun::start(&store, &plan.root, rerun, None)?;
-        let doc = serde_json::json!({"job_id": started.id, "rerun_of": self.id, "hosts": hosts});
+        let answer = engine::serve(plan, None, request, &mut engine::Unwatched)?;
+        let Answer::Rerun { id, of, hosts } = &answer else {
+            return Err(PlanError::Config(
+                "the engine answered a re-run with something else".into(),
+            ));
+        };
         match plan.json {
-            true => crate::display::output::print_doc(plan.out, &doc),
+            true => crate::display::output::print_doc(plan.out, &answer.document()),
             false => overlord::outln!(
                 "JOB_ID: {} (re-run of {} on {hosts} host{})",
-                overlord::interrupt::shell_quote(&started.id),
-                overlord::interrupt::shell_quote(&self.id),
-                if hosts == 1 { "" } else { "s" }
+                overlord::interrupt::shell_quote(id),
+                overlord::interrupt::shell_quote(of),
+                if *hosts == 1 { "" } else { "s" }
             ),
         }
         Ok(0)

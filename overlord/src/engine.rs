@@ -1,0 +1,365 @@
+//! The one engine entry (DESIGN §13): a door decodes its input into a
+//! [`Request`], [`serve`] carries it out with the door's [`Plan`] (root,
+//! SPEC, dispatch settings, routes) and answers an [`Answer`]; the door only
+//! encodes that answer. Each host's end is streamed to the door's [`Watch`]
+//! as it happens (a call now, a batch driven here, a job followed), so a
+//! door shows progress without assembling execution itself.
+//!
+//! What is decided here, once for every door: a method listed in
+//! `force_async` runs as a job whatever the door asked; hosts that could not
+//! judge a fact filter end failed, never called; `last` is not resolved here
+//! (a door names a job by id; see `jobs::resolve_id`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::paths::Root;
+use common::Value;
+
+use crate::gate::{self, Run};
+use crate::job::Action;
+use crate::jobs::kill::Signalled;
+use crate::jobs::{self, start::Caller, Status};
+use crate::plan::{Plan, PlanError};
+use crate::targets::Target;
+
+/// One operation, typed and checked, from any door.
+#[derive(Debug)]
+pub enum Request {
+    /// A checked call: now, as a job, or in batches (`call.run`).
+    Call(gate::Call),
+    /// A prepared action run now on the plan's targets, for the commands
+    /// that are not `call` (ping, grep, show, copyfile).
+    Run { function: String, action: Action },
+    /// The signed minions the plan's SPEC (and fact filter) names.
+    ListMinions,
+    /// A job's status; with `wait`, followed until it ends or the plan's
+    /// `-t` deadline passes.
+    JobStatus { id: String, wait: bool },
+    /// A new job from job `id`'s signed request (`failed`: only the hosts
+    /// that did not succeed).
+    JobRerun { id: String, failed: bool },
+    /// Signals job `id` on every host still running it, then follows it
+    /// until the signalled hosts end (at most the plan's `-t`, default 10 s).
+    JobKill { id: String, signal: String },
+}
+
+/// What a [`Request`] answers.
+#[derive(Debug)]
+pub enum Answer {
+    /// Every host's result of a call made now; `missing`: literal names
+    /// that matched no minion (the others ran).
+    Results {
+        function: String,
+        results: BTreeMap<String, Value>,
+        missing: Vec<String>,
+    },
+    /// A job that runs on: its id (`forced`: by `force_async`, not asked).
+    Started {
+        id: String,
+        hosts: usize,
+        forced: bool,
+    },
+    /// A batch driven here until it ended, was halted or interrupted.
+    Batch {
+        id: String,
+        status: Status,
+        interrupted: bool,
+        halted: Option<String>,
+        failed: bool,
+    },
+    Minions(Vec<Target>),
+    Status {
+        id: String,
+        status: Status,
+    },
+    Rerun {
+        id: String,
+        of: String,
+        hosts: usize,
+    },
+    /// `signalled`: how each running host took the signal; `None` when
+    /// there was nothing to kill (unknown, or already finished).
+    Killed {
+        id: String,
+        status: Status,
+        signalled: Option<Vec<(String, Signalled)>>,
+    },
+}
+
+/// What a door sees while a request is carried out.
+pub trait Watch {
+    /// A call now or a batch driven here is about to call `hosts`.
+    fn begin(&mut self, _function: &str, _hosts: &[String]) {}
+    /// Host `host` ended with `value` (a call now, a batch driven here).
+    fn host(&mut self, _host: &str, _value: &Value) {}
+    /// A followed job as it was last polled.
+    fn status(&mut self, _status: &Status) {}
+    /// A batch driven here: the job id, before the first host is called.
+    fn batch(&mut self, _id: &str, _size: usize, _targets: &[Target]) {}
+}
+
+/// A door that watches nothing.
+pub struct Unwatched;
+impl Watch for Unwatched {}
+
+/// Carries out `request` for `caller` (`None`: the invoking user, who holds
+/// the overlord's key) with `plan`. The caller's rights were judged by the
+/// gate before (`gate::rights`); `caller` is what the job records.
+pub fn serve(
+    plan: &Plan,
+    caller: Option<Caller>,
+    request: Request,
+    watch: &mut dyn Watch,
+) -> Result<Answer, PlanError> {
+    match request {
+        Request::Call(call) => call_now_or_start(plan, caller, call, watch),
+        Request::Run { function, action } => call_now(plan, &function, &action, watch),
+        Request::ListMinions => {
+            let mut targets = plan.targets()?;
+            targets.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
+            Ok(Answer::Minions(targets))
+        }
+        Request::JobStatus { id, wait: false } => {
+            let status = crate::status::check(plan, &id, false)?;
+            Ok(Answer::Status { id, status })
+        }
+        Request::JobStatus { id, wait: true } => {
+            let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
+            let status = crate::status::watch(plan, &id, deadline, |s| watch.status(s))?;
+            Ok(Answer::Status { id, status })
+        }
+        Request::JobRerun { id, failed } => {
+            plan.check_credentials()?;
+            let store = plan.store();
+            let rerun = jobs::rerun::prepare(&store, &plan.root, &id, failed, &|_| true)?;
+            let hosts = rerun.hosts.len();
+            let started = jobs::rerun::start(&store, &plan.root, rerun, caller)?;
+            Ok(Answer::Rerun {
+                id: started.id,
+                of: id,
+                hosts,
+            })
+        }
+        Request::JobKill { id, signal } => kill(plan, caller, id, &signal),
+    }
+}
+
+/// A call: now (each host streamed), or recorded as a job or batch.
+fn call_now_or_start(
+    plan: &Plan,
+    caller: Option<Caller>,
+    mut call: gate::Call,
+    watch: &mut dyn Watch,
+) -> Result<Answer, PlanError> {
+    let function = call.function();
+    let forced = force_async(&plan.root, &mut call);
+    match &call.run {
+        Run::Now => {
+            let action = crate::calling::call_action(&function, call.params())?;
+            call_now(plan, &function, &action, watch)
+        }
+        Run::Batch { detached: false, .. } => drive_batch(plan, &call, watch),
+        Run::Async | Run::Batch { .. } => {
+            // Names only: the driver reads each address when it calls.
+            let hosts = plan.target_names()?;
+            plan.check_credentials()?;
+            let meta = meta(plan, &call, hosts.len(), caller);
+            let n = hosts.len();
+            let started = jobs::start::start(&plan.store(), &plan.root, &call, hosts, meta)?;
+            // The driver runs detached; it is reaped when it ends, so no
+            // zombie of it passes for a live driver while this process lives.
+            if let Some(mut child) = started.driver {
+                std::thread::spawn(move || child.wait());
+            }
+            Ok(Answer::Started {
+                id: started.id,
+                hosts: n,
+                forced,
+            })
+        }
+    }
+}
+
+fn call_now(
+    plan: &Plan,
+    function: &str,
+    action: &Action,
+    watch: &mut dyn Watch,
+) -> Result<Answer, PlanError> {
+    let targets = plan.targets()?;
+    // Hosts that could not judge a filter end now, failed, with why.
+    let mut results = plan.unjudged();
+    let names: Vec<String> = targets
+        .iter()
+        .map(|t| t.name.clone())
+        .chain(results.keys().cloned())
+        .collect();
+    watch.begin(function, &names);
+    for (host, error) in &results {
+        watch.host(host, error);
+    }
+    let called = crate::calling::dispatch_to(plan, &targets, action, |host, value| watch.host(host, value))?;
+    results.extend(called);
+    Ok(Answer::Results {
+        function: function.to_string(),
+        results,
+        missing: plan.missing(),
+    })
+}
+
+/// A batch driven by this process (DESIGN §7), each host streamed.
+fn drive_batch(plan: &Plan, call: &gate::Call, watch: &mut dyn Watch) -> Result<Answer, PlanError> {
+    use crate::batch::{driver, machine};
+    let targets = plan.targets()?;
+    plan.check_credentials()?;
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    let store = plan.store();
+    let meta = meta(plan, call, names.len(), None);
+    let started = jobs::start::start(&store, &plan.root, call, names, meta)?;
+    let id = started.id;
+    watch.batch(&id, started.batch_size.unwrap_or(1), &targets);
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    watch.begin(&call.function(), &names);
+    let calling = crate::settings::Calling {
+        credentials: plan.credentials(),
+        max_response: plan.dispatch.max_response,
+    };
+    let rec = driver::drive(
+        &store,
+        &plan.root,
+        &id,
+        &calling,
+        &crate::interrupt::requested,
+        |host, end, value| {
+            let shown = match (end, value) {
+                (machine::HostEnd::Done | machine::HostEnd::Failed, Some(v)) => v.clone(),
+                _ => driver::end_error(end),
+            };
+            watch.host(host, &shown);
+        },
+    )?;
+    let status = crate::status::check(plan, &id, false)?;
+    Ok(Answer::Batch {
+        id,
+        status,
+        interrupted: rec.interrupted,
+        halted: rec.state.halted.clone(),
+        failed: rec.state.ended.values().any(machine::HostEnd::is_failure),
+    })
+}
+
+fn kill(plan: &Plan, caller: Option<Caller>, id: String, signal: &str) -> Result<Answer, PlanError> {
+    let sig = gate::jobs::signal(signal)?;
+    let limit = Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
+    let who = match &caller {
+        Some(c) => format!("{} via func-api", c.user),
+        None => format!("{} via func jobs kill", jobs::current_user()),
+    };
+    jobs::kill::settle_dispatch(&plan.store(), &id, Instant::now() + limit, sig, &who)?;
+    let status = crate::status::refreshed(plan, &id)?;
+    let record = match &status.record {
+        Some(record) if !status.finished() => record,
+        _ => {
+            return Ok(Answer::Killed {
+                id,
+                status,
+                signalled: None,
+            })
+        }
+    };
+    let calls = jobs::kill::signal_calls(&plan.root, record, signal);
+    let mut signalled = Vec::new();
+    if !calls.is_empty() {
+        let mut poller = crate::status::new_poller(plan).map_err(PlanError::Config)?;
+        for (host, reply) in poller.call_each(calls) {
+            signalled.push((host, jobs::kill::signalled(reply)));
+        }
+        signalled.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    // The minions now report the signalled jobs as ended; collect that.
+    let status = crate::status::watch(plan, &id, Some(Instant::now() + limit), |_| {})?;
+    Ok(Answer::Killed {
+        id,
+        status,
+        signalled: Some(signalled),
+    })
+}
+
+/// The job's record, with this plan's dispatch settings.
+fn meta(plan: &Plan, call: &gate::Call, hosts: usize, caller: Option<Caller>) -> crate::store::JobMeta {
+    jobs::start::meta(
+        call,
+        hosts,
+        (plan.dispatch.timeout_secs, plan.dispatch.forks),
+        caller,
+    )
+}
+
+/// Makes a call to a method listed in `force_async` (of
+/// `etc/func/async_methods.conf`) a job, whatever the door asked; whether
+/// it did. The one place this rule is applied, for every door (func-api
+/// too, whose calls are its own).
+pub fn force_async(root: &Root, call: &mut gate::Call) -> bool {
+    let forced = call.run == Run::Now && forced_async(root, &call.function());
+    if forced {
+        call.run = Run::Async;
+    }
+    forced
+}
+
+/// Whether `method` is listed in `force_async` of `etc/func/async_methods.conf`.
+pub fn forced_async(root: &Root, method: &str) -> bool {
+    common::config::Ini::load(&root.async_methods_conf())
+        .map(|ini| ini.list("main", "force_async").iter().any(|m| m == method))
+        .unwrap_or(false)
+}
+
+impl Answer {
+    /// The exit status every door gives this answer (HTTP maps it too):
+    /// 0 when every host succeeded, 1 when any failed, was unreachable, or
+    /// named no minion, 3 while a job runs on (Func's job_status).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Answer::Results {
+                function,
+                results,
+                missing,
+            } => i32::from(!missing.is_empty() || !crate::status::all_ok(function, results)),
+            Answer::Started { .. } | Answer::Minions(_) | Answer::Rerun { .. } => 0,
+            Answer::Batch {
+                interrupted: true, ..
+            } => crate::interrupt::EXIT,
+            Answer::Batch { failed, .. } => i32::from(*failed),
+            Answer::Status { status, .. } => crate::status::exit_code(status),
+            Answer::Killed {
+                status, signalled, ..
+            } => match (&status.record, signalled) {
+                (None, _) => 1,
+                (Some(_), None) => 0,
+                (Some(_), Some(s)) => i32::from(s.iter().any(|(_, t)| !t.sent()) || !status.finished()),
+            },
+        }
+    }
+
+    /// The answer as the one JSON document every door shows (`--json`,
+    /// `func transmit`): `{host: result}`, `{"job_id"}`, a job's status
+    /// document, `{name: address}`, `{"job_id", "rerun_of", "hosts"}`.
+    pub fn document(&self) -> serde_json::Value {
+        use serde_json::json;
+        let json_of = |m: &BTreeMap<String, Value>| -> serde_json::Value {
+            m.iter()
+                .map(|(h, v)| (h.clone(), crate::values::to_json(v)))
+                .collect()
+        };
+        match self {
+            Answer::Results { results, .. } => json_of(results),
+            Answer::Started { id, .. } => json!({ "job_id": id }),
+            Answer::Batch { id, status, .. }
+            | Answer::Status { id, status }
+            | Answer::Killed { id, status, .. } => serde_json::to_value(status.doc(id)).unwrap_or_default(),
+            Answer::Minions(targets) => targets.iter().map(|t| (t.name.clone(), json!(t.addr))).collect(),
+            Answer::Rerun { id, of, hosts } => json!({"job_id": id, "rerun_of": of, "hosts": hosts}),
+        }
+    }
+}
