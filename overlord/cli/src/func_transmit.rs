@@ -28,6 +28,7 @@ use common::paths::Root;
 use serde_json::{json, Value as J};
 
 use overlord::engine::{self, Answer};
+use overlord::gate::keys::Fields;
 use overlord::plan::{Plan, PlanError};
 use overlord::targets::TargetError;
 
@@ -219,41 +220,22 @@ fn check(doc: &J) -> Result<Request, Bad> {
     if let Some(why) = crate::cli::unknown_key(obj.keys(), KEYS) {
         return Err(bad(why));
     }
-    let text = |key: &str| -> Result<Option<String>, Bad> {
-        match obj.get(key) {
-            None | Some(J::Null) => Ok(None),
-            Some(J::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(bad(format!("{key:?} must be a string, not {}", kind(other)))),
-        }
-    };
-    let spec = match obj.get("clients") {
-        None | Some(J::Null) => "*".to_string(),
-        Some(J::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(J::Array(list))
-            if !list.is_empty()
-                && list
-                    .iter()
-                    .all(|c| c.as_str().is_some_and(|s| !s.trim().is_empty())) =>
-        {
-            list.iter().filter_map(J::as_str).collect::<Vec<_>>().join(";")
-        }
-        Some(_) => {
-            return Err(bad(
-                "\"clients\" must be a SPEC (\"*\", \"a;b\", \"@group\") or a list of them".into(),
-            ))
-        }
-    };
-    let method = text("method")?.ok_or_else(|| bad("a request needs \"method\"".into()))?;
+    let f = Fields(obj);
+    let spec = clients(obj.get("clients"))?;
+    let method = f
+        .name("method")
+        .map_err(bad)?
+        .ok_or_else(|| bad("a request needs \"method\"".into()))?;
     overlord::gate::call::check_spec("spec", &spec).map_err(Bad::from)?;
     let filter = overlord::gate::filter::Filter::parse(
-        text("filter")?.as_deref(),
-        text("filteror")?.as_deref(),
-        text("grain")?.as_deref(),
+        f.name("filter").map_err(bad)?.as_deref(),
+        f.name("filteror").map_err(bad)?.as_deref(),
+        f.name("grain").map_err(bad)?.as_deref(),
         None,
     )
     .map_err(Bad::from)?;
     match method.as_str() {
-        "list_minions" => return Ok(Request::ListMinions { spec, filter }),
+        "list_minions" => Ok(Request::ListMinions { spec, filter }),
         "job_status" => {
             let id = match obj.get("parameters") {
                 Some(J::String(id)) => id.clone(),
@@ -263,80 +245,62 @@ fn check(doc: &J) -> Result<Request, Bad> {
                 _ => return Err(bad("job_status takes the job id as \"parameters\"".into())),
             };
             overlord::gate::JobRef::parse(&id).map_err(Bad::from)?;
-            return Ok(Request::JobStatus { id });
+            Ok(Request::JobStatus { id })
         }
-        _ => {}
+        _ => call(obj, spec, method),
     }
-    let module = text("module")?.ok_or_else(|| bad(format!("a call of {method:?} needs \"module\"")))?;
-    let mapfile = text("mapfile")?;
+}
+
+/// `clients`: a SPEC, or a list of them (`*` when absent).
+fn clients(given: Option<&J>) -> Result<String, Bad> {
+    fn spec(s: &J) -> Option<&str> {
+        s.as_str().filter(|s| !s.trim().is_empty())
+    }
+    match given {
+        None | Some(J::Null) => Ok("*".to_string()),
+        Some(J::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(J::Array(list)) if !list.is_empty() && list.iter().all(|c| spec(c).is_some()) => {
+            Ok(list.iter().filter_map(spec).collect::<Vec<_>>().join(";"))
+        }
+        Some(_) => Err(bad(
+            "\"clients\" must be a SPEC (\"*\", \"a;b\", \"@group\") or a list of them".into(),
+        )),
+    }
+}
+
+/// A call of `method` on `spec`, checked by the gate (numbers too).
+fn call(obj: &serde_json::Map<String, J>, spec: String, method: String) -> Result<Request, Bad> {
+    let f = Fields(obj);
+    let module = f
+        .name("module")
+        .map_err(bad)?
+        .ok_or_else(|| bad(format!("a call of {method:?} needs \"module\"")))?;
     let args = match obj.get("parameters") {
         None | Some(J::Null) => Vec::new(),
         Some(J::Array(list)) => list.clone(),
         // Func listified a single value.
         Some(one) => vec![one.clone()],
     };
-    let asynchronous = match obj.get("async") {
-        None | Some(J::Null) => false,
-        Some(J::Bool(b)) => *b,
-        Some(other) => {
-            return Err(bad(format!(
-                "\"async\" must be true or false, not {}",
-                kind(other)
-            )))
-        }
-    };
-    // Numbers are read by the gate, as every door's.
-    let number = |key: &str| -> Result<Option<String>, Bad> {
-        match obj.get(key) {
-            None | Some(J::Null) => Ok(None),
-            Some(J::Number(n)) => Ok(Some(n.to_string())),
-            Some(J::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(bad(format!("{key:?} must be a number, not {}", kind(other)))),
-        }
-    };
-    overlord::gate::Call::new(overlord::gate::CallFields {
+    let call = overlord::gate::Call::new(overlord::gate::CallFields {
         spec,
         exclude: None,
         module,
         method,
         args,
         words: None,
-        asynchronous,
+        asynchronous: f.flag("async").map_err(bad)?,
         batch: None,
         batch_wait: None,
         failhard: false,
-        timeout: number("timeout")?,
-        forks: number("nforks")?,
-        filter: text("filter")?,
-        filteror: text("filteror")?,
-        grain: text("grain")?,
+        timeout: f.text("timeout").map_err(bad)?,
+        forks: f.text("nforks").map_err(bad)?,
+        filter: f.name("filter").map_err(bad)?,
+        filteror: f.name("filteror").map_err(bad)?,
+        grain: f.name("grain").map_err(bad)?,
         fact_query: None,
-        delegate: match obj.get("delegate") {
-            None | Some(J::Null) => false,
-            Some(J::Bool(b)) => *b,
-            Some(other) => {
-                return Err(bad(format!(
-                    "\"delegate\" must be true or false, not {}",
-                    kind(other)
-                )))
-            }
-        },
-    })
-    .map(|call| Request::Call(call, mapfile))
-    .map_err(Bad::from)
-}
-
-/// What a request value is, for an error message (the value itself may be
-/// large: it is never echoed whole).
-fn kind(v: &J) -> String {
-    match v {
-        J::Null => "null".into(),
-        J::Bool(b) => b.to_string(),
-        J::Number(n) => common::paths::shorten(&n.to_string()),
-        J::String(s) => format!("the string {:?}", common::paths::shorten(s)),
-        J::Array(a) => format!("a list of {}", a.len()),
-        J::Object(o) => format!("a mapping of {} keys", o.len()),
-    }
+        delegate: f.flag("delegate").map_err(bad)?,
+    })?;
+    Ok(Request::Call(call, f.name("mapfile").map_err(bad)?))
 }
 
 /// Carries out the request with the engine, in this process: the answer in

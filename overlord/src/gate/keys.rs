@@ -72,6 +72,57 @@ fn read<E: std::fmt::Display>(
     }
 }
 
+/// A request object's values read by key, for the doors that read a
+/// request document themselves. Each refusal names the key and says what
+/// was given by its kind ([`kind`]), never echoing a value whole.
+pub struct Fields<'a>(pub &'a Map<String, Value>);
+
+impl Fields<'_> {
+    /// A string, or a number as its text (the gate reads numbers).
+    pub fn text(&self, key: &str) -> Result<Option<String>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(other) => Err(format!(
+                "{key:?} must be a string or a number, not {}",
+                kind(other)
+            )),
+        }
+    }
+
+    /// A string only: names, SPECs and job ids (a number is not one).
+    pub fn name(&self, key: &str) -> Result<Option<String>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("{key:?} must be a string, not {}", kind(other))),
+        }
+    }
+
+    /// `true` or `false` (absent: false).
+    pub fn flag(&self, key: &str) -> Result<bool, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(format!("{key:?} must be true or false, not {}", kind(other))),
+        }
+    }
+}
+
+/// What a request value is, for an error message (the value itself may be
+/// large: it is never echoed whole).
+pub fn kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => common::paths::shorten(&n.to_string()),
+        Value::String(s) => format!("the string {:?}", common::paths::shorten(s)),
+        Value::Array(a) => format!("a list of {}", a.len()),
+        Value::Object(o) => format!("a mapping of {} keys", o.len()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

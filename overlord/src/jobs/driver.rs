@@ -170,12 +170,32 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         .iter()
         .filter(|(_, e)| e.state == HostState::Pending)
         .map(|(host, _)| host.clone());
-    // With --delegate, the hosts behind each relay are handed to it at once.
-    let (direct, relayed) = match record.meta.delegate {
+    let (direct, relayed) = delegated(root, &record.meta, pending);
+    if !relayed.is_empty() {
+        crate::store::api::retrying(&what, || store.update(id, &relayed, false))
+            .map_err(|e| e.to_string())?;
+    }
+    let pending = dispatch_direct(store, root, &record.meta, &direct)?;
+    // Whatever is left, and the end of the dispatch: kept until written,
+    // even across a restart of the store's server.
+    crate::store::api::retrying(&format!("func driver {id}"), || store.update(id, &pending, true))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// With `--delegate`, the pending hosts behind each relay are handed to it
+/// at once: the hosts to call directly, and the relayed hosts' updates
+/// (dispatched there, or finished with why not).
+fn delegated(
+    root: &Root,
+    meta: &crate::store::JobMeta,
+    pending: impl Iterator<Item = String>,
+) -> (Vec<String>, Vec<(String, HostUpdate)>) {
+    match meta.delegate {
         true => match crate::relay::Routes::load(root, None) {
             Ok(Some(routes)) => {
                 let (direct, relayed) = routes.split(pending);
-                let order = crate::relay::Order::of_job(&record.meta);
+                let order = crate::relay::Order::of_job(meta);
                 let started = crate::relay::block_on(crate::relay::start_all(root, &routes, &order, relayed));
                 let changes: Vec<(String, HostUpdate)> = started
                     .into_iter()
@@ -208,22 +228,31 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
             }
         },
         false => (pending.collect(), Vec::new()),
-    };
-    if !relayed.is_empty() {
-        crate::store::api::retrying(&what, || store.update(id, &relayed, false))
-            .map_err(|e| e.to_string())?;
     }
+}
+
+/// Calls `async.M.m` on the `direct` hosts over the worker fleet; results
+/// reach the store within FLUSH_AFTER of arriving, whatever the other hosts
+/// do (a stalled host must not hide the others). What is left unwritten is
+/// returned for the final update.
+fn dispatch_direct(
+    store: &dyn JobStore,
+    root: &Root,
+    meta: &crate::store::JobMeta,
+    direct: &[String],
+) -> Result<Vec<(String, HostUpdate)>, String> {
+    let id = meta.id.as_str();
     let targets: Vec<Target> = direct.iter().map(|host| Target::enrolled(root, host)).collect();
-    let params = record.meta.params();
+    let params = meta.params();
     let call_xml = common::xmlrpc::encode_call(
-        &format!("async.{}", record.meta.function),
+        &format!("async.{}", meta.function),
         params,
         common::xmlrpc::DEFAULT_MAX_DEPTH,
     )
     .map_err(|e| e.to_string())?;
     let how = Dispatch {
-        forks: record.meta.forks.max(1),
-        timeout_secs: record.meta.timeout_secs,
+        forks: meta.forks.max(1),
+        timeout_secs: meta.timeout_secs,
         concurrency: WORKER_CONCURRENCY,
         max_response: crate::settings::max_response(root),
     };
@@ -238,8 +267,6 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         }
     };
     if !targets.is_empty() {
-        // Results reach the store within FLUSH_AFTER of arriving, whatever
-        // the other hosts do (a stalled host must not hide the others).
         dispatch::run_ticking(
             &exe,
             &crate::settings::credentials(root),
@@ -247,7 +274,7 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
             &Action::Call {
                 call_xml,
                 // Each minion runs this signed request at most once.
-                request: crate::seal::request_id(&record.meta),
+                request: crate::seal::request_id(meta),
             },
             &how,
             FLUSH_AFTER,
@@ -264,11 +291,7 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         )
         .map_err(|e| format!("cannot start workers: {e}"))?;
     }
-    // Whatever is left, and the end of the dispatch: kept until written,
-    // even across a restart of the store's server.
-    crate::store::api::retrying(&format!("func driver {id}"), || store.update(id, &pending, true))
-        .map_err(|e| e.to_string())?;
-    Ok(())
+    Ok(pending)
 }
 
 /// A host's answer to `async.M.m`: its minion job id, or a final error.

@@ -49,56 +49,13 @@ pub async fn answer(
     calls: Vec<(Target, String, Vec<Value>)>,
     user: Option<&str>,
 ) -> Vec<(String, Reply)> {
-    let mut replies = Vec::new();
-    let mut starts: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut asks: Vec<(String, String)> = Vec::new();
-    let mut waits = 0.0f64;
-    let mut finds: Vec<(String, String)> = Vec::new();
-    let mut kills: Vec<(String, String, String)> = Vec::new();
+    let mut asked = Asked::default();
     for (target, method, params) in calls {
-        let job = match params.first() {
-            Some(Value::String(j)) => j.clone(),
-            _ => String::new(),
-        };
-        match method.as_str() {
-            m if m.starts_with("async.") => {
-                if let Some(relay) = delegation.and_then(|d| d.routes.relay_of(&target.name)) {
-                    starts.entry(relay.name.clone()).or_default().push(target.name);
-                }
-            }
-            "jobs.wait_job" | "jobs.job_status" => {
-                if method == "jobs.wait_job" {
-                    let secs = match params.get(1) {
-                        Some(Value::Double(d)) => *d,
-                        Some(Value::Integer(i)) => f64::from(*i),
-                        _ => 10.0,
-                    };
-                    waits = waits.max(secs);
-                }
-                asks.push((target.name, job));
-            }
-            "jobs.find_job" => finds.push((target.name, job)),
-            "jobs.kill_job" | "jobs.term_job" | "jobs.signal_job" => {
-                let signal = match (method.as_str(), params.get(1)) {
-                    ("jobs.kill_job", _) => "KILL".to_string(),
-                    ("jobs.term_job", _) => "TERM".to_string(),
-                    (_, Some(Value::String(s))) => s.trim_start_matches("SIG").to_string(),
-                    _ => "TERM".to_string(),
-                };
-                kills.push((target.name, job, signal));
-            }
-            _ => replies.push((
-                target.name,
-                Reply::Value(common::xmlrpc::remote_error(
-                    "func.overlord.RelayError",
-                    &format!("{method} is not answered for a host behind a relay"),
-                    "",
-                )),
-            )),
-        }
+        asked.sort(delegation, target, &method, &params);
     }
-    if let (Some(d), false) = (delegation, starts.is_empty()) {
-        for (host, started) in crate::relay::start_all(root, &d.routes, &d.order, starts).await {
+    let mut replies = std::mem::take(&mut asked.refused);
+    if let (Some(d), false) = (delegation, asked.starts.is_empty()) {
+        for (host, started) in crate::relay::start_all(root, &d.routes, &d.order, asked.starts).await {
             replies.push((
                 host,
                 match started {
@@ -108,46 +65,130 @@ pub async fn answer(
             ));
         }
     }
-    if !asks.is_empty() {
-        for (host, got) in crate::relay::collect(root, asks, waits.clamp(0.0, 60.0)).await {
-            replies.push((
-                host,
-                match got {
-                    Ok(Some(result)) => Reply::Value(Value::Array(vec![Value::Integer(1), result])),
-                    Ok(None) => Reply::Value(Value::Array(vec![Value::Integer(0), Value::Integer(-1)])),
-                    Err(why) => Reply::Unreachable(why),
-                },
-            ));
+    if !asked.asks.is_empty() {
+        replies.extend(statuses(root, asked.asks, asked.waits).await);
+    }
+    if !asked.finds.is_empty() {
+        replies.extend(found(root, asked.finds).await);
+    }
+    if !asked.kills.is_empty() {
+        replies.extend(killed(root, asked.kills, user).await);
+    }
+    replies
+}
+
+/// The calls for hosts behind relays, sorted by what the relays are asked.
+#[derive(Default)]
+struct Asked {
+    /// Hosts whose job to start, per relay.
+    starts: BTreeMap<String, Vec<String>>,
+    /// (host, job) whose status to collect, waiting at most `waits`.
+    asks: Vec<(String, String)>,
+    waits: f64,
+    finds: Vec<(String, String)>,
+    /// (host, job, signal).
+    kills: Vec<(String, String, String)>,
+    /// Methods not answered for a relayed host.
+    refused: Vec<(String, Reply)>,
+}
+
+impl Asked {
+    fn sort(&mut self, delegation: Option<&Delegation>, target: Target, method: &str, params: &[Value]) {
+        let job = match params.first() {
+            Some(Value::String(j)) => j.clone(),
+            _ => String::new(),
+        };
+        match method {
+            m if m.starts_with("async.") => {
+                if let Some(relay) = delegation.and_then(|d| d.routes.relay_of(&target.name)) {
+                    self.starts
+                        .entry(relay.name.clone())
+                        .or_default()
+                        .push(target.name);
+                }
+            }
+            "jobs.wait_job" | "jobs.job_status" => {
+                if method == "jobs.wait_job" {
+                    let secs = match params.get(1) {
+                        Some(Value::Double(d)) => *d,
+                        Some(Value::Integer(i)) => f64::from(*i),
+                        _ => 10.0,
+                    };
+                    self.waits = self.waits.max(secs);
+                }
+                self.asks.push((target.name, job));
+            }
+            "jobs.find_job" => self.finds.push((target.name, job)),
+            "jobs.kill_job" | "jobs.term_job" | "jobs.signal_job" => {
+                let signal = match (method, params.get(1)) {
+                    ("jobs.kill_job", _) => "KILL".to_string(),
+                    ("jobs.term_job", _) => "TERM".to_string(),
+                    (_, Some(Value::String(s))) => s.trim_start_matches("SIG").to_string(),
+                    _ => "TERM".to_string(),
+                };
+                self.kills.push((target.name, job, signal));
+            }
+            _ => self.refused.push((
+                target.name,
+                Reply::Value(common::xmlrpc::remote_error(
+                    "func.overlord.RelayError",
+                    &format!("{method} is not answered for a host behind a relay"),
+                    "",
+                )),
+            )),
         }
     }
-    if !finds.is_empty() {
-        let jobs: BTreeMap<String, String> = finds.iter().cloned().collect();
-        for (host, got) in crate::relay::collect(root, finds, 0.0).await {
-            replies.push((
-                host.clone(),
-                match got {
-                    Ok(Some(_)) => Reply::Value(Value::Struct(Default::default())),
-                    Ok(None) => Reply::Value(Value::Struct(
-                        [(
-                            "id".to_string(),
-                            Value::String(jobs.get(&host).cloned().unwrap_or_default()),
-                        )]
-                        .into_iter()
-                        .collect(),
-                    )),
-                    Err(why) => Reply::Unreachable(why),
-                },
-            ));
-        }
-    }
-    if !kills.is_empty() {
-        let signal = kills[0].2.clone();
-        let jobs: Vec<String> = kills.iter().map(|(_, j, _)| j.clone()).collect();
-        let done: BTreeMap<String, Result<(), String>> = crate::relay::kill_all(root, jobs, &signal, user)
-            .await
-            .into_iter()
-            .collect();
-        for (host, job, signal) in kills {
+}
+
+/// `jobs.wait_job`/`jobs.job_status` for relayed hosts: Func's `[code, result]`.
+async fn statuses(root: &Root, asks: Vec<(String, String)>, waits: f64) -> Vec<(String, Reply)> {
+    let got = crate::relay::collect(root, asks, waits.clamp(0.0, 60.0)).await;
+    got.into_iter()
+        .map(|(host, got)| {
+            let reply = match got {
+                Ok(Some(result)) => Reply::Value(Value::Array(vec![Value::Integer(1), result])),
+                Ok(None) => Reply::Value(Value::Array(vec![Value::Integer(0), Value::Integer(-1)])),
+                Err(why) => Reply::Unreachable(why),
+            };
+            (host, reply)
+        })
+        .collect()
+}
+
+/// `jobs.find_job` for relayed hosts: `{}` once ended, `{"id"}` while running.
+async fn found(root: &Root, finds: Vec<(String, String)>) -> Vec<(String, Reply)> {
+    let jobs: BTreeMap<String, String> = finds.iter().cloned().collect();
+    let got = crate::relay::collect(root, finds, 0.0).await;
+    got.into_iter()
+        .map(|(host, got)| {
+            let reply = match got {
+                Ok(Some(_)) => Reply::Value(Value::Struct(Default::default())),
+                Ok(None) => {
+                    let id = Value::String(jobs.get(&host).cloned().unwrap_or_default());
+                    Reply::Value(Value::Struct([("id".to_string(), id)].into_iter().collect()))
+                }
+                Err(why) => Reply::Unreachable(why),
+            };
+            (host, reply)
+        })
+        .collect()
+}
+
+/// A kill for relayed hosts, sent through their relays.
+async fn killed(
+    root: &Root,
+    kills: Vec<(String, String, String)>,
+    user: Option<&str>,
+) -> Vec<(String, Reply)> {
+    let signal = kills[0].2.clone();
+    let jobs: Vec<String> = kills.iter().map(|(_, j, _)| j.clone()).collect();
+    let done: BTreeMap<String, Result<(), String>> = crate::relay::kill_all(root, jobs, &signal, user)
+        .await
+        .into_iter()
+        .collect();
+    kills
+        .into_iter()
+        .map(|(host, job, signal)| {
             let reply = match done.get(&job) {
                 Some(Ok(())) => Reply::Value(Value::String(format!(
                     "job {job}: sent {signal} through the relay"
@@ -155,10 +196,9 @@ pub async fn answer(
                 Some(Err(why)) => Reply::Unreachable(why.clone()),
                 None => Reply::Unreachable("not sent".into()),
             };
-            replies.push((host, reply));
-        }
-    }
-    replies
+            (host, reply)
+        })
+        .collect()
 }
 
 /// Follows `host`'s relay job until the host ends; its result goes to `ends`.

@@ -19,7 +19,7 @@
 
 use serde_json::Value as J;
 
-use overlord::gate::keys::Unread;
+use overlord::gate::keys::{Fields, Unread};
 use overlord::plan::PlanError;
 
 /// The keys each kind of request knows.
@@ -72,7 +72,6 @@ pub enum Request {
 
 /// Reads a request.
 pub fn request(text: &str) -> Result<Request, PlanError> {
-    let bad = |why: String| PlanError::Usage(format!("func transmit: {why}"));
     let req: J = overlord::gate::keys::json(text).map_err(|e| match e {
         Unread::Syntax(e) => bad(format!("the request is not JSON: {e}")),
         Unread::Repeated(why) => bad(why),
@@ -80,101 +79,88 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
     let obj = req
         .as_object()
         .ok_or_else(|| bad("the request must be a JSON object".into()))?;
-    let text_of = |key: &str| -> Result<Option<String>, PlanError> {
-        match obj.get(key) {
-            None | Some(J::Null) => Ok(None),
-            Some(J::String(s)) => Ok(Some(s.clone())),
-            Some(J::Number(n)) => Ok(Some(n.to_string())),
-            Some(other) => Err(bad(format!(
-                "{key:?} must be a string or a number, not {}",
-                match other {
-                    J::Bool(_) => "true or false",
-                    J::Array(_) => "a list",
-                    J::Object(_) => "a mapping",
-                    _ => "that",
-                }
-            ))),
-        }
-    };
-    // Names, SPECs and job ids are text (a number is not read as one).
-    let name_of = |key: &str| -> Result<Option<String>, PlanError> {
-        match obj.get(key) {
-            None | Some(J::Null) => Ok(None),
-            Some(J::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(bad(format!("{key:?} must be a string"))),
-        }
-    };
-    let flag = |key: &str| match obj.get(key) {
-        None | Some(J::Null) => Ok(false),
-        Some(J::Bool(b)) => Ok(*b),
-        Some(_) => Err(bad(format!("{key:?} must be true or false"))),
-    };
-    let mut words = vec!["--json".to_string()];
+    let fields = Fields(obj);
     if let Some(command) = obj.get("command") {
         only_known(obj, COMMAND_KEYS, "command")?;
-        if let Some(t) = text_of("timeout")? {
-            words.extend(["--timeout".into(), t]);
-        }
-        let list = command
-            .as_array()
-            .filter(|l| l.iter().all(J::is_string) && !l.is_empty())
-            .ok_or_else(|| bad("\"command\" must be a list of words".into()))?;
-        if list[0] == "transmit" {
-            return Err(bad("a request cannot be another transmit".into()));
-        }
-        // The root is the caller's (`func --root R transmit`), never the request's.
-        if list
-            .iter()
-            .filter_map(J::as_str)
-            .any(|w| w == "--root" || w.starts_with("--root="))
-        {
-            return Err(bad(
-                "a request cannot choose the root (--root): it is the one func transmit runs with".into(),
-            ));
-        }
-        words.extend(list.iter().filter_map(|w| w.as_str().map(str::to_string)));
-        return Ok(Request::Words(words));
+        return command_request(command, fields.text("timeout").map_err(bad)?);
     }
-    if let Some(id) = name_of("job_status")? {
+    if let Some(id) = fields.name("job_status").map_err(bad)? {
         only_known(obj, JOB_STATUS_KEYS, "job_status")?;
         overlord::gate::JobRef::parse(&id)?;
-        let timeout = match text_of("timeout")? {
+        let timeout = match fields.text("timeout").map_err(bad)? {
             Some(t) => Some(overlord::plan::positive("timeout", &t).map_err(|e| bad(e.to_string()))?),
             None => None,
         };
-        return Ok(Request::JobStatus {
-            id,
-            wait: flag("wait")?,
-            timeout,
-        });
+        let wait = fields.flag("wait").map_err(bad)?;
+        return Ok(Request::JobStatus { id, wait, timeout });
     }
     only_known(obj, CALL_KEYS, "call")?;
-    let need = |key: &str| name_of(key)?.ok_or_else(|| bad(format!("a call needs {key:?}")));
+    call_request(obj).map(Request::Call)
+}
+
+fn bad(why: String) -> PlanError {
+    PlanError::Usage(format!("func transmit: {why}"))
+}
+
+/// `{"command": [words], "timeout"}`: the command line the words stand for.
+fn command_request(command: &J, timeout: Option<String>) -> Result<Request, PlanError> {
+    let mut words = vec!["--json".to_string()];
+    if let Some(t) = timeout {
+        words.extend(["--timeout".into(), t]);
+    }
+    let list = command
+        .as_array()
+        .filter(|l| l.iter().all(J::is_string) && !l.is_empty())
+        .ok_or_else(|| bad("\"command\" must be a list of words".into()))?;
+    if list[0] == "transmit" {
+        return Err(bad("a request cannot be another transmit".into()));
+    }
+    // The root is the caller's (`func --root R transmit`), never the request's.
+    if list
+        .iter()
+        .filter_map(J::as_str)
+        .any(|w| w == "--root" || w.starts_with("--root="))
+    {
+        return Err(bad(
+            "a request cannot choose the root (--root): it is the one func transmit runs with".into(),
+        ));
+    }
+    words.extend(list.iter().filter_map(|w| w.as_str().map(str::to_string)));
+    Ok(Request::Words(words))
+}
+
+/// A call's keys as the gate's call, checked as every door's is.
+fn call_request(obj: &serde_json::Map<String, J>) -> Result<overlord::gate::Call, PlanError> {
+    let f = Fields(obj);
+    let need = |key: &str| {
+        f.name(key)
+            .map_err(bad)?
+            .ok_or_else(|| bad(format!("a call needs {key:?}")))
+    };
     let args = match obj.get("parameters") {
         None | Some(J::Null) => Vec::new(),
         Some(J::Array(p)) => p.clone(),
         Some(_) => return Err(bad("\"parameters\" must be a list".into())),
     };
-    let call = overlord::gate::Call::new(overlord::gate::CallFields {
+    Ok(overlord::gate::Call::new(overlord::gate::CallFields {
         spec: need("clients")?,
-        exclude: name_of("exclude")?,
+        exclude: f.name("exclude").map_err(bad)?,
         module: need("module")?,
         method: need("method")?,
         args,
         words: None,
-        asynchronous: flag("async")?,
-        batch: text_of("batch")?,
-        batch_wait: text_of("batch_wait")?,
-        failhard: flag("failhard")?,
-        timeout: text_of("timeout")?,
-        forks: text_of("nforks")?,
-        filter: name_of("filter")?,
-        filteror: name_of("filteror")?,
-        grain: name_of("grain")?,
+        asynchronous: f.flag("async").map_err(bad)?,
+        batch: f.text("batch").map_err(bad)?,
+        batch_wait: f.text("batch_wait").map_err(bad)?,
+        failhard: f.flag("failhard").map_err(bad)?,
+        timeout: f.text("timeout").map_err(bad)?,
+        forks: f.text("nforks").map_err(bad)?,
+        filter: f.name("filter").map_err(bad)?,
+        filteror: f.name("filteror").map_err(bad)?,
+        grain: f.name("grain").map_err(bad)?,
         fact_query: obj.get("fact_query").filter(|q| !q.is_null()).cloned(),
-        delegate: flag("delegate")?,
-    })?;
-    Ok(Request::Call(call))
+        delegate: f.flag("delegate").map_err(bad)?,
+    })?)
 }
 
 #[cfg(test)]
