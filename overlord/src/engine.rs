@@ -39,6 +39,8 @@ pub enum Request {
     /// A new job from job `id`'s signed request (`failed`: only the hosts
     /// that did not succeed).
     JobRerun { id: String, failed: bool },
+    /// What runs now on the hosts `spec` names, by overlord job.
+    JobsActive { spec: String },
     /// Signals job `id` on every host still running it, then follows it
     /// until the signalled hosts end (at most the plan's `-t`, default 10 s).
     JobKill { id: String, signal: String },
@@ -69,6 +71,7 @@ pub enum Answer {
         failed: bool,
     },
     Minions(Vec<Target>),
+    Active(jobs::active::Active),
     Status {
         id: String,
         status: Status,
@@ -142,6 +145,7 @@ pub fn serve(
             })
         }
         Request::JobKill { id, signal } => kill(plan, caller, id, &signal),
+        Request::JobsActive { spec } => Ok(Answer::Active(jobs::active::active(plan, &spec)?)),
     }
 }
 
@@ -332,6 +336,7 @@ impl Answer {
             } => crate::interrupt::EXIT,
             Answer::Batch { failed, .. } => i32::from(*failed),
             Answer::Status { status, .. } => crate::status::exit_code(status),
+            Answer::Active(found) => i32::from(!found.unreachable.is_empty()),
             Answer::Killed {
                 status, signalled, ..
             } => match (&status.record, signalled) {
@@ -360,6 +365,28 @@ impl Answer {
             | Answer::Killed { id, status, .. } => serde_json::to_value(status.doc(id)).unwrap_or_default(),
             Answer::Minions(targets) => targets.iter().map(|t| (t.name.clone(), json!(t.addr))).collect(),
             Answer::Rerun { id, of, hosts } => json!({"job_id": id, "rerun_of": of, "hosts": hosts}),
+            Answer::Active(found) => {
+                let jobs: serde_json::Map<String, serde_json::Value> = found
+                    .jobs
+                    .iter()
+                    .map(|j| {
+                        let doc =
+                            json!({"function": j.function, "running": j.running, "returned": j.returned});
+                        (j.id.clone(), doc)
+                    })
+                    .collect();
+                let other: Vec<serde_json::Value> = found
+                    .others
+                    .iter()
+                    .map(|(host, job)| json!({"host": host, "id": job.id, "method": job.method, "pid": job.pid, "caller": job.caller}))
+                    .collect();
+                let unreachable: serde_json::Map<String, serde_json::Value> = found
+                    .unreachable
+                    .iter()
+                    .map(|(h, v)| (h.clone(), json!(crate::out::error_line(v))))
+                    .collect();
+                json!({"jobs": jobs, "other": other, "unreachable": unreachable})
+            }
         }
     }
 }

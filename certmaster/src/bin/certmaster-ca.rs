@@ -74,65 +74,13 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     };
     let mut ok = true;
     if cli.list {
-        let pending = store.pending();
-        if pending.is_empty() {
-            say!("No certificates to sign");
-        }
-        for name in pending {
-            let fp = store
-                .pending_fingerprint(&name)
-                .unwrap_or_else(|| "(unreadable request)".into());
-            say!("{name}  {fp}");
-        }
+        list_pending(&store);
     }
     if !cli.sign.is_empty() {
-        let ca = load_ca()?;
-        for arg in &cli.sign {
-            let pending = store.pending();
-            let hits = matching(&pending, arg);
-            if hits.is_empty() {
-                eprintln!("No match for {arg} to sign");
-                ok = false;
-            }
-            if cli.fingerprint.is_some() && hits.len() > 1 {
-                eprintln!("--fingerprint names one request; {arg} matches {}", hits.len());
-                ok = false;
-                continue;
-            }
-            for name in hits {
-                match store.sign_pending_checked(&ca, name, cli.fingerprint.as_deref()) {
-                    Ok((csr, cert)) => {
-                        say!("{} signed - cert located at {}", csr.display(), cert.display())
-                    }
-                    Err(e) => {
-                        eprintln!("cannot sign {name}: {e}");
-                        ok = false;
-                    }
-                }
-            }
-        }
+        ok &= sign(&store, &load_ca()?, &cli.sign, cli.fingerprint.as_deref());
     }
     if !cli.clean.is_empty() {
-        let ca = load_ca()?;
-        for arg in &cli.clean {
-            let mut names = store.pending();
-            names.extend(store.signed());
-            names.sort();
-            names.dedup();
-            let hits = matching(&names, arg);
-            if hits.is_empty() {
-                eprintln!("No match for {arg} to clean up");
-                ok = false;
-            }
-            for name in hits {
-                for file in store
-                    .clean(&ca, name)
-                    .with_context(|| format!("cleaning {name}"))?
-                {
-                    say!("Cleaning out {} for host matching {arg}", file.display());
-                }
-            }
-        }
+        ok &= clean(&store, &load_ca()?, &cli.clean)?;
     }
     if !cli.sign.is_empty() || !cli.clean.is_empty() {
         store.share();
@@ -153,18 +101,92 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         );
     }
     if let Some(globs) = &cli.list_cert_hash {
-        for name in filtered(store.signed(), globs) {
-            let der = store
-                .cert(&name)
-                .and_then(|pem| certs::authority::pem_to_der(&pem));
-            match der.map(|d| PeerIdentity::from_der(&d)) {
-                Some(Ok(id)) => say!("{}", id.acl_key()),
-                _ => {
-                    eprintln!("cannot read the certificate of {name}");
+        ok &= list_cert_hashes(&store, globs);
+    }
+    Ok(ok)
+}
+
+/// `--list`: the requests waiting, with their fingerprints.
+fn list_pending(store: &Store) {
+    let pending = store.pending();
+    if pending.is_empty() {
+        say!("No certificates to sign");
+    }
+    for name in pending {
+        let fp = store
+            .pending_fingerprint(&name)
+            .unwrap_or_else(|| "(unreadable request)".into());
+        say!("{name}  {fp}");
+    }
+}
+
+/// `--sign GLOB...` (with `--fingerprint`: the one request it names); whether all went well.
+fn sign(store: &Store, ca: &certs::Authority, globs: &[String], fingerprint: Option<&str>) -> bool {
+    let mut ok = true;
+    for arg in globs {
+        let pending = store.pending();
+        let hits = matching(&pending, arg);
+        if hits.is_empty() {
+            eprintln!("No match for {arg} to sign");
+            ok = false;
+        }
+        if fingerprint.is_some() && hits.len() > 1 {
+            eprintln!("--fingerprint names one request; {arg} matches {}", hits.len());
+            ok = false;
+            continue;
+        }
+        for name in hits {
+            match store.sign_pending_checked(ca, name, fingerprint) {
+                Ok((csr, cert)) => say!("{} signed - cert located at {}", csr.display(), cert.display()),
+                Err(e) => {
+                    eprintln!("cannot sign {name}: {e}");
                     ok = false;
                 }
             }
         }
     }
+    ok
+}
+
+/// `--clean GLOB...`: requests and certificates removed (and revoked).
+fn clean(store: &Store, ca: &certs::Authority, globs: &[String]) -> anyhow::Result<bool> {
+    let mut ok = true;
+    for arg in globs {
+        let mut names = store.pending();
+        names.extend(store.signed());
+        names.sort();
+        names.dedup();
+        let hits = matching(&names, arg);
+        if hits.is_empty() {
+            eprintln!("No match for {arg} to clean up");
+            ok = false;
+        }
+        for name in hits {
+            for file in store
+                .clean(ca, name)
+                .with_context(|| format!("cleaning {name}"))?
+            {
+                say!("Cleaning out {} for host matching {arg}", file.display());
+            }
+        }
+    }
     Ok(ok)
+}
+
+/// `--list-cert-hash`: each signed certificate's ACL key.
+fn list_cert_hashes(store: &Store, globs: &[String]) -> bool {
+    let mut ok = true;
+    for name in filtered(store.signed(), globs) {
+        let der = store
+            .cert(&name)
+            .and_then(|pem| certs::authority::pem_to_der(&pem));
+        match der.map(|d| PeerIdentity::from_der(&d)) {
+            Some(Ok(id)) => say!("{}", id.acl_key()),
+            _ => {
+                eprintln!("cannot read the certificate of {name}");
+                ok = false;
+            }
+        }
+    }
+    ok
 }

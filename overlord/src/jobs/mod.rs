@@ -7,6 +7,7 @@
 //! - [`driver`]: the background process (`func __driver`) that dispatches.
 //! - [`poller`]: `jobs.job_status` on many hosts over kept-alive connections.
 
+pub mod active;
 pub mod driver;
 pub mod follow;
 pub mod kill;
