@@ -76,24 +76,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     common::private::state_dir(&cli.root, common::private::PUBLIC_DIR_MODE)
         .with_context(|| format!("preparing root {}", cli.root.display()))?;
-    let root_dir =
-        std::fs::canonicalize(&cli.root).with_context(|| format!("root directory {}", cli.root.display()))?;
-    let root = Root::new(root_dir);
-    let overrides = Overrides {
-        name: cli.name,
-        listen: cli.listen,
-    };
-    let config = MinionConfig::load(root.clone(), overrides).context("reading the minion configuration")?;
-    anyhow::ensure!(
-        common::identity::is_valid_host_name(&config.name),
-        "minion name {:?} is not a plain host name",
-        common::paths::shorten(&config.name)
-    );
-    anyhow::ensure!(
-        !certs::authority::is_reserved_name(&config.name),
-        "minion name {:?} is reserved (certmaster, overlord and localhost are never minion names)",
-        config.name
-    );
+    let (root, config) = load_config(&cli.root, cli.name, cli.listen)?;
     let enroll_cfg =
         EnrollConfig::load(&root, cli.certmaster).context("reading etc/certmaster/minion.conf")?;
     let listener =
@@ -119,14 +102,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     std::io::stdout().flush().ok();
     if cli.daemon {
-        let log = root.log_dir().join("funcd.log");
-        common::private::daemonise_logging_to(&log)
-            .with_context(|| format!("daemonising (log {})", log.display()))?;
-        let pid_file = root.run_dir().join("funcd.pid");
-        common::private::state_dir(&root.run_dir(), common::private::PUBLIC_DIR_MODE)
-            .context("preparing var/run")?;
-        common::private::write(&pid_file, format!("{}\n", std::process::id()).as_bytes(), false)
-            .with_context(|| format!("writing {}", pid_file.display()))?;
+        daemonise(&root)?;
     }
     listener
         .set_nonblocking(true)
@@ -167,6 +143,42 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // connection close and asks again (a restarted daemon keeps the job).
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     served
+}
+
+/// The root (made and canonical) and the minion's configuration, its name checked.
+fn load_config(
+    dir: &std::path::Path,
+    name: Option<String>,
+    listen: Option<std::net::SocketAddr>,
+) -> anyhow::Result<(Root, MinionConfig)> {
+    let root_dir = std::fs::canonicalize(dir).with_context(|| format!("root directory {}", dir.display()))?;
+    let root = Root::new(root_dir);
+    let overrides = Overrides { name, listen };
+    let config = MinionConfig::load(root.clone(), overrides).context("reading the minion configuration")?;
+    anyhow::ensure!(
+        common::identity::is_valid_host_name(&config.name),
+        "minion name {:?} is not a plain host name",
+        common::paths::shorten(&config.name)
+    );
+    anyhow::ensure!(
+        !certs::authority::is_reserved_name(&config.name),
+        "minion name {:?} is reserved (certmaster, overlord and localhost are never minion names)",
+        config.name
+    );
+    Ok((root, config))
+}
+
+/// `--daemon`: logging to var/log/func/funcd.log, the pid in var/run/funcd.pid.
+fn daemonise(root: &Root) -> anyhow::Result<()> {
+    let log = root.log_dir().join("funcd.log");
+    common::private::daemonise_logging_to(&log)
+        .with_context(|| format!("daemonising (log {})", log.display()))?;
+    let pid_file = root.run_dir().join("funcd.pid");
+    common::private::state_dir(&root.run_dir(), common::private::PUBLIC_DIR_MODE)
+        .context("preparing var/run")?;
+    common::private::write(&pid_file, format!("{}\n", std::process::id()).as_bytes(), false)
+        .with_context(|| format!("writing {}", pid_file.display()))?;
+    Ok(())
 }
 
 /// Completes on SIGTERM or SIGINT.

@@ -311,36 +311,7 @@ impl State {
         let Some(t) = self.tracked.get_mut(&id) else {
             return;
         };
-        for (host, entry) in &rec.hosts {
-            if entry.state != HostState::Finished || t.finished.contains(host) {
-                continue;
-            }
-            t.finished.insert(host.clone());
-            if let Some(poll) = t.polls.remove(host) {
-                poll.abort();
-            }
-            let value = entry
-                .result_xml
-                .as_deref()
-                .map(decode_result)
-                .unwrap_or(Value::Nil);
-            let ok = common::outcome::failure(&t.function, &value).is_none();
-            if !ok {
-                t.failed.insert(host.clone());
-            }
-            let result = overlord::values::to_json(&value);
-            let data = if result.to_string().len() > MAX_RESULT_BYTES {
-                json!({"result": null, "ok": ok, "truncated": true})
-            } else {
-                json!({"result": result, "ok": ok})
-            };
-            self.api.bus.publish(
-                format!("job/{id}/ret/{host}"),
-                &data,
-                &t.function,
-                Arc::clone(&t.hosts),
-            );
-        }
+        publish_ends(&self.api, t, &rec);
         if t.finished.len() >= t.hosts.len() || rec.meta.ended.is_some() {
             let failed: Vec<&String> = t.failed.iter().collect();
             let data = json!({"ok": failed.is_empty(), "failed": failed});
@@ -359,6 +330,16 @@ impl State {
         if t.batch {
             return;
         }
+        self.follow_in_flight(&rec);
+    }
+
+    /// Follows each host of `rec` still running: a long-poll on the pool
+    /// per minion job, one follower per relay job for hosts behind a relay.
+    fn follow_in_flight(&mut self, rec: &JobRecord) {
+        let id = rec.meta.id.clone();
+        let Some(t) = self.tracked.get_mut(&id) else {
+            return;
+        };
         // Hosts behind a relay: one follower per relay job (keyed by it).
         let mut relayed: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (host, job) in rec.in_flight() {
@@ -489,5 +470,40 @@ async fn follow_relay_job(
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(overlord::jobs::follow::MAX_PAUSE);
         }
+    }
+}
+
+/// Publishes `job/ID/ret/HOST` for each host of `rec` newly finished.
+fn publish_ends(api: &Api, t: &mut Tracked, rec: &JobRecord) {
+    let id = &rec.meta.id;
+    for (host, entry) in &rec.hosts {
+        if entry.state != HostState::Finished || t.finished.contains(host) {
+            continue;
+        }
+        t.finished.insert(host.clone());
+        if let Some(poll) = t.polls.remove(host) {
+            poll.abort();
+        }
+        let value = entry
+            .result_xml
+            .as_deref()
+            .map(decode_result)
+            .unwrap_or(Value::Nil);
+        let ok = common::outcome::failure(&t.function, &value).is_none();
+        if !ok {
+            t.failed.insert(host.clone());
+        }
+        let result = overlord::values::to_json(&value);
+        let data = if result.to_string().len() > MAX_RESULT_BYTES {
+            json!({"result": null, "ok": ok, "truncated": true})
+        } else {
+            json!({"result": result, "ok": ok})
+        };
+        api.bus.publish(
+            format!("job/{id}/ret/{host}"),
+            &data,
+            &t.function,
+            Arc::clone(&t.hosts),
+        );
     }
 }

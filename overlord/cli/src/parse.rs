@@ -137,33 +137,49 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
             }
             (spec.clone(), Parsed::Spec(sub.command))
         }
-        crate::cli::TopCommand::Transmit => {
-            let mut request = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut request)
-                .map_err(|e| PlanError::Usage(format!("func transmit: cannot read the request: {e}")))?;
-            let words = match crate::commands::transmit::request(&request)? {
-                crate::commands::transmit::Request::Words(words) => words,
-                crate::commands::transmit::Request::Call(call) => {
-                    let root = global.root.map(|r| r.to_string_lossy().into_owned()).or(env_root);
-                    return transmitted_call(root, call);
-                }
-                crate::commands::transmit::Request::JobStatus { id, wait, timeout } => {
-                    let root = global.root.map(|r| r.to_string_lossy().into_owned()).or(env_root);
-                    let globals = transmitted_globals(root, timeout);
-                    let status = crate::commands::job_status::JobStatus { id, wait };
-                    return finish(globals, String::new(), Command::JobStatus(status));
-                }
-            };
-            let mut all: Vec<String> = Vec::new();
-            if let Some(root) = &global.root {
-                all.extend(["--root".to_string(), root.to_string_lossy().into_owned()]);
-            }
-            all.extend(words);
-            return parse(&all, env_root);
-        }
+        crate::cli::TopCommand::Transmit => return transmitted(global.root, env_root),
         top => (String::new(), Parsed::Top(top)),
     };
-    let mut globals = Globals {
+    let mut globals = globals_of(global, env_root)?;
+    let command = match parsed {
+        Parsed::Spec(c) => Command::from_spec(c, &spec, &mut globals)?,
+        Parsed::Top(c) => Command::from_top(c)?,
+    };
+    finish(globals, spec, command)
+}
+
+/// `func transmit`: the request on stdin, as the command it stands for.
+fn transmitted(
+    root: Option<std::path::PathBuf>,
+    env_root: Option<String>,
+) -> Result<(Plan, Command), PlanError> {
+    let mut request = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut request)
+        .map_err(|e| PlanError::Usage(format!("func transmit: cannot read the request: {e}")))?;
+    let words = match crate::commands::transmit::request(&request)? {
+        crate::commands::transmit::Request::Words(words) => words,
+        crate::commands::transmit::Request::Call(call) => {
+            let root = root.map(|r| r.to_string_lossy().into_owned()).or(env_root);
+            return transmitted_call(root, call);
+        }
+        crate::commands::transmit::Request::JobStatus { id, wait, timeout } => {
+            let root = root.map(|r| r.to_string_lossy().into_owned()).or(env_root);
+            let globals = transmitted_globals(root, timeout);
+            let status = crate::commands::job_status::JobStatus { id, wait };
+            return finish(globals, String::new(), Command::JobStatus(status));
+        }
+    };
+    let mut all: Vec<String> = Vec::new();
+    if let Some(root) = &root {
+        all.extend(["--root".to_string(), root.to_string_lossy().into_owned()]);
+    }
+    all.extend(words);
+    parse(&all, env_root)
+}
+
+/// The global options as the plan takes them (`--root`, else `FUNC_ROOT`, else `/`).
+fn globals_of(global: crate::cli::GlobalArgs, env_root: Option<String>) -> Result<Globals, PlanError> {
+    Ok(Globals {
         root: Root::new(
             global
                 .root
@@ -190,12 +206,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
         )?,
         delegate: global.delegate || global.mapfile.is_some(),
         mapfile: global.mapfile,
-    };
-    let command = match parsed {
-        Parsed::Spec(c) => Command::from_spec(c, &spec, &mut globals)?,
-        Parsed::Top(c) => Command::from_top(c)?,
-    };
-    finish(globals, spec, command)
+    })
 }
 
 /// A call `func transmit` read, as `func --json SPEC call` (an async one

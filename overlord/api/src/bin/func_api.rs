@@ -56,81 +56,94 @@ fn token(cli: &Cli, command: &TokenCommand) -> anyhow::Result<()> {
             admin,
             allow,
             expires,
-        } => {
-            let rules = allow
+        } => create_token(&root, &mut out, name, *admin, allow, expires.as_deref()),
+        TokenCommand::List => list_tokens(&root, &mut out),
+        TokenCommand::Revoke { name } => revoke_token(&root, &mut out, name),
+    }
+}
+
+/// `token create NAME (--admin | --allow SPEC=METHODS...) [--expires SECS]`:
+/// the secret is shown once.
+fn create_token(
+    root: &Root,
+    out: &mut impl std::io::Write,
+    name: &str,
+    admin: bool,
+    allow: &[String],
+    expires: Option<&str>,
+) -> anyhow::Result<()> {
+    let rules = allow
+        .iter()
+        .map(|a| tokens::Rule::parse(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let life = match expires {
+        Some(v) => overlord::settings::seconds(v, false)
+            .ok()
+            .filter(|s| *s <= tokens::MAX_EXPIRES)
+            .with_context(|| format!("--expires takes seconds above 0, at most a year, not {v:?}"))?,
+        None => tokens::DEFAULT_EXPIRES,
+    };
+    let (secret, tok) = tokens::create(root, name, admin, rules, life).map_err(anyhow::Error::msg)?;
+    let _ = writeln!(
+        out,
+        "token {} created, expires {}",
+        tok.name,
+        overlord::when::show(tok.expires)
+    );
+    let _ = writeln!(
+        out,
+        "it is shown only now; use it as: Authorization: Bearer TOKEN"
+    );
+    let _ = writeln!(out, "{secret}");
+    Ok(())
+}
+
+/// `token list`: names, rights, expiry.
+fn list_tokens(root: &Root, out: &mut impl std::io::Write) -> anyhow::Result<()> {
+    let now = overlord::store::now();
+    let all = tokens::list(root).map_err(anyhow::Error::msg)?;
+    if all.is_empty() {
+        let _ = writeln!(out, "no tokens (func-api token create NAME --admin)");
+    }
+    for t in all {
+        let rights = if t.admin {
+            "admin".to_string()
+        } else {
+            t.allow
                 .iter()
-                .map(|a| tokens::Rule::parse(a))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(anyhow::Error::msg)?;
-            let life = match expires {
-                Some(v) => overlord::settings::seconds(v, false)
-                    .ok()
-                    .filter(|s| *s <= tokens::MAX_EXPIRES)
-                    .with_context(|| format!("--expires takes seconds above 0, at most a year, not {v:?}"))?,
-                None => tokens::DEFAULT_EXPIRES,
-            };
-            let (secret, tok) =
-                tokens::create(&root, name, *admin, rules, life).map_err(anyhow::Error::msg)?;
-            let _ = writeln!(
-                out,
-                "token {} created, expires {}",
-                tok.name,
-                overlord::when::show(tok.expires)
-            );
-            let _ = writeln!(
-                out,
-                "it is shown only now; use it as: Authorization: Bearer TOKEN"
-            );
-            let _ = writeln!(out, "{secret}");
+                .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let state = if t.expired(now) { "expired" } else { "expires" };
+        let _ = writeln!(
+            out,
+            "{}  {}  {state} {}",
+            overlord::out::shown_line(&t.name),
+            overlord::out::shown_line(&rights),
+            overlord::when::show(t.expires)
+        );
+    }
+    Ok(())
+}
+
+/// `token revoke NAME`: the token, and the schedules it owns stop now.
+fn revoke_token(root: &Root, out: &mut impl std::io::Write, name: &str) -> anyhow::Result<()> {
+    if !tokens::revoke(root, name).map_err(anyhow::Error::msg)? {
+        anyhow::bail!("no token named {:?}", common::paths::shorten(name));
+    }
+    let _ = writeln!(out, "token {name} revoked");
+    // Its schedules stop now (a func-api would stop each at its next
+    // run); said, so nothing stops silently.
+    let reason = format!("its owner's token {name} was revoked: schedule disabled");
+    match overlord::schedule::manage::stop_token(&overlord::settings::store(root), root, name, &reason) {
+        Ok(stopped) if !stopped.is_empty() => {
+            let _ = writeln!(out, "schedules stopped: {}", stopped.join(", "));
         }
-        TokenCommand::List => {
-            let now = overlord::store::now();
-            let all = tokens::list(&root).map_err(anyhow::Error::msg)?;
-            if all.is_empty() {
-                let _ = writeln!(out, "no tokens (func-api token create NAME --admin)");
-            }
-            for t in all {
-                let rights = if t.admin {
-                    "admin".to_string()
-                } else {
-                    t.allow
-                        .iter()
-                        .map(|r| format!("{}={}", r.spec, r.methods.join(",")))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                };
-                let state = if t.expired(now) { "expired" } else { "expires" };
-                let _ = writeln!(
-                    out,
-                    "{}  {}  {state} {}",
-                    overlord::out::shown_line(&t.name),
-                    overlord::out::shown_line(&rights),
-                    overlord::when::show(t.expires)
-                );
-            }
-        }
-        TokenCommand::Revoke { name } => {
-            if !tokens::revoke(&root, name).map_err(anyhow::Error::msg)? {
-                anyhow::bail!("no token named {:?}", common::paths::shorten(name));
-            }
-            let _ = writeln!(out, "token {name} revoked");
-            // Its schedules stop now (a func-api would stop each at its next
-            // run); said, so nothing stops silently.
-            let reason = format!("its owner's token {name} was revoked: schedule disabled");
-            match overlord::schedule::manage::stop_token(
-                &overlord::settings::store(&root),
-                &root,
-                name,
-                &reason,
-            ) {
-                Ok(stopped) if !stopped.is_empty() => {
-                    let _ = writeln!(out, "schedules stopped: {}", stopped.join(", "));
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!(
-                    "the token's schedules could not be stopped now ({e}); each stops at its next run"
-                ),
-            }
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("the token's schedules could not be stopped now ({e}); each stops at its next run")
         }
     }
     Ok(())
