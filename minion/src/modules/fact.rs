@@ -98,44 +98,15 @@ impl Module for Fact {
             }
             "list_fact_methods" => {
                 args.arity(0, 1)?;
-                let abort_on_conflict = args.opt_bool(0, "abort_on_conflict")?.unwrap_or(false);
-                let all = facts();
-                let mut claims: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-                for m in &all.methods {
-                    claims.entry(&m.tag).or_default().push(&m.name);
-                }
-                let conflicts: BTreeMap<&str, Vec<&str>> =
-                    claims.into_iter().filter(|(_, names)| names.len() > 1).collect();
-                if abort_on_conflict && !conflicts.is_empty() {
-                    let conflict = conflicts.into_iter().map(|(tag, names)| (tag, strings(names)));
-                    return Ok(record([("__conflict__", record(conflict))]));
-                }
-                let names: BTreeSet<&str> = all
-                    .methods
-                    .iter()
-                    .flat_map(|m| [m.name.as_str(), m.tag.as_str()])
-                    .collect();
-                Ok(strings(names))
+                Ok(list_fact_methods(
+                    &facts(),
+                    args.opt_bool(0, "abort_on_conflict")?.unwrap_or(false),
+                ))
             }
             "show_fact_module" => {
                 args.arity(1, 1)?;
                 let name = args.string(0, "module_name")?;
-                if let Some((_, description)) = builtin::MODULES.iter().find(|(m, _)| *m == name) {
-                    return Ok(record([
-                        ("name", Value::String(name)),
-                        ("description", Value::String(description.to_string())),
-                        ("version", Value::String(self.version().into())),
-                    ]));
-                }
-                let all = facts();
-                Ok(match all.methods.iter().find(|m| m.module == name) {
-                    Some(m) => record([
-                        ("name", Value::String(name)),
-                        ("description", Value::String(m.description.clone())),
-                        ("version", Value::String(self.version().into())),
-                    ]),
-                    None => empty(),
-                })
+                Ok(self.show_fact_module(name, facts))
             }
             "show_fact_method" => {
                 args.arity(1, 1)?;
@@ -176,6 +147,50 @@ impl Module for Fact {
             _ => unreachable_method(method),
         }
     }
+}
+
+impl Fact {
+    /// `show_fact_module`: a built-in module, or one of `etc/func/facts.d`'s.
+    fn show_fact_module(&self, name: String, facts: impl Fn() -> Facts) -> Value {
+        let empty = || Value::Struct(BTreeMap::new());
+        if let Some((_, description)) = builtin::MODULES.iter().find(|(m, _)| *m == name) {
+            return record([
+                ("name", Value::String(name)),
+                ("description", Value::String(description.to_string())),
+                ("version", Value::String(self.version().into())),
+            ]);
+        }
+        let all = facts();
+        match all.methods.iter().find(|m| m.module == name) {
+            Some(m) => record([
+                ("name", Value::String(name)),
+                ("description", Value::String(m.description.clone())),
+                ("version", Value::String(self.version().into())),
+            ]),
+            None => empty(),
+        }
+    }
+}
+
+/// `list_fact_methods`: every method name and tag, or with
+/// `abort_on_conflict` the tags claimed twice (`{"__conflict__": …}`).
+fn list_fact_methods(all: &Facts, abort_on_conflict: bool) -> Value {
+    let mut claims: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for m in &all.methods {
+        claims.entry(&m.tag).or_default().push(&m.name);
+    }
+    let conflicts: BTreeMap<&str, Vec<&str>> =
+        claims.into_iter().filter(|(_, names)| names.len() > 1).collect();
+    if abort_on_conflict && !conflicts.is_empty() {
+        let conflict = conflicts.into_iter().map(|(tag, names)| (tag, strings(names)));
+        return record([("__conflict__", record(conflict))]);
+    }
+    let names: BTreeSet<&str> = all
+        .methods
+        .iter()
+        .flat_map(|m| [m.name.as_str(), m.tag.as_str()])
+        .collect();
+    strings(names)
 }
 
 /// A fact's value on one line.

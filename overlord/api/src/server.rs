@@ -235,25 +235,9 @@ async fn connection(
     slot: &common::rpc::accept::Slot,
 ) {
     let _ = tcp.set_nodelay(true);
-    // Plain HTTP on the HTTPS port (a typo in the URL): a clear answer
-    // pointing at https, not TLS bytes the client cannot read.
-    let mut first = [0u8; 1];
-    let peeked = tokio::select! {
-        p = tokio::time::timeout(HANDSHAKE, tcp.peek(&mut first)) => p,
-        _ = slot.evicted() => return,
+    let Some(tcp) = speaks_tls(tcp, slot).await else {
+        return;
     };
-    match peeked {
-        Ok(Ok(1)) if first[0].is_ascii_uppercase() => {
-            // Evictable all along, like a connection still in its handshake.
-            tokio::select! {
-                _ = plain_http(tcp) => {}
-                _ = slot.evicted() => {}
-            }
-            return;
-        }
-        Ok(Ok(1)) => {}
-        _ => return,
-    }
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let accepted = tokio::select! {
         a = tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)) => a,
@@ -315,6 +299,30 @@ async fn connection(
             }
             _ = slot.evicted(), if !established => break,
         }
+    }
+}
+
+/// The connection back when the peer starts a TLS handshake. Plain HTTP on
+/// the HTTPS port (a typo in the URL) gets a clear answer pointing at
+/// https, not TLS bytes the client cannot read; a silent or evicted peer is
+/// dropped.
+async fn speaks_tls(tcp: TcpStream, slot: &common::rpc::accept::Slot) -> Option<TcpStream> {
+    let mut first = [0u8; 1];
+    let peeked = tokio::select! {
+        p = tokio::time::timeout(HANDSHAKE, tcp.peek(&mut first)) => p,
+        _ = slot.evicted() => return None,
+    };
+    match peeked {
+        Ok(Ok(1)) if first[0].is_ascii_uppercase() => {
+            // Evictable all along, like a connection still in its handshake.
+            tokio::select! {
+                _ = plain_http(tcp) => {}
+                _ = slot.evicted() => {}
+            }
+            None
+        }
+        Ok(Ok(1)) => Some(tcp),
+        _ => None,
     }
 }
 

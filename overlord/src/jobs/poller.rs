@@ -166,30 +166,10 @@ impl Poller {
         let (relayed, asks): (Vec<_>, Vec<_>) = asks
             .into_iter()
             .partition(|(_, job)| self.root.is_some() && crate::relay::parse_job_ref(job).is_some());
-        let mut answers = Vec::new();
-        if !relayed.is_empty() {
-            let ids: HashMap<String, String> =
-                relayed.iter().map(|(t, j)| (t.name.clone(), j.clone())).collect();
-            let calls = relayed
-                .into_iter()
-                .map(|(t, job)| {
-                    let secs = wait.unwrap_or_default().as_secs_f64();
-                    (
-                        t,
-                        "jobs.wait_job".to_string(),
-                        vec![Value::String(job), Value::Double(secs)],
-                    )
-                })
-                .collect();
-            for (host, reply) in self.call_each(calls) {
-                let answer = match reply {
-                    Reply::Value(v) => interpret(&host, ids.get(&host).map_or("", String::as_str), v),
-                    Reply::Fault(err) => Answer::Finished(err),
-                    Reply::Unreachable(why) => Answer::Unreachable(why),
-                };
-                answers.push((host, answer));
-            }
-        }
+        let mut answers = match relayed.is_empty() {
+            true => Vec::new(),
+            false => self.poll_relayed(relayed, wait),
+        };
         if asks.is_empty() {
             return answers;
         }
@@ -248,6 +228,36 @@ impl Poller {
             if matches!(answer, Answer::Finished(_)) {
                 self.clients.remove(host);
             }
+        }
+        answers
+    }
+
+    /// Hosts behind relays: one exchange per relay job, outside the window.
+    fn poll_relayed(
+        &mut self,
+        relayed: Vec<(Target, String)>,
+        wait: Option<Duration>,
+    ) -> Vec<(String, Answer)> {
+        let mut answers = Vec::new();
+        let ids: HashMap<String, String> = relayed.iter().map(|(t, j)| (t.name.clone(), j.clone())).collect();
+        let calls = relayed
+            .into_iter()
+            .map(|(t, job)| {
+                let secs = wait.unwrap_or_default().as_secs_f64();
+                (
+                    t,
+                    "jobs.wait_job".to_string(),
+                    vec![Value::String(job), Value::Double(secs)],
+                )
+            })
+            .collect();
+        for (host, reply) in self.call_each(calls) {
+            let answer = match reply {
+                Reply::Value(v) => interpret(&host, ids.get(&host).map_or("", String::as_str), v),
+                Reply::Fault(err) => Answer::Finished(err),
+                Reply::Unreachable(why) => Answer::Unreachable(why),
+            };
+            answers.push((host, answer));
         }
         answers
     }

@@ -77,7 +77,21 @@ pub fn prepare(
             format!("job {id} has no hosts")
         }));
     }
-    let meta = &record.meta;
+    let fields = fields_of(store, &record.meta)?;
+    // Through the gate, as every request: what the store holds is read
+    // as any door's input.
+    let call = Call::new(fields)?;
+    Ok(Rerun {
+        call,
+        hosts,
+        original: record.meta,
+    })
+}
+
+/// The call fields job `meta`'s signed request stands for, as a new
+/// async job (a batch keeps its size, wait and failhard).
+fn fields_of(store: &dyn JobStore, meta: &crate::store::JobMeta) -> Result<CallFields, GateError> {
+    let id = meta.id.as_str();
     let (module, method) = meta
         .function
         .rsplit_once('.')
@@ -108,21 +122,19 @@ pub fn prepare(
     if meta.batch {
         let rec = match crate::batch::driver::load(store, id) {
             Ok(Some((_, rec))) => rec,
-            Ok(None) => return Err(unknown()),
+            Ok(None) => {
+                return Err(GateError::NotFound(format!(
+                    "no batch {} (unknown, or expired)",
+                    common::paths::shorten(id)
+                )))
+            }
             Err(e) => return Err(GateError::Engine(e)),
         };
         fields.batch = Some(rec.state.size.to_string());
         fields.batch_wait = Some(rec.state.batch_wait.to_string());
         fields.failhard = rec.state.failhard;
     }
-    // Through the gate, as every request: what the store holds is read
-    // as any door's input.
-    let call = Call::new(fields)?;
-    Ok(Rerun {
-        call,
-        hosts,
-        original: record.meta,
-    })
+    Ok(fields)
 }
 
 /// Starts `rerun` as a new job of `caller` (`None`: the invoking
