@@ -22,7 +22,7 @@
 //!   calling its bucket of minions with bounded concurrency;
 //!   [`respawned`]: the roles a door's program takes when the engine
 //!   re-spawns it.
-//! - [`jobs`], [`batch`], [`schedule`]: async jobs (the one job start, the
+//! - [`jobs`], [`batch`]: async jobs (the one job start, the
 //!   detached dispatch driver, the one long-poll, status polling, the one
 //!   row a listing shows), batches, schedules.
 //! - [`relay`]: delegation to relays (`--delegate`, DESIGN §17).
@@ -56,7 +56,6 @@ pub use common::principal;
 pub mod relay;
 pub mod respawned;
 pub mod revocation;
-pub mod schedule;
 pub mod seal;
 pub mod settings;
 pub mod status;

@@ -92,17 +92,17 @@ impl ApiSettings {
             keep_idle_for: num("keep_idle_for", overlord::pool::IDLE_FOR.as_secs(), 3600)? as u64,
             max_schedules_per_owner: num(
                 "max_schedules_per_owner",
-                overlord::schedule::DEFAULT_PER_OWNER as u64,
+                overlord_schedule::DEFAULT_PER_OWNER as u64,
                 overlord::store::schedules::MAX_SCHEDULES as u64,
             )?,
             min_every_limited: num(
                 "min_every_limited",
-                overlord::schedule::DEFAULT_MIN_EVERY_LIMITED,
-                overlord::schedule::MAX_EVERY,
+                overlord_schedule::DEFAULT_MIN_EVERY_LIMITED,
+                overlord_schedule::MAX_EVERY,
             )? as u64,
             max_running_per_owner: num(
                 "max_running_per_owner",
-                overlord::schedule::DEFAULT_RUNNING_PER_OWNER as u64,
+                overlord_schedule::DEFAULT_RUNNING_PER_OWNER as u64,
                 100_000,
             )?,
             cors_origins: text("cors_origins")

@@ -27,7 +27,7 @@ use std::time::Duration;
 use super::state::Api;
 use overlord::gate::rights::Rights;
 use overlord::gate::GateError;
-use overlord::schedule::{self, manage, Schedule};
+use overlord_schedule::{self as schedule, manage, Schedule};
 
 /// The longest sleep between two looks at the store.
 const LOOK_EVERY: f64 = 1.0;

@@ -20,8 +20,8 @@ use super::auth::{Caller, Proof};
 use super::reply::{ApiError, Body, ErrorBody, Path};
 use super::state::Api;
 use overlord::gate::GateError;
-use overlord::schedule::manage::{self, NewSchedule};
-use overlord::schedule::{Owner, OwnerToken, Schedule};
+use overlord_schedule::manage::{self, NewSchedule};
+use overlord_schedule::{Owner, OwnerToken, Schedule};
 
 /// A new schedule.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -178,7 +178,7 @@ pub async fn add(
     // rights, which manage::add judges again and says).
     let (api2, rights, request) = (Arc::clone(&api), caller.rights.clone(), req.request.clone());
     let targeted = blocking(move || {
-        let call = overlord::schedule::call_of(&request)?;
+        let call = overlord_schedule::call_of(&request)?;
         let targets = overlord::gate::rights::authorize_call(&api2.root, &rights, &call)?;
         Ok((call.function(), targets, call.delegate))
     })
@@ -270,8 +270,8 @@ pub async fn change(
         let shown = load_visible(&api2, &caller2, &name)?;
         let mut s = None;
         if req.cron.is_some() || req.every.is_some() {
-            let when = overlord::schedule::When::parse(req.cron.as_deref(), req.every)?;
-            overlord::schedule::check_rate(&shown.owner, &when, api2.settings.min_every_limited)?;
+            let when = overlord_schedule::When::parse(req.cron.as_deref(), req.every)?;
+            overlord_schedule::check_rate(&shown.owner, &when, api2.settings.min_every_limited)?;
             s = Some(manage::set_times(
                 &api2.store,
                 &api2.root,

@@ -137,7 +137,7 @@ fn revoke_token(root: &Root, out: &mut impl std::io::Write, name: &str) -> anyho
     // Its schedules stop now (a func-api would stop each at its next
     // run); said, so nothing stops silently.
     let reason = format!("its owner's token {name} was revoked: schedule disabled");
-    match overlord::schedule::manage::stop_token(&overlord::settings::store(root), root, name, &reason) {
+    match overlord_schedule::manage::stop_token(&overlord::settings::store(root), root, name, &reason) {
         Ok(stopped) if !stopped.is_empty() => {
             let _ = writeln!(out, "schedules stopped: {}", stopped.join(", "));
         }

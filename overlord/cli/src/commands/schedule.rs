@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::cli::{ScheduleAddArgs, ScheduleCommand};
 use overlord::gate::rights::Rights;
 use overlord::plan::{Plan, PlanError};
-use overlord::schedule::manage::{self, NewSchedule};
-use overlord::schedule::Owner;
+use overlord_schedule::manage::{self, NewSchedule};
+use overlord_schedule::Owner;
 
 #[derive(Debug)]
 pub struct Schedule(pub ScheduleCommand);
@@ -103,13 +103,13 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
     // Its function must exist on a host it targets (a typo would fail
     // every run): asked of the hosts now, unless they are behind relays.
     if !a.delegate {
-        let call = overlord::schedule::call_of(&new.request)?;
+        let call = overlord_schedule::call_of(&new.request)?;
         let targets = overlord::gate::rights::authorize_call(&plan.root, &Rights::admin(), &call)?;
         let ask = overlord::calling::call_action(manage::LIST_METHODS, Vec::new())?;
         let answers = overlord::calling::dispatch_to(plan, &targets, &ask, |_, _| {})?;
         manage::method_known(&call.function(), &answers)?;
     }
-    let per_owner = overlord::schedule::per_owner(&plan.root);
+    let per_owner = overlord_schedule::per_owner(&plan.root);
     // An administrator's: no rate bound (`min_every_limited` is for limited tokens).
     let s = manage::add(
         store,
@@ -118,7 +118,7 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
         owner,
         &Rights::admin(),
         per_owner,
-        overlord::schedule::MIN_EVERY,
+        overlord_schedule::MIN_EVERY,
     )?;
     let next = s.due.map_or("never (disabled)".to_string(), overlord::when::show);
     say(

@@ -54,7 +54,7 @@ fn status(plan: &Plan) -> Result<i32, PlanError> {
 fn import(plan: &Plan) -> Result<i32, PlanError> {
     let local = Backend::embedded(&plan.root, f64::MAX);
     let (jobs, written, batches) = plan.store().import_history(&local).map_err(failed)?;
-    let (schedules, copied) = overlord::schedule::manage::import(&local, &plan.store())?;
+    let (schedules, copied) = overlord_schedule::manage::import(&local, &plan.store())?;
     let mut out = crate::display::output::Lines::new(plan.json, plan.out);
     out.field("jobs", json!(jobs));
     out.field("imported", json!(written));

@@ -23,8 +23,8 @@ pub mod seen;
 
 use serde::{Deserialize, Serialize};
 
-use crate::gate::{CallFields, GateError};
-use crate::store::Seal;
+use overlord::gate::{CallFields, GateError};
+use overlord::store::Seal;
 
 /// The shortest interval (`every`), seconds.
 pub const MIN_EVERY: u64 = 1;
@@ -84,7 +84,7 @@ impl When {
                     return bad(format!("cron {line:?} never comes: no {field} matches"));
                 }
                 let when = When::Cron(Box::new(parsed), line.to_string());
-                if when.next_after(crate::store::now()).is_none() {
+                if when.next_after(overlord::store::now()).is_none() {
                     return bad(format!("cron {line:?} never comes"));
                 }
                 Ok(when)
@@ -197,7 +197,7 @@ pub fn check_rate(owner: &Owner, when: &When, min_every: u64) -> Result<(), Gate
     let closest = match when {
         When::Every(secs) => *secs as f64,
         w => {
-            let Some(mut t) = w.next_after(crate::store::now()) else {
+            let Some(mut t) = w.next_after(overlord::store::now()) else {
                 return Ok(());
             };
             let mut closest = f64::INFINITY;
@@ -319,12 +319,12 @@ fn signed_bytes(s: &Schedule, v: u32) -> Vec<u8> {
 
 /// Signs `s` with the overlord key below `root`.
 pub fn seal(root: &common::paths::Root, s: &mut Schedule) -> Result<(), GateError> {
-    let signer = crate::seal::Signer::load(root)
-        .map_err(|e| GateError::Engine(crate::error::EngineError::Credentials(e.to_string())))?;
+    let signer = overlord::seal::Signer::load(root)
+        .map_err(|e| GateError::Engine(overlord::error::EngineError::Credentials(e.to_string())))?;
     s.seal = signer.sign(&signed_bytes(s, 2));
     match s.seal {
         Some(_) => Ok(()),
-        None => Err(GateError::Engine(crate::error::EngineError::Credentials(
+        None => Err(GateError::Engine(overlord::error::EngineError::Credentials(
             "cannot sign the schedule with the overlord key".into(),
         ))),
     }
@@ -343,10 +343,10 @@ pub fn trusted_against(root: &common::paths::Root, s: &Schedule, seen: seen::Ent
     let seal = s
         .seal
         .as_ref()
-        .ok_or(crate::seal::SealError::Unsigned)
+        .ok_or(overlord::seal::SealError::Unsigned)
         .map_err(|e| e.to_string())?;
-    if let Err(e) = crate::seal::verify_bytes(root, seal, &signed_bytes(s, 2)) {
-        return Err(match crate::seal::verify_bytes(root, seal, &signed_bytes(s, 1)) {
+    if let Err(e) = overlord::seal::verify_bytes(root, seal, &signed_bytes(s, 2)) {
+        return Err(match overlord::seal::verify_bytes(root, seal, &signed_bytes(s, 1)) {
             Ok(()) => "it was signed by an older func, without its enabled flag: enable it again (func schedule enable) to sign it anew".into(),
             Err(_) => e.to_string(),
         });
@@ -371,7 +371,7 @@ pub fn trusted_against(root: &common::paths::Root, s: &Schedule, seen: seen::Ent
 pub fn signed(root: &common::paths::Root, s: &Schedule) -> bool {
     s.seal
         .as_ref()
-        .is_some_and(|seal| crate::seal::verify_bytes(root, seal, &signed_bytes(s, 2)).is_ok())
+        .is_some_and(|seal| overlord::seal::verify_bytes(root, seal, &signed_bytes(s, 2)).is_ok())
 }
 
 /// Whether `s` was signed as version 1 (an older func) by an overlord of
@@ -380,7 +380,7 @@ pub fn signed(root: &common::paths::Root, s: &Schedule) -> bool {
 pub fn signed_v1(root: &common::paths::Root, s: &Schedule) -> bool {
     s.seal
         .as_ref()
-        .is_some_and(|seal| crate::seal::verify_bytes(root, seal, &signed_bytes(s, 1)).is_ok())
+        .is_some_and(|seal| overlord::seal::verify_bytes(root, seal, &signed_bytes(s, 1)).is_ok())
 }
 
 impl Schedule {
@@ -428,7 +428,7 @@ impl Schedule {
     }
 
     /// Its request, read as every door's call request.
-    pub fn call(&self) -> Result<crate::gate::Call, GateError> {
+    pub fn call(&self) -> Result<overlord::gate::Call, GateError> {
         call_of(&self.request)
     }
 }
@@ -436,7 +436,7 @@ impl Schedule {
 /// The call a schedule's request makes, checked by the gate; it always runs
 /// as a job (an async call, or a batch with its own driver), so each run
 /// has a job id and its results are kept.
-pub fn call_of(request: &serde_json::Value) -> Result<crate::gate::Call, GateError> {
+pub fn call_of(request: &serde_json::Value) -> Result<overlord::gate::Call, GateError> {
     let text = request.to_string();
     if text.len() > MAX_REQUEST {
         return Err(GateError::Invalid(format!(
@@ -446,7 +446,7 @@ pub fn call_of(request: &serde_json::Value) -> Result<crate::gate::Call, GateErr
     let mut fields: CallFields = serde_json::from_value(request.clone())
         .map_err(|e| GateError::Invalid(format!("request: {}", common::paths::shorten(&e.to_string()))))?;
     fields.asynchronous = true;
-    crate::gate::Call::new(fields)
+    overlord::gate::Call::new(fields)
 }
 
 /// Schedules one owner may have: overlord.conf's `[api]
@@ -459,7 +459,7 @@ pub fn per_owner(root: &common::paths::Root) -> usize {
             ini.str("api", "max_schedules_per_owner")
                 .and_then(|v| v.trim().parse().ok())
         })
-        .filter(|n: &usize| (1..=crate::store::schedules::MAX_SCHEDULES).contains(n))
+        .filter(|n: &usize| (1..=overlord::store::schedules::MAX_SCHEDULES).contains(n))
         .unwrap_or(DEFAULT_PER_OWNER)
 }
 

@@ -10,10 +10,10 @@ use serde_json::json;
 
 use super::seen::{self, Entry};
 use super::{check_name, seal, Owner, Schedule, When};
-use crate::gate::rights::Rights;
-use crate::gate::GateError;
-use crate::store::schedules::Added;
-use crate::store::{JobStore as _, Store, StoreError};
+use overlord::gate::rights::Rights;
+use overlord::gate::GateError;
+use overlord::store::schedules::Added;
+use overlord::store::{JobStore as _, Store, StoreError};
 
 fn store_err(e: StoreError) -> GateError {
     GateError::Engine(e.into())
@@ -25,7 +25,7 @@ fn unknown(name: &str) -> GateError {
 
 fn decode(bytes: &[u8]) -> Result<Schedule, GateError> {
     serde_json::from_slice(bytes).map_err(|e| {
-        GateError::Engine(crate::error::EngineError::Record(format!(
+        GateError::Engine(overlord::error::EngineError::Record(format!(
             "a schedule's record is unreadable: {e}"
         )))
     })
@@ -59,7 +59,7 @@ pub fn add(
     // Rights first: a caller who may not make the request spends nothing
     // on its times.
     let call = super::call_of(&new.request)?;
-    crate::gate::rights::authorize_call(root, rights, &call).map_err(|e| match e {
+    overlord::gate::rights::authorize_call(root, rights, &call).map_err(|e| match e {
         GateError::Forbidden(why) => {
             GateError::Forbidden(format!("the owner may not make this request: {why}"))
         }
@@ -73,7 +73,7 @@ pub fn add(
         &when,
         new.enabled,
         owner,
-        crate::store::now(),
+        overlord::store::now(),
     );
     // Above every version of the name seen here or in its tombstone.
     let buried = store
@@ -106,7 +106,7 @@ pub fn add(
         ))),
         Added::Full => Err(GateError::Conflict(format!(
             "the store holds {} schedules, as many as it may",
-            crate::store::schedules::MAX_SCHEDULES
+            overlord::store::schedules::MAX_SCHEDULES
         ))),
     }
 }
@@ -165,7 +165,7 @@ pub fn import(from: &Store, into: &Store) -> Result<(usize, usize), GateError> {
 /// said in the log; tombstones are not schedules).
 pub fn list(store: &Store) -> Result<Vec<Schedule>, GateError> {
     let mut out: Vec<Schedule> = records(store)?.into_iter().filter(|s| !s.deleted).collect();
-    out.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
+    out.sort_by(|a, b| overlord::values::natural_cmp(&a.name, &b.name));
     Ok(out)
 }
 
@@ -175,7 +175,7 @@ fn records(store: &Store) -> Result<Vec<Schedule>, GateError> {
         .schedule_docs()
         .map_err(store_err)?
         .iter()
-        .filter_map(|b| decode(b).map_err(|e| crate::log::line(&e.to_string())).ok())
+        .filter_map(|b| decode(b).map_err(|e| overlord::log::line(&e.to_string())).ok())
         .collect())
 }
 
@@ -200,7 +200,7 @@ pub fn raise_seen(root: &Root, s: &Schedule, anchor: f64) {
         anchor,
     };
     if let Err(e) = seen::raise(root, &s.name, entry) {
-        crate::log::line(&format!("schedule {}: cannot keep its version: {e}", s.name));
+        overlord::log::line(&format!("schedule {}: cannot keep its version: {e}", s.name));
     }
 }
 
@@ -228,7 +228,7 @@ fn signed_change(
     name: &str,
     f: &mut dyn FnMut(&mut Schedule) -> Result<bool, GateError>,
 ) -> Result<Schedule, GateError> {
-    let now = crate::store::now();
+    let now = overlord::store::now();
     let s = change(store, name, &mut |s| {
         let seen = seen::get(root, name);
         let older = s.version == 0 && super::signed_v1(root, s);
@@ -333,7 +333,7 @@ pub fn remove(store: &Store, root: &Root, name: &str) -> Result<(), GateError> {
     tomb.enabled = false;
     tomb.due = None;
     tomb.version = tomb.version.max(seen::get(root, name).version) + 1;
-    tomb.since = crate::store::now();
+    tomb.since = overlord::store::now();
     seal(root, &mut tomb)?;
     match store.bury_schedule(name, &encode(&tomb)).map_err(store_err)? {
         true => {
@@ -417,7 +417,8 @@ pub fn doc(store: &Store, s: &Schedule) -> serde_json::Value {
 /// [`doc`] of each of `all`, their last runs' jobs read in one go.
 pub fn docs(store: &Store, all: &[Schedule]) -> Vec<serde_json::Value> {
     let ids: Vec<String> = all.iter().filter_map(|s| s.last_job.clone()).collect();
-    let jobs: Result<std::collections::HashMap<String, crate::store::JobRecord>, _> = match ids.is_empty() {
+    let jobs: Result<std::collections::HashMap<String, overlord::store::JobRecord>, _> = match ids.is_empty()
+    {
         true => Ok(Default::default()),
         false => store
             .load_many(&ids)
@@ -430,14 +431,14 @@ pub fn docs(store: &Store, all: &[Schedule]) -> Vec<serde_json::Value> {
 /// could not be read).
 fn shown(
     s: &Schedule,
-    jobs: Option<&std::collections::HashMap<String, crate::store::JobRecord>>,
+    jobs: Option<&std::collections::HashMap<String, overlord::store::JobRecord>>,
 ) -> serde_json::Value {
     let outcome = match (&s.last_error, &s.last_job, s.last_run) {
         (Some(e), _, _) if e.starts_with("skipped") => "skipped",
         (Some(_), _, _) => "not started",
         (None, Some(job), _) => match jobs.map(|j| j.get(job)) {
             Some(Some(rec)) => {
-                let t = crate::jobs::tally(rec);
+                let t = overlord::jobs::tally(rec);
                 if rec.meta.ended.is_none() && t.pending > 0 {
                     "running"
                 } else {
