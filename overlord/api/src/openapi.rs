@@ -1,8 +1,9 @@
 //! `GET /api/v1/openapi.json`: func-api's OpenAPI document, derived from
 //! the Rust types its handlers take and answer (`utoipa`), and from the
-//! `#[utoipa::path]` each handler carries beside its code. Nothing here is
-//! kept by hand but the list of handlers and the document's heading, so a
-//! field added to a request or an answer is in the document at once.
+//! `#[utoipa::path]` each handler carries beside its code. The operations
+//! are those the router registers (`server::api_routes`, with
+//! `utoipa-axum`): an endpoint is listed once, so it cannot be served
+//! without being documented. Only the document's heading is kept here.
 
 use std::sync::LazyLock;
 
@@ -22,42 +23,12 @@ use super::auth::COOKIE;
     servers((url = "/")),
     security(("bearer" = []), ("cookie" = [])),
     modifiers(&Schemes),
-    paths(
-        super::session::login,
-        super::session::logout,
-        super::minions::list,
-        super::minions::methods,
-        super::facts::facts,
-        super::calls::call,
-        super::jobs::list,
-        super::jobs::one,
-        super::jobs::kill,
-        super::rerun::rerun,
-        super::batches::status,
-        super::batches::stop,
-        super::batches::recover,
-        super::events::stream,
-        super::keys::list,
-        super::keys::sign,
-        super::keys::revoke,
-        super::audit::list,
-        super::schedules::list,
-        super::schedules::add,
-        super::schedules::one,
-        super::schedules::change,
-        super::schedules::remove,
-        super::relay::relay,
-        super::relay::results,
-        super::relay::map,
-        document,
-        super::metrics::metrics,
-    ),
     tags(
         (name = "session"), (name = "minions"), (name = "calls"), (name = "jobs"),
         (name = "batches"), (name = "events"), (name = "keys"), (name = "schedules"), (name = "audit"), (name = "relay"), (name = "meta")
     )
 )]
-struct Doc;
+pub struct Doc;
 
 /// The two ways to present a token: `Authorization: Bearer` and the
 /// browser session's cookie.
@@ -115,9 +86,8 @@ pub fn query_parameters(path: &str) -> Vec<String> {
 
 /// The document as served: built once.
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-    Doc::openapi()
-        .to_pretty_json()
-        .expect("the OpenAPI document serializes")
+    let (_, doc) = super::server::api_routes().split_for_parts();
+    doc.to_pretty_json().expect("the OpenAPI document serializes")
 });
 
 /// `GET /api/v1/openapi.json`.

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioTimer;
@@ -19,8 +19,11 @@ use tower::Service as _;
 use super::state::{Api, Peer};
 use super::{
     audit, batches, calls, conventions, events, facts, jobs, keys, metrics, minions, openapi, relay, reply,
-    rerun, session, watch, web,
+    rerun, schedules, session, watch, web,
 };
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// Connections from one address at once (all of them: `[api] max_connections`).
 const PER_ADDRESS: usize = 64;
@@ -39,48 +42,46 @@ const ANONYMOUS_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_s
 /// The largest login body.
 const LOGIN_BODY: usize = 4096;
 
-/// The routes.
+/// The endpoints of the API, each registered once with its OpenAPI
+/// operation (`#[utoipa::path]` on the handler gives the path and method).
+pub fn api_routes() -> OpenApiRouter<Arc<Api>> {
+    // The relay's requests carry whole batches of results: a limit of their own.
+    let relay_body = axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY);
+    let relayed = OpenApiRouter::new()
+        .routes(routes!(relay::relay))
+        .routes(routes!(relay::results))
+        .layer(relay_body);
+    OpenApiRouter::with_openapi(openapi::Doc::openapi())
+        .routes(routes!(session::login))
+        .routes(routes!(session::logout))
+        .routes(routes!(minions::list))
+        .routes(routes!(minions::methods))
+        .routes(routes!(facts::facts))
+        .routes(routes!(calls::call))
+        .routes(routes!(jobs::list))
+        .routes(routes!(jobs::one))
+        .routes(routes!(jobs::kill))
+        .routes(routes!(rerun::rerun))
+        .routes(routes!(batches::status))
+        .routes(routes!(batches::stop))
+        .routes(routes!(batches::recover))
+        .routes(routes!(events::stream))
+        .routes(routes!(keys::list))
+        .routes(routes!(keys::sign))
+        .routes(routes!(keys::revoke))
+        .routes(routes!(audit::list))
+        .routes(routes!(schedules::list, schedules::add))
+        .routes(routes!(schedules::one, schedules::change, schedules::remove))
+        .merge(relayed)
+        .routes(routes!(relay::map))
+        .routes(routes!(openapi::document))
+        .routes(routes!(metrics::metrics))
+}
+
+/// The routes: the API's, and the web UI's pages.
 pub fn router(api: Arc<Api>) -> Router {
-    Router::new()
-        .route("/api/v1/login", post(session::login))
-        .route("/api/v1/logout", post(session::logout))
-        .route("/api/v1/minions", get(minions::list))
-        .route("/api/v1/minions/{name}/methods", get(minions::methods))
-        .route("/api/v1/minions/{name}/facts", get(facts::facts))
-        .route("/api/v1/calls", post(calls::call))
-        .route("/api/v1/jobs", get(jobs::list))
-        .route("/api/v1/jobs/{id}", get(jobs::one))
-        .route("/api/v1/jobs/{id}/kill", post(jobs::kill))
-        .route("/api/v1/jobs/{id}/rerun", post(rerun::rerun))
-        .route("/api/v1/batches/{id}", get(batches::status))
-        .route("/api/v1/batches/{id}/stop", post(batches::stop))
-        .route("/api/v1/batches/{id}/recover", post(batches::recover))
-        .route("/api/v1/events", get(events::stream))
-        .route("/api/v1/keys", get(keys::list))
-        .route("/api/v1/keys/{name}/sign", post(keys::sign))
-        .route("/api/v1/keys/{name}/revoke", post(keys::revoke))
-        .route("/api/v1/audit", get(audit::list))
-        .route(
-            "/api/v1/schedules",
-            get(super::schedules::list).post(super::schedules::add),
-        )
-        .route(
-            "/api/v1/schedules/{name}",
-            get(super::schedules::one)
-                .patch(super::schedules::change)
-                .delete(super::schedules::remove),
-        )
-        .route(
-            "/api/v1/relay",
-            post(relay::relay).layer(axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY)),
-        )
-        .route(
-            "/api/v1/relay/jobs/{id}/results",
-            post(relay::results).layer(axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY)),
-        )
-        .route("/api/v1/relay/map", get(relay::map))
-        .route("/api/v1/openapi.json", get(openapi::document))
-        .route("/metrics", get(metrics::metrics))
+    let (api_router, _) = api_routes().split_for_parts();
+    api_router
         .route("/", get(web::page))
         .route("/run", get(web::page))
         .route("/jobs", get(web::page))
