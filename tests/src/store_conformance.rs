@@ -2,7 +2,8 @@
 //! `overlord::store::JobStore` must answer alike — ids, finishing hosts,
 //! drivers, batch records and their serialized changes (the claims and
 //! leases of batch drivers are made of them), paging, retention, the change
-//! counter and batch events. `make test` runs it against the embedded redb
+//! counter, batch events, facts, schedules, the delegation map, the minion
+//! list, import and `last` (the whole `store::Backend` trait). `make test` runs it against the embedded redb
 //! store (`tests/tests/store_conformance.rs`) and against a private
 //! PostgreSQL server (`func-store-conformance`, from
 //! `tests/python/test_store_pg.py`).
@@ -53,6 +54,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     (
         "schedules: one per name, bounded per owner, due listed, each run taken once",
         schedules,
+    ),
+    (
+        "the map, the minion list, import and last: kept alike where the backend keeps them",
+        map_minions_import_last,
     ),
 ];
 
@@ -687,5 +692,62 @@ fn schedules(open: Open<'_>) -> Result<(), String> {
     for i in [1, 2, 9] {
         store.remove_schedule(&name(i)).map_err(err)?;
     }
+    Ok(())
+}
+
+/// The rest of `Backend`: a store that keeps the map gives back what was
+/// saved (one that keeps none says so and gives none); a store that lists
+/// minions lists them; an imported job reads back whole, once; `last`
+/// finds a user's newest job.
+fn map_minions_import_last(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let map = format!(
+        "relays:\n  r1: {{address: \"10.0.0.1:51235\", minions: [\"{}\"]}}\n",
+        spec("map")
+    );
+    match store.save_map(&map).map_err(err)? {
+        true => ensure!(
+            store.load_map().map_err(err)? == Some(map),
+            "the map read back differs"
+        ),
+        false => ensure!(
+            store.load_map().map_err(err)?.is_none(),
+            "a store that keeps no map gave one"
+        ),
+    }
+    ensure!(
+        store.shared_minions().is_some() == store.is_shared(),
+        "a shared store lists minions, and only a shared one"
+    );
+    if let Some(listed) = store.shared_minions() {
+        listed.map_err(err)?;
+    }
+    let user = format!("cli:{}", spec("user"));
+    let mut first = meta(&spec("import"), overlord::store::now());
+    first.user = user.clone();
+    let id = store.create(first, &hosts(&["a"])).map_err(err)?;
+    let record = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    ensure!(
+        store.import(std::slice::from_ref(&record)).map_err(err)? == 0,
+        "an id already there was written again"
+    );
+    ensure!(
+        store.newest_of(&user).map_err(err)? == Some(id.clone()),
+        "last is not the user's newest job"
+    );
+    let mut copy = record;
+    copy.meta.id = format!("{id}-copy");
+    ensure!(
+        store.import(&[copy.clone()]).map_err(err)? == 1,
+        "an imported job was not written"
+    );
+    let back = store
+        .load(&copy.meta.id)
+        .map_err(err)?
+        .ok_or("imported job missing")?;
+    ensure!(
+        back.hosts.len() == 1 && back.meta.spec == copy.meta.spec,
+        "the imported job differs"
+    );
     Ok(())
 }

@@ -1,8 +1,11 @@
 //! [`Store`]: the job store an overlord is configured with — the embedded
 //! redb file (the default), or PostgreSQL shared by several overlords
-//! (`[store] url` in overlord.conf, DESIGN §15). Both implement
-//! [`JobStore`]; this adds what only some callers need (the whole listing,
-//! bulk import, batch events, `last`, a description without secrets).
+//! (`[store] url` in overlord.conf, DESIGN §15). Each backend implements
+//! one trait, [`Backend`]: the jobs ([`JobStore`]), the schedules
+//! ([`Schedules`]), the delegation map, the minion list, bulk import,
+//! status and `last`; what a backend does not keep has a default (the
+//! embedded store keeps no map and lists no minions). [`Store`] only picks
+//! the backend; every operation goes through the trait.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,6 +13,7 @@ use std::sync::Arc;
 use super::api::{Cursor, JobStore};
 use super::postgres::PgStore;
 use super::redb::RedbStore;
+use super::schedules::{Added, Change, Schedules};
 use super::types::{JobMeta, JobRecord, StoreError};
 
 /// A minion a shared store lists: its name and advertised address.
@@ -21,6 +25,115 @@ pub struct Status {
     pub backend: &'static str,
     pub schema_version: Option<i32>,
     pub counts: std::collections::BTreeMap<String, i64>,
+}
+
+/// Everything a job store backend keeps, in one trait.
+pub trait Backend: JobStore + Schedules + Send + Sync {
+    /// The store for people: its file, or its URL without password.
+    fn shown(&self) -> String;
+    /// Whether several overlords share this store (their minions too).
+    fn is_shared(&self) -> bool {
+        false
+    }
+    /// The delegation map the store keeps (`None`: it keeps none, and the
+    /// map is `var/lib/func/map`).
+    fn load_map(&self) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
+    /// Keeps the delegation map; whether this store keeps one.
+    fn save_map(&self, _map: &str) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    /// The minions the store lists (name, address); `None` for a store
+    /// that lists none (the certificates below the root are the list).
+    fn shared_minions(&self) -> Option<Result<Vec<SharedMinion>, StoreError>> {
+        None
+    }
+    /// Writes whole jobs as they are; ids already there are left alone.
+    fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError>;
+    /// Writes a batch record as it is (an import); whether this store takes it.
+    fn import_batch(&self, _id: &str, _record: &[u8]) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    /// The backend, its schema version and what it holds; `minions`: how
+    /// many the root knows (for a store that lists none).
+    fn status(&self, minions: usize) -> Result<Status, StoreError>;
+    /// The newest job of `user`: pages of the listing, newest first (a
+    /// backend with an index answers it at once).
+    fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
+        let mut cursor = None;
+        loop {
+            let page = self.list_page(500, cursor.as_ref())?;
+            if let Some(m) = page.iter().find(|m| m.user == user) {
+                return Ok(Some(m.id.clone()));
+            }
+            let Some(last) = page.last() else { return Ok(None) };
+            cursor = Some((last.started, last.id.clone()));
+        }
+    }
+}
+
+impl Backend for RedbStore {
+    fn shown(&self) -> String {
+        self.path().display().to_string()
+    }
+    fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError> {
+        RedbStore::import(self, records)
+    }
+    fn status(&self, minions: usize) -> Result<Status, StoreError> {
+        let jobs = self.list_page(usize::MAX, None)?;
+        let batches = jobs.iter().filter(|m| m.batch).count();
+        let schedules = self.schedule_docs()?.len();
+        let counts = [
+            ("jobs", jobs.len()),
+            ("batches", batches),
+            ("schedules", schedules),
+            ("minions", minions),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v as i64))
+        .collect();
+        Ok(Status {
+            backend: "redb",
+            schema_version: None,
+            counts,
+        })
+    }
+}
+
+impl Backend for PgStore {
+    fn shown(&self) -> String {
+        PgStore::shown(self).to_string()
+    }
+    fn is_shared(&self) -> bool {
+        true
+    }
+    fn load_map(&self) -> Result<Option<String>, StoreError> {
+        PgStore::load_map(self)
+    }
+    fn save_map(&self, map: &str) -> Result<bool, StoreError> {
+        PgStore::save_map(self, map).map(|()| true)
+    }
+    fn shared_minions(&self) -> Option<Result<Vec<SharedMinion>, StoreError>> {
+        Some(self.minions())
+    }
+    fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError> {
+        PgStore::import(self, records)
+    }
+    fn import_batch(&self, id: &str, record: &[u8]) -> Result<bool, StoreError> {
+        PgStore::import_batch(self, id, record).map(|()| true)
+    }
+    fn status(&self, _minions: usize) -> Result<Status, StoreError> {
+        let (version, counts) = PgStore::status(self)?;
+        Ok(Status {
+            backend: "postgresql",
+            schema_version: Some(version),
+            counts: counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        })
+    }
+    fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
+        PgStore::newest_of(self, user)
+    }
 }
 
 /// The configured job store.
@@ -53,7 +166,9 @@ impl Store {
         )
     }
 
-    fn inner(&self) -> Result<&dyn JobStore, StoreError> {
+    /// The backend every operation goes through (a broken store's
+    /// operations fail with why).
+    pub fn backend(&self) -> Result<&dyn Backend, StoreError> {
         match self {
             Store::Redb(s) => Ok(s),
             Store::Postgres(s) => Ok(s.as_ref()),
@@ -64,9 +179,8 @@ impl Store {
     /// The store for people: the redb file, or the URL without password.
     pub fn shown(&self) -> String {
         match self {
-            Store::Redb(s) => s.path().display().to_string(),
-            Store::Postgres(s) => s.shown().to_string(),
             Store::Broken(why) => why.clone(),
+            other => other.backend().map_or_else(|e| e.to_string(), Backend::shown),
         }
     }
 
@@ -80,7 +194,7 @@ impl Store {
 
     /// Every job, newest first.
     pub fn list(&self) -> Result<Vec<JobMeta>, StoreError> {
-        self.inner()?.list_page(usize::MAX, None)
+        self.backend()?.list_page(usize::MAX, None)
     }
 
     /// Changes a stored batch record in one transaction.
@@ -90,128 +204,116 @@ impl Store {
         change: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
     ) -> Result<bool, StoreError> {
         let mut once = Some(change);
-        self.inner()?
+        self.backend()?
             .change_batch_with(id, &mut |bytes| once.take().and_then(|f| f(bytes)))
     }
 
-    /// The delegation map a shared store keeps (`None`: none kept, or a
-    /// store that keeps none: the map is `var/lib/func/map`).
+    /// See [`Backend::load_map`].
     pub fn load_map(&self) -> Result<Option<String>, StoreError> {
-        match self {
-            Store::Postgres(pg) => pg.load_map(),
-            Store::Redb(_) => Ok(None),
-            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
-        }
+        self.backend()?.load_map()
     }
 
-    /// Keeps the delegation map in a shared store (nothing for redb).
+    /// See [`Backend::save_map`].
     pub fn save_map(&self, map: &str) -> Result<bool, StoreError> {
-        match self {
-            Store::Postgres(pg) => pg.save_map(map).map(|()| true),
-            Store::Redb(_) => Ok(false),
-            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
-        }
+        self.backend()?.save_map(map)
     }
 
-    /// Whether several overlords share this store (their minions too).
+    /// See [`Backend::is_shared`].
     pub fn is_shared(&self) -> bool {
-        matches!(self, Store::Postgres(_))
+        self.backend().is_ok_and(Backend::is_shared)
     }
 
-    /// The minions a shared store lists (name, address); `None` for a
-    /// store that is not shared (the certificates below the root are the list).
+    /// See [`Backend::shared_minions`] (a broken store: its error).
     pub fn shared_minions(&self) -> Option<Result<Vec<SharedMinion>, StoreError>> {
-        match self {
-            Store::Postgres(pg) => Some(pg.minions()),
-            Store::Redb(_) => None,
-            Store::Broken(why) => Some(Err(StoreError::Unusable(why.clone()))),
+        match self.backend() {
+            Ok(b) => b.shared_minions(),
+            Err(e) => Some(Err(e)),
         }
     }
 
-    /// The backend, its schema version (when it has one) and what it
-    /// holds; `minions`: how many the root knows (for a store that does
-    /// not list minions itself).
+    /// See [`Backend::status`].
     pub fn status(&self, minions: usize) -> Result<Status, StoreError> {
-        match self {
-            Store::Postgres(pg) => {
-                let (version, counts) = pg.status()?;
-                Ok(Status {
-                    backend: "postgresql",
-                    schema_version: Some(version),
-                    counts: counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-                })
-            }
-            Store::Redb(_) => {
-                let jobs = self.list()?;
-                let batches = jobs.iter().filter(|m| m.batch).count();
-                let schedules = self.schedule_docs()?.len();
-                let counts = [
-                    ("jobs", jobs.len()),
-                    ("batches", batches),
-                    ("schedules", schedules),
-                    ("minions", minions),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v as i64))
-                .collect();
-                Ok(Status {
-                    backend: "redb",
-                    schema_version: None,
-                    counts,
-                })
-            }
-            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
-        }
+        self.backend()?.status(minions)
     }
 
     /// Copies `local`'s history (jobs, hosts, results, batch records) into
     /// this shared store; jobs already here are left alone. (jobs in
     /// `local`, jobs written, batch records written).
     pub fn import_history(&self, local: &Store) -> Result<(usize, usize, usize), StoreError> {
-        let Store::Postgres(pg) = self else {
+        let into = self.backend()?;
+        if !into.is_shared() {
             return Err(StoreError::Unusable(
                 "no shared store is configured ([store] url in overlord.conf): nothing to import into".into(),
             ));
-        };
+        }
         let metas = local.list()?;
         let (mut written, mut batches) = (0, 0);
         for chunk in metas.chunks(500) {
             let ids: Vec<String> = chunk.iter().map(|m| m.id.clone()).collect();
-            written += pg.import(&local.load_many(&ids)?)?;
+            written += into.import(&local.load_many(&ids)?)?;
             for m in chunk.iter().filter(|m| m.batch) {
                 if let Some(rec) = local.batch(&m.id)? {
-                    pg.import_batch(&m.id, &rec)?;
-                    batches += 1;
+                    batches += usize::from(into.import_batch(&m.id, &rec)?);
                 }
             }
         }
         Ok((metas.len(), written, batches))
     }
 
-    /// Writes whole jobs as they are; ids already there are left alone.
+    /// See [`Backend::import`].
     pub fn import(&self, records: &[JobRecord]) -> Result<usize, StoreError> {
-        match self {
-            Store::Redb(s) => s.import(records),
-            Store::Postgres(s) => s.import(records),
-            Store::Broken(why) => Err(StoreError::Unusable(why.clone())),
-        }
+        self.backend()?.import(records)
     }
 
-    /// The newest job of `user` (an indexed query in PostgreSQL; pages of
-    /// the listing, newest first, in the embedded store).
+    /// See [`Backend::newest_of`].
     pub fn newest_of(&self, user: &str) -> Result<Option<String>, StoreError> {
-        if let Store::Postgres(s) = self {
-            return s.newest_of(user);
-        }
-        let mut cursor = None;
-        loop {
-            let page = self.list_page(500, cursor.as_ref())?;
-            if let Some(m) = page.iter().find(|m| m.user == user) {
-                return Ok(Some(m.id.clone()));
-            }
-            let Some(last) = page.last() else { return Ok(None) };
-            cursor = Some((last.started, last.id.clone()));
-        }
+        self.backend()?.newest_of(user)
+    }
+
+    /// See [`Schedules::schedule_docs`].
+    pub fn schedule_docs(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.backend()?.schedule_docs()
+    }
+
+    /// See [`Schedules::schedule_doc`].
+    pub fn schedule_doc(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.backend()?.schedule_doc(name)
+    }
+
+    /// See [`Schedules::add_schedule`].
+    pub fn add_schedule(
+        &self,
+        name: &str,
+        owner: &str,
+        due: Option<f64>,
+        doc: &[u8],
+        per_owner: usize,
+    ) -> Result<Added, StoreError> {
+        self.backend()?.add_schedule(name, owner, due, doc, per_owner)
+    }
+
+    /// See [`Schedules::change_schedule`].
+    pub fn change_schedule(
+        &self,
+        name: &str,
+        change: &mut dyn FnMut(&[u8]) -> Change,
+    ) -> Result<Option<(Vec<u8>, bool)>, StoreError> {
+        self.backend()?.change_schedule(name, change)
+    }
+
+    /// See [`Schedules::remove_schedule`].
+    pub fn remove_schedule(&self, name: &str) -> Result<bool, StoreError> {
+        self.backend()?.remove_schedule(name)
+    }
+
+    /// See [`Schedules::bury_schedule`].
+    pub fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
+        self.backend()?.bury_schedule(name, doc)
+    }
+
+    /// See [`Schedules::due_schedules`].
+    pub fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {
+        self.backend()?.due_schedules(now, max)
     }
 }
 
@@ -227,27 +329,27 @@ impl JobStore for Store {
         &self,
         f: &mut dyn FnMut(&mut dyn super::rules::Tx) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        self.inner()?.write_tx(f)
+        self.backend()?.write_tx(f)
     }
     fn load_many(&self, ids: &[String]) -> Result<Vec<JobRecord>, StoreError> {
-        self.inner()?.load_many(ids)
+        self.backend()?.load_many(ids)
     }
     fn batch(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner()?.batch(id)
+        self.backend()?.batch(id)
     }
     fn facts_of(&self, host: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner()?.facts_of(host)
+        self.backend()?.facts_of(host)
     }
     fn list_page(&self, limit: usize, before: Option<&Cursor>) -> Result<Vec<JobMeta>, StoreError> {
-        self.inner()?.list_page(limit, before)
+        self.backend()?.list_page(limit, before)
     }
     fn generation(&self) -> Result<u64, StoreError> {
-        self.inner()?.generation()
+        self.backend()?.generation()
     }
     fn log_batch_event(&self, id: &str, line: &serde_json::Value) -> Result<(), StoreError> {
-        self.inner()?.log_batch_event(id, line)
+        self.backend()?.log_batch_event(id, line)
     }
     fn batch_events(&self, after: Option<u64>) -> Result<(Vec<serde_json::Value>, u64), StoreError> {
-        self.inner()?.batch_events(after)
+        self.backend()?.batch_events(after)
     }
 }

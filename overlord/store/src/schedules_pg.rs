@@ -4,25 +4,25 @@
 //! second sees the run already taken.
 
 use super::postgres::PgStore;
-use super::schedules::{Added, Change, MAX_SCHEDULES};
+use super::schedules::{Added, Change, Schedules, MAX_SCHEDULES};
 use super::types::StoreError;
 
-impl PgStore {
-    pub fn schedule_docs(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+impl Schedules for PgStore {
+    fn schedule_docs(&self) -> Result<Vec<Vec<u8>>, StoreError> {
         self.with(|c| {
             let rows = c.query("SELECT doc FROM func_schedules ORDER BY name", &[])?;
             Ok(rows.iter().map(|r| r.get::<_, String>(0).into_bytes()).collect())
         })
     }
 
-    pub fn schedule_doc(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn schedule_doc(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.with(|c| {
             let row = c.query_opt("SELECT doc FROM func_schedules WHERE name = $1", &[&name])?;
             Ok(row.map(|r| r.get::<_, String>(0).into_bytes()))
         })
     }
 
-    pub fn add_schedule(
+    fn add_schedule(
         &self,
         name: &str,
         owner: &str,
@@ -58,7 +58,7 @@ impl PgStore {
         })
     }
 
-    pub fn change_schedule(
+    fn change_schedule(
         &self,
         name: &str,
         change: &mut dyn FnMut(&[u8]) -> Change,
@@ -86,11 +86,11 @@ impl PgStore {
         })
     }
 
-    pub fn remove_schedule(&self, name: &str) -> Result<bool, StoreError> {
+    fn remove_schedule(&self, name: &str) -> Result<bool, StoreError> {
         self.with(|c| Ok(c.execute("DELETE FROM func_schedules WHERE name = $1", &[&name])? > 0))
     }
 
-    pub fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
+    fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
         let doc = String::from_utf8_lossy(doc).into_owned();
         self.with(|c| {
             Ok(c.execute(
@@ -100,7 +100,7 @@ impl PgStore {
         })
     }
 
-    pub fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {
+    fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {
         self.with(|c| {
             let rows = c.query(
                 "SELECT name FROM func_schedules WHERE due <= $1 ORDER BY due LIMIT $2",

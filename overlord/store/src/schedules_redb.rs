@@ -5,7 +5,7 @@
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::redb::{db_err, read_table, RedbStore};
-use super::schedules::{Added, Change, MAX_SCHEDULES};
+use super::schedules::{Added, Change, Schedules, MAX_SCHEDULES};
 use super::types::StoreError;
 
 const SCHEDULES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("schedules");
@@ -15,8 +15,8 @@ fn due_value(due: Option<f64>) -> f64 {
     due.unwrap_or(f64::INFINITY)
 }
 
-impl RedbStore {
-    pub fn schedule_docs(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+impl Schedules for RedbStore {
+    fn schedule_docs(&self) -> Result<Vec<Vec<u8>>, StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok(Vec::new());
         };
@@ -32,7 +32,7 @@ impl RedbStore {
         Ok(out)
     }
 
-    pub fn schedule_doc(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn schedule_doc(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok(None);
         };
@@ -44,7 +44,7 @@ impl RedbStore {
         Ok(found.map(|v| v.value().to_vec()))
     }
 
-    pub fn add_schedule(
+    fn add_schedule(
         &self,
         name: &str,
         owner: &str,
@@ -78,7 +78,7 @@ impl RedbStore {
         })
     }
 
-    pub fn change_schedule(
+    fn change_schedule(
         &self,
         name: &str,
         change: &mut dyn FnMut(&[u8]) -> Change,
@@ -108,7 +108,7 @@ impl RedbStore {
         })
     }
 
-    pub fn remove_schedule(&self, name: &str) -> Result<bool, StoreError> {
+    fn remove_schedule(&self, name: &str) -> Result<bool, StoreError> {
         if self.open_existing()?.is_none() {
             return Ok(false);
         }
@@ -127,7 +127,7 @@ impl RedbStore {
         })
     }
 
-    pub fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
+    fn bury_schedule(&self, name: &str, doc: &[u8]) -> Result<bool, StoreError> {
         if self.open_existing()?.is_none() {
             return Ok(false);
         }
@@ -145,7 +145,7 @@ impl RedbStore {
         })
     }
 
-    pub fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {
+    fn due_schedules(&self, now: f64, max: usize) -> Result<(Vec<String>, Option<f64>), StoreError> {
         let Some(db) = self.open_existing()? else {
             return Ok((Vec::new(), None));
         };
