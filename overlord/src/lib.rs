@@ -25,7 +25,9 @@
 //! - [`jobs`], [`batch`]: async jobs (the one job start, the
 //!   detached dispatch driver, the one long-poll, status polling, the one
 //!   row a listing shows), batches, schedules.
-//! - [`relay`]: delegation to relays (`--delegate`, DESIGN §17).
+//! - [`reach`]: one way to reach minions (the worker fleet or the warm
+//!   pool behind one trait) with delegation written once;
+//!   [`relay`]: delegation to relays (`--delegate`, DESIGN §17).
 //! - [`output`], [`report`]: human and JSON output, exit status, results as
 //!   they come; [`out`]: stdout that never panics on a closed pipe.
 //! - [`interrupt`]: Ctrl-C on a sync batch or a polling call.
@@ -52,6 +54,7 @@ pub mod log;
 pub mod out;
 pub mod plan;
 pub mod pool;
+pub mod reach;
 pub use common::principal;
 pub mod relay;
 pub mod respawned;

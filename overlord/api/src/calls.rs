@@ -175,47 +175,31 @@ async fn sync_call(
         }
         false => None,
     };
-    let (direct, relayed) = match &routes {
-        Some(r) => {
-            let (d, relayed) = r.split(targets.iter().map(|t| t.name.clone()));
-            let d: std::collections::HashSet<String> = d.into_iter().collect();
-            (
-                targets.iter().filter(|t| d.contains(&t.name)).cloned().collect(),
-                relayed,
-            )
-        }
-        None => (targets.to_vec(), BTreeMap::new()),
+    let order = overlord::relay::Order {
+        id: format!("{}-{}-now", call.spec, call.function()),
+        spec: call.spec.clone(),
+        function: call.function(),
+        params,
+        user: caller.user(),
+        rights: caller.signed_rights(),
+        timeout,
+        forward: None,
+    };
+    let pooled = overlord::reach::Pooled {
+        pool: &api.pool,
+        limit: Duration::from_secs_f64(timeout),
+        user: Some(caller.user()),
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let handed_on = async {
-        if let (Some(routes), false) = (&routes, relayed.is_empty()) {
-            let order = overlord::relay::Order {
-                id: format!("{}-{}-now", call.spec, call.function()),
-                spec: call.spec.clone(),
-                function: call.function(),
-                params: params.clone(),
-                user: caller.user(),
-                rights: caller.signed_rights(),
-                timeout,
-                forward: None,
-            };
-            overlord::relay::call_now(&api.root, routes, &order, relayed, tx).await;
+    let calling = overlord::reach::call(&pooled, &api.root, routes.as_ref(), &order, targets.to_vec(), tx);
+    let collect = async {
+        let mut results = BTreeMap::new();
+        while let Some((host, value)) = rx.recv().await {
+            results.entry(host).or_insert(value);
         }
+        results
     };
-    let (function, user) = (call.function(), caller.user());
-    let direct_calls = api.pool.call_all(
-        &direct,
-        &function,
-        &params,
-        Duration::from_secs_f64(timeout),
-        Some(&user),
-        |_, _| {},
-    );
-    let ((), mut results) = tokio::join!(handed_on, direct_calls);
-    // A direct host's own answer is never replaced by a relay's line.
-    while let Some((host, value)) = rx.recv().await {
-        results.entry(host).or_insert(value);
-    }
+    let ((), results) = tokio::join!(calling, collect);
     // A host that could not judge the filter is failed, with why.
     let doc: serde_json::Map<String, serde_json::Value> = results
         .iter()

@@ -187,20 +187,13 @@ async fn now(
     tokio::spawn(async move {
         let _slot = slot;
         let targets: Vec<Target> = direct.iter().map(|n| Target::enrolled(&api2.root, n)).collect();
-        let params = order.params.clone();
-        let tx2 = tx.clone();
-        let direct_calls = api2.pool.call_all(
-            &targets,
-            &order.function,
-            &params,
+        let pooled = overlord::reach::Pooled {
+            pool: &api2.pool,
             limit,
-            Some(&order.user),
-            |h, v| {
-                let _ = tx2.send((h.to_string(), v.clone()));
-            },
-        );
-        let handed_on = overlord::relay::call_now(&api2.root, &routes, &order, relayed, tx);
-        tokio::join!(direct_calls, handed_on);
+            user: Some(order.user.clone()),
+        };
+        let split = (targets, relayed);
+        overlord::reach::call_split(&pooled, &api2.root, Some(&routes), &order, split, tx).await;
     });
     let lines = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
@@ -298,35 +291,20 @@ async fn dispatch(
             (host, HostUpdate::Finished { result_xml })
         })
         .collect();
-    for (host, job) in overlord::relay::start_all(&api.root, &routes, &order, relayed).await {
-        changes.push(match job {
-            Ok(minion_job) => (host, HostUpdate::Dispatched { minion_job }),
-            Err(v) => (
-                host,
-                HostUpdate::Finished {
-                    result_xml: overlord::jobs::encode_result(v),
-                },
-            ),
-        });
-    }
+    changes.extend(overlord::reach::start_relayed(&api.root, &routes, &order, relayed).await);
     let targets: Vec<Target> = direct.iter().map(|n| Target::enrolled(&api.root, n)).collect();
     let method = format!("async.{}", order.function);
-    let limit = Duration::from_secs_f64(request.timeout);
+    let pooled = overlord::reach::Pooled {
+        pool: &api.pool,
+        limit: Duration::from_secs_f64(request.timeout),
+        user: Some(order.user.clone()),
+    };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    // The closure owns the sender: the channel closes when every call is done.
-    let calls = api.pool.call_all(
-        &targets,
-        &method,
-        &order.params,
-        limit,
-        Some(&order.user),
-        move |h, v| {
-            let _ = tx.send((h.to_string(), overlord::jobs::driver::dispatched(v)));
-        },
-    );
+    // The sender is the call's: the channel closes when every call is done.
+    let calls = overlord::reach::Direct::call(&pooled, targets, &method, &order.params, tx);
     let record = async {
-        while let Some(change) = rx.recv().await {
-            changes.push(change);
+        while let Some((host, value)) = rx.recv().await {
+            changes.push((host, overlord::jobs::driver::dispatched(&value)));
             if changes.len() >= FLUSH_EVERY {
                 write(&api, &id, std::mem::take(&mut changes), false).await;
             }

@@ -169,7 +169,8 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         .hosts
         .iter()
         .filter(|(_, e)| e.state == HostState::Pending)
-        .map(|(host, _)| host.clone());
+        .map(|(host, _)| Target::enrolled(root, host))
+        .collect();
     let (direct, relayed) = delegated(root, &record.meta, pending);
     if !relayed.is_empty() {
         crate::store::api::retrying(&what, || store.update(id, &relayed, false))
@@ -189,45 +190,31 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
 fn delegated(
     root: &Root,
     meta: &crate::store::JobMeta,
-    pending: impl Iterator<Item = String>,
-) -> (Vec<String>, Vec<(String, HostUpdate)>) {
-    match meta.delegate {
-        true => match crate::relay::Routes::load(root, None) {
-            Ok(Some(routes)) => {
-                let (direct, relayed) = routes.split(pending);
-                let order = crate::relay::Order::of_job(meta);
-                let started = crate::relay::block_on(crate::relay::start_all(root, &routes, &order, relayed));
-                let changes: Vec<(String, HostUpdate)> = started
-                    .into_iter()
-                    .map(|(host, job)| match job {
-                        Ok(minion_job) => (host, HostUpdate::Dispatched { minion_job }),
-                        Err(v) => (
-                            host,
-                            HostUpdate::Finished {
-                                result_xml: encode_result(v),
-                            },
-                        ),
-                    })
-                    .collect();
-                (direct, changes)
-            }
-            Ok(None) => (pending.collect(), Vec::new()),
-            Err(e) => {
-                let v = crate::relay::unreachable(&e);
-                let changes = pending
-                    .map(|h| {
-                        (
-                            h,
-                            HostUpdate::Finished {
-                                result_xml: encode_result(v.clone()),
-                            },
-                        )
-                    })
-                    .collect();
-                (Vec::new(), changes)
-            }
-        },
-        false => (pending.collect(), Vec::new()),
+    pending: Vec<Target>,
+) -> (Vec<Target>, Vec<(String, HostUpdate)>) {
+    if !meta.delegate {
+        return (pending, Vec::new());
+    }
+    match crate::relay::Routes::load(root, None) {
+        Ok(routes) => {
+            let (direct, relayed) = crate::reach::split(routes.as_ref(), pending);
+            let Some(routes) = routes else {
+                return (direct, Vec::new());
+            };
+            let order = crate::relay::Order::of_job(meta);
+            let started = crate::reach::start_relayed(root, &routes, &order, relayed);
+            (direct, crate::relay::block_on(started))
+        }
+        Err(e) => {
+            let result_xml = encode_result(crate::relay::unreachable(&e));
+            let lost = pending.into_iter().map(|t| {
+                let update = HostUpdate::Finished {
+                    result_xml: result_xml.clone(),
+                };
+                (t.name, update)
+            });
+            (Vec::new(), lost.collect())
+        }
     }
 }
 
@@ -239,10 +226,9 @@ fn dispatch_direct(
     store: &dyn JobStore,
     root: &Root,
     meta: &crate::store::JobMeta,
-    direct: &[String],
+    targets: &[Target],
 ) -> Result<Vec<(String, HostUpdate)>, String> {
     let id = meta.id.as_str();
-    let targets: Vec<Target> = direct.iter().map(|host| Target::enrolled(root, host)).collect();
     let params = meta.params();
     let call_xml = common::xmlrpc::encode_call(
         &format!("async.{}", meta.function),
@@ -270,7 +256,7 @@ fn dispatch_direct(
         dispatch::run_ticking(
             &exe,
             &crate::settings::credentials(root),
-            &targets,
+            targets,
             &Action::Call {
                 call_xml,
                 // Each minion runs this signed request at most once.
