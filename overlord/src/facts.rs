@@ -69,6 +69,49 @@ pub fn query_arg(filter: &Filter) -> Value {
     Value::Struct([("__fact__".to_string(), filter.wire())].into_iter().collect())
 }
 
+/// Who asks hosts to judge a filter, as a relay is told: the SPEC that
+/// named them, the user, the user's rights, the per-host timeout.
+pub struct Asker {
+    pub spec: String,
+    pub user: String,
+    pub rights: Option<Vec<String>>,
+    pub timeout: f64,
+}
+
+/// Asks `targets` to judge `filter` — through `direct` (the worker fleet
+/// or the warm pool), and through relays where `routes` put a host behind
+/// one (`reach`, the one way to reach minions) — and sorts them.
+pub async fn judge(
+    direct: &dyn crate::reach::Direct,
+    root: &common::paths::Root,
+    routes: Option<&crate::relay::Routes>,
+    targets: Vec<Target>,
+    filter: &Filter,
+    asker: Asker,
+) -> Judged {
+    let order = crate::relay::Order {
+        id: format!("{}-{JUDGE_METHOD}-now", asker.spec),
+        spec: asker.spec,
+        function: JUDGE_METHOD.to_string(),
+        params: vec![query_arg(filter)],
+        user: asker.user,
+        rights: asker.rights,
+        timeout: asker.timeout,
+        forward: None,
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let asking = crate::reach::call(direct, root, routes, &order, targets.clone(), tx);
+    let collect = async {
+        let mut answers = BTreeMap::new();
+        while let Some((host, value)) = rx.recv().await {
+            answers.entry(host).or_insert(value);
+        }
+        answers
+    };
+    let ((), answers) = tokio::join!(asking, collect);
+    sort(targets, answers)
+}
+
 /// The method the filter is judged with.
 pub const JUDGE_METHOD: &str = "test.ping";
 

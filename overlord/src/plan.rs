@@ -222,20 +222,20 @@ impl Plan {
         filter: &crate::gate::filter::Filter,
     ) -> Result<Vec<String>, PlanError> {
         let targets: Vec<Target> = found.iter().map(|n| Target::enrolled(&self.root, n)).collect();
-        // Every host judges it, through the workers as any call goes.
-        let ask = crate::job::Action::call(crate::facts::JUDGE_METHOD, vec![crate::facts::query_arg(filter)])
-            .map_err(|e| PlanError::Usage(format!("cannot encode the filter: {e}")))?;
+        // Every host judges it, through the workers (and relays) as any call goes.
         self.check_credentials()?;
-        let answers = crate::relay::routed::call(
-            &self.root,
-            self.routes.as_ref(),
-            &self.spec,
-            &targets,
-            &ask,
-            &self.dispatch,
-            |_, _| {},
-        )?;
-        let judged = crate::facts::sort(targets, answers);
+        let workers = crate::reach::Workers {
+            credentials: self.credentials(),
+            how: self.dispatch.clone(),
+        };
+        let asker = crate::facts::Asker {
+            spec: self.spec.clone(),
+            user: crate::principal::cli_user(),
+            rights: None,
+            timeout: self.dispatch.timeout_secs,
+        };
+        let judging = crate::facts::judge(&workers, &self.root, self.routes.as_ref(), targets, filter, asker);
+        let judged = crate::relay::block_on(judging);
         // The facts seen are kept; a store that cannot take them is said, not fatal.
         if let Err(e) = crate::facts::keep(&self.store(), &judged.seen) {
             crate::errln!("func: the facts seen were not kept: {e}");

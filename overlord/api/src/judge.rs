@@ -1,8 +1,8 @@
 //! Targeting by facts in func-api (DESIGN §16): the hosts a call or a
 //! listing names judge the filter themselves (`test.ping` with Func's
-//! `{"__fact__": QUERY}`, over the warm pool), the facts they looked at
-//! are kept in the store, and the targets are sorted as every door sorts
-//! them (`overlord::facts::sort`).
+//! `{"__fact__": QUERY}`, over the warm pool, by the engine's one
+//! `facts::judge`), a limited caller must be allowed to read the facts it
+//! filters by, and the facts the hosts looked at are kept in the store.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,19 +35,19 @@ pub async fn judge(
             )));
         }
     }
-    let arg = [overlord::facts::query_arg(filter)];
-    let answers = api
-        .pool
-        .call_all(
-            &targets,
-            overlord::facts::JUDGE_METHOD,
-            &arg,
-            limit,
-            Some(user),
-            |_, _| {},
-        )
-        .await;
-    let judged = overlord::facts::sort(targets, answers);
+    let pooled = overlord::reach::Pooled {
+        pool: &api.pool,
+        limit,
+        user: Some(user.to_string()),
+    };
+    // Judged over the pool only (no relays): the SPEC a relay would be told is not needed.
+    let asker = overlord::facts::Asker {
+        spec: "*".into(),
+        user: user.to_string(),
+        rights: rights.signed(),
+        timeout: limit.as_secs_f64(),
+    };
+    let judged = overlord::facts::judge(&pooled, &api.root, None, targets, filter, asker).await;
     let api2 = Arc::clone(api);
     let seen = judged.seen.clone();
     // Kept where the store is written from: a blocking thread.
