@@ -32,5 +32,5 @@ pub fn dispatch_to(
 
 /// A call action for `method` with `params`.
 pub fn call_action(method: &str, params: Vec<Value>) -> Result<Action, PlanError> {
-    Action::call(method, params).map_err(|e| PlanError::Usage(format!("cannot encode the call: {e}")))
+    Action::call(method, params).map_err(|e| PlanError::usage(format!("cannot encode the call: {e}")))
 }

@@ -4,7 +4,6 @@
 //! errors here: a host that failed is a `REMOTE_ERROR` value in the results.
 
 use crate::store::StoreError;
-use crate::targets::TargetError;
 
 /// A runtime failure of the engine.
 #[derive(Debug, thiserror::Error)]
@@ -12,9 +11,6 @@ pub enum EngineError {
     /// The job store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The SPEC named nothing, or could not be read.
-    #[error(transparent)]
-    Targets(#[from] TargetError),
     /// A process the engine needs could not be started.
     #[error("cannot start {what}: {source}")]
     Spawn {

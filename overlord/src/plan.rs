@@ -15,24 +15,21 @@ pub use crate::settings::{
 use crate::store::Store;
 use crate::targets::{self, Target};
 
-/// A usage problem (exit 2) or a failure before dispatch (exit 1).
+/// Why a door's command could not be carried out: what only a door's own
+/// input and files can cause (help asked for, configuration, a local
+/// file), or the gate's refusal, which holds the rest (a bad request,
+/// exit 2; no match, forbidden, the engine's and the store's failures).
+/// Each cause has one variant, in one of the layers.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error("{0}")]
-    Usage(String),
     /// Help or version text asked for (stdout, exit 0).
     #[error("{0}")]
     Help(String),
-    #[error("{0}")]
-    Targets(#[from] targets::TargetError),
     #[error("{0}")]
     Config(String),
     /// overlord.conf cannot be used (the file and key are named).
     #[error(transparent)]
     Conf(#[from] std::sync::Arc<common::config::ConfigError>),
-    /// The job store could not be read or written.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
     /// A local file a command reads or writes.
     #[error("{}: {source}", path.display())]
     File {
@@ -40,12 +37,35 @@ pub enum PlanError {
         #[source]
         source: std::io::Error,
     },
-    /// A runtime failure of the engine.
-    #[error(transparent)]
-    Engine(#[from] crate::error::EngineError),
-    /// A request the gate refused (or could not carry out).
+    /// A request the gate refused, or the engine could not carry out.
     #[error(transparent)]
     Gate(#[from] crate::gate::GateError),
+}
+
+impl PlanError {
+    /// A command line or request that is wrong: the gate's `Invalid` (exit 2).
+    #[allow(non_snake_case)]
+    pub fn usage(why: String) -> Self {
+        PlanError::Gate(crate::gate::GateError::Invalid(why))
+    }
+}
+
+impl From<targets::TargetError> for PlanError {
+    fn from(e: targets::TargetError) -> Self {
+        PlanError::Gate(e.into())
+    }
+}
+
+impl From<crate::error::EngineError> for PlanError {
+    fn from(e: crate::error::EngineError) -> Self {
+        PlanError::Gate(e.into())
+    }
+}
+
+impl From<crate::store::StoreError> for PlanError {
+    fn from(e: crate::store::StoreError) -> Self {
+        PlanError::Gate(crate::error::EngineError::Store(e).into())
+    }
 }
 
 impl PlanError {
@@ -54,24 +74,16 @@ impl PlanError {
     /// or the gate's kinds (`gate::GateError::kind`: `no_match`, `store`, …).
     pub fn kind(&self) -> &'static str {
         match self {
-            PlanError::Usage(_) => "invalid",
             PlanError::Help(_) => "help",
-            PlanError::Targets(t) => crate::gate::error::target_kind(t),
             PlanError::Config(_) | PlanError::Conf(_) => "config",
-            PlanError::Store(_) => "store",
             PlanError::File { .. } => "file",
-            PlanError::Engine(crate::error::EngineError::Store(_)) => "store",
-            PlanError::Engine(crate::error::EngineError::Targets(t)) => crate::gate::error::target_kind(t),
-            PlanError::Engine(_) => "engine",
             PlanError::Gate(g) => g.kind(),
         }
     }
 
     pub fn exit_code(&self) -> i32 {
         match self {
-            PlanError::Usage(_) => 2,
             PlanError::Help(_) => 0,
-            PlanError::Engine(e) => e.exit_status(),
             PlanError::Gate(e) => e.exit_status(),
             _ => 1,
         }
@@ -106,7 +118,7 @@ impl Globals {
             Some(crate::out::Format::Json) => self.json = true,
             Some(other) => self.out = other,
             None => {
-                return Err(PlanError::Usage(format!(
+                return Err(PlanError::usage(format!(
                     "--out takes json, yaml, txt or xmlrpc, not {format:?}"
                 )))
             }
@@ -258,14 +270,14 @@ impl Plan {
             crate::errln!("func: left out by the filter: {}", said.join(" "));
         }
         if let Some(facts) = judged.nobody_has() {
-            return Err(PlanError::Usage(format!(
+            return Err(PlanError::usage(format!(
                 "no host {} names has the fact {facts} (the filter {})",
                 self.spec,
                 filter.describe()
             )));
         }
         if judged.chosen.is_empty() && judged.unjudged.is_empty() {
-            return Err(PlanError::Targets(targets::TargetError::NoMatch(format!(
+            return Err(PlanError::from(targets::TargetError::NoMatch(format!(
                 "{} with {}",
                 self.spec,
                 filter.describe()
@@ -415,7 +427,7 @@ pub fn option_value(
     *i += 1;
     args.get(*i)
         .cloned()
-        .ok_or_else(|| PlanError::Usage(format!("{flag} needs a value")))
+        .ok_or_else(|| PlanError::usage(format!("{flag} needs a value")))
 }
 
 /// `--flag=value` → (`--flag`, Some(value)).
@@ -427,10 +439,10 @@ pub fn split_flag(arg: &str) -> (String, Option<String>) {
 }
 
 pub fn positive(flag: &str, v: &str) -> Result<f64, PlanError> {
-    seconds(v, false).map_err(|why| PlanError::Usage(format!("{flag} {why}")))
+    seconds(v, false).map_err(|why| PlanError::usage(format!("{flag} {why}")))
 }
 
 /// `--forks N`, by the gate's rule.
 pub fn forks(v: &str) -> Result<usize, PlanError> {
-    crate::gate::call::forks(v).map_err(|e| PlanError::Usage(format!("--{e}")))
+    crate::gate::call::forks(v).map_err(|e| PlanError::usage(format!("--{e}")))
 }

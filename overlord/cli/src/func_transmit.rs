@@ -316,7 +316,7 @@ fn run(cli: &Cli, request: &Request) -> (J, i32) {
         Ok(done) => done,
         // Nothing matched: Func's client raised, and func-transmit
         // answered its error object (DESIGN §11), for calls and lists alike.
-        Err(e @ PlanError::Targets(TargetError::NoMatch(_))) => (
+        Err(e @ PlanError::Gate(overlord::gate::GateError::Targets(TargetError::NoMatch(_)))) => (
             json!({"error": 1, "name": "Func Client Exception", "message": e.to_string(), "info": {}}),
             1,
         ),

@@ -30,7 +30,7 @@ fn clap_error(e: clap::Error) -> PlanError {
     let text = e.render().to_string();
     match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => PlanError::Help(text),
-        _ => PlanError::Usage(text.trim_end().to_string()),
+        _ => PlanError::usage(text.trim_end().to_string()),
     }
 }
 
@@ -48,7 +48,7 @@ fn misspelt_command(word: &str) -> Option<PlanError> {
         None => crate::cli::did_you_mean(&normal, TOP),
     };
     (!hint.is_empty()).then(|| {
-        PlanError::Usage(format!(
+        PlanError::usage(format!(
             "{word:?} is not a command, and as a SPEC it is not followed by one{hint}"
         ))
     })
@@ -73,7 +73,7 @@ fn salt_habit(spec: &str, rest: &[String]) -> Option<PlanError> {
         suggestion.push(' ');
         suggestion.push_str(&args.join(" "));
     }
-    Some(PlanError::Usage(format!(
+    Some(PlanError::usage(format!(
         "{word:?} is not a command here (Salt names the function after the target; Func calls it):\n  {suggestion}"
     )))
 }
@@ -94,7 +94,7 @@ fn salt_target(spec: &str, rest: &[String], args: &[String]) -> Option<PlanError
         true => String::new(),
         false => format!(" {}", options.join(" ")),
     };
-    Some(PlanError::Usage(format!(
+    Some(PlanError::usage(format!(
         "{spec:?} is a function, and func needs the hosts first (Salt's target is the grain; here -G only filters them):\n  func '*'{options} call {module} {method}"
     )))
 }
@@ -119,7 +119,7 @@ pub fn parse(args: &[String], env_root: Option<String>) -> Result<(Plan, Command
         crate::cli::TopCommand::Spec(words) => {
             let (spec, rest) = words
                 .split_first()
-                .ok_or_else(|| PlanError::Usage("missing SPEC".into()))?;
+                .ok_or_else(|| PlanError::usage("missing SPEC".into()))?;
             let sub = <crate::cli::SpecCli as clap::Parser>::try_parse_from(
                 std::iter::once(format!("func {spec}")).chain(rest.iter().cloned()),
             )
@@ -155,7 +155,7 @@ fn transmitted(
 ) -> Result<(Plan, Command), PlanError> {
     let mut request = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin().take(16 << 20), &mut request)
-        .map_err(|e| PlanError::Usage(format!("func transmit: cannot read the request: {e}")))?;
+        .map_err(|e| PlanError::usage(format!("func transmit: cannot read the request: {e}")))?;
     let words = match crate::commands::transmit::request(&request)? {
         crate::commands::transmit::Request::Words(words) => words,
         crate::commands::transmit::Request::Call(call) => {

@@ -58,7 +58,6 @@ impl GateError {
             GateError::NotFound(_) => "not_found",
             GateError::Conflict(_) => "conflict",
             GateError::Engine(EngineError::Store(_)) => "store",
-            GateError::Engine(EngineError::Targets(t)) => target_kind(t),
             GateError::Engine(_) => "engine",
         }
     }

@@ -68,8 +68,7 @@ fn fail(e: &overlord::plan::PlanError, format: Option<overlord_cli::display::out
             overlord::out!("{text}");
             return ExitCode::from(code as u8);
         }
-        overlord::plan::PlanError::Usage(msg)
-        | overlord::plan::PlanError::Gate(overlord::gate::GateError::Invalid(msg)) => {
+        overlord::plan::PlanError::Gate(overlord::gate::GateError::Invalid(msg)) => {
             overlord::errln!("{msg}")
         }
         other => overlord::errln!("ERROR: {other}"),

@@ -52,16 +52,16 @@ const CALL_OPTIONS: &[&str] = &[
 /// MODULE METHOD).
 fn typed(text: &str, words: usize) -> Result<Vec<serde_json::Value>, PlanError> {
     if words > 2 {
-        return Err(PlanError::Usage(
+        return Err(PlanError::usage(
             "--json-args gives all the arguments: put none after MODULE METHOD".into(),
         ));
     }
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(serde_json::Value::Array(v)) => Ok(v),
-        Ok(_) => Err(PlanError::Usage(
+        Ok(_) => Err(PlanError::usage(
             "--json-args takes a JSON array: '[\"arg\", 2, {\"k\": true}]'".into(),
         )),
-        Err(e) => Err(PlanError::Usage(format!("--json-args is not JSON: {e}"))),
+        Err(e) => Err(PlanError::usage(format!("--json-args is not JSON: {e}"))),
     }
 }
 
@@ -89,21 +89,21 @@ impl Call {
         if jobstatus {
             return match positional.as_slice() {
                 [id] => Ok(Self::JobStatus { id: id.clone() }),
-                _ => Err(PlanError::Usage("call --jobstatus takes one JOB_ID".into())),
+                _ => Err(PlanError::usage("call --jobstatus takes one JOB_ID".into())),
             };
         }
         refuse_salt_spelling(&positional)?;
         if positional.len() < 2 {
-            return Err(PlanError::Usage("call needs MODULE METHOD [ARGS...]".into()));
+            return Err(PlanError::usage("call needs MODULE METHOD [ARGS...]".into()));
         }
         let (module, method) = (positional[0].clone(), positional[1].clone());
         if nopoll && !asynchronous && !engine::forced_async(&globals.root, &format!("{module}.{method}")) {
-            return Err(PlanError::Usage("--nopoll needs --async".into()));
+            return Err(PlanError::usage("--nopoll needs --async".into()));
         }
         // `call command run ls -la /`: the shell split one command line.
         if module == "command" && method == "run" && typed_args.is_none() && positional.len() > 3 {
             let line = positional[2..].join(" ");
-            return Err(PlanError::Usage(format!(
+            return Err(PlanError::usage(format!(
                 "command run takes one command line: quote it, as in `call command run {}`",
                 overlord::interrupt::shell_quote(&line)
             )));
@@ -323,7 +323,7 @@ impl Scanned {
                 "--fact-query" => s.fact_query = Some(value(&mut i)?),
                 "--out" => globals.set_out(&value(&mut i)?)?,
                 f if f.starts_with('-') && f.len() > 1 && before_method => {
-                    return Err(PlanError::Usage(format!(
+                    return Err(PlanError::usage(format!(
                         "call: unknown option {f}{} (use -- before method arguments that start with '-')",
                         crate::cli::did_you_mean(f, CALL_OPTIONS)
                     )));
@@ -351,7 +351,7 @@ fn refuse_salt_spelling(positional: &[String]) -> Result<(), PlanError> {
         .map(|a| format!(" {}", overlord::interrupt::shell_quote(a)))
         .collect();
     let (ours, name) = crate::cli::func_call_for_salt(module, method);
-    Err(PlanError::Usage(format!(
+    Err(PlanError::usage(format!(
         "call takes MODULE and METHOD as two words: try `call {ours} {name}{rest}` (Salt's {module}.{method} is Func's {ours} {name})"
     )))
 }

@@ -13,7 +13,7 @@ pub struct Grep {
 impl Grep {
     pub fn new(word: String) -> Result<Self, PlanError> {
         match word.trim().is_empty() {
-            true => Err(PlanError::Usage("grep needs a WORD that is not empty".into())),
+            true => Err(PlanError::usage("grep needs a WORD that is not empty".into())),
             false => Ok(Self { word }),
         }
     }

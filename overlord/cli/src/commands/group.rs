@@ -25,7 +25,7 @@ fn host_pairs(arg: &str) -> Result<Vec<(String, String)>, PlanError> {
             let (g, h) = p
                 .strip_prefix('@')
                 .and_then(|p| p.split_once(':'))
-                .ok_or_else(|| PlanError::Usage(format!("expected @GROUP:HOST, got {p:?}")))?;
+                .ok_or_else(|| PlanError::usage(format!("expected @GROUP:HOST, got {p:?}")))?;
             Ok((g.to_string(), h.to_string()))
         })
         .collect()
@@ -56,7 +56,7 @@ impl Group {
         } else if let Some(v) = a.list_hosts {
             Group::ListHosts(v)
         } else {
-            return Err(PlanError::Usage(
+            return Err(PlanError::usage(
                 "group needs an action: --ag, --rg, --la, --lg, --ah, --rh or --lh".into(),
             ));
         })

@@ -85,7 +85,7 @@ impl Command {
             TopCommand::Store { command } => Command::Store(store::Store(command)),
             TopCommand::Schedule { command } => Command::Schedule(schedule::Schedule(command)),
             TopCommand::Spec(_) | TopCommand::Transmit => {
-                return Err(PlanError::Usage("missing command after SPEC".into()))
+                return Err(PlanError::usage("missing command after SPEC".into()))
             }
         })
     }

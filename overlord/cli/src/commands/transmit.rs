@@ -47,7 +47,7 @@ const CALL_KEYS: &[&str] = &[
 /// Refuses the first key of `obj` that is not in `known` (a `kind` request's keys).
 fn only_known(obj: &serde_json::Map<String, J>, known: &[&str], kind: &str) -> Result<(), PlanError> {
     match crate::cli::unknown_key(obj.keys(), known) {
-        Some(why) => Err(PlanError::Usage(format!(
+        Some(why) => Err(PlanError::usage(format!(
             "func transmit: {}",
             why.replacen("; known", &format!(" in a {kind} request; known"), 1)
         ))),
@@ -99,7 +99,7 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
 }
 
 fn bad(why: String) -> PlanError {
-    PlanError::Usage(format!("func transmit: {why}"))
+    PlanError::usage(format!("func transmit: {why}"))
 }
 
 /// `{"command": [words], "timeout"}`: the command line the words stand for.

@@ -28,7 +28,7 @@ impl List {
         };
         let time = |flag: &str, v: String| {
             when::parse(&v, now).ok_or_else(|| {
-                PlanError::Usage(format!(
+                PlanError::usage(format!(
                     "{flag}: {v:?} is not a time (epoch seconds, 10m/2h/7d ago, or YYYY-MM-DD[THH:MM[:SS]] UTC)"
                 ))
             })
@@ -93,7 +93,7 @@ impl List {
             Some(id) => Some(
                 overlord::jobs::row::cursor_below(&store, id)
                     .map_err(config)?
-                    .ok_or_else(|| PlanError::Usage(format!("--before: {id:?} is not a job id")))?,
+                    .ok_or_else(|| PlanError::usage(format!("--before: {id:?} is not a job id")))?,
             ),
             None => None,
         };
