@@ -76,10 +76,11 @@ pub enum Answer {
         id: String,
         status: Status,
     },
+    /// A re-run started: its id, the job it re-runs, its hosts.
     Rerun {
         id: String,
         of: String,
-        hosts: usize,
+        hosts: Vec<String>,
     },
     /// `signalled`: how each running host took the signal; `None` when
     /// there was nothing to kill (unknown, or already finished).
@@ -132,18 +133,7 @@ pub fn serve(
             let status = crate::status::watch(plan, &id, deadline, |s| watch.status(s))?;
             Ok(Answer::Status { id, status })
         }
-        Request::JobRerun { id, failed } => {
-            plan.check_credentials()?;
-            let store = plan.store();
-            let rerun = jobs::rerun::prepare(&store, &plan.root, &id, failed, &|_| true)?;
-            let hosts = rerun.hosts.len();
-            let started = jobs::rerun::start(&store, &plan.root, rerun, caller)?;
-            Ok(Answer::Rerun {
-                id: started.id,
-                of: id,
-                hosts,
-            })
-        }
+        Request::JobRerun { id, failed } => rerun(plan, caller, &id, failed),
         Request::JobKill { id, signal } => kill(plan, caller, id, &signal),
         Request::JobsActive { spec } => Ok(Answer::Active(jobs::active::active(plan, &spec)?)),
     }
@@ -250,6 +240,37 @@ fn drive_batch(plan: &Plan, call: &gate::Call, watch: &mut dyn Watch) -> Result<
         interrupted: rec.interrupted,
         halted: rec.state.halted.clone(),
         failed: rec.state.ended.values().any(machine::HostEnd::is_failure),
+    })
+}
+
+/// A re-run of job `id` for `caller`: a job it may not see is unknown, and
+/// it needs the right to call the function on every host of the re-run.
+fn rerun(plan: &Plan, caller: Option<Caller>, id: &str, failed: bool) -> Result<Answer, PlanError> {
+    plan.check_credentials()?;
+    let store = plan.store();
+    let rights = gate::rights::Rights::of_signed(caller.as_ref().and_then(|c| c.rights.as_deref()));
+    let visible = |r: &crate::store::JobRecord| {
+        let hosts = r.hosts.keys();
+        rights.forbidden(&plan.root, &r.meta.function, hosts).is_none()
+    };
+    let rerun = jobs::rerun::prepare(&store, &plan.root, id, failed, &visible)?;
+    let function = rerun.call.function();
+    if rights
+        .forbidden(&plan.root, &function, rerun.hosts.iter())
+        .is_some()
+    {
+        let why = format!("this caller may not call {function} on every host of the re-run");
+        return Err(gate::GateError::Forbidden(why).into());
+    }
+    let (hosts, of) = (rerun.hosts.clone(), rerun.original.id.clone());
+    let started = jobs::rerun::start(&store, &plan.root, rerun, caller)?;
+    if let Some(mut child) = started.driver {
+        std::thread::spawn(move || child.wait());
+    }
+    Ok(Answer::Rerun {
+        id: started.id,
+        of,
+        hosts,
     })
 }
 
@@ -364,7 +385,7 @@ impl Answer {
             | Answer::Status { id, status }
             | Answer::Killed { id, status, .. } => serde_json::to_value(status.doc(id)).unwrap_or_default(),
             Answer::Minions(targets) => targets.iter().map(|t| (t.name.clone(), json!(t.addr))).collect(),
-            Answer::Rerun { id, of, hosts } => json!({"job_id": id, "rerun_of": of, "hosts": hosts}),
+            Answer::Rerun { id, of, hosts } => json!({"job_id": id, "rerun_of": of, "hosts": hosts.len()}),
             Answer::Active(found) => {
                 let jobs: serde_json::Map<String, serde_json::Value> = found
                     .jobs

@@ -18,6 +18,9 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    /// This overlord's setup (overlord.conf, a file it reads) cannot be used.
+    #[error("{0}")]
+    Setup(String),
     /// The overlord's credentials cannot be used.
     #[error("{0}")]
     Credentials(String),

@@ -50,6 +50,17 @@ impl PlanError {
     }
 }
 
+impl From<PlanError> for crate::gate::GateError {
+    /// For a door that answers the gate's way (func-api): what only a
+    /// command line can cause is this overlord's setup failing.
+    fn from(e: PlanError) -> Self {
+        match e {
+            PlanError::Gate(g) => g,
+            other => crate::error::EngineError::Setup(other.to_string()).into(),
+        }
+    }
+}
+
 impl From<targets::TargetError> for PlanError {
     fn from(e: targets::TargetError) -> Self {
         PlanError::Gate(e.into())

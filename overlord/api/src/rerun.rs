@@ -60,29 +60,21 @@ pub async fn rerun(
                 .ok_or_else(|| GateError::NotFound("no job of this caller".into()))?,
             false => id2,
         };
-        let visible = |r: &overlord::store::JobRecord| super::jobs::may_see(&api2, &caller2, r);
-        let rerun = overlord::jobs::rerun::prepare(&api2.store, &api2.root, &id2, failed_only, &visible)?;
-        let function = rerun.call.function();
-        if caller2
-            .rights
-            .forbidden(&api2.root, &function, rerun.hosts.iter())
-            .is_some()
-        {
-            return Err(GateError::Forbidden(format!(
-                "this caller may not call {function} on every host of the re-run"
-            )));
-        }
-        let hosts = rerun.hosts.clone();
         let who = overlord::jobs::start::Caller {
             user: caller2.user(),
             rights: caller2.signed_rights(),
         };
-        let original = rerun.original.id.clone();
-        let started = overlord::jobs::rerun::start(&api2.store, &api2.root, rerun, Some(who))?;
-        if let Some(driver) = started.driver {
-            super::state::reap(driver);
+        let plan = overlord::plan::Plan::for_program(api2.root.clone(), "", None, None)?;
+        let request = overlord::engine::Request::JobRerun {
+            id: id2,
+            failed: failed_only,
+        };
+        match overlord::engine::serve(&plan, Some(who), request, &mut overlord::engine::Unwatched)? {
+            overlord::engine::Answer::Rerun { id, of, hosts } => Ok((id, hosts, of)),
+            _ => Err(GateError::Engine(overlord::error::EngineError::Setup(
+                "the engine answered a re-run with something else".into(),
+            ))),
         }
-        Ok((started.id, hosts, original))
     })
     .await
     .map_err(ApiError::internal)?;

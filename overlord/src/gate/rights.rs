@@ -106,6 +106,18 @@ impl Rights {
         }
     }
 
+    /// The rights a job or request was signed with (`None`: an
+    /// administrator); a rule that does not read grants nothing.
+    pub fn of_signed(signed: Option<&[String]>) -> Self {
+        match signed {
+            None => Rights::admin(),
+            Some(rules) => Rights {
+                admin: false,
+                rules: rules.iter().filter_map(|r| Rule::parse(r).ok()).collect(),
+            },
+        }
+    }
+
     /// The first host of `hosts` that may not be called with `method`;
     /// `None` when all may. Judged on the names alone, before any call.
     pub fn forbidden<'a>(

@@ -30,10 +30,11 @@ impl Rerun {
         match plan.json {
             true => crate::display::output::print_doc(plan.out, &answer.document()),
             false => overlord::outln!(
-                "JOB_ID: {} (re-run of {} on {hosts} host{})",
+                "JOB_ID: {} (re-run of {} on {} host{})",
                 overlord::interrupt::shell_quote(id),
                 overlord::interrupt::shell_quote(of),
-                if *hosts == 1 { "" } else { "s" }
+                hosts.len(),
+                if hosts.len() == 1 { "" } else { "s" }
             ),
         }
         Ok(0)
