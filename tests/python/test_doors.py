@@ -345,5 +345,63 @@ class JobManagementTest(unittest.TestCase):
         self.assertTrue(lists[0][1].startswith("function: bad glob"), lists)
 
 
+class ManagementAnswersTest(unittest.TestCase):
+    """Job, batch and schedule management: the same request through func
+    (--json), func transmit's command form and func-api answers the same
+    document (the engine's), whichever door asked."""
+
+    def func(self, *words):
+        p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "--json"] + list(words),
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, json.loads(p.stdout)
+
+    def transmit(self, words):
+        p = subprocess.run([binary("func"), "--root", FLEET.ca_root, "transmit"],
+                           input=json.dumps({"command": words}), capture_output=True, text=True, timeout=120)
+        return p.returncode, json.loads(p.stdout)
+
+    def api(self, method, path, body=None):
+        status, doc, _ = API.request(method, path, token=TOKEN, body=body)
+        return status, doc
+
+    def test_a_batch_status_is_one_document(self):
+        code, job = by_func({"spec": "m1;m2", "module": "test", "method": "add", "args": [1, 1], "batch": 1,
+                             "async": True})
+        self.assertEqual(wait_for(job)[0], 0)
+        answers = [self.func("batch", "status", job), self.transmit(["batch", "status", job]),
+                   self.api("GET", "/api/v1/batches/" + job)]
+        self.assertEqual([a[0] for a in answers], [0, 0, 200], answers)
+        docs = [a[1] for a in answers]
+        self.assertEqual(docs[0], docs[1])
+        self.assertEqual(docs[0], docs[2])
+        self.assertEqual(docs[0]["state"], "complete", docs[0])
+
+    def test_a_job_listing_is_one_document(self):
+        code, job = by_func({"spec": "m1", "module": "test", "method": "add", "args": [2, 2], "async": True})
+        self.assertEqual(wait_for(job)[0], 0)
+        answers = [self.func("jobs", "list", "--limit", "3"), self.transmit(["jobs", "list", "--limit", "3"]),
+                   self.api("GET", "/api/v1/jobs?limit=3")]
+        self.assertEqual([a[0] for a in answers], [0, 0, 200], answers)
+        rows = [[dict(r) for r in a[1]["jobs"]] for a in answers]
+        self.assertEqual(rows[0], rows[1])
+        self.assertEqual(rows[0], rows[2])
+        self.assertIn(job, [r["id"] for r in rows[0]])
+
+    def test_a_schedule_listing_is_one_document(self):
+        status, added = self.api("POST", "/api/v1/schedules", {
+            "name": "doors-s", "request": {"spec": "m1", "module": "test", "method": "ping"},
+            "every": 3600, "enabled": False})
+        self.assertEqual(status, 201, added)
+        try:
+            answers = [self.func("schedule", "list"), self.transmit(["schedule", "list"]),
+                       self.api("GET", "/api/v1/schedules")]
+        finally:
+            self.api("DELETE", "/api/v1/schedules/doors-s")
+        self.assertEqual([a[0] for a in answers], [0, 0, 200], answers)
+        docs = [a[1] for a in answers]
+        self.assertEqual(docs[0], docs[1])
+        self.assertEqual(docs[0], docs[2])
+
+
 if __name__ == "__main__":
     unittest.main()

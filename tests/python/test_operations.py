@@ -365,7 +365,7 @@ class OperationsTest(unittest.TestCase):
         self.assertIn("cli-tick", listed.stdout)
         self.assertIn("every 1s", listed.stdout)
         doc = json.loads(self.func("--json", "schedule", "list").stdout)
-        mine = [s for s in doc if s["name"] == "cli-tick"][0]
+        mine = [s for s in doc["schedules"] if s["name"] == "cli-tick"][0]
         self.assertTrue(mine["owner"].startswith("cli:"))
         self.assertEqual(self.func("schedule", "disable", "cli-tick").returncode, 0)
         self.assertFalse(self.schedule("cli-tick")["enabled"])

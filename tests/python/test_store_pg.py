@@ -301,7 +301,7 @@ class SharedStoreTest(unittest.TestCase):
         self.assertEqual(again["schedules_imported"], 0, again)
         # B (the same store) lists it, with its next run.
         listed = json.loads(self.func(self.b, "--json", "schedule", "list").stdout)
-        mine = [s for s in listed if s["name"] == "imported-nightly"]
+        mine = [s for s in listed["schedules"] if s["name"] == "imported-nightly"]
         self.assertTrue(mine and mine[0]["enabled"] and mine[0]["next_run"], listed)
         self.assertEqual(self.func(self.b, "schedule", "remove", "imported-nightly").returncode, 0)
         doc = json.loads(self.func(self.b, "job_status", ids[0], "--json").stdout)

@@ -211,7 +211,7 @@ fn intervals_cron_fields_unknown_jobs_and_a_root_without_an_overlord() {
     ]);
     assert_eq!(out.code, 0, "--every takes a unit as --since does: {out:?}");
     let listed = json(&fleet, &["schedule", "list"]);
-    assert_eq!(listed[0]["every"], 300, "{listed}");
+    assert_eq!(listed["schedules"][0]["every"], 300, "{listed}");
     let out = fleet.func(&[
         "schedule",
         "add",

@@ -132,7 +132,9 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
 fn list(plan: &Plan, store: &overlord::store::Store) -> Result<i32, PlanError> {
     let all = manage::list(store)?;
     if plan.json {
-        crate::display::output::print_doc(plan.out, &json!(manage::docs(store, &all)));
+        // The API's shape (`GET /api/v1/schedules`), as `jobs list` is the API's.
+        let doc = json!({ "schedules": manage::docs(store, &all) });
+        crate::display::output::print_doc(plan.out, &doc);
         return Ok(0);
     }
     if all.is_empty() {
