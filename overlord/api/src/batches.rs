@@ -18,6 +18,8 @@ use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
 use overlord::batch::control::{self, BatchDoc, Recovered};
 use overlord::batch::record::BatchRecord;
+use overlord::engine::{Answer, Request};
+use overlord::gate::GateError;
 use overlord::store::JobMeta;
 
 fn unknown(id: &str) -> ApiError {
@@ -25,6 +27,18 @@ fn unknown(id: &str) -> ApiError {
         "no batch {} (unknown, or expired)",
         common::paths::shorten(id)
     ))
+}
+
+/// Asks the engine, as `caller`.
+fn ask(api: &Api, caller: &Caller, request: Request) -> Result<Answer, ApiError> {
+    let plan =
+        overlord::plan::Plan::for_program(api.root.clone(), "", None, None).map_err(GateError::from)?;
+    let who = overlord::jobs::start::Caller {
+        user: caller.user(),
+        rights: caller.signed_rights(),
+    };
+    overlord::engine::serve(&plan, Some(who), request, &mut overlord::engine::Unwatched)
+        .map_err(|e| ApiError::from(GateError::from(e)))
 }
 
 /// The batch, if the caller may see it (else as unknown).
@@ -54,9 +68,14 @@ pub async fn status(
     Path(id): Path<String>,
 ) -> Result<Json<BatchDoc>, ApiError> {
     tokio::task::spawn_blocking(move || {
-        let (meta, mut rec) = load_visible(&api, &caller, &id)?;
-        control::with_recorded_ends(&api.store, &mut rec, &meta.id);
-        Ok(Json(control::status_doc(&meta, &rec)))
+        overlord::gate::JobRef::parse(&id)?;
+        match ask(&api, &caller, Request::BatchStatus { id: id.clone() })? {
+            Answer::BatchStatus {
+                found: Some((meta, rec)),
+                ..
+            } => Ok(Json(control::status_doc(&meta, &rec))),
+            _ => Err(unknown(&id)),
+        }
     })
     .await
     .map_err(ApiError::internal)?
@@ -122,9 +141,18 @@ pub async fn stop(
             .chain(before.state.active.keys())
             .cloned()
             .collect();
-        let (meta, rec) = control::request_stop(&api.store, &id, req.kill)
-            .map_err(ApiError::from)?
-            .ok_or_else(|| unknown(&id))?;
+        let request = Request::BatchStop {
+            id: id.clone(),
+            kill: req.kill,
+            wait: false,
+        };
+        let Answer::BatchStop {
+            found: Some((meta, rec)),
+            ..
+        } = ask(&api, &caller, request)?
+        else {
+            return Err(unknown(&id));
+        };
         let what = if req.kill { "kill" } else { "stop" };
         api.audit.line(
             &caller.user(),
@@ -165,11 +193,11 @@ pub async fn recover(
             .chain(rec.state.active.keys())
             .cloned()
             .collect();
-        let (outcome, driver) =
-            control::recover(&api.store, &api.root, &api.exe, &id).map_err(ApiError::from)?;
-        if let Some(child) = driver {
-            super::state::reap(child);
-        }
+        let request = Request::BatchRecover { id: Some(id.clone()) };
+        let Answer::Recovered(mut done) = ask(&api, &caller, request)? else {
+            return Err(unknown(&id));
+        };
+        let outcome = done.pop().map_or(Recovered::Missing, |(_, outcome, _)| outcome);
         let answer = |outcome, state| RecoverOutcome {
             job_id: meta.id.clone(),
             outcome,

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 use common::paths::Root;
 use common::Value;
 
+pub mod batches;
+
+use crate::batch::control::Recovered;
 use crate::gate::{self, Run};
 use crate::job::Action;
 use crate::jobs::kill::Signalled;
@@ -41,6 +44,15 @@ pub enum Request {
     JobRerun { id: String, failed: bool },
     /// What runs now on the hosts `spec` names, by overlord job.
     JobsActive { spec: String },
+    /// Every batch, newest first.
+    BatchList,
+    /// A batch's status.
+    BatchStatus { id: String },
+    /// A stop (drain) or, with `kill`, a kill request for a batch's driver;
+    /// with `wait`, until it applied it.
+    BatchStop { id: String, kill: bool, wait: bool },
+    /// A new driver for a batch whose driver is gone (`None`: every such batch).
+    BatchRecover { id: Option<String> },
     /// Signals job `id` on every host still running it, then follows it
     /// until the signalled hosts end (at most the plan's `-t`, default 10 s).
     JobKill { id: String, signal: String },
@@ -72,6 +84,22 @@ pub enum Answer {
     },
     Minions(Vec<Target>),
     Active(jobs::active::Active),
+    Batches(Vec<batches::Found>),
+    /// `found`: `None` when unknown (or not the caller's to see).
+    BatchStatus {
+        id: String,
+        found: Option<batches::Found>,
+    },
+    /// The batch after the request (`None`: unknown); `applied`: whether
+    /// its driver applied it in time (`None`: not waited for).
+    BatchStop {
+        id: String,
+        kill: bool,
+        found: Option<batches::Found>,
+        applied: Option<bool>,
+    },
+    /// What a recover did with each batch, and the batch as it was.
+    Recovered(Vec<(String, Recovered, Option<batches::Found>)>),
     Status {
         id: String,
         status: Status,
@@ -136,6 +164,25 @@ pub fn serve(
         Request::JobRerun { id, failed } => rerun(plan, caller, &id, failed),
         Request::JobKill { id, signal } => kill(plan, caller, id, &signal),
         Request::JobsActive { spec } => Ok(Answer::Active(jobs::active::active(plan, &spec)?)),
+        Request::BatchList => Ok(Answer::Batches(batches::list(plan, caller.as_ref())?)),
+        Request::BatchStatus { id } => {
+            let found = batches::status(plan, caller.as_ref(), &id)?;
+            Ok(Answer::BatchStatus { id, found })
+        }
+        Request::BatchStop { id, kill, wait } => {
+            let (found, applied) = batches::stop(plan, caller.as_ref(), &id, kill, wait)?;
+            Ok(Answer::BatchStop {
+                id,
+                kill,
+                found,
+                applied,
+            })
+        }
+        Request::BatchRecover { id } => Ok(Answer::Recovered(batches::recover(
+            plan,
+            caller.as_ref(),
+            id.as_deref(),
+        )?)),
     }
 }
 
@@ -358,6 +405,18 @@ impl Answer {
             Answer::Batch { failed, .. } => i32::from(*failed),
             Answer::Status { status, .. } => crate::status::exit_code(status),
             Answer::Active(found) => i32::from(!found.unreachable.is_empty()),
+            Answer::Batches(_) => 0,
+            Answer::BatchStatus { found: None, .. } | Answer::BatchStop { found: None, .. } => 1,
+            Answer::BatchStatus {
+                found: Some((_, rec)),
+                ..
+            } => i32::from(crate::batch::control::any_failed(rec) || rec.orphaned()),
+            Answer::BatchStop {
+                found: Some((_, rec)),
+                applied,
+                ..
+            } => i32::from(!rec.complete && (rec.orphaned() || *applied == Some(false))),
+            Answer::Recovered(done) => i32::from(done.iter().any(|(_, r, _)| *r == Recovered::Missing)),
             Answer::Killed {
                 status, signalled, ..
             } => match (&status.record, signalled) {
@@ -386,6 +445,36 @@ impl Answer {
             | Answer::Killed { id, status, .. } => serde_json::to_value(status.doc(id)).unwrap_or_default(),
             Answer::Minions(targets) => targets.iter().map(|t| (t.name.clone(), json!(t.addr))).collect(),
             Answer::Rerun { id, of, hosts } => json!({"job_id": id, "rerun_of": of, "hosts": hosts.len()}),
+            Answer::Batches(all) => batches_doc(all),
+            Answer::BatchStatus { id, found } => {
+                let doc = match found {
+                    Some((meta, rec)) => crate::batch::control::status_doc(meta, rec),
+                    None => crate::batch::control::unknown_doc(id),
+                };
+                serde_json::to_value(doc).unwrap_or_default()
+            }
+            Answer::BatchStop { id, kill, found, .. } => {
+                let mut doc = json!({"job_id": id, "requested": if *kill { "kill" } else { "stop" }});
+                if let Some((_, rec)) = found {
+                    doc["state"] = json!(crate::batch::control::state_word(rec));
+                    doc["complete"] = json!(rec.complete);
+                    doc["driver_alive"] = json!(!rec.orphaned() && !rec.complete);
+                    doc["counts"] = json!(rec.state.counts());
+                }
+                doc
+            }
+            Answer::Recovered(done) => {
+                let outcome = |r: &Recovered| match r {
+                    Recovered::Missing => "unknown",
+                    Recovered::Resumed => "resumed",
+                    _ => "nothing to recover",
+                };
+                let batches: serde_json::Map<String, serde_json::Value> = done
+                    .iter()
+                    .map(|(id, r, _)| (id.clone(), json!(outcome(r))))
+                    .collect();
+                json!({ "batches": batches })
+            }
             Answer::Active(found) => {
                 let jobs: serde_json::Map<String, serde_json::Value> = found
                     .jobs
@@ -410,4 +499,13 @@ impl Answer {
             }
         }
     }
+}
+
+/// `batch list --json`: `[{"id", "function", "size", "mode", "started", "state", "counts"}]`.
+fn batches_doc(all: &[batches::Found]) -> serde_json::Value {
+    let rows = all.iter().map(|(m, r)| {
+        serde_json::json!({"id": m.id, "function": m.function, "size": r.state.size, "mode": r.mode,
+            "started": m.started, "state": crate::batch::control::state_word(r), "counts": r.state.counts()})
+    });
+    serde_json::Value::Array(rows.collect())
 }
