@@ -20,9 +20,10 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
+use overlord::gate::GateError;
 use overlord::jobs::kill::{self as killing, Signalled};
-use overlord::jobs::row::{JobPage, JobRow};
-use overlord::store::{JobMeta, JobRecord, JobStore};
+use overlord::jobs::row::JobPage;
+use overlord::store::{JobRecord, JobStore};
 
 /// Page size by default and at most; jobs looked at per request at most.
 const DEFAULT_LIMIT: usize = 50;
@@ -109,23 +110,37 @@ pub async fn list(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad(format!("limit: from 1 to {MAX_LIMIT}")));
     }
-    let filters = Filters {
+    let query = overlord::jobs::listing::Query {
         function: glob(q.function.as_deref(), "function")?,
         target: glob(q.target.as_deref(), "target")?,
         schedule: glob(q.schedule.as_deref(), "schedule")?,
+        limit: Some(limit),
+        before: q.before.clone().filter(|b| !b.is_empty()),
+        max_scan: Some(if caller.rights.admin {
+            MAX_SCAN
+        } else {
+            MAX_SCAN_LIMITED
+        }),
+        ..Default::default()
     };
-    let before = q.before.clone().filter(|b| !b.is_empty());
     // A listing is work done for the caller: it takes one of its slots.
     let slot = super::calls::take_slot(&api, &caller)?;
     let page = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        Listing {
-            api: &api,
-            caller: &caller,
-            filters,
-            reach: Default::default(),
+        let plan =
+            overlord::plan::Plan::for_program(api.root.clone(), "", None, None).map_err(GateError::from)?;
+        let who = overlord::jobs::start::Caller {
+            user: caller.user(),
+            rights: caller.signed_rights(),
+        };
+        let request = overlord::engine::Request::JobsList(query);
+        match overlord::engine::serve(&plan, Some(who), request, &mut overlord::engine::Unwatched) {
+            Ok(overlord::engine::Answer::Jobs(page)) => Ok(page),
+            Ok(_) => Err(ApiError::internal(
+                "the engine answered a listing with something else",
+            )),
+            Err(e) => Err(ApiError::from(GateError::from(e))),
         }
-        .page(limit, before)
     })
     .await
     .map_err(ApiError::internal)??;
@@ -150,144 +165,6 @@ fn next_link(q: &ListQuery, limit: usize, next: &str) -> String {
         }
     }
     format!("</api/v1/jobs?{query}>; rel=\"next\"")
-}
-
-/// A listing's globs over the function, the SPEC and the schedule's name.
-struct Filters {
-    function: Option<glob::Pattern>,
-    target: Option<glob::Pattern>,
-    schedule: Option<glob::Pattern>,
-}
-
-impl Filters {
-    fn none(&self) -> bool {
-        self.function.is_none() && self.target.is_none() && self.schedule.is_none()
-    }
-
-    fn keep(&self, m: &JobMeta) -> bool {
-        self.function.as_ref().is_none_or(|g| g.matches(&m.function))
-            && self.target.as_ref().is_none_or(|g| g.matches(&m.spec))
-            && self
-                .schedule
-                .as_ref()
-                .is_none_or(|g| m.schedule.as_deref().is_some_and(|s| g.matches(s)))
-    }
-}
-
-/// One request's walk down the store's start-time index.
-struct Listing<'a> {
-    api: &'a Api,
-    caller: &'a Caller,
-    filters: Filters,
-    /// What the caller's rights reach, per function: judged once per
-    /// request, not once per job (a listing may look at thousands).
-    reach: std::collections::HashMap<String, std::collections::BTreeSet<String>>,
-}
-
-impl Listing<'_> {
-    /// Up to `limit` rows below `before`, and the `next` page's cursor:
-    /// below the last row shown when full (unless nothing is left there),
-    /// below the last job looked at when cut short by the scan bound, else
-    /// none.
-    fn page(&mut self, limit: usize, before: Option<String>) -> Result<JobPage, ApiError> {
-        let store = &self.api.store;
-        let max_scan = if self.caller.rights.admin {
-            MAX_SCAN
-        } else {
-            MAX_SCAN_LIMITED
-        };
-        let mut cursor = before.map(|id| cursor_of(store, &id)).transpose()?;
-        let mut jobs: Vec<JobRow> = Vec::new();
-        let mut last_returned = None;
-        let (mut scanned, mut exhausted, mut cut) = (0, false, false);
-        while jobs.len() < limit && scanned < max_scan {
-            let want = if self.filters.none() && self.caller.rights.admin {
-                limit - jobs.len()
-            } else {
-                (limit * 4).clamp(50, 1000).min(max_scan - scanned)
-            };
-            let page = store.list_page(want, cursor.as_ref()).map_err(ApiError::store)?;
-            let Some(last) = page.last() else {
-                exhausted = true;
-                break;
-            };
-            cursor = Some((last.started, last.id.clone()));
-            scanned += page.len();
-            exhausted = page.len() < want;
-            let (kept, records) = self.visible(page)?;
-            let total = kept.len();
-            for (i, meta) in kept.into_iter().enumerate() {
-                last_returned = Some((meta.started, meta.id.clone()));
-                let Some(record) = records.get(&meta.id) else {
-                    continue;
-                };
-                jobs.push(JobRow::of(store, record));
-                if jobs.len() == limit {
-                    cut = i + 1 < total;
-                    break;
-                }
-            }
-            if exhausted {
-                break;
-            }
-        }
-        let next = if exhausted && !cut {
-            None
-        } else if jobs.len() == limit {
-            // The last row is its own cursor: one more job below it?
-            let more = match &last_returned {
-                Some(below) => !store
-                    .list_page(1, Some(below))
-                    .map_err(ApiError::store)?
-                    .is_empty(),
-                None => true,
-            };
-            last_returned.filter(|_| more).map(|(_, id)| id)
-        } else {
-            cursor.map(|c| c.1)
-        };
-        Ok(JobPage { jobs, next })
-    }
-
-    /// The jobs of a store page the filters keep and the caller may see,
-    /// with their records: read once (at most a page of them), for the
-    /// rows' tallies and for the caller's rights.
-    fn visible(
-        &mut self,
-        page: Vec<JobMeta>,
-    ) -> Result<(Vec<JobMeta>, std::collections::HashMap<String, JobRecord>), ApiError> {
-        let mut kept: Vec<JobMeta> = page.into_iter().filter(|m| self.filters.keep(m)).collect();
-        if kept.is_empty() {
-            return Ok((kept, Default::default()));
-        }
-        let ids: Vec<String> = kept.iter().map(|m| m.id.clone()).collect();
-        let mut records: std::collections::HashMap<String, JobRecord> = self
-            .api
-            .store
-            .load_many(&ids)
-            .map_err(ApiError::store)?
-            .into_iter()
-            .map(|r| (r.meta.id.clone(), r))
-            .collect();
-        if !self.caller.rights.admin {
-            let (api, caller, reach) = (self.api, self.caller, &mut self.reach);
-            records.retain(|_, r| {
-                let allowed = reach
-                    .entry(r.meta.function.clone())
-                    .or_insert_with(|| caller.rights.hosts_for(&api.root, Some(&r.meta.function)));
-                r.hosts.keys().all(|h| allowed.contains(h))
-            });
-        }
-        kept.retain(|m| records.contains_key(&m.id));
-        Ok((kept, records))
-    }
-}
-
-/// Where a page below job `id` starts (`jobs::row::cursor_below`).
-fn cursor_of(store: &dyn JobStore, id: &str) -> Result<(f64, String), ApiError> {
-    overlord::jobs::row::cursor_below(store, id)
-        .map_err(ApiError::store)?
-        .ok_or_else(|| ApiError::bad("before: not a job id"))
 }
 
 /// The record of job `id` (`last`: the caller's newest), if the caller may see it.

@@ -44,6 +44,8 @@ pub enum Request {
     JobRerun { id: String, failed: bool },
     /// What runs now on the hosts `spec` names, by overlord job.
     JobsActive { spec: String },
+    /// A page of the job listing.
+    JobsList(jobs::listing::Query),
     /// Every batch, newest first.
     BatchList,
     /// A batch's status.
@@ -84,6 +86,7 @@ pub enum Answer {
     },
     Minions(Vec<Target>),
     Active(jobs::active::Active),
+    Jobs(jobs::row::JobPage),
     Batches(Vec<batches::Found>),
     /// `found`: `None` when unknown (or not the caller's to see).
     BatchStatus {
@@ -164,6 +167,11 @@ pub fn serve(
         Request::JobRerun { id, failed } => rerun(plan, caller, &id, failed),
         Request::JobKill { id, signal } => kill(plan, caller, id, &signal),
         Request::JobsActive { spec } => Ok(Answer::Active(jobs::active::active(plan, &spec)?)),
+        Request::JobsList(query) => {
+            let rights = gate::rights::Rights::of_signed(caller.as_ref().and_then(|c| c.rights.as_deref()));
+            let page = jobs::listing::page(&plan.store(), &plan.root, &rights, &query)?;
+            Ok(Answer::Jobs(page))
+        }
         Request::BatchList => Ok(Answer::Batches(batches::list(plan, caller.as_ref())?)),
         Request::BatchStatus { id } => {
             let found = batches::status(plan, caller.as_ref(), &id)?;
@@ -405,7 +413,7 @@ impl Answer {
             Answer::Batch { failed, .. } => i32::from(*failed),
             Answer::Status { status, .. } => crate::status::exit_code(status),
             Answer::Active(found) => i32::from(!found.unreachable.is_empty()),
-            Answer::Batches(_) => 0,
+            Answer::Batches(_) | Answer::Jobs(_) => 0,
             Answer::BatchStatus { found: None, .. } | Answer::BatchStop { found: None, .. } => 1,
             Answer::BatchStatus {
                 found: Some((_, rec)),
@@ -446,6 +454,7 @@ impl Answer {
             Answer::Minions(targets) => targets.iter().map(|t| (t.name.clone(), json!(t.addr))).collect(),
             Answer::Rerun { id, of, hosts } => json!({"job_id": id, "rerun_of": of, "hosts": hosts.len()}),
             Answer::Batches(all) => batches_doc(all),
+            Answer::Jobs(page) => serde_json::to_value(page).unwrap_or_default(),
             Answer::BatchStatus { id, found } => {
                 let doc = match found {
                     Some((meta, rec)) => crate::batch::control::status_doc(meta, rec),

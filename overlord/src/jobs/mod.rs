@@ -11,6 +11,7 @@ pub mod active;
 pub mod driver;
 pub mod follow;
 pub mod kill;
+pub mod listing;
 pub mod poller;
 pub mod relayed;
 pub mod rerun;

@@ -5,20 +5,14 @@
 //! (on the start time), `--before JOB_ID`, `--limit N`. `--json` prints the
 //! page `GET /api/v1/jobs` answers (`jobs::row`): `{"jobs": [...], "next"}`.
 
+use overlord::engine::{self, Answer, Request};
+use overlord::jobs::listing::Query;
 use overlord::jobs::row::{JobPage, JobRow};
 use overlord::plan::{Plan, PlanError};
 use overlord::when;
 
 #[derive(Debug, Default)]
-pub struct List {
-    pub function: Option<glob::Pattern>,
-    pub target: Option<glob::Pattern>,
-    pub schedule: Option<glob::Pattern>,
-    pub before: Option<String>,
-    pub since: Option<f64>,
-    pub until: Option<f64>,
-    pub limit: Option<usize>,
-}
+pub struct List(pub Box<Query>);
 
 impl List {
     pub fn from_args(a: crate::cli::JobsListArgs) -> Result<Self, PlanError> {
@@ -33,7 +27,7 @@ impl List {
                 ))
             })
         };
-        Ok(Self {
+        Ok(Self(Box::new(Query {
             function: a.function.map(|v| pattern("--function", v)).transpose()?,
             target: a.target.map(|v| pattern("--target", v)).transpose()?,
             schedule: a.schedule.map(|v| pattern("--schedule", v)).transpose()?,
@@ -41,79 +35,27 @@ impl List {
             since: a.since.map(|v| time("--since", v)).transpose()?,
             until: a.until.map(|v| time("--until", v)).transpose()?,
             limit: a.limit.map(|n| n as usize),
-        })
-    }
-
-    fn keeps(&self, meta: &overlord::store::JobMeta) -> bool {
-        self.function.as_ref().is_none_or(|p| p.matches(&meta.function))
-            && self.target.as_ref().is_none_or(|p| p.matches(&meta.spec))
-            && self
-                .schedule
-                .as_ref()
-                .is_none_or(|p| meta.schedule.as_deref().is_some_and(|s| p.matches(s)))
-            && self.since.is_none_or(|t| meta.started >= t)
-            && self.until.is_none_or(|t| meta.started <= t)
-    }
-
-    /// The ids of the matching jobs, newest first (below `--before`), up
-    /// to `--limit` and one more (whether there is a next page): read a
-    /// page at a time from the store (newest first), stopping once enough
-    /// matched or the jobs are older than `--since`.
-    fn matching_ids(
-        &self,
-        store: &dyn overlord::store::JobStore,
-        below: Option<overlord::store::Cursor>,
-    ) -> Result<Vec<String>, overlord::store::StoreError> {
-        const PAGE: usize = 500;
-        let limit = self.limit.map_or(usize::MAX, |l| l.saturating_add(1));
-        let mut ids = Vec::new();
-        let mut cursor = below;
-        while ids.len() < limit {
-            let page = store.list_page(PAGE, cursor.as_ref())?;
-            let Some(last) = page.last() else { break };
-            cursor = Some((last.started, last.id.clone()));
-            let older = self.since.is_some_and(|t| last.started < t);
-            ids.extend(
-                page.into_iter()
-                    .filter(|m| self.keeps(m))
-                    .map(|m| m.id)
-                    .take(limit - ids.len()),
-            );
-            if older {
-                break;
-            }
-        }
-        Ok(ids)
+            // A local administrator's listing is never cut short.
+            max_scan: None,
+        })))
     }
 
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
-        let store = plan.store();
-        let config = PlanError::from;
-        let below = match &self.before {
-            Some(id) => Some(
-                overlord::jobs::row::cursor_below(&store, id)
-                    .map_err(config)?
-                    .ok_or_else(|| PlanError::usage(format!("--before: {id:?} is not a job id")))?,
-            ),
-            None => None,
+        let request = Request::JobsList((*self.0).clone());
+        let answer = engine::serve(plan, None, request, &mut engine::Unwatched)?;
+        let Answer::Jobs(JobPage { jobs: rows, .. }) = &answer else {
+            return Err(PlanError::Config(
+                "the engine answered jobs list with something else".into(),
+            ));
         };
-        let mut ids = self.matching_ids(&store, below).map_err(config)?;
-        let more = self.limit.is_some_and(|l| ids.len() > l);
-        ids.truncate(self.limit.unwrap_or(usize::MAX));
-        let records = overlord::store::JobStore::load_many(&store, &ids).map_err(config)?;
-        // Unfinished batches nobody drives read as interrupted, not running.
-        let rows: Vec<JobRow> = records.iter().map(|r| JobRow::of(&store, r)).collect();
         if plan.json {
-            let next = rows.last().filter(|_| more).map(|r| r.id.clone());
-            crate::display::output::print_doc(plan.out, &JobPage { jobs: rows, next });
+            crate::display::output::print_doc(plan.out, &answer.document());
             return Ok(0);
         }
-        if records.is_empty() {
-            overlord::outln!("no jobs in {}", store.shown());
+        if rows.is_empty() {
+            overlord::outln!("no jobs in {}", plan.store().shown());
             return Ok(0);
         }
-        // A finished job's record is final; an unfinished one is as last
-        // recorded: its hosts were not asked now ("running?").
         let status = |r: &JobRow| match r.outcome {
             "running" => "running?",
             o => o,
@@ -128,7 +70,7 @@ impl List {
             "OUTCOME".into(),
             "HOSTS".into(),
         ]];
-        for r in &rows {
+        for r in rows {
             table.push([
                 r.id.clone(),
                 r.function.clone(),
