@@ -57,31 +57,70 @@ pub fn hash(token: &str) -> String {
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Why a token could not be made, listed or revoked.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("no randomness from the system")]
+    NoRandomness,
+    /// The token file cannot be read or written.
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("bad token name {0:?}: 1 to 64 letters, digits, '-', '_', '.', '@'")]
+    BadName(String),
+    #[error("a token named {0:?} exists (func-api token revoke {0} first)")]
+    Exists(String),
+    #[error("{MAX_TOKENS} tokens exist; revoke some first")]
+    Full,
+}
+
 /// `n` random bytes as URL-safe base64 (no padding).
-pub fn random(n: usize) -> Result<String, String> {
+pub fn random(n: usize) -> Result<String, TokenError> {
     use base64::Engine as _;
     use ring::rand::SecureRandom as _;
     let mut bytes = vec![0u8; n];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
-        .map_err(|_| "no randomness from the system".to_string())?;
+        .map_err(|_| TokenError::NoRandomness)?;
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
-fn load(path: &Path) -> Result<File, String> {
+fn load(path: &Path) -> Result<File, TokenError> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display())),
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| TokenError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(File::default()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(source) => Err(TokenError::File {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
-fn save(path: &Path, file: &File) -> Result<(), String> {
+fn save(path: &Path, file: &File) -> Result<(), TokenError> {
+    let failed = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| TokenError::File { path, source }
+    };
     if let Some(dir) = path.parent() {
-        common::private::private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        common::private::private_dir(dir).map_err(failed(dir))?;
     }
-    let bytes = serde_json::to_vec_pretty(file).map_err(|e| e.to_string())?;
-    common::private::write(path, &bytes, true).map_err(|e| format!("{}: {e}", path.display()))
+    let bytes = serde_json::to_vec_pretty(file).map_err(|source| TokenError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    common::private::write(path, &bytes, true).map_err(failed(path))
 }
 
 /// A token name: 1 to 64 letters, digits, `-`, `_`, `.`, `@`.
@@ -99,24 +138,19 @@ pub fn create(
     admin: bool,
     allow: Vec<Rule>,
     expires_in: f64,
-) -> Result<(String, Token), String> {
+) -> Result<(String, Token), TokenError> {
     if !valid_name(name) {
-        return Err(format!(
-            "bad token name {:?}: 1 to 64 letters, digits, '-', '_', '.', '@'",
-            common::paths::shorten(name)
-        ));
+        return Err(TokenError::BadName(common::paths::shorten(name)));
     }
     let path = path(root);
     let mut file = load(&path)?;
     let now = overlord::store::now();
     file.tokens.retain(|t| !t.expired(now));
     if file.tokens.iter().any(|t| t.name == name) {
-        return Err(format!(
-            "a token named {name:?} exists (func-api token revoke {name} first)"
-        ));
+        return Err(TokenError::Exists(name.to_string()));
     }
     if file.tokens.len() >= MAX_TOKENS {
-        return Err(format!("{MAX_TOKENS} tokens exist; revoke some first"));
+        return Err(TokenError::Full);
     }
     let secret = format!("fapi_{}", random(32)?);
     let token = Token {
@@ -133,12 +167,12 @@ pub fn create(
 }
 
 /// Every stored token.
-pub fn list(root: &Root) -> Result<Vec<Token>, String> {
+pub fn list(root: &Root) -> Result<Vec<Token>, TokenError> {
     Ok(load(&path(root))?.tokens)
 }
 
 /// Removes token `name`; whether it existed.
-pub fn revoke(root: &Root, name: &str) -> Result<bool, String> {
+pub fn revoke(root: &Root, name: &str) -> Result<bool, TokenError> {
     let path = path(root);
     let mut file = load(&path)?;
     let before = file.tokens.len();

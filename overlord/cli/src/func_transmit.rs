@@ -224,13 +224,13 @@ fn check(doc: &J) -> Result<Request, Bad> {
     let spec = clients(obj.get("clients"))?;
     let method = f
         .name("method")
-        .map_err(bad)?
+        .map_err(Bad::from)?
         .ok_or_else(|| bad("a request needs \"method\"".into()))?;
     overlord::gate::call::check_spec("spec", &spec).map_err(Bad::from)?;
     let filter = overlord::gate::filter::Filter::parse(
-        f.name("filter").map_err(bad)?.as_deref(),
-        f.name("filteror").map_err(bad)?.as_deref(),
-        f.name("grain").map_err(bad)?.as_deref(),
+        f.name("filter").map_err(Bad::from)?.as_deref(),
+        f.name("filteror").map_err(Bad::from)?.as_deref(),
+        f.name("grain").map_err(Bad::from)?.as_deref(),
         None,
     )
     .map_err(Bad::from)?;
@@ -273,7 +273,7 @@ fn call(obj: &serde_json::Map<String, J>, spec: String, method: String) -> Resul
     let f = Fields(obj);
     let module = f
         .name("module")
-        .map_err(bad)?
+        .map_err(Bad::from)?
         .ok_or_else(|| bad(format!("a call of {method:?} needs \"module\"")))?;
     let args = match obj.get("parameters") {
         None | Some(J::Null) => Vec::new(),
@@ -288,19 +288,19 @@ fn call(obj: &serde_json::Map<String, J>, spec: String, method: String) -> Resul
         method,
         args,
         words: None,
-        asynchronous: f.flag("async").map_err(bad)?,
+        asynchronous: f.flag("async").map_err(Bad::from)?,
         batch: None,
         batch_wait: None,
         failhard: false,
-        timeout: f.text("timeout").map_err(bad)?,
-        forks: f.text("nforks").map_err(bad)?,
-        filter: f.name("filter").map_err(bad)?,
-        filteror: f.name("filteror").map_err(bad)?,
-        grain: f.name("grain").map_err(bad)?,
+        timeout: f.text("timeout").map_err(Bad::from)?,
+        forks: f.text("nforks").map_err(Bad::from)?,
+        filter: f.name("filter").map_err(Bad::from)?,
+        filteror: f.name("filteror").map_err(Bad::from)?,
+        grain: f.name("grain").map_err(Bad::from)?,
         fact_query: None,
-        delegate: f.flag("delegate").map_err(bad)?,
+        delegate: f.flag("delegate").map_err(Bad::from)?,
     })?;
-    Ok(Request::Call(call, f.name("mapfile").map_err(bad)?))
+    Ok(Request::Call(call, f.name("mapfile").map_err(Bad::from)?))
 }
 
 /// Carries out the request with the engine, in this process: the answer in

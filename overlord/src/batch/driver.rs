@@ -48,7 +48,6 @@ pub fn main(args: &[String]) -> i32 {
             |_, _, _| {},
         )
         .map(|_| ())
-        .map_err(|e| e.to_string())
     })
 }
 

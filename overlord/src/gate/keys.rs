@@ -7,6 +7,8 @@
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::GateError;
+
 /// The top-level keys of a request, each once.
 pub struct UniqueKeys(pub Map<String, Value>);
 
@@ -79,35 +81,37 @@ pub struct Fields<'a>(pub &'a Map<String, Value>);
 
 impl Fields<'_> {
     /// A string, or a number as its text (the gate reads numbers).
-    pub fn text(&self, key: &str) -> Result<Option<String>, String> {
+    pub fn text(&self, key: &str) -> Result<Option<String>, GateError> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(other) => Err(format!(
-                "{key:?} must be a string or a number, not {}",
-                kind(other)
-            )),
+            Some(other) => Err(invalid(key, "a string or a number", other)),
         }
     }
 
     /// A string only: names, SPECs and job ids (a number is not one).
-    pub fn name(&self, key: &str) -> Result<Option<String>, String> {
+    pub fn name(&self, key: &str) -> Result<Option<String>, GateError> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(format!("{key:?} must be a string, not {}", kind(other))),
+            Some(other) => Err(invalid(key, "a string", other)),
         }
     }
 
     /// `true` or `false` (absent: false).
-    pub fn flag(&self, key: &str) -> Result<bool, String> {
+    pub fn flag(&self, key: &str) -> Result<bool, GateError> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(format!("{key:?} must be true or false, not {}", kind(other))),
+            Some(other) => Err(invalid(key, "true or false", other)),
         }
     }
+}
+
+/// `"key" must be WHAT, not KIND`.
+fn invalid(key: &str, what: &str, given: &Value) -> GateError {
+    GateError::Invalid(format!("{key:?} must be {what}, not {}", kind(given)))
 }
 
 /// What a request value is, for an error message (the value itself may be

@@ -16,6 +16,7 @@ use common::Value;
 
 use super::encode_result;
 use crate::dispatch::{self, Dispatch};
+use crate::error::EngineError;
 use crate::job::Action;
 use crate::settings::WORKER_CONCURRENCY;
 use crate::store::{HostState, HostUpdate, JobStore};
@@ -130,7 +131,7 @@ pub fn main(args: &[String]) -> i32 {
 pub fn run_detached(
     subcommand: &str,
     args: &[String],
-    drive: impl FnOnce(&dyn JobStore, &Root, &str) -> Result<(), String>,
+    drive: impl FnOnce(&dyn JobStore, &Root, &str) -> Result<(), EngineError>,
 ) -> i32 {
     let (root, id) = match args {
         [flag, root, id] if flag == "--root" => (Root::new(root.clone()), id.clone()),
@@ -151,19 +152,17 @@ pub fn run_detached(
     }
 }
 
-fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
+fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), EngineError> {
     let me = std::process::id();
     let what = format!("func driver {id}");
     crate::store::api::retrying(&what, || {
         store.set_driver(id, me, common::process::start_time(me).unwrap_or(0))
-    })
-    .map_err(|e| e.to_string())?;
-    let record = crate::store::api::retrying(&what, || store.load(id))
-        .map_err(|e| e.to_string())?
-        .ok_or("no such job in the store")?;
+    })?;
+    let record = crate::store::api::retrying(&what, || store.load(id))?
+        .ok_or_else(|| EngineError::Record("no such job in the store".into()))?;
     let hosts: Vec<String> = record.hosts.keys().cloned().collect();
     if let Err(why) = crate::seal::verify(root, &record.meta, &hosts) {
-        return Err(refuse(store, root, &record, &why));
+        return Err(EngineError::Untrusted(refuse(store, root, &record, &why)));
     }
     let pending = record
         .hosts
@@ -173,14 +172,12 @@ fn drive(store: &dyn JobStore, root: &Root, id: &str) -> Result<(), String> {
         .collect();
     let (direct, relayed) = delegated(root, &record.meta, pending);
     if !relayed.is_empty() {
-        crate::store::api::retrying(&what, || store.update(id, &relayed, false))
-            .map_err(|e| e.to_string())?;
+        crate::store::api::retrying(&what, || store.update(id, &relayed, false))?;
     }
     let pending = dispatch_direct(store, root, &record.meta, &direct)?;
     // Whatever is left, and the end of the dispatch: kept until written,
     // even across a restart of the store's server.
-    crate::store::api::retrying(&format!("func driver {id}"), || store.update(id, &pending, true))
-        .map_err(|e| e.to_string())?;
+    crate::store::api::retrying(&format!("func driver {id}"), || store.update(id, &pending, true))?;
     Ok(())
 }
 
@@ -227,7 +224,7 @@ fn dispatch_direct(
     root: &Root,
     meta: &crate::store::JobMeta,
     targets: &[Target],
-) -> Result<Vec<(String, HostUpdate)>, String> {
+) -> Result<Vec<(String, HostUpdate)>, EngineError> {
     let id = meta.id.as_str();
     let params = meta.params();
     let call_xml = common::xmlrpc::encode_call(
@@ -235,14 +232,17 @@ fn dispatch_direct(
         params,
         common::xmlrpc::DEFAULT_MAX_DEPTH,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| EngineError::Record(format!("the job's call: {e}")))?;
     let how = Dispatch {
         forks: meta.forks.max(1),
         timeout_secs: meta.timeout_secs,
         concurrency: WORKER_CONCURRENCY,
         max_response: crate::settings::max_response(root),
     };
-    let exe = common::process::own_exe().map_err(|e| e.to_string())?;
+    let exe = common::process::own_exe().map_err(|source| EngineError::Spawn {
+        what: "workers (the func executable is not found)",
+        source,
+    })?;
     let mut pending: Vec<(String, HostUpdate)> = Vec::new();
     let mut last_flush = Instant::now();
     let flush = |pending: &mut Vec<(String, HostUpdate)>| {
@@ -275,7 +275,10 @@ fn dispatch_direct(
                 }
             },
         )
-        .map_err(|e| format!("cannot start workers: {e}"))?;
+        .map_err(|source| EngineError::Spawn {
+            what: "workers",
+            source,
+        })?;
     }
     Ok(pending)
 }

@@ -84,7 +84,7 @@ fn create_token(
             .with_context(|| format!("--expires takes seconds above 0, at most a year, not {v:?}"))?,
         None => tokens::DEFAULT_EXPIRES,
     };
-    let (secret, tok) = tokens::create(root, name, admin, rules, life).map_err(anyhow::Error::msg)?;
+    let (secret, tok) = tokens::create(root, name, admin, rules, life)?;
     let _ = writeln!(
         out,
         "token {} created, expires {}",
@@ -102,7 +102,7 @@ fn create_token(
 /// `token list`: names, rights, expiry.
 fn list_tokens(root: &Root, out: &mut impl std::io::Write) -> anyhow::Result<()> {
     let now = overlord::store::now();
-    let all = tokens::list(root).map_err(anyhow::Error::msg)?;
+    let all = tokens::list(root)?;
     if all.is_empty() {
         let _ = writeln!(out, "no tokens (func-api token create NAME --admin)");
     }
@@ -130,7 +130,7 @@ fn list_tokens(root: &Root, out: &mut impl std::io::Write) -> anyhow::Result<()>
 
 /// `token revoke NAME`: the token, and the schedules it owns stop now.
 fn revoke_token(root: &Root, out: &mut impl std::io::Write, name: &str) -> anyhow::Result<()> {
-    if !tokens::revoke(root, name).map_err(anyhow::Error::msg)? {
+    if !tokens::revoke(root, name)? {
         anyhow::bail!("no token named {:?}", common::paths::shorten(name));
     }
     let _ = writeln!(out, "token {name} revoked");

@@ -82,20 +82,25 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
     let fields = Fields(obj);
     if let Some(command) = obj.get("command") {
         only_known(obj, COMMAND_KEYS, "command")?;
-        return command_request(command, fields.text("timeout").map_err(bad)?);
+        return command_request(command, fields.text("timeout").map_err(badly)?);
     }
-    if let Some(id) = fields.name("job_status").map_err(bad)? {
+    if let Some(id) = fields.name("job_status").map_err(badly)? {
         only_known(obj, JOB_STATUS_KEYS, "job_status")?;
         overlord::gate::JobRef::parse(&id)?;
-        let timeout = match fields.text("timeout").map_err(bad)? {
+        let timeout = match fields.text("timeout").map_err(badly)? {
             Some(t) => Some(overlord::plan::positive("timeout", &t).map_err(|e| bad(e.to_string()))?),
             None => None,
         };
-        let wait = fields.flag("wait").map_err(bad)?;
+        let wait = fields.flag("wait").map_err(badly)?;
         return Ok(Request::JobStatus { id, wait, timeout });
     }
     only_known(obj, CALL_KEYS, "call")?;
     call_request(obj).map(Request::Call)
+}
+
+/// A field the gate refused, said as this program's.
+fn badly(e: overlord::gate::GateError) -> PlanError {
+    bad(e.to_string())
 }
 
 fn bad(why: String) -> PlanError {
@@ -134,7 +139,7 @@ fn call_request(obj: &serde_json::Map<String, J>) -> Result<overlord::gate::Call
     let f = Fields(obj);
     let need = |key: &str| {
         f.name(key)
-            .map_err(bad)?
+            .map_err(badly)?
             .ok_or_else(|| bad(format!("a call needs {key:?}")))
     };
     let args = match obj.get("parameters") {
@@ -144,22 +149,22 @@ fn call_request(obj: &serde_json::Map<String, J>) -> Result<overlord::gate::Call
     };
     Ok(overlord::gate::Call::new(overlord::gate::CallFields {
         spec: need("clients")?,
-        exclude: f.name("exclude").map_err(bad)?,
+        exclude: f.name("exclude").map_err(badly)?,
         module: need("module")?,
         method: need("method")?,
         args,
         words: None,
-        asynchronous: f.flag("async").map_err(bad)?,
-        batch: f.text("batch").map_err(bad)?,
-        batch_wait: f.text("batch_wait").map_err(bad)?,
-        failhard: f.flag("failhard").map_err(bad)?,
-        timeout: f.text("timeout").map_err(bad)?,
-        forks: f.text("nforks").map_err(bad)?,
-        filter: f.name("filter").map_err(bad)?,
-        filteror: f.name("filteror").map_err(bad)?,
-        grain: f.name("grain").map_err(bad)?,
+        asynchronous: f.flag("async").map_err(badly)?,
+        batch: f.text("batch").map_err(badly)?,
+        batch_wait: f.text("batch_wait").map_err(badly)?,
+        failhard: f.flag("failhard").map_err(badly)?,
+        timeout: f.text("timeout").map_err(badly)?,
+        forks: f.text("nforks").map_err(badly)?,
+        filter: f.name("filter").map_err(badly)?,
+        filteror: f.name("filteror").map_err(badly)?,
+        grain: f.name("grain").map_err(badly)?,
         fact_query: obj.get("fact_query").filter(|q| !q.is_null()).cloned(),
-        delegate: f.flag("delegate").map_err(bad)?,
+        delegate: f.flag("delegate").map_err(badly)?,
     })?)
 }
 

@@ -3,6 +3,7 @@
 //! the hosts that have not returned, with why: not dispatched yet, running,
 //! or unreachable (and the error).
 
+use overlord::engine::{self, Answer, Request};
 use overlord::jobs;
 use overlord::plan::{Plan, PlanError};
 
@@ -17,7 +18,16 @@ impl Lookup {
         if !self.missing {
             return crate::commands::job_status::show(plan, &self.id, false);
         }
-        let status = overlord::status::refreshed(plan, &self.id)?;
+        let request = Request::JobStatus {
+            id: self.id.clone(),
+            wait: false,
+        };
+        let Answer::Status { status, .. } = engine::serve(plan, None, request, &mut engine::Unwatched)?
+        else {
+            return Err(PlanError::Config(
+                "the engine answered a status with something else".into(),
+            ));
+        };
         if status.code == jobs::LOST_IN_SPACE {
             crate::display::show_status(plan, &self.id, &status);
             return Ok(1);
