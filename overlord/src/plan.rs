@@ -182,6 +182,9 @@ pub struct Plan {
     pub delegate: bool,
     /// The delegation routes (`--delegate` with a map); `None`: all direct.
     pub routes: Option<crate::relay::Routes>,
+    /// The job store a long-lived door already holds (func-api: its
+    /// connections kept); `None`: the root's, opened when asked for.
+    pub held_store: Option<Store>,
 }
 
 impl Plan {
@@ -318,6 +321,7 @@ impl Plan {
             crate::gate::call::check_spec("spec", spec)?;
         }
         Ok(Plan {
+            held_store: None,
             routes: None,
             delegate: false,
             dispatch: Dispatch::for_root(&root, forks, timeout)?,
@@ -418,9 +422,12 @@ impl Plan {
         credentials(&self.root)
     }
 
-    /// The overlord's job store below the root.
+    /// The overlord's job store below the root (the one the door holds, if it does).
     pub fn store(&self) -> Store {
-        store(&self.root)
+        match &self.held_store {
+            Some(held) => held.clone(),
+            None => store(&self.root),
+        }
     }
 }
 

@@ -20,3 +20,29 @@ pub fn engine_role(args: &[String]) -> Option<i32> {
 pub fn engine_exit(args: &[String]) -> Option<std::process::ExitCode> {
     engine_role(args).map(|code| std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
+
+/// Reaps the drivers the engine starts (nobody needs their exit status):
+/// one thread of this process looks at them twice a second, so none stays
+/// a zombie that would pass for a live driver, however many are started.
+pub fn reap(child: std::process::Child) {
+    static CHILDREN: std::sync::OnceLock<std::sync::Mutex<Vec<std::process::Child>>> =
+        std::sync::OnceLock::new();
+    let mut started = false;
+    let list = CHILDREN.get_or_init(|| {
+        started = true;
+        std::sync::Mutex::new(Vec::new())
+    });
+    list.lock().unwrap_or_else(|p| p.into_inner()).push(child);
+    if started {
+        let spawned = std::thread::Builder::new()
+            .name("func-reap".into())
+            .spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let mut children = list.lock().unwrap_or_else(|p| p.into_inner());
+                children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+            });
+        if spawned.is_err() {
+            crate::log::line("cannot start the thread that reaps drivers");
+        }
+    }
+}

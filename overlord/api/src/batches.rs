@@ -31,8 +31,7 @@ fn unknown(id: &str) -> ApiError {
 
 /// Asks the engine, as `caller`.
 fn ask(api: &Api, caller: &Caller, request: Request) -> Result<Answer, ApiError> {
-    let plan =
-        overlord::plan::Plan::for_program(api.root.clone(), "", None, None).map_err(GateError::from)?;
+    let plan = api.plan()?;
     let who = overlord::jobs::start::Caller {
         user: caller.user(),
         rights: caller.signed_rights(),

@@ -234,7 +234,7 @@ pub async fn start_detached(
     let id = tokio::task::spawn_blocking(move || -> Result<String, GateError> {
         let started = overlord::jobs::start::start(&api2.store, &api2.root, &call2, names, meta)?;
         if let Some(driver) = started.driver {
-            super::state::reap(driver);
+            overlord::respawned::reap(driver);
         }
         Ok(started.id)
     })

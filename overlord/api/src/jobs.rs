@@ -127,8 +127,7 @@ pub async fn list(
     let slot = super::calls::take_slot(&api, &caller)?;
     let page = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        let plan =
-            overlord::plan::Plan::for_program(api.root.clone(), "", None, None).map_err(GateError::from)?;
+        let plan = api.plan()?;
         let who = overlord::jobs::start::Caller {
             user: caller.user(),
             rights: caller.signed_rights(),

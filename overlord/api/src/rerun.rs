@@ -64,7 +64,7 @@ pub async fn rerun(
             user: caller2.user(),
             rights: caller2.signed_rights(),
         };
-        let plan = overlord::plan::Plan::for_program(api2.root.clone(), "", None, None)?;
+        let plan = api2.plan()?;
         let request = overlord::engine::Request::JobRerun {
             id: id2,
             failed: failed_only,

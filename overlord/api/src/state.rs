@@ -52,6 +52,14 @@ pub struct Api {
 }
 
 impl Api {
+    /// The engine's plan for a request of this service: its root and its
+    /// job store (kept connections, not one opened per request).
+    pub fn plan(&self) -> Result<overlord::plan::Plan, overlord::gate::GateError> {
+        let mut plan = overlord::plan::Plan::for_program(self.root.clone(), "", None, None)?;
+        plan.held_store = Some(self.store.clone());
+        Ok(plan)
+    }
+
     /// The service's state below `root`.
     pub fn new(root: Root, settings: config::ApiSettings) -> anyhow::Result<Self> {
         use anyhow::Context as _;
@@ -119,28 +127,4 @@ pub struct Peer {
     pub addr: SocketAddr,
     /// The CN of a client certificate with the overlord mark.
     pub overlord: Option<String>,
-}
-
-/// Reaps the drivers the service starts (it never needs their exit
-/// status): one thread looks at them twice a second, so none stays a zombie.
-pub fn reap(child: std::process::Child) {
-    static CHILDREN: std::sync::OnceLock<Mutex<Vec<std::process::Child>>> = std::sync::OnceLock::new();
-    let mut started = false;
-    let list = CHILDREN.get_or_init(|| {
-        started = true;
-        Mutex::new(Vec::new())
-    });
-    list.lock().unwrap_or_else(|p| p.into_inner()).push(child);
-    if started {
-        let spawned = std::thread::Builder::new()
-            .name("func-api-reap".into())
-            .spawn(move || loop {
-                std::thread::sleep(std::time::Duration::from_millis(500));
-                let mut children = list.lock().unwrap_or_else(|p| p.into_inner());
-                children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-            });
-        if spawned.is_err() {
-            tracing::warn!("cannot start the thread that reaps drivers");
-        }
-    }
 }

@@ -355,7 +355,7 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
     let answer = engine::serve(&plan, None, asked, &mut engine::Unwatched)?;
     let code = answer.exit_code();
     Ok(match answer {
-        Answer::Minions(targets) => (
+        Answer::Minions { targets, .. } => (
             json!(targets.into_iter().map(|t| t.name).collect::<Vec<_>>()),
             code,
         ),

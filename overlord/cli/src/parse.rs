@@ -258,6 +258,7 @@ fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan,
         false => None,
     };
     let plan = Plan {
+        held_store: None,
         routes,
         delegate: globals.delegate,
         dispatch,

@@ -107,8 +107,8 @@ pub fn recover(
             continue;
         }
         let (outcome, driver) = control::recover(&store, &plan.root, &exe, &id)?;
-        if let Some(mut child) = driver {
-            std::thread::spawn(move || child.wait());
+        if let Some(child) = driver {
+            crate::respawned::reap(child);
         }
         done.push((id, outcome, found));
     }

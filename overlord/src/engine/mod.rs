@@ -84,7 +84,12 @@ pub enum Answer {
         halted: Option<String>,
         failed: bool,
     },
-    Minions(Vec<Target>),
+    /// The minions named (a fact filter's chosen); `unjudged`: hosts that
+    /// could not judge the filter (reported by the plan; a failure).
+    Minions {
+        targets: Vec<Target>,
+        unjudged: usize,
+    },
     Active(jobs::active::Active),
     Jobs(jobs::row::JobPage),
     Batches(Vec<batches::Found>),
@@ -139,21 +144,27 @@ pub struct Unwatched;
 impl Watch for Unwatched {}
 
 /// Carries out `request` for `caller` (`None`: the invoking user, who holds
-/// the overlord's key) with `plan`. The caller's rights were judged by the
-/// gate before (`gate::rights`); `caller` is what the job records.
+/// the overlord's key) with `plan`. A call's targets were authorized by the
+/// gate before (`gate::rights::authorize_call`); what the caller may see of
+/// jobs and batches is decided here, for every door: one it may not see is
+/// unknown to it. `caller` is what a job records.
 pub fn serve(
     plan: &Plan,
     caller: Option<Caller>,
     request: Request,
     watch: &mut dyn Watch,
 ) -> Result<Answer, PlanError> {
+    if let Some(c) = &caller {
+        refuse_unseen(plan, c, &request)?;
+    }
     match request {
         Request::Call(call) => call_now_or_start(plan, caller, call, watch),
         Request::Run { function, action } => call_now(plan, &function, &action, watch),
         Request::ListMinions => {
             let mut targets = plan.targets()?;
             targets.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
-            Ok(Answer::Minions(targets))
+            let unjudged = plan.unjudged().len();
+            Ok(Answer::Minions { targets, unjudged })
         }
         Request::JobStatus { id, wait: false } => {
             let status = crate::status::check(plan, &id, false)?;
@@ -194,6 +205,31 @@ pub fn serve(
     }
 }
 
+/// Refuses what `caller` may not see: a job whose hosts its rights do not
+/// all reach with the job's function is unknown to it; what every minion
+/// runs (`jobs active`) is an administrator's to ask.
+fn refuse_unseen(plan: &Plan, caller: &Caller, request: &Request) -> Result<(), PlanError> {
+    let rights = gate::rights::Rights::of_signed(caller.rights.as_deref());
+    let id = match request {
+        Request::JobStatus { id, .. } | Request::JobKill { id, .. } => id,
+        Request::JobsActive { .. } if !rights.admin => {
+            let why = "what every minion runs is an administrator's to ask".to_string();
+            return Err(gate::GateError::Forbidden(why).into());
+        }
+        _ => return Ok(()),
+    };
+    let Some(record) = crate::store::JobStore::load(&plan.store(), id)? else {
+        return Ok(());
+    };
+    match rights.forbidden(&plan.root, &record.meta.function, record.hosts.keys()) {
+        None => Ok(()),
+        Some(_) => {
+            let why = format!("no job {} (unknown, or expired)", common::paths::shorten(id));
+            Err(gate::GateError::NotFound(why).into())
+        }
+    }
+}
+
 /// A call: now (each host streamed), or recorded as a job or batch.
 fn call_now_or_start(
     plan: &Plan,
@@ -216,10 +252,9 @@ fn call_now_or_start(
             let meta = meta(plan, &call, hosts.len(), caller);
             let n = hosts.len();
             let started = jobs::start::start(&plan.store(), &plan.root, &call, hosts, meta)?;
-            // The driver runs detached; it is reaped when it ends, so no
-            // zombie of it passes for a live driver while this process lives.
-            if let Some(mut child) = started.driver {
-                std::thread::spawn(move || child.wait());
+            // The driver runs detached; it is reaped when it ends.
+            if let Some(child) = started.driver {
+                crate::respawned::reap(child);
             }
             Ok(Answer::Started {
                 id: started.id,
@@ -319,8 +354,8 @@ fn rerun(plan: &Plan, caller: Option<Caller>, id: &str, failed: bool) -> Result<
     }
     let (hosts, of) = (rerun.hosts.clone(), rerun.original.id.clone());
     let started = jobs::rerun::start(&store, &plan.root, rerun, caller)?;
-    if let Some(mut child) = started.driver {
-        std::thread::spawn(move || child.wait());
+    if let Some(child) = started.driver {
+        crate::respawned::reap(child);
     }
     Ok(Answer::Rerun {
         id: started.id,
@@ -406,7 +441,8 @@ impl Answer {
                 results,
                 missing,
             } => i32::from(!missing.is_empty() || !crate::status::all_ok(function, results)),
-            Answer::Started { .. } | Answer::Minions(_) | Answer::Rerun { .. } => 0,
+            Answer::Started { .. } | Answer::Rerun { .. } => 0,
+            Answer::Minions { unjudged, .. } => i32::from(*unjudged > 0),
             Answer::Batch {
                 interrupted: true, ..
             } => crate::interrupt::EXIT,
@@ -451,7 +487,9 @@ impl Answer {
             Answer::Batch { id, status, .. }
             | Answer::Status { id, status }
             | Answer::Killed { id, status, .. } => serde_json::to_value(status.doc(id)).unwrap_or_default(),
-            Answer::Minions(targets) => targets.iter().map(|t| (t.name.clone(), json!(t.addr))).collect(),
+            Answer::Minions { targets, .. } => {
+                targets.iter().map(|t| (t.name.clone(), json!(t.addr))).collect()
+            }
             Answer::Rerun { id, of, hosts } => json!({"job_id": id, "rerun_of": of, "hosts": hosts.len()}),
             Answer::Batches(all) => batches_doc(all),
             Answer::Jobs(page) => serde_json::to_value(page).unwrap_or_default(),

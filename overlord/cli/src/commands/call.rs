@@ -150,9 +150,6 @@ impl Call {
             Call::Run { call, nopoll } => (call, *nopoll),
         };
         let function = call.function();
-        if matches!(call.run, Run::Batch { detached: false, .. }) {
-            overlord::interrupt::catch();
-        }
         let mut shown = crate::display::Shown::new(plan, crate::display::report::block);
         let answer = engine::serve(plan, None, Request::Call(call.clone()), &mut shown)?;
         match &answer {
@@ -183,11 +180,12 @@ impl Call {
                 Ok(answer.exit_code())
             }
             Answer::Results { results, .. } => {
-                shown.finish();
+                // A host awaited that never reported is a failure too.
+                let all_shown_ok = shown.finish();
                 if plan.json {
                     overlord::outln!("{}", crate::display::output::results_as(plan.out, results));
                 }
-                let code = answer.exit_code();
+                let code = answer.exit_code().max(i32::from(!all_shown_ok));
                 if code != 0 && !plan.quiet {
                     if let Some(hint) = salt_module_hint(&function) {
                         overlord::errln!("{hint}");

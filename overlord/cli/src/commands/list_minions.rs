@@ -8,7 +8,7 @@ pub fn run(plan: &Plan) -> Result<i32, PlanError> {
     let answer = engine::serve(plan, None, Request::ListMinions, &mut engine::Unwatched)?;
     match (&answer, plan.json) {
         (_, true) => crate::display::output::print_doc(plan.out, &answer.document()),
-        (Answer::Minions(targets), false) => {
+        (Answer::Minions { targets, .. }, false) => {
             for t in targets {
                 overlord::outln!("{}", t.name);
             }

@@ -35,7 +35,8 @@ pub fn call_and_show(
         action,
     };
     let answer = overlord::engine::serve(plan, None, request, &mut shown)?;
-    shown.finish();
+    // A host awaited that never reported is a failure too.
+    let all_shown_ok = shown.finish();
     if let (Answer::Results { results, .. }, true) = (&answer, plan.json) {
         let results: BTreeMap<String, Value> = results
             .iter()
@@ -43,7 +44,7 @@ pub fn call_and_show(
             .collect();
         overlord::outln!("{}", output::results_as(plan.out, &results));
     }
-    Ok(answer.exit_code())
+    Ok(answer.exit_code().max(i32::from(!all_shown_ok)))
 }
 
 /// Prints the status with `--json` as one shape in every state:
@@ -159,6 +160,8 @@ impl Watch for Shown<'_> {
     }
 
     fn batch(&mut self, id: &str, size: usize, targets: &[overlord::targets::Target]) {
+        // Recorded now: Ctrl-C stops dispatching (the hosts running go on).
+        overlord::interrupt::catch();
         self.plan.detail(targets);
         self.plan.say(&format!(
             "JOB_ID: {} (batch of {size} over {} hosts)",
