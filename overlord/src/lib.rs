@@ -65,7 +65,6 @@ pub mod status;
 pub use overlord_store as store;
 pub mod targets;
 pub mod values;
-pub mod when;
 pub mod worker;
 
 pub use common::rpc::client::{CallError, MinionClient};

@@ -176,11 +176,6 @@ impl Pool {
             .copied()
     }
 
-    /// Idle connections kept now.
-    pub fn idle_count(&self) -> usize {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).count
-    }
-
     /// Calls `method` on `target` within `limit`, for `user`; any failure is
     /// the host's `REMOTE_ERROR` value, as from the worker processes. A kept
     /// connection that fails before answering is replaced once (the minion

@@ -169,17 +169,6 @@ fn pattern(text: &str) -> Result<glob::Pattern, TargetError> {
     })
 }
 
-/// Resolves SPEC minus EXCLUDE into targets (sorted) and the literal names
-/// that matched no minion; no match at all is an error.
-pub fn resolve_reporting(
-    root: &Root,
-    spec: &str,
-    exclude: Option<&str>,
-) -> Result<(Vec<Target>, Vec<String>), TargetError> {
-    let (names, missing) = resolve_names(root, spec, exclude)?;
-    Ok((with_addresses(root, names), missing))
-}
-
 /// Resolves SPEC minus EXCLUDE into targets (sorted); no match is an error.
 pub fn resolve(root: &Root, spec: &str, exclude: Option<&str>) -> Result<Vec<Target>, TargetError> {
     Ok(with_addresses(root, resolve_names(root, spec, exclude)?.0))

@@ -511,7 +511,7 @@ fn git_commit(tree: &Path, hosts: &[String]) -> Result<Option<String>, Inventory
         return Ok(None);
     }
     let hosts = present.len();
-    let when = overlord::when::show(overlord::store::now());
+    let when = overlord::store::when::show(overlord::store::now());
     let message = format!("func-inventory: {hosts} host(s), {when}");
     run(with_paths(&["commit", "-q", "-m", &message]))?;
     let head = git(tree, &["rev-parse", "--short", "HEAD"])?;

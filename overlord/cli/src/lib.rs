@@ -15,5 +15,6 @@ pub mod cli;
 pub mod commands;
 pub mod display;
 pub mod func_transmit;
+pub mod globals;
 pub mod inventory;
 pub mod parse;

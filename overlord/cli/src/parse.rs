@@ -14,8 +14,9 @@ use std::io::Read as _;
 use common::paths::Root;
 
 use crate::commands::Command;
+use crate::globals::Globals;
 use overlord::dispatch::Dispatch;
-use overlord::plan::{Globals, Plan, PlanError};
+use overlord::plan::{Plan, PlanError};
 use overlord::settings::store;
 
 /// What clap made of the command line.

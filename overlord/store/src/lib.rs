@@ -2,8 +2,9 @@
 //! trait the engine uses with its writes (`api.rs`) over the store's rules
 //! (`rules.rs`), the embedded redb store (`redb.rs`), the PostgreSQL store
 //! shared by several overlords (`postgres.rs`), [`Store`], the one
-//! configured (`backend.rs`), and how a reader hears of changes
-//! (`changes.rs`).
+//! configured (`backend.rs`), how a reader hears of changes
+//! (`changes.rs`), and the stored times as people read and write them
+//! (`when.rs`).
 
 pub mod api;
 pub mod backend;
@@ -15,6 +16,7 @@ pub mod schedules;
 mod schedules_pg;
 mod schedules_redb;
 pub mod types;
+pub mod when;
 
 pub use api::{Cursor, JobStore, Merge, Sealer};
 pub use backend::{Status, Store};

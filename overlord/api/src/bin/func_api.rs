@@ -89,7 +89,7 @@ fn create_token(
         out,
         "token {} created, expires {}",
         tok.name,
-        overlord::when::show(tok.expires)
+        overlord::store::when::show(tok.expires)
     );
     let _ = writeln!(
         out,
@@ -122,7 +122,7 @@ fn list_tokens(root: &Root, out: &mut impl std::io::Write) -> anyhow::Result<()>
             "{}  {}  {state} {}",
             overlord::out::shown_line(&t.name),
             overlord::out::shown_line(&rights),
-            overlord::when::show(t.expires)
+            overlord::store::when::show(t.expires)
         );
     }
     Ok(())

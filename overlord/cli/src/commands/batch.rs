@@ -10,8 +10,8 @@ use overlord::batch::control::{self, counts_text, state_word, Recovered};
 use overlord::batch::driver;
 use overlord::engine::{self, Answer, Request};
 use overlord::plan::{Plan, PlanError};
+use overlord::store::when;
 use overlord::store::JobStore as _;
-use overlord::when;
 
 #[derive(Debug)]
 pub enum Batch {

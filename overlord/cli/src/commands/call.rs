@@ -9,10 +9,11 @@
 //! prints `JOB_ID: <id>` and returns at once. `--jobstatus JOB_ID` is an
 //! alias of `func job_status JOB_ID`.
 
+use crate::globals::{split_flag, Globals};
 use overlord::engine::{self, Answer, Request};
 use overlord::gate::{self, CallFields, Run};
 use overlord::jobs;
-use overlord::plan::{split_flag, Globals, Plan, PlanError};
+use overlord::plan::{Plan, PlanError};
 
 /// `call` parsed: a call through the gate, or Func's `--jobstatus` alias.
 #[derive(Debug)]
@@ -298,7 +299,7 @@ impl Scanned {
             }
             let (flag, inline) = split_flag(arg);
             let before_method = s.positional.len() < 2;
-            let value = |i: &mut usize| overlord::plan::option_value(&rest, i, &flag, inline.clone());
+            let value = |i: &mut usize| crate::globals::option_value(&rest, i, &flag, inline.clone());
             match flag.as_str() {
                 "--json" | "-j" => globals.json = true,
                 "-v" | "--verbose" => globals.verbose += 1,
@@ -307,9 +308,9 @@ impl Scanned {
                 "--nopoll" | "-n" => s.nopoll = true,
                 "--jobstatus" | "-s" => s.jobstatus = true,
                 "--failhard" => s.failhard = true,
-                "--forks" => globals.forks = Some(overlord::plan::forks(&value(&mut i)?)?),
+                "--forks" => globals.forks = Some(crate::globals::forks(&value(&mut i)?)?),
                 "-t" | "--timeout" => {
-                    globals.timeout = Some(overlord::plan::positive(&flag, &value(&mut i)?)?)
+                    globals.timeout = Some(crate::globals::positive(&flag, &value(&mut i)?)?)
                 }
                 "-e" | "--exclude" => globals.exclude = Some(value(&mut i)?),
                 "--batch" | "-b" => s.batch = Some(value(&mut i)?),

@@ -17,7 +17,8 @@ pub mod store;
 pub mod transmit;
 
 use crate::cli::{SpecCommand, TopCommand};
-use overlord::plan::{Globals, Plan, PlanError};
+use crate::globals::Globals;
+use overlord::plan::{Plan, PlanError};
 
 /// A parsed subcommand.
 #[derive(Debug)]

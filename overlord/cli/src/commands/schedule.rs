@@ -34,7 +34,10 @@ impl Schedule {
                 let enable = matches!(self.0, ScheduleCommand::Enable { .. });
                 let s = manage::set_enabled(&store, &plan.root, name, enable)?;
                 let line = match s.due.filter(|_| s.enabled) {
-                    Some(next) => format!("schedule {name} enabled: next run {}", overlord::when::show(next)),
+                    Some(next) => format!(
+                        "schedule {name} enabled: next run {}",
+                        overlord::store::when::show(next)
+                    ),
                     None => format!("schedule {name} disabled"),
                 };
                 say(plan, manage::doc(&store, &s), &line);
@@ -120,7 +123,9 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
         per_owner,
         overlord_schedule::MIN_EVERY,
     )?;
-    let next = s.due.map_or("never (disabled)".to_string(), overlord::when::show);
+    let next = s
+        .due
+        .map_or("never (disabled)".to_string(), overlord::store::when::show);
     say(
         plan,
         manage::doc(store, &s),
@@ -168,10 +173,10 @@ fn list(plan: &Plan, store: &overlord::store::Store) -> Result<i32, PlanError> {
             call,
             s.request["spec"].as_str().unwrap_or("?").to_string(),
             match (s.enabled, s.due) {
-                (true, Some(d)) => overlord::when::show(d),
+                (true, Some(d)) => overlord::store::when::show(d),
                 _ => "disabled".into(),
             },
-            s.last_run.map_or_else(|| "-".into(), overlord::when::show),
+            s.last_run.map_or_else(|| "-".into(), overlord::store::when::show),
             doc["last_outcome"].as_str().unwrap_or("-").to_string(),
             s.owner.user.clone(),
         ]);

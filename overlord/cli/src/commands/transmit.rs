@@ -88,7 +88,7 @@ pub fn request(text: &str) -> Result<Request, PlanError> {
         only_known(obj, JOB_STATUS_KEYS, "job_status")?;
         overlord::gate::JobRef::parse(&id)?;
         let timeout = match fields.text("timeout").map_err(badly)? {
-            Some(t) => Some(overlord::plan::positive("timeout", &t).map_err(|e| bad(e.to_string()))?),
+            Some(t) => Some(crate::globals::positive("timeout", &t).map_err(|e| bad(e.to_string()))?),
             None => None,
         };
         let wait = fields.flag("wait").map_err(badly)?;

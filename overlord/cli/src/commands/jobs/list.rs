@@ -9,7 +9,7 @@ use overlord::engine::{self, Answer, Request};
 use overlord::jobs::listing::Query;
 use overlord::jobs::row::{JobPage, JobRow};
 use overlord::plan::{Plan, PlanError};
-use overlord::when;
+use overlord::store::when;
 
 #[derive(Debug, Default)]
 pub struct List(pub Box<Query>);
