@@ -1,9 +1,9 @@
 //! `GET /api/v1/openapi.json`: func-api's OpenAPI document, derived from
 //! the Rust types its handlers take and answer (`utoipa`), and from the
-//! `#[utoipa::path]` each handler carries beside its code. The operations
-//! are those the router registers (`server::api_routes`, with
-//! `utoipa-axum`): an endpoint is listed once, so it cannot be served
-//! without being documented. Only the document's heading is kept here.
+//! `#[utoipa::path]` each handler carries beside its code, and the list of
+//! endpoints ([`api_routes`], with `utoipa-axum`) the router serves: an
+//! endpoint is listed once, so it cannot be served without being
+//! documented.
 
 use std::sync::LazyLock;
 
@@ -12,6 +12,13 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::OpenApi;
 
 use super::auth::COOKIE;
+use super::state::Api;
+use super::{
+    audit, batches, calls, events, facts, jobs, keys, metrics, minions, relay, rerun, schedules, session,
+};
+use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -29,6 +36,42 @@ use super::auth::COOKIE;
     )
 )]
 pub struct Doc;
+
+/// The endpoints of the API, each registered once with its OpenAPI
+/// operation (`#[utoipa::path]` on the handler gives the path and method).
+pub fn api_routes() -> OpenApiRouter<Arc<Api>> {
+    // The relay's requests carry whole batches of results: a limit of their own.
+    let relay_body = axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY);
+    let relayed = OpenApiRouter::new()
+        .routes(routes!(relay::relay))
+        .routes(routes!(relay::results))
+        .layer(relay_body);
+    OpenApiRouter::with_openapi(Doc::openapi())
+        .routes(routes!(session::login))
+        .routes(routes!(session::logout))
+        .routes(routes!(minions::list))
+        .routes(routes!(minions::methods))
+        .routes(routes!(facts::facts))
+        .routes(routes!(calls::call))
+        .routes(routes!(jobs::list))
+        .routes(routes!(jobs::one))
+        .routes(routes!(jobs::kill))
+        .routes(routes!(rerun::rerun))
+        .routes(routes!(batches::status))
+        .routes(routes!(batches::stop))
+        .routes(routes!(batches::recover))
+        .routes(routes!(events::stream))
+        .routes(routes!(keys::list))
+        .routes(routes!(keys::sign))
+        .routes(routes!(keys::revoke))
+        .routes(routes!(audit::list))
+        .routes(routes!(schedules::list, schedules::add))
+        .routes(routes!(schedules::one, schedules::change, schedules::remove))
+        .merge(relayed)
+        .routes(routes!(relay::map))
+        .routes(routes!(document))
+        .routes(routes!(metrics::metrics))
+}
 
 /// The two ways to present a token: `Authorization: Bearer` and the
 /// browser session's cookie.
@@ -86,7 +129,7 @@ pub fn query_parameters(path: &str) -> Vec<String> {
 
 /// The document as served: built once.
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-    let (_, doc) = super::server::api_routes().split_for_parts();
+    let (_, doc) = api_routes().split_for_parts();
     doc.to_pretty_json().expect("the OpenAPI document serializes")
 });
 

@@ -17,13 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::Service as _;
 
 use super::state::{Api, Peer};
-use super::{
-    audit, batches, calls, conventions, events, facts, jobs, keys, metrics, minions, openapi, relay, reply,
-    rerun, schedules, session, watch, web,
-};
-use utoipa::OpenApi as _;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
+use super::{conventions, openapi, reply, watch, web};
 
 /// Connections from one address at once (all of them: `[api] max_connections`).
 const PER_ADDRESS: usize = 64;
@@ -42,45 +36,9 @@ const ANONYMOUS_BODY_DEADLINE: std::time::Duration = std::time::Duration::from_s
 /// The largest login body.
 const LOGIN_BODY: usize = 4096;
 
-/// The endpoints of the API, each registered once with its OpenAPI
-/// operation (`#[utoipa::path]` on the handler gives the path and method).
-pub fn api_routes() -> OpenApiRouter<Arc<Api>> {
-    // The relay's requests carry whole batches of results: a limit of their own.
-    let relay_body = axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY);
-    let relayed = OpenApiRouter::new()
-        .routes(routes!(relay::relay))
-        .routes(routes!(relay::results))
-        .layer(relay_body);
-    OpenApiRouter::with_openapi(openapi::Doc::openapi())
-        .routes(routes!(session::login))
-        .routes(routes!(session::logout))
-        .routes(routes!(minions::list))
-        .routes(routes!(minions::methods))
-        .routes(routes!(facts::facts))
-        .routes(routes!(calls::call))
-        .routes(routes!(jobs::list))
-        .routes(routes!(jobs::one))
-        .routes(routes!(jobs::kill))
-        .routes(routes!(rerun::rerun))
-        .routes(routes!(batches::status))
-        .routes(routes!(batches::stop))
-        .routes(routes!(batches::recover))
-        .routes(routes!(events::stream))
-        .routes(routes!(keys::list))
-        .routes(routes!(keys::sign))
-        .routes(routes!(keys::revoke))
-        .routes(routes!(audit::list))
-        .routes(routes!(schedules::list, schedules::add))
-        .routes(routes!(schedules::one, schedules::change, schedules::remove))
-        .merge(relayed)
-        .routes(routes!(relay::map))
-        .routes(routes!(openapi::document))
-        .routes(routes!(metrics::metrics))
-}
-
 /// The routes: the API's, and the web UI's pages.
 pub fn router(api: Arc<Api>) -> Router {
-    let (api_router, _) = api_routes().split_for_parts();
+    let (api_router, _) = openapi::api_routes().split_for_parts();
     api_router
         .route("/", get(web::page))
         .route("/run", get(web::page))
