@@ -99,16 +99,7 @@ pub async fn judge(
         timeout: asker.timeout,
         forward: None,
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let asking = crate::reach::call(direct, root, routes, &order, targets.clone(), tx);
-    let collect = async {
-        let mut answers = BTreeMap::new();
-        while let Some((host, value)) = rx.recv().await {
-            answers.entry(host).or_insert(value);
-        }
-        answers
-    };
-    let ((), answers) = tokio::join!(asking, collect);
+    let answers = crate::reach::call_collect(direct, root, routes, &order, targets.clone()).await;
     sort(targets, answers)
 }
 

@@ -143,6 +143,26 @@ pub async fn call(
     call_split(direct, root, routes, order, (targets, relayed), ends).await;
 }
 
+/// [`call`], every host's value collected (the first for a host counts).
+pub async fn call_collect(
+    direct: &dyn Direct,
+    root: &Root,
+    routes: Option<&Routes>,
+    order: &Order,
+    targets: Vec<Target>,
+) -> BTreeMap<String, Value> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let calling = call(direct, root, routes, order, targets, tx);
+    let collect = async {
+        let mut results = BTreeMap::new();
+        while let Some((host, value)) = rx.recv().await {
+            results.entry(host).or_insert(value);
+        }
+        results
+    };
+    tokio::join!(calling, collect).1
+}
+
 /// [`call`] over hosts already split (a relay splits a request by the
 /// routes it was sent, not by its own map alone).
 pub async fn call_split(

@@ -190,16 +190,8 @@ async fn sync_call(
         limit: Duration::from_secs_f64(timeout),
         user: Some(caller.user()),
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let calling = overlord::reach::call(&pooled, &api.root, routes.as_ref(), &order, targets.to_vec(), tx);
-    let collect = async {
-        let mut results = BTreeMap::new();
-        while let Some((host, value)) = rx.recv().await {
-            results.entry(host).or_insert(value);
-        }
-        results
-    };
-    let ((), results) = tokio::join!(calling, collect);
+    let results =
+        overlord::reach::call_collect(&pooled, &api.root, routes.as_ref(), &order, targets.to_vec()).await;
     // A host that could not judge the filter is failed, with why.
     let doc: serde_json::Map<String, serde_json::Value> = results
         .iter()
