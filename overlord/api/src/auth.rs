@@ -39,6 +39,32 @@ pub enum Proof {
 }
 
 impl Caller {
+    /// This caller as a job records it: its user, and its rights signed
+    /// with the request (DESIGN §9; `None`: an administrator).
+    pub fn engine_caller(&self) -> overlord::jobs::start::Caller {
+        overlord::jobs::start::Caller {
+            user: self.user(),
+            rights: self.signed_rights(),
+        }
+    }
+
+    /// Asks the engine's one entry as this caller (blocking: call it from
+    /// `spawn_blocking`), with the service's plan and job store.
+    pub fn ask(
+        &self,
+        api: &Api,
+        request: overlord::engine::Request,
+    ) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
+        let plan = api.plan()?;
+        let who = Some(self.engine_caller());
+        Ok(overlord::engine::serve(
+            &plan,
+            who,
+            request,
+            &mut overlord::engine::Unwatched,
+        )?)
+    }
+
     /// Who it is as `overlord::principal` spells it (`api:NAME`, or
     /// `cert:CN`): the user its jobs are recorded for, named to the minions
     /// and in the audit trail.

@@ -19,7 +19,6 @@ use super::state::Api;
 use overlord::batch::control::{self, BatchDoc, Recovered};
 use overlord::batch::record::BatchRecord;
 use overlord::engine::{Answer, Request};
-use overlord::gate::GateError;
 use overlord::store::JobMeta;
 
 fn unknown(id: &str) -> ApiError {
@@ -31,13 +30,7 @@ fn unknown(id: &str) -> ApiError {
 
 /// Asks the engine, as `caller`.
 fn ask(api: &Api, caller: &Caller, request: Request) -> Result<Answer, ApiError> {
-    let plan = api.plan()?;
-    let who = overlord::jobs::start::Caller {
-        user: caller.user(),
-        rights: caller.signed_rights(),
-    };
-    overlord::engine::serve(&plan, Some(who), request, &mut overlord::engine::Unwatched)
-        .map_err(|e| ApiError::from(GateError::from(e)))
+    Ok(caller.ask(api, request)?)
 }
 
 /// The batch, if the caller may see it (else as unknown).

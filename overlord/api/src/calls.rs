@@ -245,12 +245,7 @@ async fn start_job(
     names: Vec<String>,
     unjudged: BTreeMap<String, common::Value>,
 ) -> Result<Response, ApiError> {
-    let who = overlord::jobs::start::Caller {
-        user: caller.user(),
-        // What the caller may do, signed with the request (DESIGN §9).
-        rights: caller.signed_rights(),
-    };
-    let meta = job_meta(api, call, names.len(), who);
+    let meta = job_meta(api, call, names.len(), caller.engine_caller());
     let id = start_detached(api, call, names, meta).await?;
     // Where to follow it: the batch's page for a batch, else the job's.
     let kind = if matches!(call.run, Run::Batch { .. }) {

@@ -20,7 +20,6 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
-use overlord::gate::GateError;
 use overlord::jobs::kill::{self as killing, Signalled};
 use overlord::jobs::row::JobPage;
 use overlord::store::{JobRecord, JobStore};
@@ -127,18 +126,11 @@ pub async fn list(
     let slot = super::calls::take_slot(&api, &caller)?;
     let page = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        let plan = api.plan()?;
-        let who = overlord::jobs::start::Caller {
-            user: caller.user(),
-            rights: caller.signed_rights(),
-        };
-        let request = overlord::engine::Request::JobsList(query);
-        match overlord::engine::serve(&plan, Some(who), request, &mut overlord::engine::Unwatched) {
-            Ok(overlord::engine::Answer::Jobs(page)) => Ok(page),
-            Ok(_) => Err(ApiError::internal(
+        match caller.ask(&api, overlord::engine::Request::JobsList(query))? {
+            overlord::engine::Answer::Jobs(page) => Ok(page),
+            _ => Err(ApiError::internal(
                 "the engine answered a listing with something else",
             )),
-            Err(e) => Err(ApiError::from(GateError::from(e))),
         }
     })
     .await

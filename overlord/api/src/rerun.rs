@@ -60,16 +60,11 @@ pub async fn rerun(
                 .ok_or_else(|| GateError::NotFound("no job of this caller".into()))?,
             false => id2,
         };
-        let who = overlord::jobs::start::Caller {
-            user: caller2.user(),
-            rights: caller2.signed_rights(),
-        };
-        let plan = api2.plan()?;
         let request = overlord::engine::Request::JobRerun {
             id: id2,
             failed: failed_only,
         };
-        match overlord::engine::serve(&plan, Some(who), request, &mut overlord::engine::Unwatched)? {
+        match caller2.ask(&api2, request)? {
             overlord::engine::Answer::Rerun { id, of, hosts } => Ok((id, hosts, of)),
             _ => Err(GateError::Engine(overlord::error::EngineError::Setup(
                 "the engine answered a re-run with something else".into(),

@@ -27,13 +27,17 @@ fn visible(plan: &Plan, rights: &Rights, (meta, rec): &Found) -> bool {
         .is_none()
 }
 
+/// Batch `id`'s records, if the caller may see it.
+fn find(plan: &Plan, caller: Option<&Caller>, id: &str) -> Result<Option<Found>, PlanError> {
+    let found = driver::load(&plan.store(), id)?;
+    Ok(found.filter(|f| visible(plan, &rights_of(caller), f)))
+}
+
 /// Batch `id` as the store has it now (its hosts' recorded ends read in),
 /// if the caller may see it.
 pub fn status(plan: &Plan, caller: Option<&Caller>, id: &str) -> Result<Option<Found>, PlanError> {
-    let store = plan.store();
-    let found = driver::load(&store, id)?.filter(|f| visible(plan, &rights_of(caller), f));
-    Ok(found.map(|(meta, mut rec)| {
-        control::with_recorded_ends(&store, &mut rec, &meta.id);
+    Ok(find(plan, caller, id)?.map(|(meta, mut rec)| {
+        control::with_recorded_ends(&plan.store(), &mut rec, &meta.id);
         (meta, rec)
     }))
 }
@@ -55,7 +59,7 @@ pub fn stop(
     kill: bool,
     wait: bool,
 ) -> Result<(Option<Found>, Option<bool>), PlanError> {
-    if status(plan, caller, id)?.is_none() {
+    if find(plan, caller, id)?.is_none() {
         return Ok((None, None));
     }
     let store = plan.store();
@@ -88,7 +92,7 @@ pub fn recover(
     id: Option<&str>,
 ) -> Result<Vec<(String, Recovered, Option<Found>)>, PlanError> {
     let chosen: Vec<(String, Option<Found>)> = match id {
-        Some(id) => vec![(id.to_string(), status(plan, caller, id)?)],
+        Some(id) => vec![(id.to_string(), find(plan, caller, id)?)],
         None => list(plan, caller)?
             .into_iter()
             .filter(|(_, r)| r.orphaned())
