@@ -148,6 +148,31 @@ pub struct Plan {
     /// The job store a long-lived door already holds (func-api: its
     /// connections kept); `None`: the root's, opened when asked for.
     pub held_store: Option<Store>,
+    /// A long-lived door's kept connections (func-api): the engine calls
+    /// minions over them, for its caller; `None`: this process's workers
+    /// and pollers.
+    pub warm: Option<Warm>,
+}
+
+/// The kept connections of a long-lived door, and whom it calls for.
+#[derive(Debug, Clone)]
+pub struct Warm {
+    pub pool: std::sync::Arc<crate::pool::Pool>,
+    /// Named to the minions (and relays) as who asks.
+    pub user: String,
+    /// The caller's signed rights (`None`: an administrator's).
+    pub rights: Option<Vec<String>>,
+}
+
+impl Warm {
+    /// The pool as a way of calling hosts directly, each call within `limit`.
+    pub fn direct(&self, limit: std::time::Duration) -> crate::reach::Pooled<'_> {
+        crate::reach::Pooled {
+            pool: &self.pool,
+            limit,
+            user: Some(self.user.clone()),
+        }
+    }
 }
 
 impl Plan {
@@ -186,10 +211,18 @@ impl Plan {
                 certs.display()
             )));
         }
-        let extra = self.routes.as_ref().map_or(&[][..], |r| r.minions());
+        // The minions behind relays are named for an administrator only
+        // (as the gate judged: a limited caller's words name this
+        // overlord's own minions).
+        let limited = self.warm.as_ref().is_some_and(|w| w.rights.is_some());
+        let extra = match (&self.routes, limited) {
+            (Some(r), false) => r.minions(),
+            _ => &[][..],
+        };
         let (found, missing) =
             targets::resolve_names_with(&self.root, &self.spec, self.exclude.as_deref(), extra)?;
-        for name in &missing {
+        // A service's caller is answered, not its log written to.
+        for name in missing.iter().filter(|_| self.warm.is_none()) {
             crate::errln!(
                 "func: no minion named {name:?}{} (`func '*' list_minions` lists them); the others still run",
                 targets::comma_hint(name)
@@ -211,25 +244,47 @@ impl Plan {
         filter: &crate::gate::filter::Filter,
     ) -> Result<Vec<String>, PlanError> {
         let targets: Vec<Target> = found.iter().map(|n| Target::enrolled(&self.root, n)).collect();
-        // Every host judges it, through the workers (and relays) as any call goes.
+        // Every host judges it, as any call goes: through the door's kept
+        // connections or the workers, and relays.
         self.check_credentials()?;
-        let workers = crate::reach::Workers {
-            credentials: self.credentials(),
-            how: self.dispatch.clone(),
+        let (user, rights) = match &self.warm {
+            Some(warm) => (warm.user.clone(), warm.rights.clone()),
+            None => (crate::principal::cli_user(), None),
         };
+        let rights = crate::gate::rights::Rights::of_signed(rights.as_deref());
+        crate::gate::rights::may_filter(&self.root, &rights, &found)?;
         let asker = crate::facts::Asker {
             spec: self.spec.clone(),
-            user: crate::principal::cli_user(),
-            rights: None,
+            user,
+            rights: rights.signed(),
             timeout: self.dispatch.timeout_secs,
         };
-        let judging = crate::facts::judge(&workers, &self.root, self.routes.as_ref(), targets, filter, asker);
-        let judged = crate::relay::block_on(judging);
+        let limit = std::time::Duration::from_secs_f64(self.dispatch.timeout_secs);
+        let judged = match &self.warm {
+            Some(warm) => crate::reach::on_door(crate::facts::judge(
+                &warm.direct(limit),
+                &self.root,
+                self.routes.as_ref(),
+                targets,
+                filter,
+                asker,
+            )),
+            None => {
+                let workers = crate::reach::Workers {
+                    credentials: self.credentials(),
+                    how: self.dispatch.clone(),
+                };
+                let routes = self.routes.as_ref();
+                crate::relay::block_on(crate::facts::judge(
+                    &workers, &self.root, routes, targets, filter, asker,
+                ))
+            }
+        };
         // The facts seen are kept; a store that cannot take them is said, not fatal.
         if let Err(e) = crate::facts::keep(&self.store(), &judged.seen) {
             crate::errln!("func: the facts seen were not kept: {e}");
         }
-        for (host, error) in &judged.unjudged {
+        for (host, error) in judged.unjudged.iter().filter(|_| self.warm.is_none()) {
             crate::errln!(
                 "func: {host}: could not judge the filter, not called: {}",
                 crate::out::error_line(error)
@@ -285,6 +340,7 @@ impl Plan {
         }
         Ok(Plan {
             held_store: None,
+            warm: None,
             routes: None,
             delegate: false,
             dispatch: Dispatch::for_root(&root, forks, timeout)?,

@@ -82,6 +82,12 @@ pub struct Pool {
     seen: Mutex<HashMap<String, f64>>,
 }
 
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").finish_non_exhaustive()
+    }
+}
+
 impl Pool {
     pub fn new(calling: Calling) -> Result<Self, LinkError> {
         Ok(Self {

@@ -208,12 +208,22 @@ pub async fn start_relayed(
         .collect()
 }
 
-/// Calls `order` now on `targets` from a synchronous caller (`func`'s
-/// doors): workers for the direct hosts, relays for the others, on a
-/// runtime of their own; `on_each` sees every host as it ends, on this
-/// thread. Every host's value.
+/// Runs `work` to its end from a blocking thread: on the runtime of the
+/// door this thread serves (a long-lived door's kept connections belong to
+/// it), else on a runtime of its own.
+pub fn on_door<T: Send>(work: impl Future<Output = T> + Send) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(door) => door.block_on(work),
+        Err(_) => crate::relay::block_on(work),
+    }
+}
+
+/// Calls `order` now on `targets` from a synchronous caller (the engine
+/// for every door): `direct` for the direct hosts, relays for the others,
+/// on the door's runtime or one of their own; `on_each` sees every host as
+/// it ends, on this thread. Every host's value.
 pub fn call_blocking(
-    direct: &Workers,
+    direct: &dyn Direct,
     root: &Root,
     routes: Option<&Routes>,
     order: &Order,
@@ -222,8 +232,15 @@ pub fn call_blocking(
 ) -> BTreeMap<String, Value> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut results = BTreeMap::new();
+    let door = tokio::runtime::Handle::try_current().ok();
     std::thread::scope(|s| {
-        s.spawn(|| crate::relay::block_on(call(direct, root, routes, order, targets, tx)));
+        s.spawn(|| {
+            let calling = call(direct, root, routes, order, targets, tx);
+            match door {
+                Some(door) => door.block_on(calling),
+                None => crate::relay::block_on(calling),
+            }
+        });
         while let Some((host, value)) = rx.blocking_recv() {
             on_each(&host, &value);
             results.entry(host).or_insert(value);

@@ -4,6 +4,7 @@
 //! is read. The caller is checked again while an event stream is open, so
 //! the stream ends when its token expires or is revoked.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
@@ -55,14 +56,81 @@ impl Caller {
         api: &Api,
         request: overlord::engine::Request,
     ) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
-        let plan = api.plan()?;
-        let who = Some(self.engine_caller());
+        self.ask_for(api, request, self.user())
+    }
+
+    /// [`Self::ask`] on behalf of `user` (what a job or a kill records, and
+    /// the minions are told), judged with this caller's rights.
+    pub fn ask_for(
+        &self,
+        api: &Api,
+        request: overlord::engine::Request,
+        user: String,
+    ) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
+        let plan = self.warm_plan(api, api.plan()?, &user);
+        self.serve(&plan, request, user)
+    }
+
+    /// A call (`Request::Call`) as this caller, with a plan for it: its
+    /// SPEC, `exclude`, fact filter, delegation, timeout and forks. The
+    /// answer, and the hosts that could not judge the filter (not called).
+    pub fn call(
+        &self,
+        api: &Api,
+        call: overlord::gate::Call,
+    ) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
+        let mut plan =
+            overlord::plan::Plan::for_program(api.root.clone(), &call.spec, call.forks, call.timeout)?;
+        plan.held_store = Some(api.store.clone());
+        plan.exclude = call.exclude.clone();
+        plan.filter = call.filter.as_deref().cloned();
+        if call.delegate {
+            plan.delegate_with(None)?;
+        }
+        let user = self.user();
+        let plan = self.warm_plan(api, plan, &user);
+        let answer = self.serve(&plan, overlord::engine::Request::Call(call), user)?;
+        Ok((answer, plan.unjudged()))
+    }
+
+    /// `plan` calling over the service's kept connections, for `user`.
+    fn warm_plan(&self, api: &Api, mut plan: overlord::plan::Plan, user: &str) -> overlord::plan::Plan {
+        plan.warm = Some(overlord::plan::Warm {
+            pool: Arc::clone(&api.pool),
+            user: user.to_string(),
+            rights: self.signed_rights(),
+        });
+        plan
+    }
+
+    fn serve(
+        &self,
+        plan: &overlord::plan::Plan,
+        request: overlord::engine::Request,
+        user: String,
+    ) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
+        let who = overlord::jobs::start::Caller {
+            user,
+            rights: self.signed_rights(),
+        };
         Ok(overlord::engine::serve(
-            &plan,
-            who,
+            plan,
+            Some(who),
             request,
             &mut overlord::engine::Unwatched,
         )?)
+    }
+
+    /// The job `id` names: itself, or for `last` this caller's newest job
+    /// (blocking). The id is read as every door reads one.
+    pub fn job_id(&self, api: &Api, id: &str) -> Result<String, overlord::gate::GateError> {
+        use overlord::gate::GateError;
+        if !overlord::gate::JobRef::parse(id)?.is_last() {
+            return Ok(id.to_string());
+        }
+        overlord::store::Store::newest_of(&api.store, &self.user())
+            .map_err(|e| GateError::Engine(e.into()))?
+            .ok_or_else(|| GateError::NotFound("no job of this caller".into()))
     }
 
     /// Who it is as `overlord::principal` spells it (`api:NAME`, or

@@ -33,20 +33,17 @@ fn ask(api: &Api, caller: &Caller, request: Request) -> Result<Answer, ApiError>
     Ok(caller.ask(api, request)?)
 }
 
-/// The batch, if the caller may see it (else as unknown).
+/// The batch as it is now, if the caller may see it (the engine decides;
+/// else as unknown).
 fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<(JobMeta, BatchRecord), ApiError> {
     // The id is read as every door reads one.
     overlord::gate::JobRef::parse(id)?;
-    let found = overlord::batch::driver::load(&api.store, id).map_err(ApiError::from)?;
-    let (meta, rec) = found.ok_or_else(|| unknown(id))?;
-    if caller
-        .rights
-        .forbidden(&api.root, &meta.function, rec.state.hosts())
-        .is_some()
-    {
-        return Err(unknown(id));
+    match ask(api, caller, Request::BatchStatus { id: id.to_string() })? {
+        Answer::BatchStatus {
+            found: Some(found), ..
+        } => Ok(found),
+        _ => Err(unknown(id)),
     }
-    Ok((meta, rec))
 }
 
 /// `GET /api/v1/batches/{id}`.
@@ -60,14 +57,8 @@ pub async fn status(
     Path(id): Path<String>,
 ) -> Result<Json<BatchDoc>, ApiError> {
     tokio::task::spawn_blocking(move || {
-        overlord::gate::JobRef::parse(&id)?;
-        match ask(&api, &caller, Request::BatchStatus { id: id.clone() })? {
-            Answer::BatchStatus {
-                found: Some((meta, rec)),
-                ..
-            } => Ok(Json(control::status_doc(&meta, &rec))),
-            _ => Err(unknown(&id)),
-        }
+        let (meta, rec) = load_visible(&api, &caller, &id)?;
+        Ok(Json(control::status_doc(&meta, &rec)))
     })
     .await
     .map_err(ApiError::internal)?

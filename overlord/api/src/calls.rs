@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,8 +18,8 @@ use axum::Json;
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody};
 use super::state::Api;
+use overlord::engine::Answer;
 use overlord::gate::{self, CallFields, GateError, Run};
-use overlord::targets::Target;
 
 impl From<GateError> for ApiError {
     /// The gate's one mapping from error kind to HTTP status.
@@ -68,15 +67,15 @@ pub async fn call(
     if let Run::Batch { detached, .. } = &mut call.run {
         *detached = true;
     }
-    overlord::engine::force_async(&api.root, &mut call);
+    let run = call.run.clone();
     let function = call.function();
     let action = format!("call {function}");
     let (root, rights, call2) = (api.root.clone(), caller.rights.clone(), call.clone());
     let judged = tokio::task::spawn_blocking(move || gate::rights::authorize_call(&root, &rights, &call2))
         .await
         .map_err(ApiError::internal)?;
-    let targets = match judged {
-        Ok(targets) => targets,
+    let named = match judged {
+        Ok(targets) => targets.into_iter().map(|t| t.name).collect::<Vec<_>>(),
         Err(e) => {
             if matches!(e, GateError::Forbidden(_)) {
                 api.audit.line(&caller.user(), caller.from, &action, &[], 403);
@@ -85,23 +84,38 @@ pub async fn call(
         }
     };
     let _slot = take_slot(&api, &caller)?;
-    // Targeting by facts: the hosts judge the filter before anything else is sent.
-    let (targets, unjudged) = match &call.filter {
-        None => (targets, BTreeMap::new()),
-        Some(filter) => judge(&api, &caller, &call, targets, filter).await?,
-    };
-    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     api.metrics
         .calls
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let answer = if call.run != Run::Now {
-        start_job(&api, &caller, &call, names.clone(), unjudged).await
-    } else {
-        Ok(sync_call(&api, &caller, &call, &targets, unjudged).await)
+    // The engine makes it: now over the kept connections, or as a job
+    // (`force_async` too); a fact filter judged by the hosts first.
+    let (api2, caller2) = (Arc::clone(&api), caller.clone());
+    let done = tokio::task::spawn_blocking(move || caller2.call(&api2, call))
+        .await
+        .map_err(ApiError::internal)?;
+    let (answer, hosts) = match done {
+        Ok((Answer::Results { results, .. }, _)) => {
+            let hosts = results.keys().cloned().collect();
+            (Ok(results_doc(&results)), hosts)
+        }
+        Ok((Answer::Started { id, hosts, .. }, unjudged)) => {
+            api.metrics
+                .jobs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let batch = matches!(run, Run::Batch { .. });
+            (Ok(started(id, batch, &unjudged)), hosts)
+        }
+        Ok(_) => (
+            Err(ApiError::internal(
+                "the engine answered a call with something else",
+            )),
+            named,
+        ),
+        Err(e) => (Err(ApiError::from(e)), named),
     };
     let status = answer.as_ref().map_or_else(|e| e.status, |r| r.status());
     api.audit
-        .line(&caller.user(), caller.from, &action, &names, status.as_u16());
+        .line(&caller.user(), caller.from, &action, &hosts, status.as_u16());
     answer
 }
 
@@ -128,74 +142,10 @@ pub fn take_slot(api: &Api, caller: &Caller) -> Result<tokio::sync::OwnedSemapho
     })
 }
 
-/// The targets whose minions judge that `filter` holds, and the hosts that
-/// could not judge it (their errors); none holding it is the gate's no-match.
-async fn judge(
-    api: &Arc<Api>,
-    caller: &Caller,
-    call: &gate::Call,
-    targets: Vec<Target>,
-    filter: &gate::filter::Filter,
-) -> Result<(Vec<Target>, BTreeMap<String, common::Value>), ApiError> {
-    let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
-    let judged = super::judge::judge(api, &caller.rights, targets, filter, limit, &caller.user()).await?;
-    if let Some(facts) = judged.nobody_has() {
-        return Err(ApiError::bad(format!(
-            "no host {} names has the fact {facts} (the filter {})",
-            call.spec,
-            filter.describe()
-        )));
-    }
-    if judged.chosen.is_empty() && judged.unjudged.is_empty() {
-        let none =
-            overlord::targets::TargetError::NoMatch(format!("{} with {}", call.spec, filter.describe()));
-        return Err(ApiError::from(GateError::Targets(none)));
-    }
-    Ok((judged.chosen, judged.unjudged))
-}
-
-async fn sync_call(
-    api: &Arc<Api>,
-    caller: &Caller,
-    call: &gate::Call,
-    targets: &[Target],
-    unjudged: BTreeMap<String, common::Value>,
-) -> Response {
-    let params = call.params();
-    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
-    // With `delegate`, the hosts behind each relay are handed to it.
-    let routes = match call.delegate {
-        true => {
-            let root = api.root.clone();
-            match tokio::task::spawn_blocking(move || overlord::relay::Routes::load(&root, None)).await {
-                Ok(Ok(routes)) => routes,
-                Ok(Err(e)) => return ApiError::bad(e.to_string()).into_response(),
-                Err(e) => return ApiError::internal(e).into_response(),
-            }
-        }
-        false => None,
-    };
-    let order = overlord::relay::Order {
-        id: format!("{}-{}-now", call.spec, call.function()),
-        spec: call.spec.clone(),
-        function: call.function(),
-        params,
-        user: caller.user(),
-        rights: caller.signed_rights(),
-        timeout,
-        forward: None,
-    };
-    let pooled = overlord::reach::Pooled {
-        pool: &api.pool,
-        limit: Duration::from_secs_f64(timeout),
-        user: Some(caller.user()),
-    };
-    let results =
-        overlord::reach::call_collect(&pooled, &api.root, routes.as_ref(), &order, targets.to_vec()).await;
-    // A host that could not judge the filter is failed, with why.
+/// `{host: result}`: the document of `func … --json`.
+fn results_doc(results: &BTreeMap<String, common::Value>) -> Response {
     let doc: serde_json::Map<String, serde_json::Value> = results
         .iter()
-        .chain(unjudged.iter())
         .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
         .collect();
     (StatusCode::OK, Json(serde_json::Value::Object(doc))).into_response()
@@ -238,21 +188,10 @@ pub async fn start_detached(
     Ok(id)
 }
 
-async fn start_job(
-    api: &Arc<Api>,
-    caller: &Caller,
-    call: &gate::Call,
-    names: Vec<String>,
-    unjudged: BTreeMap<String, common::Value>,
-) -> Result<Response, ApiError> {
-    let meta = job_meta(api, call, names.len(), caller.engine_caller());
-    let id = start_detached(api, call, names, meta).await?;
+/// 202 `{"job_id", "not_called"}` with where to follow it.
+fn started(id: String, batch: bool, unjudged: &BTreeMap<String, common::Value>) -> Response {
     // Where to follow it: the batch's page for a batch, else the job's.
-    let kind = if matches!(call.run, Run::Batch { .. }) {
-        "batches"
-    } else {
-        "jobs"
-    };
+    let kind = if batch { "batches" } else { "jobs" };
     let location = format!("/api/v1/{kind}/{}", overlord::values::url_segment(&id));
     let mut answer = (
         StatusCode::ACCEPTED,
@@ -268,5 +207,5 @@ async fn start_job(
     if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
         answer.headers_mut().insert(axum::http::header::LOCATION, v);
     }
-    Ok(answer)
+    answer
 }

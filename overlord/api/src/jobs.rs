@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::reply::{Path, Query};
 use axum::extract::State;
@@ -20,9 +19,8 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, Body, ErrorBody, JobIdParam};
 use super::state::Api;
-use overlord::jobs::kill::{self as killing, Signalled};
+use overlord::engine::{Answer, Request};
 use overlord::jobs::row::JobPage;
-use overlord::store::{JobRecord, JobStore};
 
 /// Page size by default and at most; jobs looked at per request at most.
 const DEFAULT_LIMIT: usize = 50;
@@ -84,14 +82,6 @@ fn glob(text: Option<&str>, what: &str) -> Result<Option<glob::Pattern>, ApiErro
         .transpose()
 }
 
-/// Whether `caller` may see job `record`.
-pub(super) fn may_see(api: &Api, caller: &Caller, record: &JobRecord) -> bool {
-    caller
-        .rights
-        .forbidden(&api.root, &record.meta.function, record.hosts.keys())
-        .is_none()
-}
-
 /// `GET /api/v1/jobs`.
 #[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs", operation_id = "listJobs",
     summary = "Jobs, newest first, a page at a time", params(ListQuery),
@@ -126,8 +116,8 @@ pub async fn list(
     let slot = super::calls::take_slot(&api, &caller)?;
     let page = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        match caller.ask(&api, overlord::engine::Request::JobsList(query))? {
-            overlord::engine::Answer::Jobs(page) => Ok(page),
+        match caller.ask(&api, Request::JobsList(query))? {
+            Answer::Jobs(page) => Ok(page),
             _ => Err(ApiError::internal(
                 "the engine answered a listing with something else",
             )),
@@ -158,29 +148,12 @@ fn next_link(q: &ListQuery, limit: usize, next: &str) -> String {
     format!("</api/v1/jobs?{query}>; rel=\"next\"")
 }
 
-/// The record of job `id` (`last`: the caller's newest), if the caller may see it.
-fn load_visible(api: &Api, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
-    let store = &api.store;
-    let id = if overlord::gate::JobRef::parse(id)?.is_last() {
-        store
-            .newest_of(&caller.user())
-            .map_err(ApiError::store)?
-            .ok_or_else(|| ApiError::not_found("no job of this caller"))?
-    } else {
-        id.to_string()
-    };
-    let unknown = || {
-        ApiError::not_found(format!(
-            "no job {} (unknown, or expired)",
-            common::paths::shorten(&id)
-        ))
-    };
-    let record = store.load(&id).map_err(ApiError::store)?.ok_or_else(unknown)?;
-    if !may_see(api, caller, &record) {
-        // As an unknown id: a limited token learns nothing of others' jobs.
-        return Err(unknown());
-    }
-    Ok(record)
+/// Job `id` is unknown to this caller (or expired).
+fn unknown(id: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "no job {} (unknown, or expired)",
+        common::paths::shorten(id)
+    ))
 }
 
 /// `GET /api/v1/jobs/{id}`.
@@ -194,10 +167,17 @@ pub async fn one(
     Path(id): Path<String>,
 ) -> Result<Json<JobDoc>, ApiError> {
     tokio::task::spawn_blocking(move || {
-        let record = load_visible(&api, &caller, &id)?;
-        let id = record.meta.id.clone();
-        let meta = record.meta.clone();
-        let status = overlord::jobs::status_of(record, &BTreeMap::new());
+        let id = caller.job_id(&api, &id)?;
+        let look = overlord::engine::Look::Stored;
+        let Answer::Status { id, status } = caller.ask(&api, Request::JobStatus { id, look })? else {
+            return Err(ApiError::internal(
+                "the engine answered a status with something else",
+            ));
+        };
+        let meta = match &status.record {
+            Some(record) => record.meta.clone(),
+            None => return Err(unknown(&id)),
+        };
         // The job_status document, and who started it, when, with what.
         Ok(Json(JobDoc {
             status: status.doc(&id),
@@ -255,46 +235,46 @@ pub async fn kill(
     Path(id): Path<String>,
     Body(req): Body<KillRequest>,
 ) -> Result<Json<Killed>, ApiError> {
-    let signal_name = req.signal.unwrap_or_else(|| "KILL".into());
+    let signal = req.signal.unwrap_or_else(|| "KILL".into());
+    overlord::gate::jobs::signal(&signal)?;
     let user = killer(&caller, req.user);
-    let user2 = user.clone();
-    let signal = overlord::gate::jobs::signal(&signal_name)?;
-    let api2 = Arc::clone(&api);
-    let caller2 = caller.clone();
-    let record = tokio::task::spawn_blocking(move || -> Result<JobRecord, ApiError> {
-        let record = load_visible(&api2, &caller2, &id)?;
-        // A live driver may finish dispatching (10 s), so every job it
-        // started is signalled; then it is stopped.
-        let who = format!("{user2} via func-api");
-        let until = Instant::now() + Duration::from_secs(10);
-        killing::settle_dispatch(&api2.store, &record.meta.id, until, signal, &who)
-            .map_err(ApiError::from)?
-            .ok_or_else(|| ApiError::not_found("job expired"))
+    let (api2, caller2) = (Arc::clone(&api), caller.clone());
+    // The hosts' ends come later, as events and in the job's status.
+    let answer = tokio::task::spawn_blocking(move || -> Result<Answer, ApiError> {
+        let id = caller2.job_id(&api2, &id)?;
+        let request = Request::JobKill {
+            id,
+            signal,
+            wait: false,
+        };
+        Ok(caller2.ask_for(&api2, request, user)?)
     })
     .await
     .map_err(ApiError::internal)??;
+    let Answer::Killed {
+        id,
+        status,
+        signalled,
+    } = answer
+    else {
+        return Err(ApiError::internal(
+            "the engine answered a kill with something else",
+        ));
+    };
+    let Some(record) = &status.record else {
+        return Err(unknown(&id));
+    };
     let hosts: Vec<String> = record.hosts.keys().cloned().collect();
-    let limit = Duration::from_secs(10);
-    let mut signalled = BTreeMap::new();
-    let (relayed, direct): (Vec<_>, Vec<_>) = killing::signal_calls(&api.root, &record, &signal_name)
+    api.audit
+        .line(&caller.user(), caller.from, &format!("kill {id}"), &hosts, 200);
+    // Already finished: nothing was signalled.
+    let signalled = signalled
+        .unwrap_or_default()
         .into_iter()
-        .partition(|c| overlord::jobs::relayed::is_relayed(c, None));
-    for (host, reply) in overlord::jobs::relayed::answer(&api.root, None, relayed, Some(&user)).await {
-        signalled.insert(host, killing::signalled(reply).to_json());
-    }
-    for (target, method, params) in direct {
-        let value = api.pool.call(&target, &method, params, limit, Some(&user)).await;
-        signalled.insert(target.name, Signalled::of_value(value).to_json());
-    }
-    api.audit.line(
-        &caller.user(),
-        caller.from,
-        &format!("kill {}", record.meta.id),
-        &hosts,
-        200,
-    );
+        .map(|(host, took)| (host, took.to_json()))
+        .collect();
     Ok(Json(Killed {
-        job_id: record.meta.id,
+        job_id: id,
         signalled,
     }))
 }

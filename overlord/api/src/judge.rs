@@ -14,9 +14,8 @@ use overlord::gate::filter::Filter;
 use overlord::targets::Target;
 
 /// Where `filter` leaves `targets` (each asked within `limit`, for
-/// `user`). A verdict tells about a host's facts, so a limited caller must
-/// be allowed `fact.items` on every host it has judged: else a filter would
-/// read, a bit at a time, facts it may not read.
+/// `user`); a limited caller must be allowed to read the facts it filters
+/// by (`gate::rights::may_filter`).
 pub async fn judge(
     api: &Arc<Api>,
     rights: &overlord::gate::rights::Rights,
@@ -25,16 +24,8 @@ pub async fn judge(
     limit: Duration,
     user: &str,
 ) -> Result<Judged, ApiError> {
-    if !rights.admin {
-        let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-        let groups = overlord::groups::Groups::load(&api.root.groups_file());
-        if !rights.allows_all(&names, "fact.items", &groups) {
-            return Err(ApiError::from(overlord::gate::GateError::Forbidden(
-                "this token may not read the facts (fact.items) of every host the SPEC names, so it may not filter by them"
-                    .into(),
-            )));
-        }
-    }
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    overlord::gate::rights::may_filter(&api.root, rights, &names)?;
     let pooled = overlord::reach::Pooled {
         pool: &api.pool,
         limit,

@@ -49,17 +49,11 @@ pub async fn rerun(
     Query(q): Query<RerunQuery>,
 ) -> Result<Response, ApiError> {
     let failed_only = q.failed_only.unwrap_or(false);
-    let last = overlord::gate::JobRef::parse(&id)?.is_last();
+    overlord::gate::JobRef::parse(&id)?;
     let _slot = super::calls::take_slot(&api, &caller)?;
     let (api2, caller2, id2) = (Arc::clone(&api), caller.clone(), id.clone());
     let started = tokio::task::spawn_blocking(move || -> Result<(String, Vec<String>, String), GateError> {
-        // `last`: the caller's newest job.
-        let id2 = match last {
-            true => overlord::store::Store::newest_of(&api2.store, &caller2.user())
-                .map_err(|e| GateError::Engine(e.into()))?
-                .ok_or_else(|| GateError::NotFound("no job of this caller".into()))?,
-            false => id2,
-        };
+        let id2 = caller2.job_id(&api2, &id2)?;
         let request = overlord::engine::Request::JobRerun {
             id: id2,
             failed: failed_only,

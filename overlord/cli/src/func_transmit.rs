@@ -341,7 +341,13 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
             let plan = Plan::for_program(root, "", None, None)?;
             // `last`: the newest job of the invoking user, as for func.
             let id = overlord::jobs::resolve_id(&plan.store(), id, false).map_err(PlanError::Config)?;
-            (plan, engine::Request::JobStatus { id, wait: false })
+            (
+                plan,
+                engine::Request::JobStatus {
+                    id,
+                    look: engine::Look::Asked,
+                },
+            )
         }
         Request::Call(call, mapfile) => {
             let mut plan = Plan::for_program(root, &call.spec, call.forks, call.timeout)?;

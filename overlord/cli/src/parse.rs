@@ -260,6 +260,7 @@ fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan,
     };
     let plan = Plan {
         held_store: None,
+        warm: None,
         routes,
         delegate: globals.delegate,
         dispatch,

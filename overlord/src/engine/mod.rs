@@ -36,9 +36,8 @@ pub enum Request {
     Run { function: String, action: Action },
     /// The signed minions the plan's SPEC (and fact filter) names.
     ListMinions,
-    /// A job's status; with `wait`, followed until it ends or the plan's
-    /// `-t` deadline passes.
-    JobStatus { id: String, wait: bool },
+    /// A job's status, read as `look` says.
+    JobStatus { id: String, look: Look },
     /// A new job from job `id`'s signed request (`failed`: only the hosts
     /// that did not succeed).
     JobRerun { id: String, failed: bool },
@@ -55,9 +54,21 @@ pub enum Request {
     BatchStop { id: String, kill: bool, wait: bool },
     /// A new driver for a batch whose driver is gone (`None`: every such batch).
     BatchRecover { id: Option<String> },
-    /// Signals job `id` on every host still running it, then follows it
-    /// until the signalled hosts end (at most the plan's `-t`, default 10 s).
-    JobKill { id: String, signal: String },
+    /// Signals job `id` on every host still running it; with `wait`, then
+    /// follows it until the signalled hosts end (at most the plan's `-t`,
+    /// default 10 s; without, their ends come later in the job's status).
+    JobKill { id: String, signal: String, wait: bool },
+}
+
+/// How a job's status is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// As the store has it (a long-lived door whose watcher keeps it fresh).
+    Stored,
+    /// After asking its unfinished hosts once.
+    Asked,
+    /// Followed until it ends or the plan's `-t` deadline passes.
+    Followed,
 }
 
 /// What a [`Request`] answers.
@@ -70,10 +81,11 @@ pub enum Answer {
         results: BTreeMap<String, Value>,
         missing: Vec<String>,
     },
-    /// A job that runs on: its id (`forced`: by `force_async`, not asked).
+    /// A job that runs on: its id, its hosts (`forced`: by `force_async`,
+    /// not asked).
     Started {
         id: String,
-        hosts: usize,
+        hosts: Vec<String>,
         forced: bool,
     },
     /// A batch driven here until it ended, was halted or interrupted.
@@ -166,17 +178,19 @@ pub fn serve(
             let unjudged = plan.unjudged().len();
             Ok(Answer::Minions { targets, unjudged })
         }
-        Request::JobStatus { id, wait: false } => {
-            let status = crate::status::check(plan, &id, false)?;
-            Ok(Answer::Status { id, status })
-        }
-        Request::JobStatus { id, wait: true } => {
-            let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
-            let status = crate::status::watch(plan, &id, deadline, |s| watch.status(s))?;
+        Request::JobStatus { id, look } => {
+            let status = match look {
+                Look::Stored => stored_status(plan, &id)?,
+                Look::Asked => crate::status::check(plan, &id, false)?,
+                Look::Followed => {
+                    let deadline = plan.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
+                    crate::status::watch(plan, &id, deadline, |s| watch.status(s))?
+                }
+            };
             Ok(Answer::Status { id, status })
         }
         Request::JobRerun { id, failed } => rerun(plan, caller, &id, failed),
-        Request::JobKill { id, signal } => kill(plan, caller, id, &signal),
+        Request::JobKill { id, signal, wait } => kill(plan, caller, id, &signal, wait),
         Request::JobsActive { spec } => Ok(Answer::Active(jobs::active::active(plan, &spec)?)),
         Request::JobsList(query) => {
             let rights = gate::rights::Rights::of_signed(caller.as_ref().and_then(|c| c.rights.as_deref()));
@@ -240,29 +254,111 @@ fn call_now_or_start(
     let function = call.function();
     let forced = force_async(&plan.root, &mut call);
     match &call.run {
-        Run::Now => {
-            let action = crate::calling::call_action(&function, call.params())?;
-            call_now(plan, &function, &action, watch)
-        }
+        Run::Now => match &plan.warm {
+            Some(warm) => call_warm(plan, warm, &function, call.params(), caller.as_ref(), watch),
+            None => {
+                let action = crate::calling::call_action(&function, call.params())?;
+                call_now(plan, &function, &action, watch)
+            }
+        },
         Run::Batch { detached: false, .. } => drive_batch(plan, &call, watch),
         Run::Async | Run::Batch { .. } => {
             // Names only: the driver reads each address when it calls.
             let hosts = plan.target_names()?;
+            authorized(plan, caller.as_ref(), &function, &hosts)?;
             plan.check_credentials()?;
             let meta = meta(plan, &call, hosts.len(), caller);
-            let n = hosts.len();
-            let started = jobs::start::start(&plan.store(), &plan.root, &call, hosts, meta)?;
+            let started = jobs::start::start(&plan.store(), &plan.root, &call, hosts.clone(), meta)?;
             // The driver runs detached; it is reaped when it ends.
             if let Some(child) = started.driver {
                 crate::respawned::reap(child);
             }
             Ok(Answer::Started {
                 id: started.id,
-                hosts: n,
+                hosts,
                 forced,
             })
         }
     }
+}
+
+/// Refuses a call of `function` on `hosts` that `caller`'s rights do not
+/// all allow. The gate authorized the door's request before anything was
+/// spent (`gate::rights::authorize_call`); this holds the hosts the SPEC
+/// names now to the same rights, so a minion enrolled in between or a
+/// host behind a relay is not called for a caller that may not.
+fn authorized(
+    plan: &Plan,
+    caller: Option<&Caller>,
+    function: &str,
+    hosts: &[String],
+) -> Result<(), PlanError> {
+    let rights = gate::rights::Rights::of_signed(caller.and_then(|c| c.rights.as_deref()));
+    match rights.forbidden(&plan.root, function, hosts) {
+        None => Ok(()),
+        Some(_) => Err(gate::GateError::Forbidden(format!(
+            "this token may not call {function} on every host the SPEC names"
+        ))
+        .into()),
+    }
+}
+
+/// The plan's targets, the hosts that could not judge its filter ended
+/// now (failed, with why), and the watch told of both.
+fn begin_now(
+    plan: &Plan,
+    function: &str,
+    watch: &mut dyn Watch,
+) -> Result<(Vec<Target>, BTreeMap<String, Value>), PlanError> {
+    let targets = plan.targets()?;
+    let unjudged = plan.unjudged();
+    let names: Vec<String> = targets
+        .iter()
+        .map(|t| t.name.clone())
+        .chain(unjudged.keys().cloned())
+        .collect();
+    watch.begin(function, &names);
+    for (host, error) in &unjudged {
+        watch.host(host, error);
+    }
+    Ok((targets, unjudged))
+}
+
+/// A call now over a long-lived door's kept connections (and relays, with
+/// its caller's name and rights), each host streamed.
+fn call_warm(
+    plan: &Plan,
+    warm: &crate::plan::Warm,
+    function: &str,
+    params: Vec<Value>,
+    caller: Option<&Caller>,
+    watch: &mut dyn Watch,
+) -> Result<Answer, PlanError> {
+    let (targets, mut results) = begin_now(plan, function, watch)?;
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    authorized(plan, caller, function, &names)?;
+    let timeout = plan.dispatch.timeout_secs;
+    let order = crate::relay::Order {
+        id: format!("{}-{function}-now", plan.spec),
+        spec: plan.spec.clone(),
+        function: function.to_string(),
+        params,
+        user: warm.user.clone(),
+        rights: warm.rights.clone(),
+        timeout,
+        forward: None,
+    };
+    let direct = warm.direct(Duration::from_secs_f64(timeout));
+    let routes = plan.routes.as_ref();
+    let called = crate::reach::call_blocking(&direct, &plan.root, routes, &order, targets, |h, v| {
+        watch.host(h, v)
+    });
+    results.extend(called);
+    Ok(Answer::Results {
+        function: function.to_string(),
+        results,
+        missing: plan.missing(),
+    })
 }
 
 fn call_now(
@@ -271,18 +367,7 @@ fn call_now(
     action: &Action,
     watch: &mut dyn Watch,
 ) -> Result<Answer, PlanError> {
-    let targets = plan.targets()?;
-    // Hosts that could not judge a filter end now, failed, with why.
-    let mut results = plan.unjudged();
-    let names: Vec<String> = targets
-        .iter()
-        .map(|t| t.name.clone())
-        .chain(results.keys().cloned())
-        .collect();
-    watch.begin(function, &names);
-    for (host, error) in &results {
-        watch.host(host, error);
-    }
+    let (targets, mut results) = begin_now(plan, function, watch)?;
     let called = crate::calling::dispatch_to(plan, &targets, action, |host, value| watch.host(host, value))?;
     results.extend(called);
     Ok(Answer::Results {
@@ -364,7 +449,13 @@ fn rerun(plan: &Plan, caller: Option<Caller>, id: &str, failed: bool) -> Result<
     })
 }
 
-fn kill(plan: &Plan, caller: Option<Caller>, id: String, signal: &str) -> Result<Answer, PlanError> {
+fn kill(
+    plan: &Plan,
+    caller: Option<Caller>,
+    id: String,
+    signal: &str,
+    wait: bool,
+) -> Result<Answer, PlanError> {
     let sig = gate::jobs::signal(signal)?;
     let limit = Duration::from_secs_f64(plan.timeout.unwrap_or(10.0));
     let who = match &caller {
@@ -372,7 +463,10 @@ fn kill(plan: &Plan, caller: Option<Caller>, id: String, signal: &str) -> Result
         None => format!("{} via func jobs kill", jobs::current_user()),
     };
     jobs::kill::settle_dispatch(&plan.store(), &id, Instant::now() + limit, sig, &who)?;
-    let status = crate::status::refreshed(plan, &id)?;
+    let status = match wait {
+        true => crate::status::refreshed(plan, &id)?,
+        false => stored_status(plan, &id)?,
+    };
     let record = match &status.record {
         Some(record) if !status.finished() => record,
         _ => {
@@ -384,13 +478,15 @@ fn kill(plan: &Plan, caller: Option<Caller>, id: String, signal: &str) -> Result
         }
     };
     let calls = jobs::kill::signal_calls(&plan.root, record, signal);
-    let mut signalled = Vec::new();
-    if !calls.is_empty() {
-        let mut poller = crate::status::new_poller(plan).map_err(PlanError::Config)?;
-        for (host, reply) in poller.call_each(calls) {
-            signalled.push((host, jobs::kill::signalled(reply)));
-        }
-        signalled.sort_by(|a, b| a.0.cmp(&b.0));
+    let user = caller.as_ref().map(|c| c.user.as_str());
+    let mut signalled = send_signals(plan, calls, user)?;
+    signalled.sort_by(|a, b| a.0.cmp(&b.0));
+    if !wait {
+        return Ok(Answer::Killed {
+            id,
+            status,
+            signalled: Some(signalled),
+        });
     }
     // The minions now report the signalled jobs as ended; collect that.
     let status = crate::status::watch(plan, &id, Some(Instant::now() + limit), |_| {})?;
@@ -398,6 +494,56 @@ fn kill(plan: &Plan, caller: Option<Caller>, id: String, signal: &str) -> Result
         id,
         status,
         signalled: Some(signalled),
+    })
+}
+
+/// Sends each `jobs.signal_job` call, as `user` where a door names its
+/// caller: over the plan's kept connections when it has them (func-api),
+/// else over a poller of this process; hosts whose job is a relay's
+/// through that relay either way.
+fn send_signals(
+    plan: &Plan,
+    calls: Vec<(Target, String, Vec<Value>)>,
+    user: Option<&str>,
+) -> Result<Vec<(String, Signalled)>, PlanError> {
+    if calls.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The pool's connections belong to the door's runtime: they are used there.
+    let (Some(pool), Ok(door)) = (
+        plan.warm.as_ref().map(|w| &w.pool),
+        tokio::runtime::Handle::try_current(),
+    ) else {
+        let mut poller = crate::status::new_poller(plan).map_err(PlanError::Config)?;
+        let replies = poller.call_each(calls);
+        return Ok(replies
+            .into_iter()
+            .map(|(h, r)| (h, jobs::kill::signalled(r)))
+            .collect());
+    };
+    let (relayed, direct): (Vec<_>, Vec<_>) = calls
+        .into_iter()
+        .partition(|c| jobs::relayed::is_relayed(c, None));
+    let limit = Duration::from_secs_f64(plan.dispatch.timeout_secs);
+    let root = &plan.root;
+    let asked = async {
+        let through_relays = jobs::relayed::answer(root, None, relayed, user);
+        let direct = direct.into_iter().map(|(target, method, params)| async move {
+            let value = pool.call(&target, &method, params, limit, user).await;
+            (target.name, Signalled::of_value(value))
+        });
+        let (relayed, direct) = tokio::join!(through_relays, futures_util::future::join_all(direct));
+        let relayed = relayed.into_iter().map(|(h, r)| (h, jobs::kill::signalled(r)));
+        relayed.chain(direct).collect::<Vec<_>>()
+    };
+    Ok(door.block_on(asked))
+}
+
+/// Job `id`'s status as the store has it (unknown: lost in space).
+fn stored_status(plan: &Plan, id: &str) -> Result<Status, PlanError> {
+    Ok(match crate::store::JobStore::load(&plan.store(), id)? {
+        Some(record) => jobs::status_of(record, &BTreeMap::new()),
+        None => Status::lost(),
     })
 }
 

@@ -226,6 +226,20 @@ impl Rights {
 
 /// The hosts `call` reaches, if `rights` may call its function on every
 /// one of them: the authorization of a call, for every door.
+/// Whether a caller with `rights` may filter `hosts` by their facts. A
+/// verdict tells about a host's facts, so a limited caller must be allowed
+/// `fact.items` on every host it has judged: else a filter would read, a
+/// bit at a time, facts it may not read.
+pub fn may_filter(root: &Root, rights: &Rights, hosts: &[String]) -> Result<(), GateError> {
+    if rights.admin || rights.allows_all(hosts, "fact.items", &Groups::load(&root.groups_file())) {
+        return Ok(());
+    }
+    Err(GateError::Forbidden(
+        "this token may not read the facts (fact.items) of every host the SPEC names, so it may not filter by them"
+            .into(),
+    ))
+}
+
 pub fn authorize_call(root: &Root, rights: &Rights, call: &Call) -> Result<Vec<Target>, GateError> {
     let function = call.function();
     // Which host is not said: it may be one this caller cannot see.

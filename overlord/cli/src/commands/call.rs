@@ -209,7 +209,7 @@ fn follow(plan: &Plan, id: &str) -> Result<i32, PlanError> {
     let mut shown = crate::display::Shown::new(plan, crate::display::report::block);
     let request = Request::JobStatus {
         id: id.to_string(),
-        wait: true,
+        look: overlord::engine::Look::Followed,
     };
     let answer = engine::serve(plan, None, request, &mut shown)?;
     let Answer::Status { status, .. } = &answer else {

@@ -27,7 +27,10 @@ impl JobStatus {
 pub fn show(plan: &Plan, id: &str, wait: bool) -> Result<i32, PlanError> {
     let request = Request::JobStatus {
         id: id.to_string(),
-        wait,
+        look: match wait {
+            true => overlord::engine::Look::Followed,
+            false => overlord::engine::Look::Asked,
+        },
     };
     let answer = engine::serve(plan, None, request, &mut engine::Unwatched)?;
     if let Answer::Status { id, status } = &answer {

@@ -26,6 +26,7 @@ impl Kill {
         let request = Request::JobKill {
             id: self.id.clone(),
             signal: self.signal.clone(),
+            wait: true,
         };
         let answer = engine::serve(plan, None, request, &mut engine::Unwatched)?;
         let Answer::Killed {

@@ -20,7 +20,7 @@ impl Lookup {
         }
         let request = Request::JobStatus {
             id: self.id.clone(),
-            wait: false,
+            look: engine::Look::Asked,
         };
         let Answer::Status { status, .. } = engine::serve(plan, None, request, &mut engine::Unwatched)?
         else {
