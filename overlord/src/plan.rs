@@ -200,7 +200,12 @@ impl Plan {
         let certs = self.root.signed_certs_dir();
         // With a shared store the minions may all come from it.
         let shared = crate::settings::store_url(&self.root).is_some();
-        if let (Err(e), false) = (std::fs::metadata(&certs), shared || self.routes.is_some()) {
+        // A service (func-api) runs before the first minion enrolls: none yet.
+        let service = self.warm.is_some();
+        if let (Err(e), false) = (
+            std::fs::metadata(&certs),
+            shared || service || self.routes.is_some(),
+        ) {
             let why = match e.kind() {
                 std::io::ErrorKind::NotFound => "does not exist".to_string(),
                 _ => e.to_string(),
@@ -219,8 +224,16 @@ impl Plan {
             (Some(r), false) => r.minions(),
             _ => &[][..],
         };
-        let (found, missing) =
+        let (mut found, missing) =
             targets::resolve_names_with(&self.root, &self.spec, self.exclude.as_deref(), extra)?;
+        // A limited caller's SPEC names only the minions its rights reach.
+        if let Some(rights) = self.warm.as_ref().and_then(|w| w.rights.as_deref()) {
+            let reach = crate::gate::rights::Rights::of_signed(Some(rights)).hosts_for(&self.root, None);
+            found.retain(|name| reach.contains(name));
+            if found.is_empty() {
+                return Err(targets::TargetError::NoMatch(self.spec.clone()).into());
+            }
+        }
         // A service's caller is answered, not its log written to.
         for name in missing.iter().filter(|_| self.warm.is_none()) {
             crate::errln!(

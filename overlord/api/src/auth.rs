@@ -46,6 +46,7 @@ impl Caller {
         overlord::jobs::start::Caller {
             user: self.user(),
             rights: self.signed_rights(),
+            schedule: None,
         }
     }
 
@@ -67,58 +68,44 @@ impl Caller {
         request: overlord::engine::Request,
         user: String,
     ) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
-        let plan = self.warm_plan(api, api.plan()?, &user);
-        self.serve(&plan, request, user)
+        let who = overlord::jobs::start::Caller {
+            user,
+            ..self.engine_caller()
+        };
+        serve_as(&plan_for(api, "", (None, None), &who)?, who, request)
     }
 
-    /// A call (`Request::Call`) as this caller, with a plan for it: its
-    /// SPEC, `exclude`, fact filter, delegation, timeout and forks. The
-    /// answer, and the hosts that could not judge the filter (not called).
+    /// A call (`Request::Call`) as this caller (see [`call_as`]).
     pub fn call(
         &self,
         api: &Api,
         call: overlord::gate::Call,
     ) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
-        let mut plan =
-            overlord::plan::Plan::for_program(api.root.clone(), &call.spec, call.forks, call.timeout)?;
-        plan.held_store = Some(api.store.clone());
-        plan.exclude = call.exclude.clone();
-        plan.filter = call.filter.as_deref().cloned();
-        if call.delegate {
-            plan.delegate_with(None)?;
-        }
-        let user = self.user();
-        let plan = self.warm_plan(api, plan, &user);
-        let answer = self.serve(&plan, overlord::engine::Request::Call(call), user)?;
-        Ok((answer, plan.unjudged()))
+        call_as(api, self.engine_caller(), call)
     }
 
-    /// `plan` calling over the service's kept connections, for `user`.
-    fn warm_plan(&self, api: &Api, mut plan: overlord::plan::Plan, user: &str) -> overlord::plan::Plan {
-        plan.warm = Some(overlord::plan::Warm {
-            pool: Arc::clone(&api.pool),
-            user: user.to_string(),
-            rights: self.signed_rights(),
-        });
-        plan
+    /// The engine's plan for this caller's request naming `spec` (see [`plan_for`]).
+    pub fn plan(
+        &self,
+        api: &Api,
+        spec: &str,
+        forks: Option<usize>,
+        timeout: Option<f64>,
+    ) -> Result<overlord::plan::Plan, overlord::gate::GateError> {
+        plan_for(api, spec, (forks, timeout), &self.engine_caller())
     }
 
-    fn serve(
+    /// Asks the engine with `plan` (made by [`Self::plan`]), as this caller.
+    pub fn serve(
         &self,
         plan: &overlord::plan::Plan,
         request: overlord::engine::Request,
-        user: String,
     ) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
-        let who = overlord::jobs::start::Caller {
-            user,
-            rights: self.signed_rights(),
-        };
-        Ok(overlord::engine::serve(
-            plan,
-            Some(who),
-            request,
-            &mut overlord::engine::Unwatched,
-        )?)
+        let mut who = self.engine_caller();
+        if let Some(warm) = &plan.warm {
+            who.user = warm.user.clone();
+        }
+        serve_as(plan, who, request)
     }
 
     /// The job `id` names: itself, or for `last` this caller's newest job
@@ -310,4 +297,58 @@ impl FromRequestParts<Arc<Api>> for Caller {
     async fn from_request_parts(parts: &mut Parts, api: &Arc<Api>) -> Result<Self, Self::Rejection> {
         authenticate(api, parts)
     }
+}
+
+/// The engine's plan for a request of `who` naming `spec` (with `forks`
+/// and `timeout`): the service's job store, and its kept connections used
+/// for `who` (its name to the minions, its rights).
+pub fn plan_for(
+    api: &Api,
+    spec: &str,
+    (forks, timeout): (Option<usize>, Option<f64>),
+    who: &overlord::jobs::start::Caller,
+) -> Result<overlord::plan::Plan, overlord::gate::GateError> {
+    let mut plan = overlord::plan::Plan::for_program(api.root.clone(), spec, forks, timeout)?;
+    plan.held_store = Some(api.store.clone());
+    plan.warm = Some(overlord::plan::Warm {
+        pool: Arc::clone(&api.pool),
+        user: who.user.clone(),
+        rights: who.rights.clone(),
+    });
+    Ok(plan)
+}
+
+/// Asks the engine's one entry with `plan` for `who` (blocking: call it
+/// from `spawn_blocking`).
+pub fn serve_as(
+    plan: &overlord::plan::Plan,
+    who: overlord::jobs::start::Caller,
+    request: overlord::engine::Request,
+) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
+    Ok(overlord::engine::serve(
+        plan,
+        Some(who),
+        request,
+        &mut overlord::engine::Unwatched,
+    )?)
+}
+
+/// A call (`Request::Call`) for `who` (a token's caller, or a schedule's
+/// owner), with a plan for it: its SPEC, `exclude`, fact filter,
+/// delegation, timeout and forks. The answer, and the hosts that could not
+/// judge the filter (not called). The gate authorized it before
+/// (`gate::rights::authorize_call`).
+pub fn call_as(
+    api: &Api,
+    who: overlord::jobs::start::Caller,
+    call: overlord::gate::Call,
+) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
+    let mut plan = plan_for(api, &call.spec, (call.forks, call.timeout), &who)?;
+    plan.exclude = call.exclude.clone();
+    plan.filter = call.filter.as_deref().cloned();
+    if call.delegate {
+        plan.delegate_with(None)?;
+    }
+    let answer = serve_as(&plan, who, overlord::engine::Request::Call(call))?;
+    Ok((answer, plan.unjudged()))
 }

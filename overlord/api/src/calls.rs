@@ -151,43 +151,6 @@ fn results_doc(results: &BTreeMap<String, common::Value>) -> Response {
     (StatusCode::OK, Json(serde_json::Value::Object(doc))).into_response()
 }
 
-/// The job record of `call` over `hosts` hosts for `who`, with this
-/// service's timeout and forks where the call names none.
-pub fn job_meta(
-    api: &Api,
-    call: &gate::Call,
-    hosts: usize,
-    who: overlord::jobs::start::Caller,
-) -> overlord::store::JobMeta {
-    let timeout = call.timeout.unwrap_or(api.dispatch.timeout_secs);
-    overlord::jobs::start::meta(call, hosts, (timeout, api.dispatch.forks), Some(who))
-}
-
-/// Records and starts `call` over `names` as the job `meta` (its driver
-/// detached, reaped by the service; counted): func-api's one start of a
-/// job, for calls and scheduled runs.
-pub async fn start_detached(
-    api: &Arc<Api>,
-    call: &gate::Call,
-    names: Vec<String>,
-    meta: overlord::store::JobMeta,
-) -> Result<String, ApiError> {
-    let (api2, call2) = (Arc::clone(api), call.clone());
-    let id = tokio::task::spawn_blocking(move || -> Result<String, GateError> {
-        let started = overlord::jobs::start::start(&api2.store, &api2.root, &call2, names, meta)?;
-        if let Some(driver) = started.driver {
-            overlord::respawned::reap(driver);
-        }
-        Ok(started.id)
-    })
-    .await
-    .map_err(ApiError::internal)??;
-    api.metrics
-        .jobs
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(id)
-}
-
 /// 202 `{"job_id", "not_called"}` with where to follow it.
 fn started(id: String, batch: bool, unjudged: &BTreeMap<String, common::Value>) -> Response {
     // Where to follow it: the batch's page for a batch, else the job's.

@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::reply::{ApiError, ErrorBody};
 use super::state::Api;
+use overlord::engine::{Answer, Request};
+use overlord::gate::GateError;
 use overlord::targets::{Target, TargetError};
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -84,44 +86,32 @@ pub async fn list(
     let asked = f.spec.is_some() || filter.is_some();
     let spec = f.spec.unwrap_or_else(|| "*".into());
     overlord::gate::call::check_spec("spec", &spec)?;
-    let no_match = || {
-        ApiError::from(overlord::gate::GateError::Targets(TargetError::NoMatch(
-            spec.clone(),
-        )))
-    };
-    let root = api.root.clone();
-    let spec2 = spec.clone();
-    let (user, rights) = (caller.user(), caller.rights.clone());
-    let targets = tokio::task::spawn_blocking(move || {
-        let found = overlord::targets::resolve(&root, &spec2, None);
-        let allowed = (!caller.rights.admin).then(|| caller.rights.hosts_for(&root, None));
-        (found, allowed)
+    // The engine names them: for a limited caller only those its rights
+    // reach; with a filter, those whose facts hold it (judged by the hosts
+    // over the kept connections).
+    let (api2, spec2) = (Arc::clone(&api), spec.clone());
+    let answer = tokio::task::spawn_blocking(move || -> Result<_, GateError> {
+        let mut plan = caller.plan(&api2, &spec2, None, None)?;
+        plan.filter = filter;
+        caller.serve(&plan, Request::ListMinions)
     })
     .await
     .map_err(ApiError::internal)?;
-    let mut targets = match targets.0 {
-        Ok(t) => t
-            .into_iter()
-            .filter(|t| targets.1.as_ref().is_none_or(|a| a.contains(&t.name)))
-            .collect(),
-        Err(TargetError::NoMatch(_)) if !asked => Vec::new(),
-        Err(e) => return Err(overlord::gate::GateError::Targets(e).into()),
+    let (targets, unjudged) = match answer {
+        Ok(Answer::Minions { targets, unjudged }) => (targets, unjudged),
+        Ok(_) => {
+            return Err(ApiError::internal(
+                "the engine answered a listing with something else",
+            ))
+        }
+        // Without `spec`, the collection: empty while no minion is enrolled.
+        Err(GateError::Targets(TargetError::NoMatch(_))) if !asked => (Vec::new(), BTreeMap::new()),
+        Err(e) => return Err(e.into()),
     };
-    let mut not_judged = BTreeMap::new();
-    if let (Some(filter), false) = (filter, targets.is_empty()) {
-        let limit = Duration::from_secs_f64(api.dispatch.timeout_secs);
-        let judged = super::judge::judge(&api, &rights, targets, &filter, limit, &user).await?;
-        targets = judged.chosen;
-        not_judged = judged
-            .unjudged
-            .iter()
-            .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
-            .collect();
-    }
-    if asked && targets.is_empty() && not_judged.is_empty() {
-        return Err(no_match());
-    }
-    targets.sort_by(|a: &Target, b: &Target| overlord::values::natural_cmp(&a.name, &b.name));
+    let not_judged = unjudged
+        .iter()
+        .map(|(h, v)| (h.clone(), overlord::values::to_json(v)))
+        .collect();
     let minions = targets
         .into_iter()
         .map(|t| MinionRow {

@@ -125,7 +125,7 @@ async fn run_due(api: &Arc<Api>, name: &str, now: f64, holder: &str) -> bool {
         Err(why) => Outcome::Stopped(why),
         Ok(rights) => match trusted_call(api, s, &rights).await {
             Err(outcome) => outcome,
-            Ok((call, hosts)) => start_run(api, s, &rights, call, hosts).await,
+            Ok(call) => start_run(api, s, &rights, call).await,
         },
     };
     record_outcome(api, &claimed, outcome).await;
@@ -310,7 +310,7 @@ async fn trusted_call(
     api: &Arc<Api>,
     s: &Schedule,
     rights: &Rights,
-) -> Result<(overlord::gate::Call, Vec<overlord::targets::Target>), Outcome> {
+) -> Result<overlord::gate::Call, Outcome> {
     let (api2, s2, rights2) = (Arc::clone(api), s.clone(), rights.clone());
     let judged = tokio::task::spawn_blocking(move || -> Result<_, Outcome> {
         if let Some(job) = &s2.last_job {
@@ -345,29 +345,12 @@ async fn trusted_call(
         }
         let refused = |e: GateError| Outcome::NotStarted(format!("refused: {e}"));
         let call = s2.call().map_err(refused)?;
-        let targets = overlord::gate::rights::authorize_call(&api2.root, &rights2, &call).map_err(refused)?;
-        Ok((call, targets))
+        overlord::gate::rights::authorize_call(&api2.root, &rights2, &call).map_err(refused)?;
+        Ok(call)
     })
     .await
     .map_err(|e| Outcome::NotStarted(e.to_string()))??;
-    let (call, targets) = judged;
-    let targets = match &call.filter {
-        None => targets,
-        Some(filter) => {
-            let limit = Duration::from_secs_f64(call.timeout.unwrap_or(api.dispatch.timeout_secs));
-            let judged = super::judge::judge(api, rights, targets, filter, limit, &s.owner.user)
-                .await
-                .map_err(|e| Outcome::NotStarted(format!("refused: {}", e.message)))?;
-            if judged.chosen.is_empty() {
-                return Err(Outcome::NotStarted(format!(
-                    "not started: no host holds {}",
-                    filter.describe()
-                )));
-            }
-            judged.chosen
-        }
-    };
-    Ok((call, targets))
+    Ok(judged)
 }
 
 /// Whether a scheduled run's job still runs (a job whose driver died
@@ -377,25 +360,42 @@ fn running(rec: &overlord::store::JobRecord) -> bool {
     rec.meta.ended.is_none() && overlord::jobs::tally(rec).pending > 0 && !stalled
 }
 
-/// Starts the run as a job of the owner carrying the schedule's name (a
-/// batch has its own driver: `schedule::call_of` reads every request as async).
-async fn start_run(
-    api: &Arc<Api>,
-    s: &Schedule,
-    rights: &Rights,
-    call: overlord::gate::Call,
-    targets: Vec<overlord::targets::Target>,
-) -> Outcome {
-    let names: Vec<String> = targets.into_iter().map(|t| t.name).collect();
+/// Starts the run as a job of the owner carrying the schedule's name,
+/// through the engine as every door's call (a batch has its own driver:
+/// `schedule::call_of` reads every request as async); a fact filter is
+/// judged by the hosts first.
+async fn start_run(api: &Arc<Api>, s: &Schedule, rights: &Rights, call: overlord::gate::Call) -> Outcome {
     let who = overlord::jobs::start::Caller {
         user: s.owner.user.clone(),
         rights: rights.signed(),
+        schedule: Some(s.name.clone()),
     };
-    let mut meta = super::calls::job_meta(api, &call, names.len(), who);
-    meta.schedule = Some(s.name.clone());
-    let hosts = names.clone();
-    match super::calls::start_detached(api, &call, names, meta).await {
-        Ok(job) => Outcome::Started { job, hosts },
-        Err(e) => Outcome::NotStarted(format!("not started: {}", e.message)),
+    let filter = call.filter.as_deref().map(|f| f.describe());
+    let api2 = Arc::clone(api);
+    let done = tokio::task::spawn_blocking(move || super::auth::call_as(&api2, who, call)).await;
+    match done {
+        // Every host failed to judge the filter: a job of none is no run.
+        Ok(Ok((overlord::engine::Answer::Started { hosts, .. }, _))) if hosts.is_empty() => {
+            Outcome::NotStarted(format!(
+                "not started: no host holds {}",
+                filter.unwrap_or_default()
+            ))
+        }
+        Ok(Ok((overlord::engine::Answer::Started { id, hosts, .. }, _))) => {
+            api.metrics
+                .jobs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Outcome::Started { job: id, hosts }
+        }
+        Ok(Ok(_)) => Outcome::NotStarted("not started: the run was not made a job".into()),
+        Ok(Err(e @ GateError::Forbidden(_))) => Outcome::NotStarted(format!("refused: {e}")),
+        Ok(Err(GateError::Targets(overlord::targets::TargetError::NoMatch(_)))) if filter.is_some() => {
+            Outcome::NotStarted(format!(
+                "not started: no host holds {}",
+                filter.unwrap_or_default()
+            ))
+        }
+        Ok(Err(e)) => Outcome::NotStarted(format!("not started: {e}")),
+        Err(e) => Outcome::NotStarted(format!("not started: {e}")),
     }
 }

@@ -52,14 +52,6 @@ pub struct Api {
 }
 
 impl Api {
-    /// The engine's plan for a request of this service: its root and its
-    /// job store (kept connections, not one opened per request).
-    pub fn plan(&self) -> Result<overlord::plan::Plan, overlord::gate::GateError> {
-        let mut plan = overlord::plan::Plan::for_program(self.root.clone(), "", None, None)?;
-        plan.held_store = Some(self.store.clone());
-        Ok(plan)
-    }
-
     /// The service's state below `root`.
     pub fn new(root: Root, settings: config::ApiSettings) -> anyhow::Result<Self> {
         use anyhow::Context as _;

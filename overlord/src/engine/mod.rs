@@ -100,7 +100,7 @@ pub enum Answer {
     /// could not judge the filter (reported by the plan; a failure).
     Minions {
         targets: Vec<Target>,
-        unjudged: usize,
+        unjudged: BTreeMap<String, Value>,
     },
     Active(jobs::active::Active),
     Jobs(jobs::row::JobPage),
@@ -175,7 +175,7 @@ pub fn serve(
         Request::ListMinions => {
             let mut targets = plan.targets()?;
             targets.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
-            let unjudged = plan.unjudged().len();
+            let unjudged = plan.unjudged();
             Ok(Answer::Minions { targets, unjudged })
         }
         Request::JobStatus { id, look } => {
@@ -588,7 +588,7 @@ impl Answer {
                 missing,
             } => i32::from(!missing.is_empty() || !crate::status::all_ok(function, results)),
             Answer::Started { .. } | Answer::Rerun { .. } => 0,
-            Answer::Minions { unjudged, .. } => i32::from(*unjudged > 0),
+            Answer::Minions { unjudged, .. } => i32::from(!unjudged.is_empty()),
             Answer::Batch {
                 interrupted: true, ..
             } => crate::interrupt::EXIT,

@@ -18,6 +18,8 @@ use crate::store::{JobMeta, JobStore};
 pub struct Caller {
     pub user: String,
     pub rights: Option<Vec<String>>,
+    /// The schedule whose run the job is.
+    pub schedule: Option<String>,
 }
 
 /// A job that was recorded; `driver` is its detached driver, when one was
@@ -45,6 +47,7 @@ pub fn meta(call: &Call, hosts: usize, (timeout, forks): (f64, usize), caller: O
     if let Some(c) = caller {
         meta.user = c.user;
         meta.rights = c.rights;
+        meta.schedule = c.schedule;
     }
     meta.delegate = call.delegate;
     meta
