@@ -403,5 +403,42 @@ class ManagementAnswersTest(unittest.TestCase):
         self.assertEqual(docs[0], docs[2])
 
 
+    def test_what_runs_now_is_one_document(self):
+        """`jobs active`: a job sleeping on both minions is found running
+        on both, by func, func transmit and func-api alike; a limited
+        token may not ask (403), as the engine decides for every door."""
+        code, job = by_func({"spec": "m1;m2", "module": "test", "method": "sleep", "args": [60], "async": True})
+        self.assertEqual(code, 0, job)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                answers = [self.func("jobs", "active", "m*"), self.transmit(["jobs", "active", "m*"]),
+                           self.api("GET", "/api/v1/jobs/active?spec=m*")]
+                running = [sorted(a[1].get("jobs", {}).get(job, {}).get("running", [])) for a in answers]
+                if running == [["m1", "m2"]] * 3 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            self.assertEqual([a[0] for a in answers], [0, 0, 200], answers)
+            self.assertEqual(running, [["m1", "m2"]] * 3, answers)
+            self.assertEqual(answers[0][1], answers[1][1])
+            self.assertEqual(answers[0][1]["jobs"][job], answers[2][1]["jobs"][job])
+            limited = API.token("doors-limited", "--allow", "*=test.*")
+            status, doc, _ = API.request("GET", "/api/v1/jobs/active", token=limited)
+            self.assertEqual(status, 403, doc)
+        finally:
+            # The kill through func-api answers at once with each host's signal;
+            # the job then ends on both hosts, killed (a failure).
+            status, killed, _ = API.request("POST", "/api/v1/jobs/%s/kill" % job, token=TOKEN, body={})
+            self.assertEqual(status, 200, killed)
+        self.assertEqual(sorted(killed["signalled"]), ["m1", "m2"], killed)
+        self.assertTrue(all(isinstance(v, str) for v in killed["signalled"].values()), killed)
+        code, ended = wait_for(job)
+        self.assertEqual((code, ended[0]), (1, "finished"), ended)
+        self.assertEqual(sorted(ended[1]), ["m1", "m2"], ended)
+        for host, result in ended[1].items():
+            self.assertEqual(result[:2], ["REMOTE_ERROR", "func.minion.JobDied"], (host, result))
+            self.assertIn("killed", result[2], (host, result))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -216,3 +216,12 @@ pub async fn recover(
     .await
     .map_err(ApiError::internal)?
 }
+
+/// This group's endpoints, each with its OpenAPI operation.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Api>> {
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    OpenApiRouter::new()
+        .routes(routes!(status))
+        .routes(routes!(stop))
+        .routes(routes!(recover))
+}

@@ -5,8 +5,11 @@
 //! the store's start-time index, so it stays fast at 100,000 jobs.
 //! `GET /api/v1/jobs/{id}`: the `job_status --json` document (`last`: the
 //! caller's newest job). `POST /api/v1/jobs/{id}/kill {"signal"}`: signals
-//! the hosts still running it. A limited token sees and kills only jobs
-//! whose every host its rights allow with the job's function.
+//! the hosts still running it. `GET /api/v1/jobs/active[?spec=]`: what runs
+//! now on the minions (an administrator's). A limited token sees and kills
+//! only jobs whose every host its rights allow with the job's function;
+//! the engine decides that (`engine::serve`), the handlers only read the
+//! request and write the answer.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -195,6 +198,38 @@ pub async fn one(
     .map_err(ApiError::internal)?
 }
 
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ActiveQuery {
+    /// The minions to ask (every minion when absent).
+    spec: Option<String>,
+}
+
+/// `GET /api/v1/jobs/active`: what runs now on the minions, by overlord
+/// job (the document of `func jobs active --json`); an administrator's.
+#[utoipa::path(get, path = "/api/v1/jobs/active", tag = "jobs", operation_id = "activeJobs",
+    summary = "What runs now on the minions, by job (func jobs active)", params(ActiveQuery),
+    responses((status = 200, description = "{\"jobs\", \"other\", \"unreachable\"}: the document of func jobs active --json", body = Object),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "the SPEC names no minion", body = ErrorBody), (status = 429, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+pub async fn active(
+    caller: Caller,
+    State(api): State<Arc<Api>>,
+    Query(q): Query<ActiveQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let spec = q.spec.filter(|s| !s.is_empty()).unwrap_or_else(|| "*".into());
+    overlord::gate::call::check_spec("spec", &spec)?;
+    let slot = super::calls::take_slot(&api, &caller)?;
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        let answer = caller.ask(&api, Request::JobsActive { spec })?;
+        Ok(Json(answer.document()))
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillRequest {
@@ -277,4 +312,15 @@ pub async fn kill(
         job_id: id,
         signalled,
     }))
+}
+
+/// This group's endpoints, each with its OpenAPI operation.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Api>> {
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(active))
+        .routes(routes!(one))
+        .routes(routes!(kill))
+        .routes(routes!(super::rerun::rerun))
 }

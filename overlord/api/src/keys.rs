@@ -334,3 +334,12 @@ pub async fn revoke(
     );
     answer
 }
+
+/// This group's endpoints, each with its OpenAPI operation.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Api>> {
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(sign))
+        .routes(routes!(revoke))
+}

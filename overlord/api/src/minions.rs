@@ -194,3 +194,11 @@ pub async fn methods(
         modules: out,
     }))
 }
+
+/// This group's endpoints, each with its OpenAPI operation.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Api>> {
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(methods))
+}

@@ -13,9 +13,7 @@ use utoipa::OpenApi;
 
 use super::auth::COOKIE;
 use super::state::Api;
-use super::{
-    audit, batches, calls, events, facts, jobs, keys, metrics, minions, relay, rerun, schedules, session,
-};
+use super::{audit, batches, calls, events, facts, jobs, keys, metrics, minions, relay, schedules, session};
 use std::sync::Arc;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -40,35 +38,20 @@ pub struct Doc;
 /// The endpoints of the API, each registered once with its OpenAPI
 /// operation (`#[utoipa::path]` on the handler gives the path and method).
 pub fn api_routes() -> OpenApiRouter<Arc<Api>> {
-    // The relay's requests carry whole batches of results: a limit of their own.
-    let relay_body = axum::extract::DefaultBodyLimit::max(relay::RELAY_BODY);
-    let relayed = OpenApiRouter::new()
-        .routes(routes!(relay::relay))
-        .routes(routes!(relay::results))
-        .layer(relay_body);
+    // A group of endpoints registers its own (`jobs::routes`, …): an
+    // endpoint added to a group is written in that group's file only.
     OpenApiRouter::with_openapi(Doc::openapi())
-        .routes(routes!(session::login))
-        .routes(routes!(session::logout))
-        .routes(routes!(minions::list))
-        .routes(routes!(minions::methods))
+        .merge(session::routes())
+        .merge(minions::routes())
         .routes(routes!(facts::facts))
         .routes(routes!(calls::call))
-        .routes(routes!(jobs::list))
-        .routes(routes!(jobs::one))
-        .routes(routes!(jobs::kill))
-        .routes(routes!(rerun::rerun))
-        .routes(routes!(batches::status))
-        .routes(routes!(batches::stop))
-        .routes(routes!(batches::recover))
+        .merge(jobs::routes())
+        .merge(batches::routes())
         .routes(routes!(events::stream))
-        .routes(routes!(keys::list))
-        .routes(routes!(keys::sign))
-        .routes(routes!(keys::revoke))
+        .merge(keys::routes())
         .routes(routes!(audit::list))
-        .routes(routes!(schedules::list, schedules::add))
-        .routes(routes!(schedules::one, schedules::change, schedules::remove))
-        .merge(relayed)
-        .routes(routes!(relay::map))
+        .merge(schedules::routes())
+        .merge(relay::routes())
         .routes(routes!(document))
         .routes(routes!(metrics::metrics))
 }

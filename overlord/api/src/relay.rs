@@ -431,3 +431,15 @@ pub async fn map(
     let name = overlord::seal::relay_name(&api.root);
     Ok(Json(MapAnswer { map, unreached, name }))
 }
+
+/// This group's endpoints, each with its OpenAPI operation.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Api>> {
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    // The relay's requests carry whole batches of results: a limit of their own.
+    let relay_body = axum::extract::DefaultBodyLimit::max(RELAY_BODY);
+    let relayed = OpenApiRouter::new()
+        .routes(routes!(relay))
+        .routes(routes!(results))
+        .layer(relay_body);
+    OpenApiRouter::new().merge(relayed).routes(routes!(map))
+}

@@ -318,3 +318,11 @@ pub async fn remove(
     audited(&api, &caller, action, &answer, 204);
     answer
 }
+
+/// This group's endpoints, each with its OpenAPI operation.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Api>> {
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    OpenApiRouter::new()
+        .routes(routes!(list, add))
+        .routes(routes!(one, change, remove))
+}

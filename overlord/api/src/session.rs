@@ -128,3 +128,11 @@ pub async fn logout(State(api): State<Arc<Api>>, headers: HeaderMap) -> Response
     let cookie = format!("{COOKIE}=; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=0");
     ([(header::SET_COOKIE, cookie)], axum::Json(LoggedOut { ok: true })).into_response()
 }
+
+/// This group's endpoints, each with its OpenAPI operation.
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Api>> {
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    OpenApiRouter::new()
+        .routes(routes!(login))
+        .routes(routes!(logout))
+}

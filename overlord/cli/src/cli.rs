@@ -143,7 +143,7 @@ pub enum TopCommand {
     /// The overlord's async jobs: list, lookup, active, kill
     Jobs {
         #[command(subcommand)]
-        command: JobsCommand,
+        command: crate::commands::jobs::Jobs,
     },
     /// Batches: list, status, stop, recover
     Batch {
@@ -175,67 +175,6 @@ pub struct JobStatusArgs {
     /// Poll until every host has finished (deadline: -t)
     #[arg(short = 'w', long)]
     pub wait: bool,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum JobsCommand {
-    /// Jobs in the overlord's store, newest first
-    List(JobsListArgs),
-    /// One job's hosts and results (asking the unfinished hosts)
-    Lookup {
-        #[arg(value_name = "JOB_ID")]
-        id: String,
-        /// Only the hosts that have not answered
-        #[arg(long)]
-        missing: bool,
-    },
-    /// What the minions run right now
-    Active {
-        /// Minions to ask (default: all)
-        #[arg(value_name = "SPEC", default_value = "*")]
-        spec: String,
-    },
-    /// Kill a job on every host still running it
-    Kill {
-        #[arg(value_name = "JOB_ID")]
-        id: String,
-        /// Signal to send (name or number)
-        #[arg(short = 's', long, value_name = "NAME", default_value = "KILL")]
-        signal: String,
-    },
-    /// Run a job again as a new job (the same signed request)
-    Rerun {
-        #[arg(value_name = "JOB_ID")]
-        id: String,
-        /// Only the hosts that failed, were unreachable or timed out
-        #[arg(long)]
-        failed: bool,
-    },
-}
-
-#[derive(Args, Debug, Default)]
-pub struct JobsListArgs {
-    /// Only jobs whose module.method matches GLOB
-    #[arg(long, value_name = "GLOB")]
-    pub function: Option<String>,
-    /// Only jobs whose SPEC matches GLOB
-    #[arg(long, value_name = "GLOB")]
-    pub target: Option<String>,
-    /// Only the runs of schedules whose name matches GLOB
-    #[arg(long, value_name = "GLOB")]
-    pub schedule: Option<String>,
-    /// Only jobs older than JOB_ID (the "next" of a --json page)
-    #[arg(long, value_name = "JOB_ID")]
-    pub before: Option<String>,
-    /// Started at or after TIME (epoch seconds, 10m/2h/7d ago, or YYYY-MM-DD[THH:MM[:SS]] UTC)
-    #[arg(long, value_name = "TIME")]
-    pub since: Option<String>,
-    /// Started at or before TIME
-    #[arg(long, value_name = "TIME")]
-    pub until: Option<String>,
-    /// At most N jobs
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub limit: Option<u64>,
 }
 
 #[derive(Subcommand, Debug)]

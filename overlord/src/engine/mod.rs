@@ -171,7 +171,7 @@ pub fn serve(
     }
     match request {
         Request::Call(call) => call_now_or_start(plan, caller, call, watch),
-        Request::Run { function, action } => call_now(plan, &function, &action, watch),
+        Request::Run { function, action } => run_now(plan, &function, &action, watch),
         Request::ListMinions => {
             let mut targets = plan.targets()?;
             targets.sort_by(|a, b| crate::values::natural_cmp(&a.name, &b.name));
@@ -254,13 +254,7 @@ fn call_now_or_start(
     let function = call.function();
     let forced = force_async(&plan.root, &mut call);
     match &call.run {
-        Run::Now => match &plan.warm {
-            Some(warm) => call_warm(plan, warm, &function, call.params(), caller.as_ref(), watch),
-            None => {
-                let action = crate::calling::call_action(&function, call.params())?;
-                call_now(plan, &function, &action, watch)
-            }
-        },
+        Run::Now => call_now(plan, caller.as_ref(), &function, call.params(), watch),
         Run::Batch { detached: false, .. } => drive_batch(plan, &call, watch),
         Run::Async | Run::Batch { .. } => {
             // Names only: the driver reads each address when it calls.
@@ -324,35 +318,19 @@ fn begin_now(
     Ok((targets, unjudged))
 }
 
-/// A call now over a long-lived door's kept connections (and relays, with
-/// its caller's name and rights), each host streamed.
-fn call_warm(
+/// A call now, each host streamed (a limited caller's hosts held to its
+/// rights first).
+fn call_now(
     plan: &Plan,
-    warm: &crate::plan::Warm,
+    caller: Option<&Caller>,
     function: &str,
     params: Vec<Value>,
-    caller: Option<&Caller>,
     watch: &mut dyn Watch,
 ) -> Result<Answer, PlanError> {
     let (targets, mut results) = begin_now(plan, function, watch)?;
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     authorized(plan, caller, function, &names)?;
-    let timeout = plan.dispatch.timeout_secs;
-    let order = crate::relay::Order {
-        id: format!("{}-{function}-now", plan.spec),
-        spec: plan.spec.clone(),
-        function: function.to_string(),
-        params,
-        user: warm.user.clone(),
-        rights: warm.rights.clone(),
-        timeout,
-        forward: None,
-    };
-    let direct = warm.direct(Duration::from_secs_f64(timeout));
-    let routes = plan.routes.as_ref();
-    let called = crate::reach::call_blocking(&direct, &plan.root, routes, &order, targets, |h, v| {
-        watch.host(h, v)
-    });
+    let called = crate::calling::call(plan, &targets, function, params, |h, v| watch.host(h, v))?;
     results.extend(called);
     Ok(Answer::Results {
         function: function.to_string(),
@@ -361,12 +339,9 @@ fn call_warm(
     })
 }
 
-fn call_now(
-    plan: &Plan,
-    function: &str,
-    action: &Action,
-    watch: &mut dyn Watch,
-) -> Result<Answer, PlanError> {
+/// A prepared action (not a call: ping, grep, show, copyfile) run now
+/// through the workers, each host streamed.
+fn run_now(plan: &Plan, function: &str, action: &Action, watch: &mut dyn Watch) -> Result<Answer, PlanError> {
     let (targets, mut results) = begin_now(plan, function, watch)?;
     let called = crate::calling::dispatch_to(plan, &targets, action, |host, value| watch.host(host, value))?;
     results.extend(called);

@@ -57,13 +57,13 @@ impl Command {
     /// Replaces a job id `last` by the newest job (or batch) of this user.
     pub fn resolve_last(&mut self, store: &overlord::store::Store) -> Result<(), PlanError> {
         use crate::commands::batch::Batch;
-        use crate::commands::jobs::Jobs;
         let (id, batch): (&mut String, bool) = match self {
             Command::JobStatus(c) => (&mut c.id, false),
             Command::Call(call::Call::JobStatus { id }) => (id, false),
-            Command::Jobs(Jobs::Lookup(c)) => (&mut c.id, false),
-            Command::Jobs(Jobs::Kill(c)) => (&mut c.id, false),
-            Command::Jobs(Jobs::Rerun(c)) => (&mut c.id, false),
+            Command::Jobs(jobs) => match jobs.job_id() {
+                Some(id) => (id, false),
+                None => return Ok(()),
+            },
             Command::Batch(
                 Batch::Status { id, .. } | Batch::Stop { id, .. } | Batch::Recover { id: Some(id) },
             ) => (id, true),
@@ -81,7 +81,7 @@ impl Command {
                 id: a.id,
                 wait: a.wait,
             }),
-            TopCommand::Jobs { command } => Command::Jobs(jobs::Jobs::from_cli(command)?),
+            TopCommand::Jobs { command } => Command::Jobs(command.checked()?),
             TopCommand::Batch { command } => Command::Batch(batch::Batch::from(command)),
             TopCommand::Store { command } => Command::Store(store::Store(command)),
             TopCommand::Schedule { command } => Command::Schedule(schedule::Schedule(command)),
@@ -112,12 +112,10 @@ impl Command {
     /// What the audit trail calls this command, if it changes something.
     fn audited(&self) -> Option<String> {
         use crate::commands::batch::Batch;
-        use crate::commands::jobs::Jobs;
         Some(match self {
             Command::Call(call::Call::Run { call, .. }) => format!("call {}", call.function()),
             Command::CopyFile(_) => "copyfile".to_string(),
-            Command::Jobs(Jobs::Kill(k)) => format!("kill {}", k.id),
-            Command::Jobs(Jobs::Rerun(r)) => format!("rerun {}", r.id),
+            Command::Jobs(jobs) => jobs.audited()?,
             Command::Batch(Batch::Stop { id, kill }) => {
                 format!("batch {} {id}", if *kill { "kill" } else { "stop" })
             }

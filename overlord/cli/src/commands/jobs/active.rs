@@ -8,8 +8,10 @@ use overlord::plan::{Plan, PlanError};
 
 use crate::display::output::shown_line as line;
 
-#[derive(Debug)]
+#[derive(clap::Args, Debug)]
 pub struct Active {
+    /// Minions to ask (default: all)
+    #[arg(value_name = "SPEC", default_value = "*")]
     pub spec: String,
 }
 

@@ -10,18 +10,16 @@ use overlord::engine::{self, Answer, Request};
 use overlord::jobs::kill::Signalled;
 use overlord::plan::{Plan, PlanError};
 
-#[derive(Debug)]
+#[derive(clap::Args, Debug)]
 pub struct Kill {
+    #[arg(value_name = "JOB_ID")]
     pub id: String,
+    /// Signal to send (name or number)
+    #[arg(short = 's', long, value_name = "NAME", default_value = "KILL")]
     pub signal: String,
 }
 
 impl Kill {
-    pub fn new(id: String, signal: String) -> Result<Self, PlanError> {
-        overlord::gate::jobs::signal(&signal)?;
-        Ok(Self { id, signal })
-    }
-
     pub fn run(&self, plan: &Plan) -> Result<i32, PlanError> {
         let request = Request::JobKill {
             id: self.id.clone(),

@@ -11,11 +11,36 @@ use overlord::jobs::row::{JobPage, JobRow};
 use overlord::plan::{Plan, PlanError};
 use overlord::store::when;
 
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct ListArgs {
+    /// Only jobs whose module.method matches GLOB
+    #[arg(long, value_name = "GLOB")]
+    pub function: Option<String>,
+    /// Only jobs whose SPEC matches GLOB
+    #[arg(long, value_name = "GLOB")]
+    pub target: Option<String>,
+    /// Only the runs of schedules whose name matches GLOB
+    #[arg(long, value_name = "GLOB")]
+    pub schedule: Option<String>,
+    /// Only jobs older than JOB_ID (the "next" of a --json page)
+    #[arg(long, value_name = "JOB_ID")]
+    pub before: Option<String>,
+    /// Started at or after TIME (epoch seconds, 10m/2h/7d ago, or YYYY-MM-DD[THH:MM[:SS]] UTC)
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Started at or before TIME
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// At most N jobs
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+}
+
 #[derive(Debug, Default)]
 pub struct List(pub Box<Query>);
 
 impl List {
-    pub fn from_args(a: crate::cli::JobsListArgs) -> Result<Self, PlanError> {
+    pub fn from_args(a: ListArgs) -> Result<Self, PlanError> {
         let now = overlord::store::now();
         let pattern = |flag: &str, v: String| {
             overlord::gate::jobs::glob(flag.trim_start_matches('-'), &v).map_err(PlanError::from)

@@ -7,9 +7,12 @@ use overlord::engine::{self, Answer, Request};
 use overlord::jobs;
 use overlord::plan::{Plan, PlanError};
 
-#[derive(Debug)]
+#[derive(clap::Args, Debug)]
 pub struct Lookup {
+    #[arg(value_name = "JOB_ID")]
     pub id: String,
+    /// Only the hosts that have not answered
+    #[arg(long)]
     pub missing: bool,
 }
 

@@ -8,9 +8,12 @@
 use overlord::engine::{self, Answer, Request};
 use overlord::plan::{Plan, PlanError};
 
-#[derive(Debug)]
+#[derive(clap::Args, Debug)]
 pub struct Rerun {
+    #[arg(value_name = "JOB_ID")]
     pub id: String,
+    /// Only the hosts that failed, were unreachable or timed out
+    #[arg(long)]
     pub failed: bool,
 }
 
