@@ -5,6 +5,8 @@
 //! the stream ends when its token expires or is revoked.
 
 use std::collections::BTreeMap;
+
+use overlord::engine::Unwatched;
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
@@ -72,7 +74,12 @@ impl Caller {
             user,
             ..self.engine_caller()
         };
-        serve_as(&plan_for(api, "", (None, None), &who)?, who, request)
+        serve_as(
+            &plan_for(api, "", (None, None), &who)?,
+            who,
+            request,
+            &mut Unwatched,
+        )
     }
 
     /// A call (`Request::Call`) as this caller (see [`call_as`]).
@@ -105,7 +112,7 @@ impl Caller {
         if let Some(warm) = &plan.warm {
             who.user = warm.user.clone();
         }
-        serve_as(plan, who, request)
+        serve_as(plan, who, request, &mut Unwatched)
     }
 
     /// The job `id` names: itself, or for `last` this caller's newest job
@@ -319,18 +326,14 @@ pub fn plan_for(
 }
 
 /// Asks the engine's one entry with `plan` for `who` (blocking: call it
-/// from `spawn_blocking`).
+/// from `spawn_blocking`); `watch` sees each host's end as it comes.
 pub fn serve_as(
     plan: &overlord::plan::Plan,
     who: overlord::jobs::start::Caller,
     request: overlord::engine::Request,
+    watch: &mut dyn overlord::engine::Watch,
 ) -> Result<overlord::engine::Answer, overlord::gate::GateError> {
-    Ok(overlord::engine::serve(
-        plan,
-        Some(who),
-        request,
-        &mut overlord::engine::Unwatched,
-    )?)
+    Ok(overlord::engine::serve(plan, Some(who), request, watch)?)
 }
 
 /// A call (`Request::Call`) for `who` (a token's caller, or a schedule's
@@ -349,6 +352,6 @@ pub fn call_as(
     if call.delegate {
         plan.delegate_with(None)?;
     }
-    let answer = serve_as(&plan, who, overlord::engine::Request::Call(call))?;
+    let answer = serve_as(&plan, who, overlord::engine::Request::Call(call), &mut Unwatched)?;
     Ok((answer, plan.unjudged()))
 }

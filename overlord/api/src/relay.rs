@@ -9,13 +9,12 @@
 //!   our CA, not revoked, no relay's), it is fresh, names this relay in its
 //!   audience, and its nonce was never seen here. This relay calls the
 //!   hosts the request gives it and hands the very same request on to its
-//!   relays for the others. Mode `now`: each host's result is
-//!   streamed back as an NDJSON line `{"host", "result"}` (or `"result_xml"`
-//!   when JSON cannot hold it exactly) the moment it ends, then
-//!   `{"done":true}`; hosts are called over the pool's kept
-//!   connections, and those behind this relay's own relays are handed on.
-//!   Mode `async`: a job of this relay's store (its driver delegates
-//!   further), 202 `{"job_id"}`.
+//!   relays for the others: the engine carries it out
+//!   (`engine::Request::Relay`, `relay::serve`), this door only verifies it
+//!   and writes the answer. Mode `now`: each host's result is streamed back
+//!   as an NDJSON line `{"host", "result"}` (or `"result_xml"` when JSON
+//!   cannot hold it exactly) the moment it ends, then `{"done":true}`.
+//!   Mode `async`: a job of this relay's store, 202 `{"job_id"}`.
 //! - `POST /api/v1/relay/jobs/{id}/results {"hosts", "wait"}`: the results
 //!   of those of `hosts` that are finished, waiting up to `wait` seconds
 //!   (at most 60) for one to finish: how an overlord collapses a relay job.
@@ -35,10 +34,12 @@ use bytes::Bytes;
 use super::auth::{Caller, Proof};
 use super::reply::{ApiError, Body, ErrorBody, Path, Query};
 use super::state::Api;
+use overlord::engine::{Answer, Request};
+use overlord::jobs::start::Caller as Who;
 use overlord::relay::client::{HostLine, Results};
+use overlord::relay::serve::Relayed;
 use overlord::relay::{Mode, RelayError, SealedRequest};
-use overlord::store::{HostState, HostUpdate, JobStore as _};
-use overlord::targets::Target;
+use overlord::store::{HostState, JobStore as _};
 
 /// Largest request an overlord may hand a relay (a million host names).
 pub const RELAY_BODY: usize = 64 << 20;
@@ -128,72 +129,56 @@ pub async fn relay(
     api.audit
         .line(&caller.user(), caller.from, &action, &request.hosts, 200);
     let order = overlord::relay::Order::of(&request, sealed);
-    match request.mode {
-        Mode::Now => now(api, caller, request, order, &me).await,
-        Mode::Async => start(api, request, order, me).await,
-    }
-}
-
-/// Where a relay sends the hosts of a request: those it calls itself,
-/// those it hands on to each of its relays, and those it cannot reach
-/// (with why).
-struct Split {
-    direct: Vec<String>,
-    relayed: BTreeMap<String, Vec<String>>,
-    lost: Vec<(String, common::Value)>,
-}
-
-/// The hosts of `request` as this relay (`me`) sends them ([`Split`]).
-fn split(request: &overlord::relay::RelayRequest, routes: &overlord::relay::Routes, me: &str) -> Split {
-    let mine: BTreeSet<&String> = request.routes.get(me).into_iter().flatten().collect();
-    let (direct, others): (Vec<String>, Vec<String>) =
-        request.hosts.iter().cloned().partition(|h| mine.contains(h));
-    let (lost, relayed) = routes.split(others);
-    let why = |h: &String| {
-        let e = RelayError::Config(format!("{h} is not behind relay {me}"));
-        (h.clone(), overlord::relay::unreachable(&e))
+    // The relay's own calls are made for the request's user, with its rights.
+    let who = overlord::jobs::start::Caller {
+        user: request.user.clone(),
+        rights: request.rights.clone(),
+        schedule: None,
     };
-    Split {
-        direct,
-        relayed,
-        lost: lost.iter().map(why).collect(),
+    let mode = request.mode;
+    let relayed = Box::new(Relayed { request, order, me });
+    match mode {
+        Mode::Now => now(api, caller, who, relayed).await,
+        Mode::Async => start(api, who, relayed).await,
     }
 }
 
-async fn now(
-    api: Arc<Api>,
-    caller: Caller,
-    request: overlord::relay::RelayRequest,
-    order: overlord::relay::Order,
-    me: &str,
-) -> Result<Response, ApiError> {
-    let slot = super::calls::take_slot(&api, &caller)?;
-    let root = api.root.clone();
-    let routes = tokio::task::spawn_blocking(move || overlord::relay::Routes::load(&root, None))
-        .await
-        .map_err(ApiError::internal)??
-        .unwrap_or_default();
-    let Split {
-        direct,
-        relayed,
-        lost,
-    } = split(&request, &routes, me);
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(String, common::Value)>();
-    for (host, value) in lost {
-        let _ = tx.send((host, value));
+/// Each host's end as an NDJSON line, as it comes; the hosts answered.
+struct Lines {
+    tx: tokio::sync::mpsc::UnboundedSender<(String, common::Value)>,
+    sent: BTreeSet<String>,
+}
+
+impl overlord::engine::Watch for Lines {
+    fn host(&mut self, host: &str, value: &common::Value) {
+        if self.sent.insert(host.to_string()) {
+            let _ = self.tx.send((host.to_string(), value.clone()));
+        }
     }
-    let limit = Duration::from_secs_f64(request.timeout);
-    let api2 = Arc::clone(&api);
-    tokio::spawn(async move {
+}
+
+/// Mode `now`: the engine calls the hosts (`relay::serve::now`), each
+/// host's line streamed the moment it ends, then `{"done":true}`. If the
+/// engine could not carry it out, every host not answered gets why: never
+/// a silent gap.
+async fn now(api: Arc<Api>, caller: Caller, who: Who, relayed: Box<Relayed>) -> Result<Response, ApiError> {
+    let slot = super::calls::take_slot(&api, &caller)?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(String, common::Value)>();
+    tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        let targets: Vec<Target> = direct.iter().map(|n| Target::enrolled(&api2.root, n)).collect();
-        let pooled = overlord::reach::Pooled {
-            pool: &api2.pool,
-            limit,
-            user: Some(order.user.clone()),
+        let hosts = relayed.request.hosts.clone();
+        let mut lines = Lines {
+            tx,
+            sent: BTreeSet::new(),
         };
-        let split = (targets, relayed);
-        overlord::reach::call_split(&pooled, &api2.root, Some(&routes), &order, split, tx).await;
+        let asked = super::auth::plan_for(&api, "", (None, None), &who)
+            .and_then(|plan| super::auth::serve_as(&plan, who, Request::Relay(relayed), &mut lines));
+        if let Err(e) = asked {
+            let why = overlord::relay::unreachable(&RelayError::Config(e.to_string()));
+            for host in hosts {
+                overlord::engine::Watch::host(&mut lines, &host, &why);
+            }
+        }
     });
     let lines = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
@@ -215,115 +200,28 @@ async fn now(
     Ok(resp)
 }
 
-/// Mode async: the request becomes a job of this relay's store, signed by
-/// this relay (the store is data here too), and is dispatched from this
-/// process over the pool's kept connections (hosts behind this relay's own
-/// relays are handed on); its watcher follows the minions' jobs. If this
-/// process dies while dispatching, the hosts not reached end as such when
-/// the job is next looked at (its driver is gone), never silently.
-async fn start(
-    api: Arc<Api>,
-    request: overlord::relay::RelayRequest,
-    order: overlord::relay::Order,
-    me: String,
-) -> Result<Response, ApiError> {
-    let typed = serde_json::to_string(&request.params).unwrap_or_else(|_| "[]".into());
-    let mut meta = overlord::store::JobMeta::new_call(
-        &request.spec,
-        &request.function,
-        vec![typed.clone()],
-        Some(typed),
-        request.hosts.len(),
-        (request.timeout, api.dispatch.forks),
-        false,
-    );
-    meta.user = request.user.clone();
-    meta.rights = request.rights.clone();
-    meta.delegate = true;
-    let api2 = Arc::clone(&api);
-    let hosts = request.hosts.clone();
-    let (id, routes) = tokio::task::spawn_blocking(move || -> Result<_, ApiError> {
-        let signer = overlord::seal::Signer::load(&api2.root).map_err(ApiError::internal)?;
-        let id = api2
-            .store
-            .create_sealed(meta, &hosts, &|m, h| signer.seal(m, h))
-            .map_err(ApiError::store)?;
-        let me = std::process::id();
-        api2.store
-            .set_driver(&id, me, common::process::start_time(me).unwrap_or(0))
-            .map_err(ApiError::store)?;
-        let routes = overlord::relay::Routes::load(&api2.root, None)?.unwrap_or_default();
-        Ok((id, routes))
+/// Mode `async`: a job of this relay's store, dispatched by the engine
+/// (`relay::serve::start`); 202 `{"job_id"}`.
+async fn start(api: Arc<Api>, who: Who, relayed: Box<Relayed>) -> Result<Response, ApiError> {
+    let started = tokio::task::spawn_blocking(move || {
+        let plan = super::auth::plan_for(&api, "", (None, None), &who)?;
+        super::auth::serve_as(
+            &plan,
+            who,
+            Request::Relay(relayed),
+            &mut overlord::engine::Unwatched,
+        )
     })
     .await
     .map_err(ApiError::internal)??;
-    tokio::spawn(dispatch(
-        Arc::clone(&api),
-        id.clone(),
-        request,
-        order,
-        (routes, me),
-    ));
-    Ok((StatusCode::ACCEPTED, Json(RelayJob { job_id: id })).into_response())
-}
-
-/// Hosts recorded at once while dispatching.
-const FLUSH_EVERY: usize = 1000;
-
-/// Sends relay job `id` to its hosts (see [`start`]) and records each
-/// host's dispatch; the last write ends the dispatch.
-async fn dispatch(
-    api: Arc<Api>,
-    id: String,
-    request: overlord::relay::RelayRequest,
-    order: overlord::relay::Order,
-    (routes, me): (overlord::relay::Routes, String),
-) {
-    let Split {
-        direct,
-        relayed,
-        lost,
-    } = split(&request, &routes, &me);
-    let mut changes: Vec<(String, HostUpdate)> = lost
-        .into_iter()
-        .map(|(host, v)| {
-            let result_xml = overlord::jobs::encode_result(v);
-            (host, HostUpdate::Finished { result_xml })
-        })
-        .collect();
-    changes.extend(overlord::reach::start_relayed(&api.root, &routes, &order, relayed).await);
-    let targets: Vec<Target> = direct.iter().map(|n| Target::enrolled(&api.root, n)).collect();
-    let method = format!("async.{}", order.function);
-    let pooled = overlord::reach::Pooled {
-        pool: &api.pool,
-        limit: Duration::from_secs_f64(request.timeout),
-        user: Some(order.user.clone()),
-    };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    // The sender is the call's: the channel closes when every call is done.
-    let calls = overlord::reach::Direct::call(&pooled, targets, &method, &order.params, tx);
-    let record = async {
-        while let Some((host, value)) = rx.recv().await {
-            changes.push((host, overlord::jobs::driver::dispatched(&value)));
-            if changes.len() >= FLUSH_EVERY {
-                write(&api, &id, std::mem::take(&mut changes), false).await;
-            }
+    match started {
+        Answer::Started { id, .. } => {
+            Ok((StatusCode::ACCEPTED, Json(RelayJob { job_id: id })).into_response())
         }
-        write(&api, &id, std::mem::take(&mut changes), true).await;
-    };
-    tokio::join!(calls, record);
-}
-
-/// Records `changes` of relay job `id` (kept and retried while the store is away).
-async fn write(api: &Arc<Api>, id: &str, changes: Vec<(String, HostUpdate)>, done: bool) {
-    let (api, id) = (Arc::clone(api), id.to_string());
-    let _ = tokio::task::spawn_blocking(move || {
-        let what = format!("relay job {id}");
-        if let Err(e) = overlord::store::api::retrying(&what, || api.store.update(&id, &changes, done)) {
-            tracing::warn!(error = %e, "{what}: cannot record its dispatch");
-        }
-    })
-    .await;
+        _ => Err(ApiError::internal(
+            "the engine answered a relay job with something else",
+        )),
+    }
 }
 
 /// What a results request asks.

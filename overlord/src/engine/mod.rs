@@ -54,6 +54,9 @@ pub enum Request {
     BatchStop { id: String, kill: bool, wait: bool },
     /// A new driver for a batch whose driver is gone (`None`: every such batch).
     BatchRecover { id: Option<String> },
+    /// A relay's part of a verified signed request (DESIGN §17): now, each
+    /// host streamed, or as a job of the relay's store.
+    Relay(Box<crate::relay::serve::Relayed>),
     /// Signals job `id` on every host still running it; with `wait`, then
     /// follows it until the signalled hosts end (at most the plan's `-t`,
     /// default 10 s; without, their ends come later in the job's status).
@@ -191,6 +194,7 @@ pub fn serve(
         }
         Request::JobRerun { id, failed } => rerun(plan, caller, &id, failed),
         Request::JobKill { id, signal, wait } => kill(plan, caller, id, &signal, wait),
+        Request::Relay(relayed) => relay(plan, *relayed, watch),
         Request::JobsActive { spec } => Ok(Answer::Active(jobs::active::active(plan, &spec)?)),
         Request::JobsList(query) => {
             let rights = gate::rights::Rights::of_signed(caller.as_ref().and_then(|c| c.rights.as_deref()));
@@ -350,6 +354,36 @@ fn run_now(plan: &Plan, function: &str, action: &Action, watch: &mut dyn Watch) 
         results,
         missing: plan.missing(),
     })
+}
+
+/// A relay's part of a request: its hosts now, each streamed, or a job of
+/// its store (dispatched in the background).
+fn relay(
+    plan: &Plan,
+    relayed: crate::relay::serve::Relayed,
+    watch: &mut dyn Watch,
+) -> Result<Answer, PlanError> {
+    let function = relayed.request.function.clone();
+    match relayed.request.mode {
+        crate::relay::Mode::Now => {
+            watch.begin(&function, &relayed.request.hosts);
+            let results = crate::relay::serve::now(plan, relayed, |h, v| watch.host(h, v))?;
+            Ok(Answer::Results {
+                function,
+                results,
+                missing: Vec::new(),
+            })
+        }
+        crate::relay::Mode::Async => {
+            let hosts = relayed.request.hosts.clone();
+            let id = crate::relay::serve::start(plan, relayed)?;
+            Ok(Answer::Started {
+                id,
+                hosts,
+                forced: false,
+            })
+        }
+    }
 }
 
 /// A batch driven by this process (DESIGN §7), each host streamed.

@@ -14,6 +14,8 @@
 //! - `client.rs`: the exchanges with a relay's func-api.
 //! - `error.rs`: why delegation failed, how a relay job stands in a host
 //!   map, and what a host gets when its relay cannot be reached.
+//! - `serve.rs`: a relay's part of a request it was sent (now, or as a
+//!   job of its store), for the engine.
 //! - `fanout.rs`: the fan-out — a call on every relay of a set of hosts, now
 //!   (each host's result as the relay streams it) or as relay jobs (whose
 //!   ids stand in the job's host map as `relay:NAME:RELAY_JOB`, followed by
@@ -29,6 +31,7 @@ pub mod map;
 pub mod nonces;
 pub mod request;
 pub mod routed;
+pub mod serve;
 pub mod signed_map;
 
 pub use error::{job_ref, parse_job_ref, unreachable, RelayError};
