@@ -448,7 +448,8 @@ async fn follow_relay_job(
     mut hosts: Vec<String>,
     ends: mpsc::Sender<(String, String, Value)>,
 ) {
-    let mut pause = std::time::Duration::from_millis(200);
+    let first = std::time::Duration::from_millis(200);
+    let mut pauses = overlord::jobs::follow::pauses(first);
     while !hosts.is_empty() {
         let asks = hosts.iter().map(|h| (h.clone(), job.clone())).collect();
         let got = overlord::relay::collect(&root, asks, 20.0).await;
@@ -465,10 +466,10 @@ async fn follow_relay_job(
             }
         }
         if reached {
-            pause = std::time::Duration::from_millis(200);
+            pauses = overlord::jobs::follow::pauses(first);
         } else {
+            let pause = pauses.next().unwrap_or(overlord::jobs::follow::MAX_PAUSE);
             tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(overlord::jobs::follow::MAX_PAUSE);
         }
     }
 }

@@ -20,6 +20,22 @@ pub const POLL_PAUSE: Duration = Duration::from_secs(1);
 /// Longest pause before asking an unreachable host again.
 pub const MAX_PAUSE: Duration = Duration::from_secs(5);
 
+/// The pauses before asking again what could not be reached: `first`,
+/// doubling, at most [`MAX_PAUSE`], for as long as it takes (backon's
+/// exponential schedule; the caller's deadline decides when to give up).
+pub fn pauses(first: Duration) -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder as _;
+    backon::ExponentialBuilder::new()
+        .with_min_delay(first)
+        .with_max_delay(MAX_PAUSE)
+        .with_factor(2.0)
+        .without_max_times()
+        .build()
+}
+
+/// The first pause before asking an unreachable host again.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+
 /// What one call to one host brought back.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -46,7 +62,7 @@ pub enum Step {
 pub struct Follow {
     job: String,
     long_poll: bool,
-    pause: Duration,
+    pauses: backon::ExponentialBackoff,
 }
 
 impl Follow {
@@ -54,7 +70,7 @@ impl Follow {
         Follow {
             job: job.to_string(),
             long_poll: true,
-            pause: Duration::from_millis(100),
+            pauses: pauses(FIRST_PAUSE),
         }
     }
 
@@ -77,9 +93,7 @@ impl Follow {
     pub fn step(&mut self, host: &str, reply: Reply, took: Duration) -> Step {
         let value = match reply {
             Reply::Unreachable(_) => {
-                let pause = self.pause;
-                self.pause = (self.pause * 2).min(MAX_PAUSE);
-                return Step::Again(Some(pause));
+                return Step::Again(Some(self.pauses.next().unwrap_or(MAX_PAUSE)));
             }
             // No `wait_job` there (an older or other minion): poll instead.
             Reply::Fault(_) if self.long_poll => {
@@ -95,7 +109,7 @@ impl Follow {
             Reply::Value(v) if common::xmlrpc::is_remote_error(&v) => return Step::Ended(v),
             Reply::Value(v) => v,
         };
-        self.pause = Duration::from_millis(100);
+        self.pauses = pauses(FIRST_PAUSE);
         match interpret(host, &self.job, value) {
             Answer::Finished(result) => Step::Ended(result),
             // A minion that answers "running" at once instead of waiting

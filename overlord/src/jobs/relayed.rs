@@ -210,7 +210,8 @@ pub async fn watch(
     job: String,
     ends: tokio::sync::mpsc::UnboundedSender<(String, Value)>,
 ) {
-    let mut pause = std::time::Duration::from_millis(200);
+    let first = std::time::Duration::from_millis(200);
+    let mut pauses = super::follow::pauses(first);
     loop {
         let got = crate::relay::collect(&root, vec![(host.clone(), job.clone())], 20.0).await;
         match got.into_iter().next().map(|(_, g)| g) {
@@ -218,11 +219,8 @@ pub async fn watch(
                 let _ = ends.send((host, result));
                 return;
             }
-            Some(Ok(None)) => pause = std::time::Duration::from_millis(200),
-            _ => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(super::follow::MAX_PAUSE);
-            }
+            Some(Ok(None)) => pauses = super::follow::pauses(first),
+            _ => tokio::time::sleep(pauses.next().unwrap_or(super::follow::MAX_PAUSE)).await,
         }
     }
 }

@@ -147,26 +147,29 @@ pub const OUTAGE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(
 /// being unreachable; while it is unreachable (a PostgreSQL restart), tries
 /// again with a growing pause, saying so once a minute, for at most
 /// [`OUTAGE_PATIENCE`]. For drivers, whose results must not be lost.
-pub fn retrying<T>(what: &str, mut op: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+pub fn retrying<T>(what: &str, op: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    use backon::BlockingRetryable as _;
     let begun = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(200);
     let mut said: Option<std::time::Instant> = None;
-    loop {
-        match op() {
-            Err(StoreError::Unavailable(why)) if begun.elapsed() < OUTAGE_PATIENCE => {
-                if said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60)) {
-                    crate::log_line(&format!("{what}: {why}; keeping the results and trying again"));
-                    said = Some(std::time::Instant::now());
-                }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_secs(5));
+    // 200 ms, doubling, at most 5 s between tries (backon's schedule).
+    let pauses = backon::ExponentialBuilder::new()
+        .with_min_delay(std::time::Duration::from_millis(200))
+        .with_max_delay(std::time::Duration::from_secs(5))
+        .with_factor(2.0)
+        .without_max_times();
+    let done = op
+        .retry(pauses)
+        .sleep(std::thread::sleep)
+        .when(|e| matches!(e, StoreError::Unavailable(_)) && begun.elapsed() < OUTAGE_PATIENCE)
+        .notify(|e, _| {
+            if said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60)) {
+                crate::log_line(&format!("{what}: {e}; keeping the results and trying again"));
+                said = Some(std::time::Instant::now());
             }
-            other => {
-                if said.is_some() && other.is_ok() {
-                    crate::log_line(&format!("{what}: the store is back; results written"));
-                }
-                return other;
-            }
-        }
+        })
+        .call();
+    if said.is_some() && done.is_ok() {
+        crate::log_line(&format!("{what}: the store is back; results written"));
     }
+    done
 }
