@@ -14,7 +14,6 @@
 //! error, so a restarted server is picked up without restarting anything.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use pgconn::{PgError, StoreUrl};
@@ -27,8 +26,38 @@ use super::types::{now, HostEntry, HostState, JobMeta, JobRecord, StoreError};
 
 /// The schema this build writes.
 pub const SCHEMA_VERSION: i32 = 4;
-/// Connections kept per process.
-const POOL: usize = 4;
+/// Connections a process holds at most (busy or idle); a request beyond
+/// waits up to [`CHECKOUT_WAIT`] for one.
+const POOL: u32 = 16;
+/// How long a request waits for a connection (the store down: the last
+/// error says why).
+const CHECKOUT_WAIT: Duration = Duration::from_secs(5);
+
+/// How r2d2 (a well-kept pool: bounded, idle connections closed after a
+/// while, broken ones dropped) makes and checks this store's connections:
+/// each new one connected as the URL says (`pgconn`) and its schema
+/// brought up to date.
+#[derive(Debug)]
+struct Connections(StoreUrl);
+
+impl r2d2::ManageConnection for Connections {
+    type Connection = Client;
+    type Error = PgError;
+
+    fn connect(&self) -> Result<Client, PgError> {
+        let mut c = self.0.connect()?;
+        migrate(&mut c).map_err(|e| self.0.error(e))?;
+        Ok(c)
+    }
+
+    fn is_valid(&self, c: &mut Client) -> Result<(), PgError> {
+        c.simple_query("").map(|_| ()).map_err(|e| self.0.error(e))
+    }
+
+    fn has_broken(&self, c: &mut Client) -> bool {
+        c.is_closed()
+    }
+}
 /// The channel changes are announced on.
 pub const CHANNEL: &str = "func_changes";
 
@@ -101,7 +130,7 @@ CREATE INDEX IF NOT EXISTS func_schedules_due ON func_schedules (due) WHERE due 
 pub struct PgStore {
     url: StoreUrl,
     keep_secs: f64,
-    idle: Mutex<Vec<Client>>,
+    pool: r2d2::Pool<Connections>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -128,11 +157,17 @@ fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, StoreError> {
 
 impl PgStore {
     pub fn new(url: StoreUrl, keep_secs: f64) -> Self {
-        PgStore {
-            url,
-            keep_secs,
-            idle: Mutex::new(Vec::new()),
-        }
+        // No connection is made here (the store may be down): each is made
+        // when first needed, and none is checked out with a round trip.
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL)
+            .min_idle(Some(0))
+            .test_on_check_out(false)
+            .connection_timeout(CHECKOUT_WAIT)
+            .idle_timeout(Some(Duration::from_secs(300)))
+            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .build_unchecked(Connections(url.clone()));
+        PgStore { url, keep_secs, pool }
     }
 
     /// The delegation map kept in the store (`func-build-map`), if any.
@@ -172,30 +207,17 @@ impl PgStore {
     }
 
     /// Runs `f` on a pooled connection (made, and the schema brought up to
-    /// date, if none is idle); a connection that failed is dropped.
+    /// date, if none is idle); a connection that broke is dropped.
     pub(super) fn with<T>(
         &self,
         f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, StoreError> {
-        let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut client = match kept {
-            Some(c) if !c.is_closed() => c,
-            _ => {
-                let mut c = self.url.connect().map_err(pg_err)?;
-                migrate(&mut c).map_err(|e| pg_err(self.url.error(e)))?;
-                c
-            }
-        };
-        match f(&mut client) {
-            Ok(v) => {
-                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-                if idle.len() < POOL {
-                    idle.push(client);
-                }
-                Ok(v)
-            }
-            Err(e) => Err(pg_err(self.url.error(e))),
-        }
+        let mut client = self.pool.get().map_err(|e| {
+            // The store cannot be reached (the last error says why), or every
+            // connection stayed busy: either way, it is unavailable now.
+            StoreError::Unavailable(format!("{}: {e}", self.url.shown()))
+        })?;
+        f(&mut client).map_err(|e| pg_err(self.url.error(e)))
     }
 
     /// Runs `f` in one write transaction that also purges expired jobs,
