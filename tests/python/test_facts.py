@@ -430,6 +430,19 @@ class ZKeptFactsTest(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertEqual(out.split(), ["m1"])
         self.assertIn("m2: could not judge the filter", err)
+        # Every host it names could not judge it: no job of none is
+        # recorded, through func and func-api alike (a failure, with why).
+        before = json.loads(func("--json", "jobs", "list")[1])["jobs"]
+        code, out, err = func("m2", "call", "--async", "--filter", "tier=2", "test", "ping")
+        self.assertEqual(code, 1, (out, err))
+        self.assertIn("none could judge", err)
+        status, doc, _ = API.request("POST", "/api/v1/calls", TOKEN,
+                                     {"spec": "m2", "module": "test", "method": "ping", "filter": "tier=2",
+                                      "async": True})
+        self.assertEqual(status, 404, doc)
+        self.assertIn("none could judge", doc["error"])
+        after = json.loads(func("--json", "jobs", "list")[1])["jobs"]
+        self.assertEqual([j["id"] for j in after], [j["id"] for j in before])
 
 
 if __name__ == "__main__":

@@ -155,8 +155,9 @@ mod tests {
                 }
             }
         }
-        // 18 before the operations (keys 3, re-run, schedules 5, audit).
-        assert_eq!(ids.len(), 28);
+        // 18 before the operations (keys 3, re-run, schedules 5, audit),
+        // and what runs now (jobs active).
+        assert_eq!(ids.len(), 29);
         // The call body is the gate's own type: its fields, unknown ones refused.
         let call = &doc["components"]["schemas"]["Call"];
         assert_eq!(call["additionalProperties"], false, "{call}");

@@ -374,13 +374,6 @@ async fn start_run(api: &Arc<Api>, s: &Schedule, rights: &Rights, call: overlord
     let api2 = Arc::clone(api);
     let done = tokio::task::spawn_blocking(move || super::auth::call_as(&api2, who, call)).await;
     match done {
-        // Every host failed to judge the filter: a job of none is no run.
-        Ok(Ok((overlord::engine::Answer::Started { hosts, .. }, _))) if hosts.is_empty() => {
-            Outcome::NotStarted(format!(
-                "not started: no host holds {}",
-                filter.unwrap_or_default()
-            ))
-        }
         Ok(Ok((overlord::engine::Answer::Started { id, hosts, .. }, _))) => {
             api.metrics
                 .jobs

@@ -1,12 +1,13 @@
 //! Batches (DESIGN §7): `--batch N|P%` sliding windows, sync and async,
 //! stoppable and recoverable.
 //!
-//! - [`machine`]: the pure state machine.
+//! - [`machine`]: the pure state machine (its own crate, `overlord-batch`:
+//!   no I/O can creep in).
 //! - [`record`]: what is persisted after every step, and the event log.
 //! - [`driver`]: the I/O loop around the machine (sync and async).
 //! - [`control`]: state in words and as a document, stop, recover.
 
 pub mod control;
 pub mod driver;
-pub mod machine;
+pub use overlord_batch as machine;
 pub mod record;

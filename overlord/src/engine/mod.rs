@@ -264,6 +264,12 @@ fn call_now_or_start(
             // Names only: the driver reads each address when it calls.
             let hosts = plan.target_names()?;
             authorized(plan, caller.as_ref(), &function, &hosts)?;
+            // Every host failed to judge the filter: no job of none.
+            if hosts.is_empty() {
+                let filter = plan.filter.as_ref().map_or_else(String::new, |f| f.describe());
+                let none = format!("{} (none could judge {filter})", plan.spec);
+                return Err(crate::targets::TargetError::NoMatch(none).into());
+            }
             plan.check_credentials()?;
             let meta = meta(plan, &call, hosts.len(), caller);
             let started = jobs::start::start(&plan.store(), &plan.root, &call, hosts.clone(), meta)?;
