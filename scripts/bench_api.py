@@ -7,6 +7,10 @@ Usage: bench_api.py BIN_DIR OVERLORD_ROOT K FLEET_DIR OUT_TSV
   warm connections: func-api's user+sys time (/proc/PID/stat, all threads)
   over a run of calls, divided by the host calls made. It includes the
   HTTPS request itself, JSON, the pool and the watcher thread.
+- a warm func: `func '*' ping` while func-api serves the root is handed to
+  it; the CPU of func (reaped children) and of func-api together, per host
+  (BENCH_WARM_RUNS runs per sample, default 4,000 / K), and its wall time;
+  ok only when `func -v` says the call went through func-api.
 - wall time of that call; calls per second of `test.ping` on one minion over
   1 and 8 keep-alive HTTPS connections (Python http.client clients, which
   share these 2 cores).
@@ -114,6 +118,29 @@ def events_reader(api, last_id, want, done, got):
     c.close()
 
 
+def warm_func(api):
+    """A warm func (issue 49): `func '*' ping` while this func-api serves
+    the root hands the call to it. CPU of func (a reaped child) and of
+    func-api together, per host; and the wall time of one run."""
+    func = os.path.join(bin_dir, "func")
+    check = subprocess.run([func, "--root", root, "-v", "*", "ping"], capture_output=True, text=True)
+    handed = check.returncode == 0 and "through func-api" in check.stderr
+    runs = int(os.environ.get("BENCH_WARM_RUNS", max(3, 4000 // k)))
+    for _ in range(RUNS):
+        ok = handed
+        api0, kids0, t0 = api.cpu_seconds(), os.times(), time.monotonic()
+        for _ in range(runs):
+            p = subprocess.run([func, "--root", root, "*", "ping"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            ok = ok and p.returncode == 0
+        wall = (time.monotonic() - t0) / runs
+        kids = os.times()
+        func_cpu = (kids.children_user - kids0.children_user) + (kids.children_system - kids0.children_system)
+        cpu = func_cpu + api.cpu_seconds() - api0
+        record("warm_func_cpu_per_host_ping", "%.1f" % (cpu / (runs * k) * 1e6), "us", ok,
+               "func + func-api, %d runs of `func '*' ping` on %d hosts" % (runs, k))
+        record("warm_func_ping", "%.2f" % (wall * 1000), "ms", ok, "`func '*' ping` handed to func-api")
+
+
 def main():
     api = Api(root)
     ping_all = {"spec": "*", "module": "test", "method": "ping"}
@@ -132,6 +159,7 @@ def main():
         record("api_cpu_per_host_sync_ping", "%.1f" % (cpu / (calls * k) * 1e6), "us", ok,
                "%d calls of %d hosts" % (calls, k))
         record("api_sync_ping", "%.2f" % (wall * 1000), "ms", ok, "one POST /calls test.ping to all, warm")
+    warm_func(api)
     one = {"spec": "m1", "module": "test", "method": "ping"}
 
     def hammer(seconds, counts):

@@ -52,6 +52,8 @@ ROWS = [
     ("RSS of all minions after the workload", "after_workload_all_minions_rss", "idle_after_workload_all_minions_rss", "MiB"),
     ("overlord side: peak RSS of func (Salt: master, idle)", "func_peak_rss", "idle_after_startup_master_rss", "MiB"),
     ("func-api: CPU per host, sync ping of all (warm)", "api_cpu_per_host_sync_ping", "", "us"),
+    ("warm func: CPU per host, `func '*' ping` handed to func-api (func + func-api)", "warm_func_cpu_per_host_ping", "", "us"),
+    ("warm func: `func '*' ping`, wall time", "warm_func_ping", "", "ms"),
     ("func-api: sync ping of all, one request (warm)", "api_sync_ping", "", "ms"),
     ("func-api: sync test.ping on one minion, 1 connection", "api_calls_per_s_1conn", "", "calls/s"),
     ("func-api: the same, 8 connections", "api_calls_per_s_8conn", "", "calls/s"),
@@ -259,6 +261,11 @@ for k in sizes:
     if v is not None:
         target("func-api CPU per host, sync ping (warm)", "%.0f µs" % v, "≤ 100 µs", v <= 100,
                "api_cpu_per_host_sync_ping")
+    v = median(ours, "warm_func_cpu_per_host_ping")
+    if v is not None and k >= 200:
+        goal = 150 if k < 1000 else 40
+        target("warm func CPU per host, sync ping (func + func-api)", "%.0f µs" % v, "≤ %d µs" % goal, v <= goal,
+               "warm_func_cpu_per_host_ping")
     v = median(ours, "async_until_finished")
     if v is not None and k >= 1000:
         goal = 3 if k < 10000 else 30

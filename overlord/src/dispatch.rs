@@ -27,6 +27,11 @@ pub struct Dispatch {
     pub concurrency: usize,
     /// Largest response accepted from one minion (`max_response_size`).
     pub max_response: usize,
+    /// A call now may be handed to the func-api announced in the root
+    /// (`relay::local`); not with `--direct`, nor in func-api itself.
+    pub handoff: bool,
+    /// `-v`: say which way a call went.
+    pub verbose: bool,
 }
 
 /// Runs `action` on every target; `on_result` sees each host as it finishes.

@@ -114,6 +114,8 @@ impl Dispatch {
             timeout_secs: timeout.or(conf.socket_timeout).unwrap_or(DEFAULT_TIMEOUT),
             concurrency: WORKER_CONCURRENCY,
             max_response: conf.max_response,
+            handoff: true,
+            verbose: false,
         })
     }
 }
@@ -393,10 +395,17 @@ impl Plan {
             return;
         }
         let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        // A warm func: the root's func-api is to call them (`relay::local`).
+        let how = match self.dispatch.handoff {
+            true => crate::relay::local::announced(&self.root)
+                .map(|api| format!("through func-api at {}", api.addr)),
+            false => None,
+        };
+        let how =
+            how.unwrap_or_else(|| format!("with {} worker(s)", self.dispatch.forks.min(names.len().max(1))));
         crate::errln!(
-            "func: calling {} host(s) with {} worker(s), timeout {} s: {}",
+            "func: calling {} host(s) {how}, timeout {} s: {}",
             names.len(),
-            self.dispatch.forks.min(names.len().max(1)),
             self.dispatch.timeout_secs,
             names.join(" ")
         );

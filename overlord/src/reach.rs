@@ -44,6 +44,7 @@ pub trait Direct: Send + Sync {
 /// The worker fleet: `--forks N` processes of this executable, each
 /// calling its bucket of hosts (`dispatch.rs`); a call that cannot start
 /// them ends every host with why.
+#[derive(Clone)]
 pub struct Workers {
     pub credentials: common::tls::Credentials,
     pub how: Dispatch,

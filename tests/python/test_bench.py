@@ -29,7 +29,7 @@ class ShortBenchTest(unittest.TestCase):
                 f.write("[api]\nidle_timeout = 1\n")
             out = os.path.join(tempfile.mkdtemp(dir=fleet.dir), "api.tsv")
             env = dict(os.environ, RUNS="1", BENCH_API_CALLS="5", BENCH_API_SECONDS="1.5",
-                       BENCH_API_EVENTS="40", BENCH_API_JOBS="2000")
+                       BENCH_API_EVENTS="40", BENCH_API_JOBS="2000", BENCH_WARM_RUNS="5")
             p = subprocess.run([sys.executable, os.path.join(REPO, "scripts/bench_api.py"),
                                 os.path.join(REPO, "target/debug"), fleet.ca_root, "2", fleet.dir, out],
                                capture_output=True, text=True, timeout=600, env=env)
@@ -40,7 +40,9 @@ class ShortBenchTest(unittest.TestCase):
             for metric, value, unit, ok, note in rows:
                 self.assertEqual(ok, "1", (metric, value, unit, note))
             metrics = {r[0] for r in rows}
-            for m in ("api_sync_ping", "api_calls_per_s_8conn", "api_events_live_per_s", "api_jobs_page_100k"):
+            # ok=1 for the warm func's rows: the ping was handed to func-api.
+            for m in ("api_sync_ping", "api_calls_per_s_8conn", "api_events_live_per_s", "api_jobs_page_100k",
+                      "warm_func_cpu_per_host_ping"):
                 self.assertIn(m, metrics)
         finally:
             fleet.close()
@@ -65,6 +67,7 @@ class ShortMakeBenchTest(unittest.TestCase):
             env = dict(os.environ, BENCH_BIN="target/debug", BENCH_RESULTS=results, BENCH_SIZES="2", RUNS="1",
                        BENCH_CALLS="200", BENCH_PY_CALLS="50", BENCH_SETTLE="0", BENCH_IDLE_SPAN="0.5",
                        STORE_SIZES="100", SEAL_ROUNDS="5", BENCH_API_CALLS="5", BENCH_API_SECONDS="0.5",
+                       BENCH_WARM_RUNS="5",
                        BENCH_API_EVENTS="40", BENCH_API_JOBS="1000", SCHED_N="20", SCHED_RUNS="3",
                        SCHED_IDLE_SECS="0.5")
             p = subprocess.run(["bash", "scripts/bench.sh"], cwd=REPO, env=env, capture_output=True, text=True,

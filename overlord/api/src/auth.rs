@@ -317,6 +317,8 @@ pub fn plan_for(
 ) -> Result<overlord::plan::Plan, overlord::gate::GateError> {
     let mut plan = overlord::plan::Plan::for_program(api.root.clone(), spec, forks, timeout)?;
     plan.held_store = Some(api.store.clone());
+    // Its calls are its own: never handed to a func-api (itself).
+    plan.dispatch.handoff = false;
     plan.warm = Some(overlord::plan::Warm {
         pool: Arc::clone(&api.pool),
         user: who.user.clone(),

@@ -62,6 +62,9 @@ pub struct GlobalArgs {
     /// The delegation map to use instead of var/lib/func/map (with --delegate)
     #[arg(long, global = true, value_name = "FILE")]
     pub mapfile: Option<PathBuf>,
+    /// Call the minions from this process even when a func-api serves the root (which would call them over its kept connections)
+    #[arg(long, global = true)]
+    pub direct: bool,
 }
 
 impl GlobalArgs {
@@ -81,6 +84,7 @@ impl GlobalArgs {
         self.fact_query = later.fact_query.or(self.fact_query);
         self.delegate |= later.delegate;
         self.mapfile = later.mapfile.or(self.mapfile);
+        self.direct |= later.direct;
         self
     }
 }

@@ -25,6 +25,8 @@ pub struct Globals {
     pub delegate: bool,
     /// `--mapfile`: the map to use instead of `var/lib/func/map`.
     pub mapfile: Option<std::path::PathBuf>,
+    /// `--direct`: never hand a call to the root's func-api.
+    pub direct: bool,
 }
 
 impl Globals {

@@ -207,6 +207,7 @@ fn globals_of(global: crate::cli::GlobalArgs, env_root: Option<String>) -> Resul
         )?,
         delegate: global.delegate || global.mapfile.is_some(),
         mapfile: global.mapfile,
+        direct: global.direct,
     })
 }
 
@@ -244,6 +245,7 @@ fn transmitted_globals(root: Option<String>, timeout: Option<f64>) -> Globals {
         filter: None,
         delegate: false,
         mapfile: None,
+        direct: false,
     }
 }
 
@@ -252,7 +254,9 @@ fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan,
     // overlord.conf first: a bad value stops here, naming the file and key.
     overlord::conf::OverlordConf::of(&globals.root)?;
     command.resolve_last(&store(&globals.root))?;
-    let dispatch = Dispatch::for_root(&globals.root, globals.forks, globals.timeout)?;
+    let mut dispatch = Dispatch::for_root(&globals.root, globals.forks, globals.timeout)?;
+    dispatch.handoff = !globals.direct;
+    dispatch.verbose = globals.verbose > 0;
     let routes = match globals.delegate {
         true => overlord::relay::Routes::load(&globals.root, globals.mapfile.as_deref())
             .map_err(|e| PlanError::Config(e.to_string()))?,

@@ -238,6 +238,8 @@ fn dispatch_direct(
         timeout_secs: meta.timeout_secs,
         concurrency: WORKER_CONCURRENCY,
         max_response: crate::settings::max_response(root),
+        handoff: false,
+        verbose: false,
     };
     let exe = common::process::own_exe().map_err(|source| EngineError::Spawn {
         what: "workers (the func executable is not found)",

@@ -29,6 +29,15 @@ pub const MAX_ANSWER: usize = 1 << 30;
 /// Longest line of a streamed answer (one host's result).
 const MAX_LINE: usize = 80 << 20;
 
+/// How a handed-off request went wrong (`RelayClient::hand`).
+#[derive(Debug)]
+pub enum Handoff {
+    /// Not taken: not connected, or refused before anything ran.
+    NotTaken(RelayError),
+    /// Taken, then broken off: the hosts not answered may have been called.
+    Broken(RelayError),
+}
+
 /// A relay to talk to.
 #[derive(Clone)]
 pub struct RelayClient {
@@ -107,14 +116,10 @@ impl RelayClient {
         }
     }
 
-    async fn send(
-        &self,
-        method: http::Method,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<http::Response<hyper::body::Incoming>, RelayError> {
+    /// A connection to the relay, TLS and HTTP/1.1 set up (nothing sent yet).
+    async fn open(&self) -> Result<http1::SendRequest<Full<Bytes>>, RelayError> {
         let name = ServerName::try_from(self.relay.host().to_string()).map_err(|e| self.unreachable(e))?;
-        let exchange = async {
+        let opening = async {
             let tcp = TcpStream::connect(&self.relay.addr)
                 .await
                 .map_err(|e| self.unreachable(e))?;
@@ -123,23 +128,46 @@ impl RelayClient {
                 .connect(name, tcp)
                 .await
                 .map_err(|e| self.unreachable(format!("TLS: {e}")))?;
-            let (mut sender, conn) = http1::handshake(TokioIo::new(tls))
+            let (sender, conn) = http1::handshake(TokioIo::new(tls))
                 .await
                 .map_err(|e| self.unreachable(e))?;
             tokio::spawn(async move {
                 let _ = conn.await;
             });
-            let mut req = Request::builder()
-                .method(method)
-                .uri(path)
-                .header(header::HOST, self.relay.addr.as_str())
-                .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")));
-            if body.is_some() {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-            }
-            let req = req
-                .body(Full::new(Bytes::from(body.unwrap_or_default())))
-                .map_err(|e| self.unreachable(e))?;
+            Ok(sender)
+        };
+        tokio::time::timeout(self.timeout, opening)
+            .await
+            .map_err(|_| self.unreachable(format!("no connection within {:?}", self.timeout)))?
+    }
+
+    fn request(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Request<Full<Bytes>>, RelayError> {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, self.relay.addr.as_str())
+            .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")));
+        if body.is_some() {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+        }
+        req.body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| self.unreachable(e))
+    }
+
+    async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, RelayError> {
+        let exchange = async {
+            let mut sender = self.open().await?;
+            let req = self.request(method, path, body)?;
             sender.send_request(req).await.map_err(|e| self.unreachable(e))
         };
         tokio::time::timeout(self.timeout, exchange)
@@ -182,18 +210,61 @@ impl RelayClient {
         &self,
         sealed: &SealedRequest,
         hosts: &[String],
-        mut on_host: impl FnMut(String, Value),
+        on_host: impl FnMut(String, Value),
     ) -> Result<(), RelayError> {
-        let mut awaited: std::collections::HashSet<&str> = hosts.iter().map(String::as_str).collect();
         let body = serde_json::to_vec(sealed).map_err(|e| RelayError::Request(e.to_string()))?;
         let resp = self.send(http::Method::POST, "/api/v1/relay", Some(body)).await?;
         if resp.status() != StatusCode::OK {
-            return Err(self
-                .body(resp)
-                .await
-                .err()
-                .unwrap_or_else(|| self.unreachable("unexpected answer")));
+            return Err(self.refused(resp).await);
         }
+        self.stream(resp, hosts, on_host).await
+    }
+
+    /// [`Self::call_now`] for a handoff (`relay::local`): whether the relay
+    /// took the request tells the caller if it may call the hosts itself.
+    pub async fn hand(
+        &self,
+        sealed: &SealedRequest,
+        hosts: &[String],
+        on_host: impl FnMut(String, Value),
+    ) -> Result<(), Handoff> {
+        let body =
+            serde_json::to_vec(sealed).map_err(|e| Handoff::NotTaken(RelayError::Request(e.to_string())))?;
+        let req = self
+            .request(http::Method::POST, "/api/v1/relay", Some(body))
+            .map_err(Handoff::NotTaken)?;
+        // Not connected: nothing was sent.
+        let mut sender = self.open().await.map_err(Handoff::NotTaken)?;
+        let sent = tokio::time::timeout(self.timeout, sender.send_request(req)).await;
+        let resp = match sent {
+            Ok(Ok(resp)) => resp,
+            // Sent, maybe taken: never sent again.
+            Ok(Err(e)) => return Err(Handoff::Broken(self.unreachable(e))),
+            Err(_) => return Err(Handoff::Broken(self.unreachable("no answer in time"))),
+        };
+        if resp.status() != StatusCode::OK {
+            // Refused before anything ran.
+            return Err(Handoff::NotTaken(self.refused(resp).await));
+        }
+        self.stream(resp, hosts, on_host).await.map_err(Handoff::Broken)
+    }
+
+    /// Why the relay answered `resp`, an error status, instead of running.
+    async fn refused(&self, resp: http::Response<hyper::body::Incoming>) -> RelayError {
+        self.body(resp)
+            .await
+            .err()
+            .unwrap_or_else(|| self.unreachable("unexpected answer"))
+    }
+
+    /// Reads the NDJSON host lines of `resp` (see [`Self::call_now`]).
+    async fn stream(
+        &self,
+        resp: http::Response<hyper::body::Incoming>,
+        hosts: &[String],
+        mut on_host: impl FnMut(String, Value),
+    ) -> Result<(), RelayError> {
+        let mut awaited: std::collections::HashSet<&str> = hosts.iter().map(String::as_str).collect();
         let mut body = resp.into_body();
         let mut buf: Vec<u8> = Vec::new();
         let mut done = false;

@@ -43,6 +43,18 @@ impl Order {
             sealed.only = Some(hosts);
             return Ok(sealed);
         }
+        self.sealed_to(signer, routes.callers(&hosts), hosts, mode)
+    }
+
+    /// The order's request for `hosts` with its audience given (relay →
+    /// the hosts it calls itself), signed.
+    pub fn sealed_to(
+        &self,
+        signer: &crate::seal::Signer,
+        audience: BTreeMap<String, Vec<String>>,
+        hosts: Vec<String>,
+        mode: Mode,
+    ) -> Result<SealedRequest, RelayError> {
         let mut nonce = [0u8; 16];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
             .map_err(|_| RelayError::Request("no randomness for a nonce".into()))?;
@@ -54,7 +66,7 @@ impl Order {
             params: serde_json::Value::Array(self.params.iter().map(crate::values::to_json).collect()),
             user: self.user.clone(),
             rights: self.rights.clone(),
-            routes: routes.callers(&hosts),
+            routes: audience,
             hosts,
             mode,
             timeout: self.timeout,

@@ -14,6 +14,8 @@
 //! - `client.rs`: the exchanges with a relay's func-api.
 //! - `error.rs`: why delegation failed, how a relay job stands in a host
 //!   map, and what a host gets when its relay cannot be reached.
+//! - `local.rs`: a warm `func`: calls handed to the func-api announced in
+//!   the root (a relay request for the root's own minions).
 //! - `serve.rs`: a relay's part of a request it was sent (now, or as a
 //!   job of its store), for the engine.
 //! - `fanout.rs`: the fan-out — a call on every relay of a set of hosts, now
@@ -27,6 +29,7 @@ pub mod build;
 pub mod client;
 pub mod error;
 pub mod fanout;
+pub mod local;
 pub mod map;
 pub mod nonces;
 pub mod request;

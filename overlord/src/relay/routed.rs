@@ -30,16 +30,28 @@ pub fn call(
 ) -> Result<BTreeMap<String, Value>, EngineError> {
     let credentials = crate::settings::credentials(root);
     let relayed = routes.is_some_and(|r| !r.split(targets.iter().map(|t| t.name.clone())).1.is_empty());
-    if !relayed {
-        return crate::dispatch::call_workers(&credentials, targets, action, how, on_each);
-    }
-    let order = order(spec, action, how)?;
+    let call = matches!(action, Action::Call { request: None, .. });
     let workers = crate::reach::Workers {
         credentials,
         how: how.clone(),
     };
+    // A warm func: the root's func-api calls the direct hosts (a call only).
+    let handed = match (how.handoff && call, targets.is_empty()) {
+        (true, false) => {
+            super::local::Handed::to_announced(root, workers.clone(), spec, how.timeout_secs, how.verbose)
+        }
+        _ => None,
+    };
+    if !relayed && handed.is_none() {
+        return crate::dispatch::call_workers(&workers.credentials, targets, action, how, on_each);
+    }
+    let order = order(spec, action, how)?;
+    let direct: &dyn crate::reach::Direct = match &handed {
+        Some(handed) => handed,
+        None => &workers,
+    };
     Ok(crate::reach::call_blocking(
-        &workers,
+        direct,
         root,
         routes,
         &order,

@@ -171,14 +171,21 @@ fn serve(cli: &Cli) -> anyhow::Result<()> {
             .with_context(|| format!("daemonising (log {})", log.display()))?;
     }
     common::process::raise_open_files();
+    // A warm func: `func` below this root hands its calls to this service
+    // (its pid is the daemon's, so announced after daemonising).
+    let announced = overlord::relay::local::announce(&root, bound)
+        .map_err(|e| tracing::warn!(error = %e, "func-api is not announced in its root: func calls minions itself"))
+        .ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         api::serve(Arc::new(api), listener, shutdown()).await
-    })
+    });
+    drop(announced);
+    served
 }
 
 fn init_logging(cli: &Cli) {

@@ -1,0 +1,201 @@
+//! A warm `func` (DESIGN §14): a func-api serving the same root announces
+//! itself there (`var/run/func-api.json`: its address, pid and start
+//! time), and `func` hands it its calls now instead of calling the minions
+//! itself. The call goes as a relay request (`relay::serve`) whose audience
+//! is [`AUDIENCE`]: signed with the overlord key, verified by func-api
+//! (DESIGN §9), which calls the hosts over its kept connections and streams
+//! each host's end back. Answers are the same as calling directly.
+//!
+//! `func` calls the minions itself when no func-api answers: nothing
+//! announced, its process gone, its address refusing the connection, or
+//! its refusal (nothing ran). Once func-api has taken the request, a host
+//! it did not answer for ends unreachable, never called a second time.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use common::paths::Root;
+
+use super::client::{Handoff, RelayClient};
+use super::map::RelayAddr;
+use super::{Mode, Order};
+use crate::reach::{Calling, Direct, Ends, Workers};
+use crate::targets::Target;
+
+/// The audience name of a request handed to the root's own func-api.
+pub const AUDIENCE: &str = "@local";
+
+/// Largest announcement read.
+const MAX_ANNOUNCEMENT: u64 = 4096;
+
+/// Where a func-api announces itself below `root`.
+pub fn announcement(root: &Root) -> PathBuf {
+    root.run_dir().join("func-api.json")
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Announced {
+    address: String,
+    pid: u32,
+    start: u64,
+}
+
+/// The announcement of a func-api bound to `bound`; removed when dropped.
+pub struct Announcement(PathBuf);
+
+impl Drop for Announcement {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Announces this process (a func-api bound to `bound`) below `root`: a
+/// wildcard address is reached on loopback.
+pub fn announce(root: &Root, bound: SocketAddr) -> std::io::Result<Announcement> {
+    let ip = match bound.ip() {
+        std::net::IpAddr::V4(v4) if v4.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    let pid = std::process::id();
+    let doc = Announced {
+        address: SocketAddr::new(ip, bound.port()).to_string(),
+        pid,
+        start: common::process::start_time(pid).unwrap_or(0),
+    };
+    let path = announcement(root);
+    common::private::state_dir(&root.run_dir(), common::private::PUBLIC_DIR_MODE)?;
+    let text = serde_json::to_vec(&doc).map_err(std::io::Error::other)?;
+    common::private::write(&path, &text, false)?;
+    Ok(Announcement(path))
+}
+
+/// The func-api announced below `root`, if its process still runs.
+pub fn announced(root: &Root) -> Option<RelayAddr> {
+    use std::io::Read as _;
+    let file = common::private::options()
+        .read(true)
+        .open(announcement(root))
+        .ok()?;
+    let mut text = Vec::new();
+    file.take(MAX_ANNOUNCEMENT).read_to_end(&mut text).ok()?;
+    let doc: Announced = serde_json::from_slice(&text).ok()?;
+    common::process::alive(doc.pid, doc.start).then(|| RelayAddr {
+        name: AUDIENCE.to_string(),
+        addr: doc.address,
+    })
+}
+
+/// Calls handed to the root's func-api; `fallback` calls them when it does
+/// not take them.
+pub struct Handed {
+    pub client: RelayClient,
+    pub fallback: Workers,
+    pub root: Root,
+    /// For the request: the SPEC, who asks, each host's timeout.
+    pub spec: String,
+    pub user: String,
+    pub timeout: f64,
+    /// `-v`: say which way the call went.
+    pub verbose: bool,
+}
+
+impl Handed {
+    /// Hands to the func-api announced below `root`, if one is (and this
+    /// process may sign: it holds the overlord key).
+    pub fn to_announced(
+        root: &Root,
+        fallback: Workers,
+        spec: &str,
+        timeout: f64,
+        verbose: bool,
+    ) -> Option<Self> {
+        let addr = announced(root)?;
+        let mut client = RelayClient::new(root, addr).ok()?;
+        client.timeout = client
+            .timeout
+            .max(std::time::Duration::from_secs_f64(timeout.max(1.0)));
+        Some(Handed {
+            client,
+            fallback,
+            root: root.clone(),
+            spec: spec.to_string(),
+            user: crate::principal::cli_user(),
+            timeout,
+            verbose,
+        })
+    }
+
+    fn say(&self, line: &str) {
+        if self.verbose {
+            crate::errln!("func: {line}");
+        }
+    }
+}
+
+impl Direct for Handed {
+    fn call<'a>(
+        &'a self,
+        targets: Vec<Target>,
+        function: &'a str,
+        params: &'a [common::Value],
+        ends: Ends,
+    ) -> Calling<'a> {
+        Box::pin(async move {
+            if targets.is_empty() {
+                return;
+            }
+            let hosts: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+            let order = Order {
+                id: format!("{}-{function}-now", self.spec),
+                spec: self.spec.clone(),
+                function: function.to_string(),
+                params: params.to_vec(),
+                user: self.user.clone(),
+                rights: None,
+                timeout: self.timeout,
+                forward: None,
+            };
+            let audience = BTreeMap::from([(AUDIENCE.to_string(), hosts.clone())]);
+            let sealed = crate::seal::Signer::load(&self.root)
+                .map_err(|e| super::RelayError::Config(e.to_string()))
+                .and_then(|signer| order.sealed_to(&signer, audience, hosts.clone(), Mode::Now));
+            let sealed = match sealed {
+                Ok(sealed) => sealed,
+                Err(e) => {
+                    self.say(&format!(
+                        "not handed to func-api ({e}); calling the minions directly"
+                    ));
+                    return self.fallback.call(targets, function, params, ends).await;
+                }
+            };
+            let mut answered = std::collections::HashSet::new();
+            let handed = self
+                .client
+                .hand(&sealed, &hosts, |host, value| {
+                    answered.insert(host.clone());
+                    let _ = ends.send((host, value));
+                })
+                .await;
+            let why = match handed {
+                Ok(()) => super::RelayError::Unreachable {
+                    relay: "func-api".into(),
+                    detail: "it ended without answering for this host".into(),
+                },
+                Err(Handoff::NotTaken(e)) => {
+                    self.say(&format!(
+                        "func-api did not take the call ({e}); calling the minions directly"
+                    ));
+                    return self.fallback.call(targets, function, params, ends).await;
+                }
+                Err(Handoff::Broken(e)) => e,
+            };
+            // Taken: a host not answered is unreachable, never called twice.
+            let value = super::unreachable(&why);
+            for host in hosts.into_iter().filter(|h| !answered.contains(h)) {
+                let _ = ends.send((host, value.clone()));
+            }
+        })
+    }
+}

@@ -1,0 +1,142 @@
+"""A warm func (DESIGN §14, issue 49): when a func-api serves the root, every
+door that calls minions now — func, func transmit, func-transmit and the
+Python API through func — hands the signed request to it, and it calls the
+minions over its kept connections. The answers are the same as calling
+directly (`--direct`, or no func-api); func-api's audit trail shows the
+handoff. A func-api killed mid-call leaves the hosts it had not answered
+unreachable, and nothing runs twice; func calls the minions itself when no
+func-api answers. Real binaries, three real minions, a real func-api."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from funcfixture import Fleet, binary
+from test_api import Api, wait_until
+
+HOSTS = ["m1", "m2", "m3"]
+
+
+def setUpModule():
+    global FLEET, API, TOKEN
+    FLEET = Fleet()
+    for name in HOSTS:
+        FLEET.start_minion(name)
+    try:
+        API = Api(FLEET)
+    except Exception:
+        FLEET.close()
+        raise
+    TOKEN = API.token("warm", "--admin")
+    os.environ["FUNC_BINARY"] = binary("func")
+    os.environ["FUNC_ROOT"] = FLEET.ca_root
+
+
+def tearDownModule():
+    API.close()
+    FLEET.close()
+
+
+def func(*words, stdin=None):
+    p = subprocess.run([binary("func"), "--root", FLEET.ca_root] + list(words), input=stdin,
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def handed(api=None):
+    """How many requests the func-api has taken from a func of its root."""
+    status, doc, _ = (api or API).request("GET", "/api/v1/audit?limit=500", token=TOKEN)
+    assert status == 200, doc
+    return sum(1 for line in doc["lines"] if line["action"].startswith("relay ") and " for cli:" in line["action"])
+
+
+class WarmAnswersTest(unittest.TestCase):
+    def same_both_ways(self, *words, stdin=None):
+        """The answer of `func WORDS` handed to func-api, and with --direct."""
+        before = handed()
+        warm = func(*words, stdin=stdin)
+        self.assertEqual(handed(), before + 1, ("not handed to func-api", warm))
+        direct = func("--direct", *words, stdin=stdin)
+        self.assertEqual(handed(), before + 1, ("--direct handed it", direct))
+        return warm, direct
+
+    def test_a_call_answers_the_same_handed_or_direct(self):
+        warm, direct = self.same_both_ways("--json", "*", "call", "test", "add", "3", "4")
+        self.assertEqual(warm[0], 0, warm)
+        self.assertEqual(json.loads(warm[1]), json.loads(direct[1]))
+        self.assertEqual(json.loads(warm[1]), {h: 7 for h in HOSTS})
+        # Types that JSON cannot hold exactly come through exactly.
+        warm, direct = self.same_both_ways("--out", "xmlrpc", "m1", "call", "test", "echo", "--json-args",
+                                           '[{"__base64__": "AAEC"}, 9999999999]')
+        self.assertEqual((warm[0], warm[1]), (direct[0], direct[1]))
+
+    def test_failures_exit_status_and_text_are_the_same(self):
+        warm, direct = self.same_both_ways("*", "call", "test", "nosuch")
+        self.assertEqual(warm[0], 1, warm)
+        self.assertEqual(sorted(warm[1].splitlines()), sorted(direct[1].splitlines()))
+        warm, direct = self.same_both_ways("*", "ping")
+        self.assertEqual((warm[0], sorted(warm[1].splitlines())), (0, sorted(direct[1].splitlines())))
+
+    def test_verbose_says_which_way(self):
+        code, _, err = func("-v", "*", "ping")
+        self.assertEqual(code, 0, err)
+        self.assertIn("through func-api at 127.0.0.1:%d" % API.port, err)
+        code, _, err = func("-v", "--direct", "*", "ping")
+        self.assertEqual(code, 0, err)
+        self.assertIn("worker(s)", err)
+        self.assertNotIn("func-api", err)
+
+    def test_every_door_hands_its_call(self):
+        request = {"clients": "*", "module": "test", "method": "add", "parameters": [2, 2]}
+        before = handed()
+        p = subprocess.run([binary("func-transmit"), "--root", FLEET.ca_root], input=json.dumps(request),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual((p.returncode, json.loads(p.stdout)), (0, {h: 4 for h in HOSTS}), p.stderr)
+        code, out, err = func("transmit", stdin=json.dumps(request))
+        self.assertEqual((code, json.loads(out)), (0, {h: 4 for h in HOSTS}), err)
+        script = ("import json\nfrom func.overlord.client import Overlord\n"
+                  "print(json.dumps(Overlord('*').test.add(2, 2), sort_keys=True))\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual((p.returncode, json.loads(p.stdout)), (0, {h: 4 for h in HOSTS}), p.stderr)
+        self.assertEqual(handed(), before + 3)
+
+
+class WarmFaultsTest(unittest.TestCase):
+    def test_func_api_killed_mid_call_leaves_the_rest_unreachable_and_nothing_runs_twice(self):
+        api = Api(FLEET, root=FLEET.ca_root)
+        try:
+            marks = os.path.join(FLEET.ca_root, "warm-marks")
+            os.makedirs(marks, exist_ok=True)
+            # Each host notes that it ran, then takes long: func-api is killed meanwhile.
+            proc = subprocess.Popen(
+                [binary("func"), "--root", FLEET.ca_root, "--json", "-t", "30", "*", "call", "command", "run",
+                 "echo ran >> %s/marks; sleep 4" % marks],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertTrue(wait_until(60, lambda: os.path.exists(os.path.join(marks, "marks"))
+                                       and len(open(os.path.join(marks, "marks")).read().split()) == 3),
+                            "the hosts never started")
+            api.proc.send_signal(signal.SIGKILL)
+            out, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 1, (out, err))
+            doc = json.loads(out)
+            self.assertEqual(sorted(doc), HOSTS, doc)
+            for host, value in doc.items():
+                self.assertEqual(value[:2], ["REMOTE_ERROR", "socket.error"], (host, value))
+            # Nothing ran a second time: func ended without calling them itself.
+            with open(os.path.join(marks, "marks")) as f:
+                self.assertEqual(f.read().split(), ["ran"] * 3)
+        finally:
+            api.close()
+        # Its announcement names a dead process: func calls the minions itself.
+        code, out, err = func("-v", "*", "ping")
+        self.assertEqual(code, 0, (out, err))
+        self.assertIn("worker(s)", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
