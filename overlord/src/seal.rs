@@ -185,6 +185,21 @@ pub fn signer_is_relay(seal: &Seal) -> bool {
         .is_ok_and(|der| common::identity::has_eku_mark(&der, &common::identity::relay_oid_string()))
 }
 
+/// Whether `seal` was made with this root's own overlord key (its
+/// certificate is the root's): what a warm func of the root signs.
+pub fn signed_here(root: &Root, seal: &Seal) -> bool {
+    let creds = crate::settings::credentials(root);
+    let Some(own) = common::tls::load_certs(&creds.cert, "certificate")
+        .ok()
+        .and_then(|c| c.into_iter().next())
+    else {
+        return false;
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(&seal.cert)
+        .is_ok_and(|der| der == own.as_ref())
+}
+
 /// This overlord's own name when it is a relay: its certificate's CN, if
 /// the certificate carries the relay mark (`certmaster-ca --relay`).
 pub fn relay_name(root: &Root) -> Option<String> {

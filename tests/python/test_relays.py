@@ -114,7 +114,8 @@ class RelayTest(unittest.TestCase):
         self.assertEqual(json.loads(done.stdout), {"d1": 3, "r1a": 3, "r1b": 3, "r2a": 3})
         done = func("--delegate", "--out", "xmlrpc", "r2a;d1", "call", "--json-args",
                     '[{"__base64__": "aGk="}]', "test", "echo", check=True)
-        self.assertIn("<base64>aGk=</base64>", done.stdout.replace("\n", ""))
+        # Both kept its type: d1 (direct, or handed to the top's func-api) and r2a (through relays).
+        self.assertEqual(done.stdout.replace("\n", "").count("<base64>aGk=</base64>"), 2, done.stdout)
         ping = func("--delegate", "*", "ping")
         self.assertEqual(ping.returncode, 0, ping.stderr)
         self.assertIn("4 hosts: 4 ok", ping.stderr)
@@ -281,6 +282,27 @@ class RelayTest(unittest.TestCase):
         self.assertEqual(status, 403, doc)
         self.assertIn("replayed", doc["error"])
         self.assertFalse(os.path.exists(marker), "the replay ran nothing")
+
+    def test_a_request_for_local_is_taken_only_from_the_roots_own_key(self):
+        # The warm func's audience, @local (issue 49): a func-api takes it only
+        # when its own root's overlord key signed it; a relay's func takes it
+        # too (its own key), and nobody else's is believed for it.
+        marker = os.path.join(FLEET.dir, "local-attack")
+        relay2 = RELAYS["relay2"]
+        r1 = os.path.join(FLEET.dir, "relay1")
+        ca = os.path.join(r1, "etc/pki/certmaster/ca")
+        as_relay1 = FLEET.context(os.path.join(ca, "overlord.cert"), os.path.join(ca, "overlord.pem"))
+        for signer, ctx in ((FLEET.ca_root, FLEET.context()), (r1, as_relay1)):
+            foreign = self.signed(signer, self.order(marker, {"@local": ["r2a"]}))
+            status, doc, _ = relay2.request("POST", "/api/v1/relay", ctx=ctx, body=foreign)
+            self.assertEqual(status, 403, doc)
+            self.assertIn("only from this root's own overlord", doc["error"])
+        self.assertFalse(os.path.exists(marker), "nothing ran")
+        own = self.signed(r1, self.order(marker, {"@local": ["r1a"]}))
+        status, doc, _ = RELAYS["relay1"].request("POST", "/api/v1/relay", ctx=as_relay1, body=own)
+        self.assertEqual(status, 200, doc)
+        self.assertTrue(wait_until(30, lambda: os.path.exists(marker)))
+        os.unlink(marker)
 
     def test_a_relay_restart_loses_nothing_recorded(self):
         before = {m: audit_count(m, "test.sleep") for m in ("r1a", "r1b", "r2a")}

@@ -24,6 +24,20 @@ pub fn to_json(value: &Value) -> serde_json::Value {
     }
 }
 
+/// [`to_json`] that [`from_json`] reads back as the same types: binary
+/// and dates [`tagged`] (a relay request's arguments: the relay calls its
+/// hosts with what the overlord was given).
+pub fn to_tagged_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        Value::DateTime(d) => serde_json::json!({ "__datetime__": d.to_string() }),
+        Value::Base64(b) => serde_json::json!({ "__base64__": base64(b) }),
+        Value::Array(items) => J::Array(items.iter().map(to_tagged_json).collect()),
+        Value::Struct(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), to_tagged_json(v))).collect()),
+        other => to_json(other),
+    }
+}
+
 /// The two XML-RPC types JSON lacks, tagged as drop-in modules write them
 /// (docs/MODULES.md): `{"__base64__": TEXT}` and `{"__datetime__": TEXT}`.
 /// `None` for any other object; an error for a tag whose text is not one.
@@ -71,4 +85,28 @@ pub fn from_json(value: &serde_json::Value) -> Value {
 fn base64(data: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagged_json_reads_back_as_the_same_types() {
+        let value = Value::Array(vec![
+            Value::Base64(vec![0, 1, 2]),
+            Value::DateTime("20261127T10:11:12".parse().unwrap()),
+            Value::Struct(
+                [("k".to_string(), Value::Base64(b"hi".to_vec()))]
+                    .into_iter()
+                    .collect(),
+            ),
+            Value::String("aGk=".into()),
+            Value::Integer(7),
+            Value::Double(1.5),
+        ]);
+        assert_eq!(from_json(&to_tagged_json(&value)), value);
+        // The untagged form is for people: binary becomes text.
+        assert_ne!(from_json(&to_json(&value)), value);
+    }
 }

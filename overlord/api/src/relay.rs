@@ -94,9 +94,9 @@ pub async fn relay(
         let request = sealed2.open(&root)?;
         // A warm func of this root hands its calls here: the audience is
         // `@local` alone (`relay::local`), whether or not this is a relay.
-        let local = overlord::relay::local::AUDIENCE;
-        if request.routes.len() == 1 && request.routes.contains_key(local) {
-            return Ok::<_, RelayError>((request, local.to_string()));
+        // (`open` took it only if this root's own key signed it.)
+        if overlord::relay::local::is_local(&request.routes) {
+            return Ok::<_, RelayError>((request, overlord::relay::local::AUDIENCE.to_string()));
         }
         let me = overlord::seal::relay_name(&root).ok_or_else(|| {
             RelayError::Untrusted(
@@ -151,16 +151,17 @@ pub async fn relay(
     }
 }
 
-/// Each host's end as an NDJSON line, as it comes; the hosts answered.
+/// Each host's end as an NDJSON line, as it comes (`None`: every host
+/// has its line); the hosts answered.
 struct Lines {
-    tx: tokio::sync::mpsc::UnboundedSender<(String, common::Value)>,
+    tx: tokio::sync::mpsc::UnboundedSender<Option<(String, common::Value)>>,
     sent: BTreeSet<String>,
 }
 
 impl overlord::engine::Watch for Lines {
     fn host(&mut self, host: &str, value: &common::Value) {
         if self.sent.insert(host.to_string()) {
-            let _ = self.tx.send((host.to_string(), value.clone()));
+            let _ = self.tx.send(Some((host.to_string(), value.clone())));
         }
     }
 }
@@ -171,7 +172,7 @@ impl overlord::engine::Watch for Lines {
 /// a silent gap.
 async fn now(api: Arc<Api>, caller: Caller, who: Who, relayed: Box<Relayed>) -> Result<Response, ApiError> {
     let slot = super::calls::take_slot(&api, &caller)?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(String, common::Value)>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Option<(String, common::Value)>>();
     tokio::task::spawn_blocking(move || {
         let _slot = slot;
         let hosts = relayed.request.hosts.clone();
@@ -187,17 +188,21 @@ async fn now(api: Arc<Api>, caller: Caller, who: Who, relayed: Box<Relayed>) -> 
                 overlord::engine::Watch::host(&mut lines, &host, &why);
             }
         }
+        // Done only here: a stream that ends without it (this thread
+        // panicked) tells the overlord its hosts were not all answered.
+        let _ = lines.tx.send(None);
     });
     let lines = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
         match rx.recv().await {
-            Some((host, value)) => {
+            Some(Some((host, value))) => {
                 let line = HostLine::new(host, value);
                 let mut text = serde_json::to_vec(&line).unwrap_or_default();
                 text.push(b'\n');
                 Some((Ok::<_, Infallible>(Bytes::from(text)), Some(rx)))
             }
-            None => Some((Ok(Bytes::from_static(b"{\"done\":true}\n")), None)),
+            Some(None) => Some((Ok(Bytes::from_static(b"{\"done\":true}\n")), None)),
+            None => None,
         }
     });
     let mut resp = axum::body::Body::from_stream(lines).into_response();

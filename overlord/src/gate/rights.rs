@@ -224,8 +224,6 @@ impl Rights {
     }
 }
 
-/// The hosts `call` reaches, if `rights` may call its function on every
-/// one of them: the authorization of a call, for every door.
 /// Whether a caller with `rights` may filter `hosts` by their facts. A
 /// verdict tells about a host's facts, so a limited caller must be allowed
 /// `fact.items` on every host it has judged: else a filter would read, a
@@ -240,6 +238,8 @@ pub fn may_filter(root: &Root, rights: &Rights, hosts: &[String]) -> Result<(), 
     ))
 }
 
+/// The hosts `call` reaches, if `rights` may call its function on every
+/// one of them: the authorization of a call, for every door.
 pub fn authorize_call(root: &Root, rights: &Rights, call: &Call) -> Result<Vec<Target>, GateError> {
     let function = call.function();
     // Which host is not said: it may be one this caller cannot see.

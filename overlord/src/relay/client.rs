@@ -235,11 +235,16 @@ impl RelayClient {
             .map_err(Handoff::NotTaken)?;
         // Not connected: nothing was sent.
         let mut sender = self.open().await.map_err(Handoff::NotTaken)?;
-        let sent = tokio::time::timeout(self.timeout, sender.send_request(req)).await;
+        let sent = tokio::time::timeout(self.timeout, sender.try_send_request(req)).await;
         let resp = match sent {
             Ok(Ok(resp)) => resp,
+            // Never written to the connection: nothing was sent.
+            Ok(Err(mut e)) if e.message().is_some() => {
+                let _ = e.take_message();
+                return Err(Handoff::NotTaken(self.unreachable(e.into_error())));
+            }
             // Sent, maybe taken: never sent again.
-            Ok(Err(e)) => return Err(Handoff::Broken(self.unreachable(e))),
+            Ok(Err(e)) => return Err(Handoff::Broken(self.unreachable(e.into_error()))),
             Err(_) => return Err(Handoff::Broken(self.unreachable("no answer in time"))),
         };
         if resp.status() != StatusCode::OK {
@@ -268,7 +273,15 @@ impl RelayClient {
         let mut body = resp.into_body();
         let mut buf: Vec<u8> = Vec::new();
         let mut done = false;
-        while let Some(frame) = body.frame().await {
+        // Each host answers within its timeout: a relay silent for longer
+        // than that (and a margin) is stuck, and its hosts unreachable.
+        let quiet = self.timeout + Duration::from_secs(10);
+        loop {
+            let frame = match tokio::time::timeout(quiet, body.frame()).await {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(_) => return Err(self.unreachable(format!("silent for {quiet:?} mid-answer"))),
+            };
             let frame = frame.map_err(|e| self.unreachable(e))?;
             let Ok(data) = frame.into_data() else { continue };
             buf.extend_from_slice(&data);

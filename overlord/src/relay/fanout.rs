@@ -63,7 +63,13 @@ impl Order {
             id: self.id.clone(),
             spec: self.spec.clone(),
             function: self.function.clone(),
-            params: serde_json::Value::Array(self.params.iter().map(crate::values::to_json).collect()),
+            // Typed exactly: the relay calls its hosts with what was given.
+            params: serde_json::Value::Array(
+                self.params
+                    .iter()
+                    .map(common::xmlrpc::json::to_tagged_json)
+                    .collect(),
+            ),
             user: self.user.clone(),
             rights: self.rights.clone(),
             routes: audience,

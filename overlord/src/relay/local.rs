@@ -26,6 +26,12 @@ use crate::targets::Target;
 /// The audience name of a request handed to the root's own func-api.
 pub const AUDIENCE: &str = "@local";
 
+/// Whether a request's audience (`routes`) is the root's own func-api
+/// alone.
+pub fn is_local(routes: &BTreeMap<String, Vec<String>>) -> bool {
+    routes.len() == 1 && routes.contains_key(AUDIENCE)
+}
+
 /// Largest announcement read.
 const MAX_ANNOUNCEMENT: u64 = 4096;
 
@@ -41,12 +47,20 @@ struct Announced {
     start: u64,
 }
 
-/// The announcement of a func-api bound to `bound`; removed when dropped.
+/// The announcement of a func-api bound to `bound`; removed when dropped
+/// (unless another func-api of the root has announced itself since).
 pub struct Announcement(PathBuf);
 
 impl Drop for Announcement {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let pid = std::process::id();
+        let ours = std::fs::read(&self.0)
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Announced>(&text).ok())
+            .is_some_and(|a| a.pid == pid && Some(a.start) == common::process::start_time(pid));
+        if ours {
+            let _ = std::fs::remove_file(&self.0);
+        }
     }
 }
 

@@ -131,13 +131,25 @@ impl SealedRequest {
         };
         crate::seal::verify_bytes(root, &seal, &signed_bytes(&self.request))
             .map_err(|e| RelayError::Untrusted(e.to_string()))?;
-        if crate::seal::signer_is_relay(&seal) {
-            return Err(RelayError::Untrusted(
-                "it was signed by a relay's key: a relay runs only what a top overlord signed".into(),
-            ));
-        }
         let request: RelayRequest =
             serde_json::from_str(&self.request).map_err(|e| RelayError::Request(e.to_string()))?;
+        // A warm func hands its root's own func-api a request for `@local`
+        // alone, signed with the root's own key: the one request a relay's
+        // key may sign (for its own minions).
+        let local = super::local::is_local(&request.routes);
+        match (local, crate::seal::signed_here(root, &seal)) {
+            (true, false) => {
+                return Err(RelayError::Untrusted(
+                    "a request for @local is taken only from this root's own overlord".into(),
+                ))
+            }
+            (false, _) if crate::seal::signer_is_relay(&seal) => {
+                return Err(RelayError::Untrusted(
+                    "it was signed by a relay's key: a relay runs only what a top overlord signed".into(),
+                ))
+            }
+            _ => {}
+        }
         let age = crate::store::now() - request.issued;
         if !(-FRESH_FOR..=FRESH_FOR).contains(&age) {
             return Err(RelayError::Untrusted(format!(

@@ -105,6 +105,11 @@ pub fn now(
 /// dispatches it in the background on the door's runtime; the job's id.
 pub fn start(plan: &Plan, relayed: Relayed) -> Result<String, PlanError> {
     let warm = warm(plan)?.clone();
+    // What the dispatch needs, before the job exists (else it would wait
+    // on a driver that never dispatches).
+    let routes = routes(plan)?;
+    let door = tokio::runtime::Handle::try_current()
+        .map_err(|_| PlanError::Config("a relay job is dispatched on its door's runtime".into()))?;
     let request = &relayed.request;
     let typed = serde_json::to_string(&request.params).unwrap_or_else(|_| "[]".into());
     let mut meta = crate::store::JobMeta::new_call(
@@ -124,9 +129,6 @@ pub fn start(plan: &Plan, relayed: Relayed) -> Result<String, PlanError> {
     let id = store.create_sealed(meta, &request.hosts, &|m, h| signer.seal(m, h))?;
     let pid = std::process::id();
     store.set_driver(&id, pid, common::process::start_time(pid).unwrap_or(0))?;
-    let routes = routes(plan)?;
-    let door = tokio::runtime::Handle::try_current()
-        .map_err(|_| PlanError::Config("a relay job is dispatched on its door's runtime".into()))?;
     let root = plan.root.clone();
     door.spawn(dispatch(warm, store, root, id.clone(), relayed, routes));
     Ok(id)

@@ -14,6 +14,7 @@
 //! error, so a restarted server is picked up without restarting anything.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use pgconn::{PgError, StoreUrl};
@@ -29,29 +30,50 @@ pub const SCHEMA_VERSION: i32 = 4;
 /// Connections a process holds at most (busy or idle); a request beyond
 /// waits up to [`CHECKOUT_WAIT`] for one.
 const POOL: u32 = 16;
-/// How long a request waits for a connection (the store down: the last
-/// error says why).
+/// How long a request waits for a connection while others are open (all
+/// busy) and while none is (the store may be down: said at once).
 const CHECKOUT_WAIT: Duration = Duration::from_secs(5);
+const FIRST_CONNECT_WAIT: Duration = Duration::from_secs(1);
 
 /// How r2d2 (a well-kept pool: bounded, idle connections closed after a
 /// while, broken ones dropped) makes and checks this store's connections:
 /// each new one connected as the URL says (`pgconn`) and its schema
 /// brought up to date.
 #[derive(Debug)]
-struct Connections(StoreUrl);
+struct Connections {
+    url: StoreUrl,
+    /// Why the last connection could not be made (`true`: the store is
+    /// unavailable, a fault that heals; `false`: refused for good, as a
+    /// wrong password or a newer schema), until one is made.
+    failed: Failed,
+}
+
+/// Why connections could not be made lately, shared by the pool's maker
+/// and the store.
+type Failed = std::sync::Arc<Mutex<Option<(bool, String)>>>;
+
+impl Connections {
+    fn made(&self, made: Result<Client, PgError>) -> Result<Client, PgError> {
+        let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        *failed = made.as_ref().err().map(|e| (e.is_unavailable(), e.to_string()));
+        made
+    }
+}
 
 impl r2d2::ManageConnection for Connections {
     type Connection = Client;
     type Error = PgError;
 
     fn connect(&self) -> Result<Client, PgError> {
-        let mut c = self.0.connect()?;
-        migrate(&mut c).map_err(|e| self.0.error(e))?;
-        Ok(c)
+        let made = self.url.connect().and_then(|mut c| {
+            migrate(&mut c).map_err(|e| self.url.error(e))?;
+            Ok(c)
+        });
+        self.made(made)
     }
 
     fn is_valid(&self, c: &mut Client) -> Result<(), PgError> {
-        c.simple_query("").map(|_| ()).map_err(|e| self.0.error(e))
+        c.simple_query("").map(|_| ()).map_err(|e| self.url.error(e))
     }
 
     fn has_broken(&self, c: &mut Client) -> bool {
@@ -131,6 +153,7 @@ pub struct PgStore {
     url: StoreUrl,
     keep_secs: f64,
     pool: r2d2::Pool<Connections>,
+    failed: Failed,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -159,6 +182,7 @@ impl PgStore {
     pub fn new(url: StoreUrl, keep_secs: f64) -> Self {
         // No connection is made here (the store may be down): each is made
         // when first needed, and none is checked out with a round trip.
+        let failed = Failed::default();
         let pool = r2d2::Pool::builder()
             .max_size(POOL)
             .min_idle(Some(0))
@@ -166,8 +190,16 @@ impl PgStore {
             .connection_timeout(CHECKOUT_WAIT)
             .idle_timeout(Some(Duration::from_secs(300)))
             .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build_unchecked(Connections(url.clone()));
-        PgStore { url, keep_secs, pool }
+            .build_unchecked(Connections {
+                url: url.clone(),
+                failed: failed.clone(),
+            });
+        PgStore {
+            url,
+            keep_secs,
+            pool,
+            failed,
+        }
     }
 
     /// The delegation map kept in the store (`func-build-map`), if any.
@@ -212,10 +244,19 @@ impl PgStore {
         &self,
         f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, StoreError> {
-        let mut client = self.pool.get().map_err(|e| {
-            // The store cannot be reached (the last error says why), or every
-            // connection stayed busy: either way, it is unavailable now.
-            StoreError::Unavailable(format!("{}: {e}", self.url.shown()))
+        let wait = match self.pool.state().connections {
+            0 => FIRST_CONNECT_WAIT,
+            _ => CHECKOUT_WAIT,
+        };
+        let mut client = self.pool.get_timeout(wait).map_err(|e| {
+            let failed = self.failed.lock().map(|f| f.clone());
+            match failed.ok().flatten() {
+                // Refused for good: said as it is, never retried as an outage.
+                Some((false, why)) => StoreError::Unusable(why),
+                // Unreachable now (the last error says why), or every
+                // connection stayed busy: unavailable, a fault that heals.
+                _ => StoreError::Unavailable(format!("{}: {e}", self.url.shown())),
+            }
         })?;
         f(&mut client).map_err(|e| pg_err(self.url.error(e)))
     }
