@@ -23,14 +23,7 @@ use super::{Mode, Order};
 use crate::reach::{Calling, Direct, Ends, Workers};
 use crate::targets::Target;
 
-/// The audience name of a request handed to the root's own func-api.
-pub const AUDIENCE: &str = "@local";
-
-/// Whether a request's audience (`routes`) is the root's own func-api
-/// alone.
-pub fn is_local(routes: &BTreeMap<String, Vec<String>>) -> bool {
-    routes.len() == 1 && routes.contains_key(AUDIENCE)
-}
+pub use super::request::{is_local, AUDIENCE};
 
 /// Largest announcement read.
 const MAX_ANNOUNCEMENT: u64 = 4096;

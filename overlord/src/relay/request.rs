@@ -30,6 +30,15 @@ pub enum Mode {
     Async,
 }
 
+/// The audience name of a request a warm func hands to its root's own
+/// func-api (`relay::local`).
+pub const AUDIENCE: &str = "@local";
+
+/// Whether a request's audience (`routes`) is the root's own func-api alone.
+pub fn is_local(routes: &std::collections::BTreeMap<String, Vec<String>>) -> bool {
+    routes.len() == 1 && routes.contains_key(AUDIENCE)
+}
+
 /// One request to a relay.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -136,7 +145,7 @@ impl SealedRequest {
         // A warm func hands its root's own func-api a request for `@local`
         // alone, signed with the root's own key: the one request a relay's
         // key may sign (for its own minions).
-        let local = super::local::is_local(&request.routes);
+        let local = is_local(&request.routes);
         match (local, crate::seal::signed_here(root, &seal)) {
             (true, false) => {
                 return Err(RelayError::Untrusted(
