@@ -64,7 +64,7 @@ pub fn watch(
 /// Longest one round of `watch` waits on running hosts.
 const LONGEST_WAIT: Duration = Duration::from_secs(1);
 
-pub fn new_poller(plan: &Plan) -> Result<Poller, String> {
+pub fn new_poller(plan: &Plan) -> Result<Poller, crate::error::EngineError> {
     let calling = crate::settings::Calling {
         credentials: plan.credentials(),
         max_response: crate::settings::max_response(&plan.root),

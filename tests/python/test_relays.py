@@ -247,6 +247,12 @@ class RelayTest(unittest.TestCase):
                              capture_output=True, check=True).stdout
         return {"request": text, "seal": {"cert": base64.b64encode(der).decode(), "sig": base64.b64encode(sig).decode()}}
 
+    def relay1(self):
+        """relay1's root, and a TLS context presenting its overlord certificate."""
+        r1 = os.path.join(FLEET.dir, "relay1")
+        ca = os.path.join(r1, "etc/pki/certmaster/ca")
+        return r1, FLEET.context(os.path.join(ca, "overlord.cert"), os.path.join(ca, "overlord.pem"))
+
     def order(self, marker, routes):
         return {"v": 2, "id": "attack-%d" % time.time_ns(), "spec": "r2a", "function": "command.run",
                 "params": ["touch " + marker], "user": "alice", "rights": None,
@@ -259,9 +265,7 @@ class RelayTest(unittest.TestCase):
         # time it was posted to relay2.
         marker = os.path.join(FLEET.dir, "relay-attack")
         relay2 = RELAYS["relay2"]
-        r1 = os.path.join(FLEET.dir, "relay1")
-        ca = os.path.join(r1, "etc/pki/certmaster/ca")
-        as_relay1 = FLEET.context(os.path.join(ca, "overlord.cert"), os.path.join(ca, "overlord.pem"))
+        r1, as_relay1 = self.relay1()
         made_up = self.signed(r1, self.order(marker, {"relay2": ["r2a"]}))
         status, doc, _ = relay2.request("POST", "/api/v1/relay", ctx=as_relay1, body=made_up)
         self.assertEqual(status, 403, doc)
@@ -289,9 +293,7 @@ class RelayTest(unittest.TestCase):
         # too (its own key), and nobody else's is believed for it.
         marker = os.path.join(FLEET.dir, "local-attack")
         relay2 = RELAYS["relay2"]
-        r1 = os.path.join(FLEET.dir, "relay1")
-        ca = os.path.join(r1, "etc/pki/certmaster/ca")
-        as_relay1 = FLEET.context(os.path.join(ca, "overlord.cert"), os.path.join(ca, "overlord.pem"))
+        r1, as_relay1 = self.relay1()
         for signer, ctx in ((FLEET.ca_root, FLEET.context()), (r1, as_relay1)):
             foreign = self.signed(signer, self.order(marker, {"@local": ["r2a"]}))
             status, doc, _ = relay2.request("POST", "/api/v1/relay", ctx=ctx, body=foreign)

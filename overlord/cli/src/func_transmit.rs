@@ -340,7 +340,7 @@ fn answer(root: Root, request: &Request) -> Result<(J, i32), PlanError> {
         Request::JobStatus { id } => {
             let plan = Plan::for_program(root, "", None, None)?;
             // `last`: the newest job of the invoking user, as for func.
-            let id = overlord::jobs::resolve_id(&plan.store(), id, false).map_err(PlanError::Config)?;
+            let id = overlord::jobs::resolve_id(&plan.store(), id, false)?;
             (
                 plan,
                 engine::Request::JobStatus {

@@ -292,9 +292,7 @@ impl<'a> Run<'a> {
                 }),
             false => None,
         };
-        let mut poller = Poller::new(calling.clone(), limit)
-            .map_err(EngineError::Credentials)?
-            .relaying(root.clone(), delegation);
+        let mut poller = Poller::new(calling.clone(), limit)?.relaying(root.clone(), delegation);
         // Each minion runs this signed request at most once, whatever the
         // store says (a host reset to pending and recovered is refused there).
         poller.set_request(crate::seal::request_id(&meta));

@@ -529,7 +529,7 @@ fn send_signals(
         plan.warm.as_ref().map(|w| &w.pool),
         tokio::runtime::Handle::try_current(),
     ) else {
-        let mut poller = crate::status::new_poller(plan).map_err(PlanError::Config)?;
+        let mut poller = crate::status::new_poller(plan).map_err(gate::GateError::from)?;
         let replies = poller.call_each(calls);
         return Ok(replies
             .into_iter()

@@ -160,7 +160,7 @@ pub fn refresh(
     root: &Root,
     id: &str,
     poller: &mut Option<Poller>,
-    make_poller: impl FnOnce() -> Result<Poller, String>,
+    make_poller: impl FnOnce() -> Result<Poller, crate::error::EngineError>,
     wait: Option<Duration>,
 ) -> Result<Status, StoreError> {
     let Some(mut record) = store.load(id)? else {
@@ -190,7 +190,7 @@ pub fn refresh(
         return Ok(status_of(record, &BTreeMap::new()));
     }
     if poller.is_none() {
-        *poller = Some(make_poller().map_err(StoreError::Caller)?);
+        *poller = Some(make_poller().map_err(|e| StoreError::Caller(e.to_string()))?);
     }
     let Some(active) = poller.as_mut() else {
         return Ok(status_of(record, &BTreeMap::new()));
@@ -262,10 +262,9 @@ pub fn poll_pause(round: u32) -> Duration {
     })
 }
 
-/// The user running `func`, for the job record.
 /// `id`, or for `last` the newest job (a batch, with `batch`) that the
-/// current user started.
-pub fn resolve_id(store: &dyn JobStore, id: &str, batch: bool) -> Result<String, String> {
+/// current user started; none is the gate's not-found.
+pub fn resolve_id(store: &dyn JobStore, id: &str, batch: bool) -> Result<String, crate::gate::GateError> {
     if id != "last" {
         return Ok(id.to_string());
     }
@@ -273,17 +272,19 @@ pub fn resolve_id(store: &dyn JobStore, id: &str, batch: bool) -> Result<String,
     // Newest first, a page at a time: the first of this user's is the one.
     let mut cursor = None;
     loop {
-        let page = store.list_page(500, cursor.as_ref()).map_err(|e| e.to_string())?;
+        let page = store
+            .list_page(500, cursor.as_ref())
+            .map_err(|e| crate::gate::GateError::Engine(e.into()))?;
         if let Some(m) = page.iter().find(|m| m.user == me && (m.batch || !batch)) {
             return Ok(m.id.clone());
         }
         let Some(last) = page.last() else { break };
         cursor = Some((last.started, last.id.clone()));
     }
-    Err(format!(
+    Err(crate::gate::GateError::NotFound(format!(
         "no {} started by {me} is kept here, so 'last' names nothing",
         if batch { "batch" } else { "job" }
-    ))
+    )))
 }
 
 /// Who runs `func`: `cli:USER` (the invoking user under sudo).

@@ -54,12 +54,16 @@ pub struct Poller {
 }
 
 impl Poller {
-    pub fn new(calling: Calling, limit: Duration) -> Result<Self, String> {
-        let live = LiveLink::new(calling).map_err(|e| e.to_string())?;
+    pub fn new(calling: Calling, limit: Duration) -> Result<Self, crate::error::EngineError> {
+        use crate::error::EngineError;
+        let live = LiveLink::new(calling).map_err(|e| EngineError::Credentials(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| EngineError::Spawn {
+                what: "the poller's runtime",
+                source,
+            })?;
         let (ends_tx, ends_rx) = mpsc::unbounded_channel();
         Ok(Self {
             runtime,

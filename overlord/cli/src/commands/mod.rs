@@ -70,7 +70,7 @@ impl Command {
             _ => return Ok(()),
         };
         overlord::gate::JobRef::parse(id)?;
-        *id = overlord::jobs::resolve_id(store, id, batch).map_err(PlanError::Config)?;
+        *id = overlord::jobs::resolve_id(store, id, batch)?;
         Ok(())
     }
 
