@@ -154,6 +154,10 @@ pub struct Plan {
     /// minions over them, for its caller; `None`: this process's workers
     /// and pollers.
     pub warm: Option<Warm>,
+    /// The names the SPEC (and `exclude`) resolved to when the door's gate
+    /// authorized the request (`gate::rights::authorize_call`): not
+    /// resolved again. `None`: resolved when asked.
+    pub resolved: Option<Vec<String>>,
 }
 
 /// The kept connections of a long-lived door, and whom it calls for.
@@ -226,16 +230,8 @@ impl Plan {
             (Some(r), false) => r.minions(),
             _ => &[][..],
         };
-        let (mut found, missing) =
+        let (found, missing) =
             targets::resolve_names_with(&self.root, &self.spec, self.exclude.as_deref(), extra)?;
-        // A limited caller's SPEC names only the minions its rights reach.
-        if let Some(rights) = self.warm.as_ref().and_then(|w| w.rights.as_deref()) {
-            let reach = crate::gate::rights::Rights::of_signed(Some(rights)).hosts_for(&self.root, None);
-            found.retain(|name| reach.contains(name));
-            if found.is_empty() {
-                return Err(targets::TargetError::NoMatch(self.spec.clone()).into());
-            }
-        }
         // A service's caller is answered, not its log written to.
         for name in missing.iter().filter(|_| self.warm.is_none()) {
             crate::errln!(
@@ -244,6 +240,20 @@ impl Plan {
             );
         }
         self.missing.borrow_mut().extend(missing);
+        self.chosen(found)
+    }
+
+    /// Of the names `found`, those this request targets: for a limited
+    /// caller only the minions its rights reach; with a filter, those whose
+    /// minions judge that it holds.
+    fn chosen(&self, mut found: Vec<String>) -> Result<Vec<String>, PlanError> {
+        if let Some(rights) = self.warm.as_ref().and_then(|w| w.rights.as_deref()) {
+            let reach = crate::gate::rights::Rights::of_signed(Some(rights)).hosts_for(&self.root, None);
+            found.retain(|name| reach.contains(name));
+            if found.is_empty() {
+                return Err(targets::TargetError::NoMatch(self.spec.clone()).into());
+            }
+        }
         match &self.filter {
             Some(filter) => self.judged(found, filter),
             None => Ok(found),
@@ -347,6 +357,18 @@ impl Plan {
         forks: Option<usize>,
         timeout: Option<f64>,
     ) -> Result<Self, PlanError> {
+        let dispatch = Dispatch::for_root(&root, forks, timeout)?;
+        Self::with_dispatch(root, spec, dispatch, timeout)
+    }
+
+    /// [`Self::for_program`] with dispatch settings already read (a
+    /// long-lived door read overlord.conf once).
+    pub fn with_dispatch(
+        root: Root,
+        spec: &str,
+        dispatch: Dispatch,
+        timeout: Option<f64>,
+    ) -> Result<Self, PlanError> {
         // A program's SPEC is checked as every door's is (func-inventory's
         // -s, func-transmit's clients); a request naming no hosts (a job's
         // status) gives none.
@@ -356,9 +378,10 @@ impl Plan {
         Ok(Plan {
             held_store: None,
             warm: None,
+            resolved: None,
             routes: None,
             delegate: false,
-            dispatch: Dispatch::for_root(&root, forks, timeout)?,
+            dispatch,
             timeout,
             missing: Default::default(),
             filter: None,

@@ -87,8 +87,9 @@ impl Caller {
         &self,
         api: &Api,
         call: overlord::gate::Call,
+        resolved: Option<Vec<String>>,
     ) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
-        call_as(api, self.engine_caller(), call)
+        call_as(api, self.engine_caller(), call, resolved)
     }
 
     /// The engine's plan for this caller's request naming `spec` (see [`plan_for`]).
@@ -315,7 +316,12 @@ pub fn plan_for(
     (forks, timeout): (Option<usize>, Option<f64>),
     who: &overlord::jobs::start::Caller,
 ) -> Result<overlord::plan::Plan, overlord::gate::GateError> {
-    let mut plan = overlord::plan::Plan::for_program(api.root.clone(), spec, forks, timeout)?;
+    // The service's dispatch settings (overlord.conf read once), with the
+    // request's own forks and timeout.
+    let mut dispatch = api.dispatch.clone();
+    dispatch.forks = forks.unwrap_or(dispatch.forks);
+    dispatch.timeout_secs = timeout.unwrap_or(dispatch.timeout_secs);
+    let mut plan = overlord::plan::Plan::with_dispatch(api.root.clone(), spec, dispatch, timeout)?;
     plan.held_store = Some(api.store.clone());
     // Its calls are its own: never handed to a func-api (itself).
     plan.dispatch.handoff = false;
@@ -342,13 +348,16 @@ pub fn serve_as(
 /// owner), with a plan for it: its SPEC, `exclude`, fact filter,
 /// delegation, timeout and forks. The answer, and the hosts that could not
 /// judge the filter (not called). The gate authorized it before
-/// (`gate::rights::authorize_call`).
+/// (`gate::rights::authorize_call`); `resolved`: the names it resolved
+/// then, not resolved again.
 pub fn call_as(
     api: &Api,
     who: overlord::jobs::start::Caller,
     call: overlord::gate::Call,
+    resolved: Option<Vec<String>>,
 ) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
     let mut plan = plan_for(api, &call.spec, (call.forks, call.timeout), &who)?;
+    plan.resolved = resolved;
     plan.exclude = call.exclude.clone();
     plan.filter = call.filter.as_deref().cloned();
     if call.delegate {

@@ -90,7 +90,8 @@ pub async fn call(
     // The engine makes it: now over the kept connections, or as a job
     // (`force_async` too); a fact filter judged by the hosts first.
     let (api2, caller2) = (Arc::clone(&api), caller.clone());
-    let done = tokio::task::spawn_blocking(move || caller2.call(&api2, call))
+    let resolved = Some(named.clone());
+    let done = tokio::task::spawn_blocking(move || caller2.call(&api2, call, resolved))
         .await
         .map_err(ApiError::internal)?;
     let (answer, hosts) = match done {

@@ -372,7 +372,7 @@ async fn start_run(api: &Arc<Api>, s: &Schedule, rights: &Rights, call: overlord
     };
     let filter = call.filter.as_deref().map(|f| f.describe());
     let api2 = Arc::clone(api);
-    let done = tokio::task::spawn_blocking(move || super::auth::call_as(&api2, who, call)).await;
+    let done = tokio::task::spawn_blocking(move || super::auth::call_as(&api2, who, call, None)).await;
     match done {
         Ok(Ok((overlord::engine::Answer::Started { id, hosts, .. }, _))) => {
             api.metrics

@@ -264,6 +264,7 @@ fn finish(globals: Globals, spec: String, mut command: Command) -> Result<(Plan,
     };
     let plan = Plan {
         held_store: None,
+        resolved: None,
         warm: None,
         routes,
         delegate: globals.delegate,
