@@ -16,6 +16,7 @@
 //!   reading (routes, size limit, body deadline) servers share.
 
 pub mod config;
+pub mod fact_filter;
 pub mod fact_query;
 pub mod identity;
 pub mod outcome;
@@ -25,6 +26,7 @@ pub mod private;
 pub mod process;
 pub mod rpc;
 pub mod tls;
+pub mod values;
 pub mod xmlrpc;
 
 pub use dxr::Value;

@@ -50,6 +50,12 @@ impl PlanError {
     }
 }
 
+impl From<common::fact_filter::Invalid> for PlanError {
+    fn from(e: common::fact_filter::Invalid) -> Self {
+        PlanError::Gate(e.into())
+    }
+}
+
 impl From<PlanError> for crate::gate::GateError {
     /// For a door that answers the gate's way (func-api): what only a
     /// command line can cause is this overlord's setup failing.

@@ -82,7 +82,8 @@ pub async fn list(
         f.filteror.as_deref(),
         f.grain.as_deref(),
         None,
-    )?;
+    )
+    .map_err(GateError::from)?;
     let asked = f.spec.is_some() || filter.is_some();
     let spec = f.spec.unwrap_or_else(|| "*".into());
     overlord::gate::call::check_spec("spec", &spec)?;

@@ -233,7 +233,7 @@ fn check(doc: &J) -> Result<Request, Bad> {
         f.name("grain").map_err(Bad::from)?.as_deref(),
         None,
     )
-    .map_err(Bad::from)?;
+    .map_err(|e| Bad::from(overlord::gate::GateError::from(e)))?;
     match method.as_str() {
         "list_minions" => Ok(Request::ListMinions { spec, filter }),
         "job_status" => {

@@ -34,6 +34,13 @@ pub enum GateError {
     Engine(#[from] EngineError),
 }
 
+impl From<common::fact_filter::Invalid> for GateError {
+    /// A filter that cannot be read is a usage error, as any bad input.
+    fn from(e: common::fact_filter::Invalid) -> Self {
+        GateError::Invalid(e.0)
+    }
+}
+
 impl GateError {
     /// The exit status `func`, `func transmit` and `func-transmit` end with.
     pub fn exit_status(&self) -> i32 {
