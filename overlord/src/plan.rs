@@ -160,10 +160,10 @@ pub struct Plan {
     /// minions over them, for its caller; `None`: this process's workers
     /// and pollers.
     pub warm: Option<Warm>,
-    /// The names the SPEC (and `exclude`) resolved to when the door's gate
-    /// authorized the request (`gate::rights::authorize_call`): not
-    /// resolved again. `None`: resolved when asked.
-    pub resolved: Option<Vec<String>>,
+    /// The targets the SPEC (and `exclude`) resolved to when the door's
+    /// gate authorized the request (`gate::rights::authorize_call`): not
+    /// resolved (nor their addresses read) again. `None`: when asked.
+    pub resolved: Option<Vec<Target>>,
 }
 
 /// The kept connections of a long-lived door, and whom it calls for.
@@ -192,6 +192,14 @@ impl Plan {
     /// literal name that matches no minion is reported on stderr and
     /// remembered, so the exit status is 1 although the others still run.
     pub fn targets(&self) -> Result<Vec<Target>, PlanError> {
+        if let Some(resolved) = &self.resolved {
+            let chosen: std::collections::HashSet<String> = self.target_names()?.into_iter().collect();
+            return Ok(resolved
+                .iter()
+                .filter(|t| chosen.contains(&t.name))
+                .cloned()
+                .collect());
+        }
         let names = self.target_names()?;
         Ok(names
             .into_iter()
@@ -209,15 +217,16 @@ impl Plan {
     /// The names the SPEC selects (after `-e`), reporting literal names
     /// that matched no minion; no address is read.
     pub fn target_names(&self) -> Result<Vec<String>, PlanError> {
+        if let Some(resolved) = &self.resolved {
+            return self.chosen(resolved.iter().map(|t| t.name.clone()).collect());
+        }
         let certs = self.root.signed_certs_dir();
-        // With a shared store the minions may all come from it.
-        let shared = crate::settings::store_url(&self.root).is_some();
-        // A service (func-api) runs before the first minion enrolls: none yet.
-        let service = self.warm.is_some();
-        if let (Err(e), false) = (
-            std::fs::metadata(&certs),
-            shared || service || self.routes.is_some(),
-        ) {
+        // With a shared store the minions may all come from it; a service
+        // (func-api) runs before the first minion enrolls: none yet.
+        let elsewhere = || {
+            self.warm.is_some() || self.routes.is_some() || crate::settings::store_url(&self.root).is_some()
+        };
+        if let (Err(e), false) = (std::fs::metadata(&certs), elsewhere()) {
             let why = match e.kind() {
                 std::io::ErrorKind::NotFound => "does not exist".to_string(),
                 _ => e.to_string(),

@@ -87,7 +87,7 @@ impl Caller {
         &self,
         api: &Api,
         call: overlord::gate::Call,
-        resolved: Option<Vec<String>>,
+        resolved: Option<Vec<overlord::targets::Target>>,
     ) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
         call_as(api, self.engine_caller(), call, resolved)
     }
@@ -354,7 +354,7 @@ pub fn call_as(
     api: &Api,
     who: overlord::jobs::start::Caller,
     call: overlord::gate::Call,
-    resolved: Option<Vec<String>>,
+    resolved: Option<Vec<overlord::targets::Target>>,
 ) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
     let mut plan = plan_for(api, &call.spec, (call.forks, call.timeout), &who)?;
     plan.resolved = resolved;

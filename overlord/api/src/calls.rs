@@ -74,8 +74,11 @@ pub async fn call(
     let judged = tokio::task::spawn_blocking(move || gate::rights::authorize_call(&root, &rights, &call2))
         .await
         .map_err(ApiError::internal)?;
-    let named = match judged {
-        Ok(targets) => targets.into_iter().map(|t| t.name).collect::<Vec<_>>(),
+    let (named, resolved) = match judged {
+        Ok(targets) => (
+            targets.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            targets,
+        ),
         Err(e) => {
             if matches!(e, GateError::Forbidden(_)) {
                 api.audit.line(&caller.user(), caller.from, &action, &[], 403);
@@ -90,7 +93,7 @@ pub async fn call(
     // The engine makes it: now over the kept connections, or as a job
     // (`force_async` too); a fact filter judged by the hosts first.
     let (api2, caller2) = (Arc::clone(&api), caller.clone());
-    let resolved = Some(named.clone());
+    let resolved = Some(resolved);
     let done = tokio::task::spawn_blocking(move || caller2.call(&api2, call, resolved))
         .await
         .map_err(ApiError::internal)?;
