@@ -233,15 +233,21 @@ pub fn call_blocking(
 ) -> BTreeMap<String, Value> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut results = BTreeMap::new();
-    let door = tokio::runtime::Handle::try_current().ok();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let calling = call(direct, root, routes, order, targets, tx);
-            match door {
-                Some(door) => door.block_on(calling),
-                None => crate::relay::block_on(calling),
+    // A long-lived door's blocking thread: the call and the reading of its
+    // ends run together on its runtime, no thread of our own.
+    if let Ok(door) = tokio::runtime::Handle::try_current() {
+        let calling = call(direct, root, routes, order, targets, tx);
+        let collect = async {
+            while let Some((host, value)) = rx.recv().await {
+                on_each(&host, &value);
+                results.entry(host).or_insert(value);
             }
-        });
+        };
+        door.block_on(async { tokio::join!(calling, collect) });
+        return results;
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| crate::relay::block_on(call(direct, root, routes, order, targets, tx)));
         while let Some((host, value)) = rx.blocking_recv() {
             on_each(&host, &value);
             results.entry(host).or_insert(value);
