@@ -300,26 +300,24 @@ impl Plan {
             timeout: self.dispatch.timeout_secs,
         };
         let limit = std::time::Duration::from_secs_f64(self.dispatch.timeout_secs);
-        let judged = match &self.warm {
-            Some(warm) => crate::reach::on_door(crate::facts::judge(
-                &warm.direct(limit),
-                &self.root,
-                self.routes.as_ref(),
-                targets,
-                filter,
-                asker,
-            )),
+        let (pooled, workers);
+        let direct: &dyn crate::reach::Direct = match &self.warm {
+            Some(warm) => {
+                pooled = warm.direct(limit);
+                &pooled
+            }
             None => {
-                let workers = crate::reach::Workers {
+                workers = crate::reach::Workers {
                     credentials: self.credentials(),
                     how: self.dispatch.clone(),
                 };
-                let routes = self.routes.as_ref();
-                crate::relay::block_on(crate::facts::judge(
-                    &workers, &self.root, routes, targets, filter, asker,
-                ))
+                &workers
             }
         };
+        let routes = self.routes.as_ref();
+        let judged = crate::reach::on_door(crate::facts::judge(
+            direct, &self.root, routes, targets, filter, asker,
+        ));
         // The facts seen are kept; a store that cannot take them is said, not fatal.
         if let Err(e) = crate::facts::keep(&self.store(), &judged.seen) {
             crate::errln!("func: the facts seen were not kept: {e}");

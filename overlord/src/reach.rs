@@ -220,23 +220,36 @@ pub fn on_door<T: Send>(work: impl Future<Output = T> + Send) -> T {
 }
 
 /// Calls `order` now on `targets` from a synchronous caller (the engine
-/// for every door): `direct` for the direct hosts, relays for the others,
-/// on the door's runtime or one of their own; `on_each` sees every host as
-/// it ends, on this thread. Every host's value.
+/// for every door): `direct` for the direct hosts, relays for the others
+/// ([`call`]); `on_each` sees every host as it ends, on this thread.
+/// Every host's value.
 pub fn call_blocking(
     direct: &dyn Direct,
     root: &Root,
     routes: Option<&Routes>,
     order: &Order,
     targets: Vec<Target>,
-    mut on_each: impl FnMut(&str, &Value),
+    on_each: impl FnMut(&str, &Value),
 ) -> BTreeMap<String, Value> {
+    collect_blocking(|ends| call(direct, root, routes, order, targets, ends), on_each)
+}
+
+/// Runs the call `calling` makes (each host's end on the channel it is
+/// given) from a synchronous caller: on a long-lived door's blocking
+/// thread, together with the reading of its ends on the door's runtime (no
+/// thread of our own); elsewhere on a runtime of its own. `on_each` sees
+/// every host as it ends, on this thread; every host's value (the first).
+pub fn collect_blocking<'a, F>(
+    calling: impl FnOnce(Ends) -> F,
+    mut on_each: impl FnMut(&str, &Value),
+) -> BTreeMap<String, Value>
+where
+    F: Future<Output = ()> + Send + 'a,
+{
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut results = BTreeMap::new();
-    // A long-lived door's blocking thread: the call and the reading of its
-    // ends run together on its runtime, no thread of our own.
+    let calling = calling(tx);
     if let Ok(door) = tokio::runtime::Handle::try_current() {
-        let calling = call(direct, root, routes, order, targets, tx);
         let collect = async {
             while let Some((host, value)) = rx.recv().await {
                 on_each(&host, &value);
@@ -247,7 +260,7 @@ pub fn call_blocking(
         return results;
     }
     std::thread::scope(|s| {
-        s.spawn(|| crate::relay::block_on(call(direct, root, routes, order, targets, tx)));
+        s.spawn(|| crate::relay::block_on(calling));
         while let Some((host, value)) = rx.blocking_recv() {
             on_each(&host, &value);
             results.entry(host).or_insert(value);

@@ -84,20 +84,14 @@ pub fn now(
         results.insert(host, value);
     }
     let pooled = warm.direct(Duration::from_secs_f64(request.timeout));
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let root = &plan.root;
-    let calling = crate::reach::call_split(&pooled, root, Some(&routes), &order, (direct, relayed), tx);
-    let door = tokio::runtime::Handle::try_current().ok();
-    std::thread::scope(|s| {
-        s.spawn(|| match door {
-            Some(door) => door.block_on(calling),
-            None => super::block_on(calling),
-        });
-        while let Some((host, value)) = rx.blocking_recv() {
-            on_each(&host, &value);
-            results.entry(host).or_insert(value);
-        }
-    });
+    let called = crate::reach::collect_blocking(
+        |ends| crate::reach::call_split(&pooled, root, Some(&routes), &order, (direct, relayed), ends),
+        &mut on_each,
+    );
+    for (host, value) in called {
+        results.entry(host).or_insert(value);
+    }
     Ok(results)
 }
 
