@@ -219,6 +219,26 @@ pub fn on_door<T: Send>(work: impl Future<Output = T> + Send) -> T {
     }
 }
 
+/// Runs `task` to its end from a blocking thread as a task of the door's
+/// runtime (its threads read the kept connections; this thread waits once
+/// for the end), else on a runtime of its own. A panic in it is resumed
+/// here, as if it had run here.
+pub fn on_door_task<T: Send + 'static>(
+    task: impl Future<Output = Result<T, crate::plan::PlanError>> + Send + 'static,
+) -> Result<T, crate::plan::PlanError> {
+    let Ok(door) = tokio::runtime::Handle::try_current() else {
+        return crate::relay::block_on(task);
+    };
+    match door.block_on(door.spawn(task)) {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(crate::error::EngineError::Setup(
+            "the service is stopping: the call was not finished".into(),
+        )
+        .into()),
+    }
+}
+
 /// Calls `order` now on `targets` from a synchronous caller (the engine
 /// for every door): `direct` for the direct hosts, relays for the others
 /// ([`call`]); `on_each` sees every host as it ends, on this thread.

@@ -88,7 +88,7 @@ impl Caller {
         api: &Api,
         call: overlord::gate::Call,
         resolved: Option<Vec<overlord::targets::Target>>,
-    ) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
+    ) -> Result<(overlord::engine::Ready, BTreeMap<String, common::Value>), overlord::gate::GateError> {
         call_as(api, self.engine_caller(), call, resolved)
     }
 
@@ -349,13 +349,14 @@ pub fn serve_as(
 /// delegation, timeout and forks. The answer, and the hosts that could not
 /// judge the filter (not called). The gate authorized it before
 /// (`gate::rights::authorize_call`); `resolved`: the names it resolved
-/// then, not resolved again.
+/// then, not resolved again. A call now is left ready for the caller to
+/// await on the service's runtime (`engine::Ready::finish`).
 pub fn call_as(
     api: &Api,
     who: overlord::jobs::start::Caller,
     call: overlord::gate::Call,
     resolved: Option<Vec<overlord::targets::Target>>,
-) -> Result<(overlord::engine::Answer, BTreeMap<String, common::Value>), overlord::gate::GateError> {
+) -> Result<(overlord::engine::Ready, BTreeMap<String, common::Value>), overlord::gate::GateError> {
     let mut plan = plan_for(api, &call.spec, (call.forks, call.timeout), &who)?;
     plan.resolved = resolved;
     plan.exclude = call.exclude.clone();
@@ -363,6 +364,11 @@ pub fn call_as(
     if call.delegate {
         plan.delegate_with(None)?;
     }
-    let answer = serve_as(&plan, who, overlord::engine::Request::Call(call), &mut Unwatched)?;
-    Ok((answer, plan.unjudged()))
+    let ready = overlord::engine::prepare(
+        &plan,
+        Some(who),
+        overlord::engine::Request::Call(call),
+        &mut Unwatched,
+    )?;
+    Ok((ready, plan.unjudged()))
 }

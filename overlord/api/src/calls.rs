@@ -70,33 +70,43 @@ pub async fn call(
     let run = call.run.clone();
     let function = call.function();
     let action = format!("call {function}");
-    let (root, rights, call2) = (api.root.clone(), caller.rights.clone(), call.clone());
-    let judged = tokio::task::spawn_blocking(move || gate::rights::authorize_call(&root, &rights, &call2))
-        .await
-        .map_err(ApiError::internal)?;
-    let (named, resolved) = match judged {
-        Ok(targets) => (
-            targets.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-            targets,
-        ),
-        Err(e) => {
+    // One hop to a blocking thread: the gate judges the call (targets
+    // resolved, the caller's rights on every host and the method), then
+    // the engine makes it: now over the kept connections, or as a job
+    // (`force_async` too); a fact filter judged by the hosts first.
+    let (api2, caller2) = (Arc::clone(&api), caller.clone());
+    let done = tokio::task::spawn_blocking(move || {
+        let resolved =
+            gate::rights::authorize_call(&api2.root, &caller2.rights, &call).map_err(Judged::Refused)?;
+        let named: Vec<String> = resolved.iter().map(|t| t.name.clone()).collect();
+        // Held until the call is made (below), as the caller's share.
+        let slot = take_slot(&api2, &caller2).map_err(Judged::Busy)?;
+        api2.metrics
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok((caller2.call(&api2, call, Some(resolved)), named, slot))
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let (done, named, _slot) = match done {
+        Ok(made) => made,
+        Err(Judged::Refused(e)) => {
             if matches!(e, GateError::Forbidden(_)) {
                 api.audit.line(&caller.user(), caller.from, &action, &[], 403);
             }
             return Err(e.into());
         }
+        Err(Judged::Busy(e)) => return Err(e),
     };
-    let _slot = take_slot(&api, &caller)?;
-    api.metrics
-        .calls
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    // The engine makes it: now over the kept connections, or as a job
-    // (`force_async` too); a fact filter judged by the hosts first.
-    let (api2, caller2) = (Arc::clone(&api), caller.clone());
-    let resolved = Some(resolved);
-    let done = tokio::task::spawn_blocking(move || caller2.call(&api2, call, resolved))
-        .await
-        .map_err(ApiError::internal)?;
+    // A call now is made here, on the service's runtime.
+    let done = match done {
+        Ok((ready, unjudged)) => ready
+            .finish()
+            .await
+            .map(|a| (a, unjudged))
+            .map_err(GateError::from),
+        Err(e) => Err(e),
+    };
     let (answer, hosts) = match done {
         Ok((Answer::Results { results, .. }, _)) => {
             let hosts = results.keys().cloned().collect();
@@ -121,6 +131,13 @@ pub async fn call(
     api.audit
         .line(&caller.user(), caller.from, &action, &hosts, status.as_u16());
     answer
+}
+
+/// Why a call was not made: the gate refused it, or the caller has no
+/// slot left for calls in progress.
+enum Judged {
+    Refused(GateError),
+    Busy(ApiError),
 }
 
 /// One of the caller's slots for calls in progress, or 429.

@@ -372,7 +372,15 @@ async fn start_run(api: &Arc<Api>, s: &Schedule, rights: &Rights, call: overlord
     };
     let filter = call.filter.as_deref().map(|f| f.describe());
     let api2 = Arc::clone(api);
-    let done = tokio::task::spawn_blocking(move || super::auth::call_as(&api2, who, call, None)).await;
+    let done = match tokio::task::spawn_blocking(move || super::auth::call_as(&api2, who, call, None)).await {
+        Ok(Ok((ready, unjudged))) => Ok(ready
+            .finish()
+            .await
+            .map(|a| (a, unjudged))
+            .map_err(GateError::from)),
+        Ok(Err(e)) => Ok(Err(e)),
+        Err(e) => Err(e),
+    };
     match done {
         Ok(Ok((overlord::engine::Answer::Started { id, hosts, .. }, _))) => {
             api.metrics

@@ -152,11 +152,21 @@ pub trait Watch {
     fn status(&mut self, _status: &Status) {}
     /// A batch driven here: the job id, before the first host is called.
     fn batch(&mut self, _id: &str, _size: usize, _targets: &[Target]) {}
+    /// Whether it looks at each host's end as it comes ([`Watch::host`]).
+    /// One that does not lets a call now run wholly on a long-lived door's
+    /// runtime (`calling::call_quietly`).
+    fn each_host(&self) -> bool {
+        true
+    }
 }
 
 /// A door that watches nothing.
 pub struct Unwatched;
-impl Watch for Unwatched {}
+impl Watch for Unwatched {
+    fn each_host(&self) -> bool {
+        false
+    }
+}
 
 /// Carries out `request` for `caller` (`None`: the invoking user, who holds
 /// the overlord's key) with `plan`. A call's targets were authorized by the
@@ -169,11 +179,50 @@ pub fn serve(
     request: Request,
     watch: &mut dyn Watch,
 ) -> Result<Answer, PlanError> {
+    match prepare(plan, caller, request, watch)? {
+        Ready::Answer(answer) => Ok(*answer),
+        Ready::Calling(calling) => crate::reach::on_door_task(calling),
+    }
+}
+
+/// What the engine made of a request ([`prepare`]).
+pub enum Ready {
+    /// Carried out.
+    Answer(Box<Answer>),
+    /// Decided, authorized and made ready: a call now over a long-lived
+    /// door's kept connections, for a door that looks only at the whole
+    /// answer ([`Watch::each_host`]). The door awaits it on its runtime,
+    /// whose threads read the connections (no thread handed the answers).
+    Calling(Calling),
+}
+
+impl Ready {
+    /// The answer: awaited here when it is a call still to be made (on the
+    /// door's runtime).
+    pub async fn finish(self) -> Result<Answer, PlanError> {
+        match self {
+            Ready::Answer(answer) => Ok(*answer),
+            Ready::Calling(calling) => calling.await,
+        }
+    }
+}
+
+/// A call now still to be awaited on a long-lived door's runtime.
+pub type Calling = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, PlanError>> + Send>>;
+
+/// [`serve`], but a call now over kept connections is left for the door
+/// to await ([`Ready::Calling`]); everything else is carried out here.
+pub fn prepare(
+    plan: &Plan,
+    caller: Option<Caller>,
+    request: Request,
+    watch: &mut dyn Watch,
+) -> Result<Ready, PlanError> {
     if let Some(c) = &caller {
         refuse_unseen(plan, c, &request)?;
     }
-    match request {
-        Request::Call(call) => call_now_or_start(plan, caller, call, watch),
+    let answer = match request {
+        Request::Call(call) => return call_now_or_start(plan, caller, call, watch),
         Request::Run { function, action } => run_now(plan, &function, &action, watch),
         Request::ListMinions => {
             let mut targets = plan.targets()?;
@@ -220,7 +269,8 @@ pub fn serve(
             caller.as_ref(),
             id.as_deref(),
         )?)),
-    }
+    };
+    answer.map(|a| Ready::Answer(Box::new(a)))
 }
 
 /// Refuses what `caller` may not see: a job whose hosts its rights do not
@@ -254,12 +304,14 @@ fn call_now_or_start(
     caller: Option<Caller>,
     mut call: gate::Call,
     watch: &mut dyn Watch,
-) -> Result<Answer, PlanError> {
+) -> Result<Ready, PlanError> {
     let function = call.function();
     let forced = force_async(&plan.root, &mut call);
     match &call.run {
         Run::Now => call_now(plan, caller.as_ref(), &function, call.params(), watch),
-        Run::Batch { detached: false, .. } => drive_batch(plan, &call, watch),
+        Run::Batch { detached: false, .. } => {
+            drive_batch(plan, &call, watch).map(|a| Ready::Answer(Box::new(a)))
+        }
         Run::Async | Run::Batch { .. } => {
             // Names only: the driver reads each address when it calls.
             let hosts = plan.target_names()?;
@@ -277,11 +329,11 @@ fn call_now_or_start(
             if let Some(child) = started.driver {
                 crate::respawned::reap(child);
             }
-            Ok(Answer::Started {
+            Ok(Ready::Answer(Box::new(Answer::Started {
                 id: started.id,
                 hosts,
                 forced,
-            })
+            })))
         }
     }
 }
@@ -329,24 +381,39 @@ fn begin_now(
 }
 
 /// A call now, each host streamed (a limited caller's hosts held to its
-/// rights first).
+/// rights first); over kept connections for a door that does not look at
+/// each host, left ready for the door to await.
 fn call_now(
     plan: &Plan,
     caller: Option<&Caller>,
     function: &str,
     params: Vec<Value>,
     watch: &mut dyn Watch,
-) -> Result<Answer, PlanError> {
+) -> Result<Ready, PlanError> {
     let (targets, mut results) = begin_now(plan, function, watch)?;
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     authorized(plan, caller, function, &names)?;
-    let called = crate::calling::call(plan, &targets, function, params, |h, v| watch.host(h, v))?;
+    let (function, missing) = (function.to_string(), plan.missing());
+    if let (false, Some(calling)) = (
+        watch.each_host(),
+        crate::calling::warm(plan, &targets, &function, &params),
+    ) {
+        return Ok(Ready::Calling(Box::pin(async move {
+            results.extend(calling.await);
+            Ok(Answer::Results {
+                function,
+                results,
+                missing,
+            })
+        })));
+    }
+    let called = crate::calling::call(plan, &targets, &function, params, |h, v| watch.host(h, v))?;
     results.extend(called);
-    Ok(Answer::Results {
-        function: function.to_string(),
+    Ok(Ready::Answer(Box::new(Answer::Results {
+        function,
         results,
-        missing: plan.missing(),
-    })
+        missing,
+    })))
 }
 
 /// A prepared action (not a call: ping, grep, show, copyfile) run now
