@@ -45,56 +45,22 @@ pub fn call(
         let action = call_action(function, params)?;
         return dispatch_to(plan, targets, &action, on_each);
     };
-    let order = warm_order(plan, warm, function, params);
-    let direct = warm.direct(std::time::Duration::from_secs_f64(order.timeout));
-    let routes = plan.routes.as_ref();
-    let targets = targets.to_vec();
-    Ok(crate::reach::call_blocking(
-        &direct, &plan.root, routes, &order, targets, on_each,
-    ))
+    let calling = |ends| warm_call(plan, warm, targets, function, params, ends);
+    Ok(crate::reach::collect_blocking(calling, on_each))
 }
 
-/// [`call`] for a caller that looks only at the whole answer, not at each
-/// host as it ends: over kept connections it runs wholly on the door's
-/// runtime ([`warm`]).
-pub fn call_quietly(
-    plan: &Plan,
-    targets: &[crate::targets::Target],
-    function: &str,
-    params: Vec<Value>,
-) -> Result<BTreeMap<String, Value>, PlanError> {
-    match warm(plan, targets, function, &params) {
-        Some(calling) => crate::reach::on_door_task(async move { Ok(calling.await) }),
-        None => call(plan, targets, function, params, |_, _| {}),
-    }
-}
-
-/// A call now over a long-lived door's kept connections (`plan.warm`, and
-/// relays where the plan's routes say) as a task owning all it needs, to
-/// be run on the door's runtime; `None` without kept connections.
-pub fn warm(
-    plan: &Plan,
-    targets: &[crate::targets::Target],
-    function: &str,
-    params: &[Value],
-) -> Option<impl std::future::Future<Output = BTreeMap<String, Value>> + Send + 'static> {
-    let warm = plan.warm.clone()?;
-    let order = warm_order(plan, &warm, function, params.to_vec());
-    let (root, routes, targets) = (plan.root.clone(), plan.routes.clone(), targets.to_vec());
-    Some(async move {
-        let direct = warm.direct(std::time::Duration::from_secs_f64(order.timeout));
-        crate::reach::call_collect(&direct, &root, routes.as_ref(), &order, targets).await
-    })
-}
-
-/// The order of a call now over a long-lived door's kept connections.
-fn warm_order(
+/// A call now over a long-lived door's kept connections (`warm`, and
+/// relays where the plan's routes say), each host's end on `ends`: a task
+/// owning all it needs, run on the door's runtime.
+pub fn warm_call(
     plan: &Plan,
     warm: &crate::plan::Warm,
+    targets: &[crate::targets::Target],
     function: &str,
     params: Vec<Value>,
-) -> crate::relay::Order {
-    crate::relay::Order {
+    ends: crate::reach::Ends,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let order = crate::relay::Order {
         id: format!("{}-{function}-now", plan.spec),
         spec: plan.spec.clone(),
         function: function.to_string(),
@@ -103,6 +69,16 @@ fn warm_order(
         rights: warm.rights.clone(),
         timeout: plan.dispatch.timeout_secs,
         forward: None,
+    };
+    let (warm, root, routes, targets) = (
+        warm.clone(),
+        plan.root.clone(),
+        plan.routes.clone(),
+        targets.to_vec(),
+    );
+    async move {
+        let direct = warm.direct(std::time::Duration::from_secs_f64(order.timeout));
+        crate::reach::call(&direct, &root, routes.as_ref(), &order, targets, ends).await
     }
 }
 

@@ -99,7 +99,10 @@ pub async fn judge(
         timeout: asker.timeout,
         forward: None,
     };
-    let answers = crate::reach::call_collect(direct, root, routes, &order, targets.clone()).await;
+    let answers = crate::reach::collected(|ends| {
+        crate::reach::call(direct, root, routes, &order, targets.clone(), ends)
+    })
+    .await;
     sort(targets, answers)
 }
 

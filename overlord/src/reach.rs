@@ -144,24 +144,23 @@ pub async fn call(
     call_split(direct, root, routes, order, (targets, relayed), ends).await;
 }
 
-/// [`call`], every host's value collected (the first for a host counts).
-pub async fn call_collect(
-    direct: &dyn Direct,
-    root: &Root,
-    routes: Option<&Routes>,
-    order: &Order,
-    targets: Vec<Target>,
-) -> BTreeMap<String, Value> {
+/// Every host's value of the call `calling` makes (each host's end on the
+/// channel it is given; the first for a host counts).
+pub fn collected<'a, F: Future<Output = ()> + Send + 'a>(
+    calling: impl FnOnce(Ends) -> F,
+) -> impl Future<Output = BTreeMap<String, Value>> + Send + 'a {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let calling = call(direct, root, routes, order, targets, tx);
-    let collect = async {
-        let mut results = BTreeMap::new();
-        while let Some((host, value)) = rx.recv().await {
-            results.entry(host).or_insert(value);
-        }
-        results
-    };
-    tokio::join!(calling, collect).1
+    let calling = calling(tx);
+    async move {
+        let collect = async {
+            let mut results = BTreeMap::new();
+            while let Some((host, value)) = rx.recv().await {
+                results.entry(host).or_insert(value);
+            }
+            results
+        };
+        tokio::join!(calling, collect).1
+    }
 }
 
 /// [`call`] over hosts already split (a relay splits a request by the
@@ -223,9 +222,9 @@ pub fn on_door<T: Send>(work: impl Future<Output = T> + Send) -> T {
 /// runtime (its threads read the kept connections; this thread waits once
 /// for the end), else on a runtime of its own. A panic in it is resumed
 /// here, as if it had run here.
-pub fn on_door_task<T: Send + 'static>(
-    task: impl Future<Output = Result<T, crate::plan::PlanError>> + Send + 'static,
-) -> Result<T, crate::plan::PlanError> {
+pub fn on_door_task<T: Send + 'static, E: From<crate::error::EngineError> + Send + 'static>(
+    task: impl Future<Output = Result<T, E>> + Send + 'static,
+) -> Result<T, E> {
     let Ok(door) = tokio::runtime::Handle::try_current() else {
         return crate::relay::block_on(task);
     };

@@ -394,12 +394,11 @@ fn call_now(
     let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     authorized(plan, caller, function, &names)?;
     let (function, missing) = (function.to_string(), plan.missing());
-    if let (false, Some(calling)) = (
-        watch.each_host(),
-        crate::calling::warm(plan, &targets, &function, &params),
-    ) {
+    if let (false, Some(warm)) = (watch.each_host(), &plan.warm) {
+        let calling = |ends| crate::calling::warm_call(plan, warm, &targets, &function, params, ends);
+        let called = crate::reach::collected(calling);
         return Ok(Ready::Calling(Box::pin(async move {
-            results.extend(calling.await);
+            results.extend(called.await);
             Ok(Answer::Results {
                 function,
                 results,

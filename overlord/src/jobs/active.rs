@@ -43,7 +43,7 @@ pub struct Active {
 /// Asks the hosts `spec` names what runs now.
 pub fn active(plan: &Plan, spec: &str) -> Result<Active, PlanError> {
     let targets = crate::targets::resolve(&plan.root, spec, plan.exclude.as_deref())?;
-    let answers = crate::calling::call_quietly(plan, &targets, "jobs.running", Vec::new())?;
+    let answers = crate::calling::call(plan, &targets, "jobs.running", Vec::new(), |_, _| {})?;
     let records = open_jobs(plan)?;
     // Which overlord job each (host, minion job) belongs to.
     let mut owner: HashMap<(&str, &str), &str> = HashMap::new();
