@@ -22,7 +22,9 @@ all: build
 # clients with LWP's https (XML-RPC clients other than Python's); and from
 # PyPI when the python3 in use lacks them: yaml (func-transmit --yaml from
 # Func's own test), setuptools and wheel (pip install ./python),
-# schemathesis (runs func-api's OpenAPI document). Installing needs root:
+# schemathesis (runs func-api's OpenAPI document); Node.js and npm, and
+# from the npm registry (`npm ci` in tests/oidc, pinned by its lock file)
+# oauth2-mock-server, the OpenID provider the single sign-on tests run. Installing needs root:
 # anyone else is told which packages are missing and how to install them.
 deps:
 	@missing=""; \
@@ -46,6 +48,8 @@ deps:
 	perl -MRPC::XML::Client -e1 2>/dev/null || missing="$$missing librpc-xml-perl"; \
 	perl -MFrontier::Client -e1 2>/dev/null || missing="$$missing libfrontier-rpc-perl"; \
 	perl -MLWP::Protocol::https -e1 2>/dev/null || missing="$$missing liblwp-protocol-https-perl"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" != 0 ]; then \
 			echo "make deps: the tests need Debian packages that are missing:$$missing"; \
@@ -61,7 +65,10 @@ deps:
 		$(PYTHON) -m pip install -q pyyaml setuptools wheel; }; \
 	$(PYTHON) -c 'import schemathesis' 2>/dev/null || { \
 		echo "installing Python module: schemathesis (func-api's OpenAPI test)"; \
-		$(PYTHON) -m pip install -q schemathesis; }
+		$(PYTHON) -m pip install -q schemathesis; }; \
+	[ -d tests/oidc/node_modules/oauth2-mock-server ] || { \
+		echo "installing the single sign-on tests' OpenID provider (npm ci in tests/oidc)"; \
+		npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error; }
 
 build:
 	@command -v $(CARGO) >/dev/null || { echo "cargo is required (rustup)"; exit 1; }

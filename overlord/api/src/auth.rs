@@ -14,6 +14,7 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 
 use super::reply::ApiError;
+use super::sessions::Holder;
 use super::state::{Api, Peer};
 use super::tokens::{self, Rights};
 
@@ -36,8 +37,17 @@ pub struct Caller {
 
 #[derive(Debug, Clone)]
 pub enum Proof {
-    Token { hash: String },
-    Session { id: String, hash: String },
+    Token {
+        hash: String,
+    },
+    Session {
+        id: String,
+        hash: String,
+    },
+    /// A person's session begun by single sign-on (`oidc.rs`).
+    Person {
+        id: String,
+    },
     Certificate,
 }
 
@@ -133,7 +143,7 @@ impl Caller {
     /// and in the audit trail.
     pub fn user(&self) -> String {
         match self.proof {
-            Proof::Certificate => self.name.clone(),
+            Proof::Certificate | Proof::Person { .. } => self.name.clone(),
             _ => format!("api:{}", self.name),
         }
     }
@@ -153,6 +163,12 @@ impl Caller {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .find(hash)
+                .is_some(),
+            Proof::Person { id } => api
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(id)
                 .is_some(),
             Proof::Session { id, hash } => {
                 api.sessions
@@ -269,7 +285,10 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
             )));
         }
         let session = api.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(id);
-        let hash = session.ok_or_else(|| failed("session ended: log in again"))?;
+        let hash = match session.ok_or_else(|| failed("session ended: log in again"))? {
+            Holder::Token(hash) => hash,
+            Holder::Person { user, groups } => return person(api, id, user, &groups, from),
+        };
         let found = api.tokens.lock().unwrap_or_else(|p| p.into_inner()).find(&hash);
         let token = found.ok_or_else(|| unauthorized("session's token expired or revoked: log in again"))?;
         return Ok(Caller {
@@ -293,6 +312,26 @@ pub fn authenticate(api: &Api, parts: &Parts) -> Result<Caller, ApiError> {
     Err(unauthorized(
         "credentials needed: Authorization: Bearer TOKEN (func-api token create)",
     ))
+}
+
+/// A person's session: the rights of its groups as `[roles]` gives them now.
+fn person(
+    api: &Api,
+    id: &str,
+    user: String,
+    groups: &[String],
+    from: Option<std::net::IpAddr>,
+) -> Result<Caller, ApiError> {
+    let rights = api.sso.as_ref().and_then(|sso| sso.roles.rights_of(groups));
+    let rights = rights.ok_or_else(|| {
+        unauthorized("no group of this session is given rights any more ([roles]): sign in again")
+    })?;
+    Ok(Caller {
+        name: user,
+        rights,
+        proof: Proof::Person { id: id.to_string() },
+        from,
+    })
 }
 
 fn rights_of(admin: bool, rules: Vec<tokens::Rule>) -> Rights {

@@ -13,7 +13,9 @@ use utoipa::OpenApi;
 
 use super::auth::COOKIE;
 use super::state::Api;
-use super::{audit, batches, calls, events, facts, jobs, keys, metrics, minions, relay, schedules, session};
+use super::{
+    audit, batches, calls, events, facts, jobs, keys, metrics, minions, oidc, relay, schedules, session,
+};
 use std::sync::Arc;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -42,6 +44,7 @@ pub fn api_routes() -> OpenApiRouter<Arc<Api>> {
     // endpoint added to a group is written in that group's file only.
     OpenApiRouter::with_openapi(Doc::openapi())
         .merge(session::routes())
+        .merge(oidc::routes())
         .merge(minions::routes())
         .routes(routes!(facts::facts))
         .routes(routes!(calls::call))

@@ -94,7 +94,7 @@ fn owner_of(caller: &Caller) -> Owner {
             check: OwnerToken::check_of(hash),
             admin: caller.rights.admin,
         }),
-        Proof::Certificate => None,
+        Proof::Certificate | Proof::Person { .. } => None,
     };
     Owner {
         user: caller.user(),
@@ -164,6 +164,13 @@ pub async fn add(
     State(api): State<Arc<Api>>,
     Body(req): Body<ScheduleRequest>,
 ) -> Result<Response, ApiError> {
+    // A schedule runs long after its maker signed in: its owner's rights
+    // must be found again at every run, from a token or as an administrator.
+    if matches!(caller.proof, Proof::Person { .. }) {
+        return Err(ApiError::forbidden(
+            "a single sign-on session cannot own a schedule (its rights end with its sign-in): use a token",
+        ));
+    }
     let owner = owner_of(&caller);
     if req.owner.as_ref().is_some_and(|o| *o != owner.user) {
         return Err(ApiError::bad(format!(

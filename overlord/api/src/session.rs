@@ -101,7 +101,7 @@ pub async fn login(
     let id = tokens::random(32).map_err(ApiError::internal)?;
     api.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(
         id.clone(),
-        hash,
+        super::sessions::Holder::Token(hash),
         token.expires,
         api.settings.sessions,
     );

@@ -49,6 +49,8 @@ pub struct Api {
     pub dispatch: overlord::dispatch::Dispatch,
     /// As a relay: the nonces of the requests it ran.
     pub nonces: overlord::relay::nonces::Nonces,
+    /// Single sign-on (`[oidc]`, `[roles]`), when set up.
+    pub sso: Option<super::oidc::flow::Sso>,
 }
 
 impl Api {
@@ -106,6 +108,12 @@ impl Api {
             dispatch: overlord::dispatch::Dispatch::for_root(&root, None, None)
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
             nonces: overlord::relay::nonces::Nonces::load(&root),
+            sso: match super::oidc::settings::load(&root).map_err(anyhow::Error::msg)? {
+                Some((oidc, roles)) => {
+                    Some(super::oidc::flow::Sso::new(oidc, roles).map_err(anyhow::Error::msg)?)
+                }
+                None => None,
+            },
             settings,
             root,
         })

@@ -238,6 +238,12 @@ function loginPage(why) {
   show(form);
   if (why) status.append(message(why, 'info'));
   input.focus();
+  // Single sign-on, when func-api has an OpenID provider ([oidc]).
+  api('GET', '/api/v1/login/options').then(({ doc }) => {
+    if (doc && doc.oidc) {
+      form.insertBefore(el('p', {}, el('a.button', { href: '/api/v1/login/oidc', id: 'sso' }, 'Sign in with single sign-on'), ' or with a token:'), form.children[2]);
+    }
+  }).catch(() => {});
 }
 
 function ago(t) {
