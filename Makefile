@@ -22,7 +22,8 @@ all: build
 # clients with LWP's https (XML-RPC clients other than Python's); and from
 # PyPI when the python3 in use lacks them: yaml (func-transmit --yaml from
 # Func's own test), setuptools and wheel (pip install ./python),
-# schemathesis (runs func-api's OpenAPI document); Node.js and npm, and
+# schemathesis (runs func-api's OpenAPI document), aiosmtpd (the SMTP
+# server of the mail notifications' test); Node.js and npm, and
 # from the npm registry (`npm ci` in tests/oidc, pinned by its lock file)
 # oauth2-mock-server, the OpenID provider the single sign-on tests run. Installing needs root:
 # anyone else is told which packages are missing and how to install them.
@@ -66,6 +67,9 @@ deps:
 	$(PYTHON) -c 'import schemathesis' 2>/dev/null || { \
 		echo "installing Python module: schemathesis (func-api's OpenAPI test)"; \
 		$(PYTHON) -m pip install -q schemathesis; }; \
+	$(PYTHON) -c 'import aiosmtpd' 2>/dev/null || { \
+		echo "installing Python module: aiosmtpd (the mail notifications' SMTP server)"; \
+		$(PYTHON) -m pip install -q aiosmtpd; }; \
 	[ -d tests/oidc/node_modules/oauth2-mock-server ] || { \
 		echo "installing the single sign-on tests' OpenID provider (npm ci in tests/oidc)"; \
 		npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error; }

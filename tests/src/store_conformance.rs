@@ -35,6 +35,10 @@ pub const CHECKS: &[(&str, Check)] = &[
         abandonment,
     ),
     ("the driver is recorded with its host", driver_recorded),
+    (
+        "a job's notice to a target is claimed once, also by concurrent claimers",
+        notices_claimed_once,
+    ),
     ("batch records: save, merge, change, missing", batch_records),
     (
         "batch record changes are serialized (claims, leases)",
@@ -355,6 +359,37 @@ fn facts_kept(open: Open<'_>) -> Result<(), String> {
     ensure!(
         serde_json::Value::Object(got.facts) == serde_json::json!({"os": "Ubuntu"}),
         "not replaced"
+    );
+    Ok(())
+}
+
+fn notices_claimed_once(open: Open<'_>) -> Result<(), String> {
+    let store = open(3600.0);
+    let id = store
+        .create(meta(&spec("notice"), 1_700_000_500.0), &hosts(&["m1"]))
+        .map_err(err)?;
+    // Eight claimers of two targets at once: one wins each.
+    let won: Vec<bool> = std::thread::scope(|s| {
+        let claimers: Vec<_> = (0..8)
+            .map(|i| {
+                let (store, id) = (&store, &id);
+                s.spawn(move || store.claim_notice(id, ["ops", "mail"][i % 2]))
+            })
+            .collect();
+        claimers
+            .into_iter()
+            .map(|c| c.join().unwrap_or(Ok(false)).unwrap_or(false))
+            .collect()
+    });
+    ensure!(won.iter().filter(|w| **w).count() == 2, "claims won: {won:?}");
+    ensure!(!store.claim_notice(&id, "ops").map_err(err)?, "claimed twice");
+    let rec = store.load(&id).map_err(err)?.ok_or("job missing")?;
+    let mut told = rec.meta.notified.clone();
+    told.sort();
+    ensure!(told == ["mail", "ops"], "notified {told:?}");
+    ensure!(
+        !store.claim_notice("no-such-job", "ops").map_err(err)?,
+        "claimed for no job"
     );
     Ok(())
 }

@@ -54,6 +54,9 @@ pub struct ApiSettings {
     /// `max_running_per_owner`: scheduled runs of one limited owner in
     /// progress at once (default 4); a run due beyond it is skipped.
     pub max_running_per_owner: usize,
+    /// `public_url`: how people reach this service (`https://func.example.org`),
+    /// for the links in notifications; default `https://` and `listen`.
+    pub public_url: Option<String>,
 }
 
 impl ApiSettings {
@@ -105,6 +108,7 @@ impl ApiSettings {
                 overlord_schedule::DEFAULT_RUNNING_PER_OWNER as u64,
                 100_000,
             )?,
+            public_url: text("public_url"),
             cors_origins: text("cors_origins")
                 .map(|t| {
                     t.split([',', ' '])

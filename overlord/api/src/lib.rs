@@ -32,6 +32,7 @@ pub mod judge;
 pub mod keys;
 pub mod metrics;
 pub mod minions;
+pub mod notify;
 pub mod oidc;
 pub mod openapi;
 pub mod relay;

@@ -14,7 +14,8 @@ use utoipa::OpenApi;
 use super::auth::COOKIE;
 use super::state::Api;
 use super::{
-    audit, batches, calls, events, facts, jobs, keys, metrics, minions, oidc, relay, schedules, session,
+    audit, batches, calls, events, facts, jobs, keys, metrics, minions, notify, oidc, relay, schedules,
+    session,
 };
 use std::sync::Arc;
 use utoipa_axum::router::OpenApiRouter;
@@ -45,6 +46,7 @@ pub fn api_routes() -> OpenApiRouter<Arc<Api>> {
     OpenApiRouter::with_openapi(Doc::openapi())
         .merge(session::routes())
         .merge(oidc::routes())
+        .merge(notify::routes())
         .merge(minions::routes())
         .routes(routes!(facts::facts))
         .routes(routes!(calls::call))

@@ -180,3 +180,16 @@ pub async fn not_found(uri: axum::http::Uri) -> Response {
     }
     super::web::missing_page().await
 }
+
+/// An error with its causes on one line, bounded (for a page, a log or an
+/// audit line: the crates' errors name URLs and statuses, never secrets).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text.chars().take(500).collect()
+}

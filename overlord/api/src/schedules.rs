@@ -45,6 +45,10 @@ pub struct ScheduleRequest {
     /// The owner is always the caller; when given it must be the caller.
     #[serde(default)]
     pub owner: Option<String>,
+    /// Notification targets (`[notify.NAME]` in overlord.conf) its runs are
+    /// told to (a target with `for = all` is told of every job anyway).
+    #[serde(default)]
+    pub notify: Vec<String>,
 }
 
 /// A change to a schedule: enabled, or new times.
@@ -171,6 +175,16 @@ pub async fn add(
             "a single sign-on session cannot own a schedule (its rights end with its sign-in): use a token",
         ));
     }
+    let known = |n: &String| {
+        api.notifier
+            .as_ref()
+            .is_some_and(|t| t.targets.iter().any(|t| t.name == *n))
+    };
+    if let Some(unknown) = req.notify.iter().find(|n| !known(n)) {
+        return Err(ApiError::bad(format!(
+            "notify: no notification target {unknown:?} ([notify.NAME] in overlord.conf)"
+        )));
+    }
     let owner = owner_of(&caller);
     if req.owner.as_ref().is_some_and(|o| *o != owner.user) {
         return Err(ApiError::bad(format!(
@@ -211,6 +225,7 @@ pub async fn add(
             cron: req.cron,
             every: req.every,
             enabled: req.enabled.unwrap_or(true),
+            notify: req.notify,
         };
         let (per_owner, min_every) = (
             api2.settings.max_schedules_per_owner,

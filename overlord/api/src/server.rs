@@ -73,6 +73,8 @@ pub async fn serve(
     let tls = Arc::clone(&api.tls);
     let watcher = watch::start(Arc::clone(&api));
     let scheduler = super::scheduler::start(Arc::clone(&api));
+    let notices = api.notices.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let notifier = notices.map(|queue| tokio::spawn(super::notify::run(Arc::clone(&api), queue)));
     let app = router(Arc::clone(&api));
     let max = api.settings.max_connections;
     common::rpc::accept::accept_loop(
@@ -96,6 +98,9 @@ pub async fn serve(
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     scheduler.abort();
+    if let Some(n) = notifier {
+        n.abort();
+    }
     watcher.stop();
     Ok(())
 }

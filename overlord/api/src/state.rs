@@ -51,6 +51,11 @@ pub struct Api {
     pub nonces: overlord::relay::nonces::Nonces,
     /// Single sign-on (`[oidc]`, `[roles]`), when set up.
     pub sso: Option<super::oidc::flow::Sso>,
+    /// Notifications (`[notify.NAME]`), when any target is set.
+    pub notifier: Option<super::notify::Notifier>,
+    /// The queue of ended jobs the notifier's task reads (taken when the
+    /// service starts serving).
+    pub notices: Mutex<Option<tokio::sync::mpsc::Receiver<super::notify::Ended>>>,
 }
 
 impl Api {
@@ -89,7 +94,17 @@ impl Api {
                 std::thread::sleep(std::time::Duration::from_secs(2));
             })
             .context("starting the CRL watcher")?;
+        let targets = super::notify::settings::load(&root).map_err(anyhow::Error::msg)?;
+        let (notifier, notices) = match targets.is_empty() {
+            true => (None, None),
+            false => {
+                let (n, queue) = super::notify::Notifier::new(targets);
+                (Some(n), Some(queue))
+            }
+        };
         Ok(Api {
+            notifier,
+            notices: Mutex::new(notices),
             store: overlord::settings::store(&root),
             pool: Arc::new(pool),
             tokens: Mutex::new(tokens::Tokens::new(&root)),

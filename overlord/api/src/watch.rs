@@ -315,6 +315,14 @@ impl State {
         if t.finished.len() >= t.hosts.len() || rec.meta.ended.is_some() {
             let failed: Vec<&String> = t.failed.iter().collect();
             let data = json!({"ok": failed.is_empty(), "failed": failed});
+            if let Some(n) = &self.api.notifier {
+                let ended = super::notify::Ended {
+                    meta: rec.meta.clone(),
+                    hosts: t.hosts.len(),
+                    failed: failed.len(),
+                };
+                n.ended(&self.api, ended);
+            }
             self.api.bus.publish(
                 format!("job/{id}/complete"),
                 &data,

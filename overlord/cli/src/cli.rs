@@ -222,6 +222,9 @@ pub struct ScheduleAddArgs {
     /// Added disabled (func schedule enable NAME starts it)
     #[arg(long)]
     pub disabled: bool,
+    /// Tell notification target NAME ([notify.NAME] in overlord.conf) of each run's end (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub notify: Vec<String>,
     /// Hosts at a time (N or N%): each run is a batch
     #[arg(long, value_name = "N|N%")]
     pub batch: Option<String>,

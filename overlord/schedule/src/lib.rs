@@ -231,6 +231,9 @@ pub struct Schedule {
     pub name: String,
     /// The call request (func-api's `POST /api/v1/calls` body).
     pub request: serde_json::Value,
+    /// The notification targets (`[notify.NAME]`) its runs are told to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notify: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -401,6 +404,7 @@ impl Schedule {
         Schedule {
             name,
             request,
+            notify: Vec::new(),
             cron,
             every,
             enabled,

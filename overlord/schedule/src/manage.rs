@@ -42,6 +42,9 @@ pub struct NewSchedule {
     pub cron: Option<String>,
     pub every: Option<u64>,
     pub enabled: bool,
+    /// The notification targets its runs are told to (`[notify.NAME]`;
+    /// the door checks they exist).
+    pub notify: Vec<String>,
 }
 
 /// Adds `new` for `owner`, whose `rights` must allow its request now (403
@@ -75,6 +78,7 @@ pub fn add(
         owner,
         overlord::store::now(),
     );
+    s.notify = new.notify;
     // Above every version of the name seen here or in its tombstone.
     let buried = store
         .schedule_doc(&s.name)

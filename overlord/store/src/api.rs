@@ -38,6 +38,27 @@ pub trait JobStore: Send + Sync {
         })?;
         Ok(id)
     }
+    /// Claims telling notification target `target` of job `id`'s end:
+    /// true for the one caller that claims it first (the claim is kept in
+    /// the job's record, in one transaction); false when it was claimed
+    /// before, or the store no longer has the job.
+    fn claim_notice(&self, id: &str, target: &str) -> Result<bool, StoreError> {
+        let mut claimed = false;
+        self.write_tx(&mut |tx| {
+            claimed = false;
+            let Some(mut meta) = tx.job_for_update(id)? else {
+                return Ok(());
+            };
+            if meta.notified.iter().any(|t| t == target) {
+                return Ok(());
+            }
+            meta.notified.push(target.to_string());
+            tx.put_job(&meta, false)?;
+            claimed = true;
+            Ok(())
+        })?;
+        Ok(claimed)
+    }
     /// [`JobStore::create_sealed`] without a signature (tests, imports:
     /// no driver runs such a job).
     fn create(&self, meta: JobMeta, hosts: &[String]) -> Result<String, StoreError> {

@@ -578,6 +578,7 @@ mod tests {
             delegate: false,
             schedule: None,
             rerun_of: None,
+            notified: Vec::new(),
         }
     }
 

@@ -65,6 +65,11 @@ pub struct JobMeta {
     /// The job this one re-runs (`jobs rerun`, `POST …/rerun`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<String>,
+    /// The notification targets (`[notify.NAME]`) told of its end, each
+    /// claimed once in a transaction, so that several func-api on one
+    /// store tell each target once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notified: Vec<String>,
 }
 
 impl JobMeta {
@@ -104,6 +109,7 @@ impl JobMeta {
             delegate: false,
             schedule: None,
             rerun_of: None,
+            notified: Vec::new(),
         }
     }
 

@@ -16,6 +16,7 @@ use openidconnect::{
 };
 
 use super::settings::{OidcSettings, Roles};
+use crate::reply::chain;
 
 /// Sign-ins begun and not yet ended, at most (the oldest goes first).
 const PENDING_MAX: usize = 1_000;
@@ -280,17 +281,4 @@ fn groups_of(jwt: &str, claim: &str) -> Vec<String> {
         .filter(|g| g.len() <= 256 && !g.chars().any(char::is_control))
         .take(1_000)
         .collect()
-}
-
-/// An error with its causes, one line (never a secret: the crate's errors
-/// name URLs and statuses, not the client secret).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text.chars().take(500).collect()
 }

@@ -210,7 +210,7 @@ function nav(who) {
   if (!who) { n.replaceChildren(); return; }
   n.replaceChildren(
     link('/', 'Minions'), link('/run', 'Run'), link('/jobs', 'Jobs'),
-    link('/schedules', 'Schedules'), link('/keys', 'Keys'), link('/audit', 'Audit'),
+    link('/schedules', 'Schedules'), link('/keys', 'Keys'), link('/audit', 'Audit'), link('/notifications', 'Notifications'),
     el('a.right', { href: '#', onclick: async (ev) => { ev.preventDefault(); await api('POST', '/api/v1/logout'); go('/'); } }, 'Log out'));
 }
 
@@ -835,6 +835,24 @@ function auditStatus(l) {
     (exit ? 'exit ' : 'HTTP ') + String(l.status));
 }
 
+// The notification targets ([notify.NAME]) and each one's last delivery.
+async function notificationsPage() {
+  const { doc } = await api('GET', '/api/v1/notifications');
+  const rows = doc.targets.map((t) => {
+    const last = t.last;
+    const lastCell = !last ? el('td.muted', {}, 'nothing delivered yet')
+      : el('td', {}, el('span.badge.' + (last.ok ? 'ok' : 'failed') + '.outcome', {}, last.ok ? 'delivered' : 'failed'), ' ',
+        link('/jobs/' + encodeURIComponent(last.job_id), String(last.job_id)), el('span.muted', {}, ' ' + when(last.at) + ', ' + last.tries + ' tr' + (last.tries === 1 ? 'y' : 'ies')),
+        last.error ? el('div.muted', {}, String(last.error)) : '');
+    return el('tr', {}, el('td', {}, String(t.name)), el('td', {}, String(t.kind)), el('td', {}, String(t.on)),
+      el('td', {}, String(t.for)), el('td', {}, String(t.destination)), lastCell);
+  });
+  show(el('h1', {}, 'Notifications'),
+    el('p.muted', {}, 'Targets are [notify.NAME] sections of overlord.conf; a schedule may name them. Each job is told to each target once.'),
+    rows.length ? el('table', { id: 'notifications' }, el('thead', {}, el('tr', {}, ...['name', 'kind', 'on', 'for', 'to', 'last delivery'].map((h) => el('th', {}, h)))), el('tbody', {}, rows))
+      : el('p', {}, 'No notification targets are set up.'));
+}
+
 async function auditPage() {
   const params = new URLSearchParams(location.search);
   const user = el('input', { type: 'text', name: 'user', placeholder: 'cli:*, api:*', value: params.get('user') || '' });
@@ -883,6 +901,7 @@ async function route() {
     else if (path === '/keys') await keysPage();
     else if (path === '/schedules') await schedulesPage();
     else if (path === '/audit') await auditPage();
+    else if (path === '/notifications') await notificationsPage();
     else show(el('h1', {}, 'No such page'), el('p', {}, 'Nothing lives at ', el('code', {}, path), '.'),
       el('p', {}, link('/', 'Minions'), ' · ', link('/jobs', 'Jobs')));
   } catch (e) {

@@ -92,12 +92,25 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
     if a.delegate {
         request["delegate"] = json!(true);
     }
+    // A target must exist (a typo would tell nobody).
+    let conf = overlord::conf::OverlordConf::of(&plan.root)?;
+    if let Some(unknown) = a
+        .notify
+        .iter()
+        .find(|n| conf.ini.section(&format!("notify.{n}")).is_none())
+    {
+        return Err(PlanError::usage(format!(
+            "--notify {unknown}: no [notify.{unknown}] in {}",
+            plan.root.overlord_conf().display()
+        )));
+    }
     let new = NewSchedule {
         name: a.name.clone(),
         request,
         cron: a.cron.clone(),
         every: a.every,
         enabled: !a.disabled,
+        notify: a.notify.clone(),
     };
     let owner = Owner {
         user: overlord::principal::cli_user(),
