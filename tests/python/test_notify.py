@@ -12,14 +12,15 @@ import hmac
 import http.server
 import json
 import os
+import subprocess
 import threading
 import unittest
 import urllib.parse
 
-from funcfixture import Fleet
+from funcfixture import Fleet, binary
 from pgfixture import Postgres
 from test_api import Api, wait_until
-from webdriver import free_port
+from webdriver import Browser, free_port
 
 SECRET = "0123456789abcdef-notify"
 
@@ -189,6 +190,37 @@ class NotifyTest(unittest.TestCase):
             self.api.request("DELETE", "/api/v1/schedules/told", self.admin)
         doc = json.loads(self.hooks.of("/sched")[0][1])
         self.assertEqual(doc["schedule"], "told")
+
+    def test_func_schedule_add_names_known_targets_only(self):
+        func = [binary("func"), "--root", self.fleet.ca_root, "schedule", "add"]
+        r = subprocess.run(func + ["cli-told", "--every", "3600", "--notify", "nosuch", "m1", "test", "ping"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("[notify.nosuch]", r.stderr)
+        r = subprocess.run(func + ["cli-told", "--every", "3600", "--disabled", "--notify", "sched", "m1", "test", "ping"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        status, doc, _ = self.api.request("GET", "/api/v1/schedules/cli-told", self.admin)
+        self.assertEqual((status, doc.get("notify")), (200, ["sched"]), doc)
+        self.api.request("DELETE", "/api/v1/schedules/cli-told", self.admin)
+
+    def test_the_web_ui_lists_the_targets(self):
+        job = self.start("ping", spec="m1")
+        self.assertTrue(wait_until(120, lambda: "notify every-job %s: delivered" % job in audit_of(self.fleet.ca_root)))
+        b = Browser()
+        try:
+            b.get("https://localhost:%d/" % self.api.port)
+            b.wait_for("input[name=token]")
+            b.type("input[name=token]", self.admin)
+            b.click("#login")
+            b.wait_for("#minions tbody tr")
+            b.get("https://localhost:%d/notifications" % self.api.port)
+            b.wait_for("#notifications tbody tr")
+            text = b.text("#notifications")
+            for want in ("every-job", "webhook", "mail to ops@example.test", "delivered", "schedules"):
+                self.assertIn(want, text)
+        finally:
+            b.close()
 
     def test_the_targets_and_their_last_delivery_are_listed(self):
         job = self.start("ping", spec="m2")

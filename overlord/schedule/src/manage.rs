@@ -458,6 +458,7 @@ fn shown(
     json!({
         "name": s.name,
         "request": s.request,
+        "notify": s.notify,
         "cron": s.cron,
         "every": s.every,
         "enabled": s.enabled,
