@@ -90,6 +90,21 @@ pub struct ScheduleName {
     name: String,
 }
 
+/// Refuses a notification target that `[notify.NAME]` does not set.
+fn known_targets(api: &Api, names: &[String]) -> Result<(), ApiError> {
+    let known = |n: &String| {
+        api.notifier
+            .as_ref()
+            .is_some_and(|t| t.targets.iter().any(|t| t.name == *n))
+    };
+    match names.iter().find(|n| !known(n)) {
+        None => Ok(()),
+        Some(unknown) => Err(ApiError::bad(format!(
+            "notify: no notification target {unknown:?} ([notify.NAME] in overlord.conf)"
+        ))),
+    }
+}
+
 /// The owner a schedule of `caller` gets.
 fn owner_of(caller: &Caller) -> Owner {
     let token = match &caller.proof {
@@ -175,16 +190,7 @@ pub async fn add(
             "a single sign-on session cannot own a schedule (its rights end with its sign-in): use a token",
         ));
     }
-    let known = |n: &String| {
-        api.notifier
-            .as_ref()
-            .is_some_and(|t| t.targets.iter().any(|t| t.name == *n))
-    };
-    if let Some(unknown) = req.notify.iter().find(|n| !known(n)) {
-        return Err(ApiError::bad(format!(
-            "notify: no notification target {unknown:?} ([notify.NAME] in overlord.conf)"
-        )));
-    }
+    known_targets(&api, &req.notify)?;
     let owner = owner_of(&caller);
     if req.owner.as_ref().is_some_and(|o| *o != owner.user) {
         return Err(ApiError::bad(format!(

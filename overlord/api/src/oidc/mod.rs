@@ -167,6 +167,13 @@ pub async fn callback(
             &[(header::SET_COOKIE, clear)],
         );
     };
+    signed_in(&api, person, from, clear)
+}
+
+/// A person's session started: its cookie, and a page of ours that goes on
+/// to the UI (the redirect chain began at the provider, so a
+/// SameSite=Strict cookie would not go along on a 302).
+fn signed_in(api: &Api, person: flow::Person, from: Option<std::net::IpAddr>, clear: String) -> Response {
     let id = match super::tokens::random(32) {
         Ok(id) => id,
         Err(e) => {
@@ -193,8 +200,6 @@ pub async fn callback(
         "{}={id}; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age={max_age}",
         super::auth::COOKIE
     );
-    // A page of ours goes on to the UI: the redirect chain began at the
-    // provider, so a SameSite=Strict cookie would not go along on a 302.
     let body = format!(
         "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url=/\"><title>Signed in</title>\
          <p>Signed in as {}. <a href=\"/\">Go on</a>.</p>",

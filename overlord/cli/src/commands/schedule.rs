@@ -65,6 +65,22 @@ fn say(plan: &Plan, doc: serde_json::Value, line: &str) {
     }
 }
 
+/// Refuses a `--notify` target overlord.conf does not set (a typo would
+/// tell nobody).
+fn known_targets(plan: &Plan, names: &[String]) -> Result<(), PlanError> {
+    let conf = overlord::conf::OverlordConf::of(&plan.root)?;
+    match names
+        .iter()
+        .find(|n| conf.ini.section(&format!("notify.{n}")).is_none())
+    {
+        None => Ok(()),
+        Some(unknown) => Err(PlanError::usage(format!(
+            "--notify {unknown}: no [notify.{unknown}] in {}",
+            plan.root.overlord_conf().display()
+        ))),
+    }
+}
+
 fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Result<i32, PlanError> {
     plan.check_credentials()?;
     let mut request = json!({
@@ -92,18 +108,7 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
     if a.delegate {
         request["delegate"] = json!(true);
     }
-    // A target must exist (a typo would tell nobody).
-    let conf = overlord::conf::OverlordConf::of(&plan.root)?;
-    if let Some(unknown) = a
-        .notify
-        .iter()
-        .find(|n| conf.ini.section(&format!("notify.{n}")).is_none())
-    {
-        return Err(PlanError::usage(format!(
-            "--notify {unknown}: no [notify.{unknown}] in {}",
-            plan.root.overlord_conf().display()
-        )));
-    }
+    known_targets(plan, &a.notify)?;
     let new = NewSchedule {
         name: a.name.clone(),
         request,
