@@ -110,16 +110,17 @@ class NotifyTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.fleet = Fleet()
-        for name in ("m1", "m2"):
-            cls.fleet.start_minion(name)
-        cls.hooks = Hooks()
-        cls.mail = Mailbox()
+        cls.hooks = cls.mail = None
         try:
+            for name in ("m1", "m2"):
+                cls.fleet.start_minion(name)
+            cls.hooks = Hooks()
+            cls.mail = Mailbox()
             cls.api = Api(cls.fleet, conf=conf(cls.hooks, cls.mail.port))
         except BaseException:
-            cls.mail.close()
-            cls.hooks.close()
-            cls.fleet.close()
+            for x in (cls.mail, cls.hooks, cls.fleet):
+                if x:
+                    x.close()
             raise
         cls.admin = cls.api.token("admin", "--admin")
 

@@ -67,12 +67,12 @@ class SsoTest(unittest.TestCase):
     def setUpClass(cls):
         cls.fleet = Fleet()
         cls.minion_roots = {}
-        for name in ("web1", "db1"):
-            root, _ = cls.fleet.start_minion(name)
-            cls.minion_roots[name] = root
-        cls.person = os.path.join(cls.fleet.ca_root, "person.json")
-        cls.be({"preferred_username": "alice", "groups": ["web-team", "unrelated"]})
         try:
+            for name in ("web1", "db1"):
+                root, _ = cls.fleet.start_minion(name)
+                cls.minion_roots[name] = root
+            cls.person = os.path.join(cls.fleet.ca_root, "person.json")
+            cls.be({"preferred_username": "alice", "groups": ["web-team", "unrelated"]})
             cls.idp = Provider(cls.person)
         except BaseException:
             cls.fleet.close()

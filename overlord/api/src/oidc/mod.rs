@@ -95,11 +95,12 @@ pub struct Back {
 #[utoipa::path(get, path = "/api/v1/login/oidc/callback", tag = "session", operation_id = "loginOidcCallback", security(),
     summary = "Ends a sign-in: the code exchanged, the ID token verified, a session started",
     params(Back),
-    responses((status = 200, description = "signed in (a page that goes on to the web UI); Set-Cookie: func_session"),
-        (status = 400, description = "not a sign-in this browser began, or the ID token was refused (a page that says why)"),
-        (status = 403, description = "signed in, but in no group [roles] maps (a page that says why)"),
-        (status = 404, description = "single sign-on is not set up"),
-        (status = 502, description = "the provider could not be reached or answered wrongly")))]
+    responses((status = 200, description = "signed in (a page that goes on to the web UI); Set-Cookie: func_session", content_type = "text/html", body = String),
+        (status = 400, description = "not a sign-in this browser began, or the ID token was refused (a page that says why)", content_type = "text/html", body = String),
+        (status = 403, description = "signed in, but in no group [roles] maps (a page that says why)", content_type = "text/html", body = String),
+        (status = 404, description = "single sign-on is not set up", content_type = "text/html", body = String),
+        (status = 429, description = "too many refused sign-ins from this address", content_type = "text/html", body = String),
+        (status = 502, description = "the provider could not be reached or answered wrongly", content_type = "text/html", body = String)))]
 pub async fn callback(
     State(api): State<Arc<Api>>,
     peer: Option<axum::Extension<Peer>>,
