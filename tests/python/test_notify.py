@@ -236,6 +236,11 @@ class NotifyTest(unittest.TestCase):
         self.assertNotIn(SECRET, json.dumps(doc))
         limited = self.api.token("notify-limited", "--allow", "m1=test.*")
         self.assertEqual(self.api.request("GET", "/api/v1/notifications", limited)[0], 403)
+        # Where notices go is an administrator's to say.
+        status, doc, _ = self.api.request("POST", "/api/v1/schedules", limited, {
+            "name": "limited-told", "request": {"spec": "m1", "module": "test", "method": "ping"},
+            "every": 3600, "enabled": False, "notify": ["hook"]})
+        self.assertEqual(status, 403, doc)
 
 
 class TwoServicesOneStoreTest(unittest.TestCase):

@@ -104,9 +104,10 @@ class SsoTest(unittest.TestCase):
             json.dump(person, f)
         os.replace(cls.person + ".tmp", cls.person)
 
-    def sign_in(self, tamper=None, keep_binding=True):
+    def sign_in(self, tamper=None, keep_binding=True, stolen=False):
         """A sign-in as a browser makes it (redirects followed by hand):
-        the callback's status, page and cookies."""
+        the callback's status, page and cookies. `stolen`: another browser
+        brings the same state and code back first."""
         status, _, r = self.api.request("GET", "/api/v1/login/oidc")
         self.assertEqual(status, 302)
         binding = cookies_of(r)["func_oidc"]
@@ -124,6 +125,8 @@ class SsoTest(unittest.TestCase):
         back = urllib.parse.urlsplit(back.getheader("Location"))
         query = back.query if tamper is None else tamper(back.query)
         headers = {"Cookie": "func_oidc=" + binding} if keep_binding else {}
+        if stolen:
+            self.assertEqual(self.api.request("GET", back.path + "?" + query)[0], 400)
         status, page, r = self.api.request("GET", back.path + "?" + query, headers=headers)
         return status, page, cookies_of(r)
 
@@ -217,6 +220,25 @@ class SsoTest(unittest.TestCase):
         self.assertEqual(status, 400, page)
         self.assertIn("another browser", page)
         self.assertNotIn("func_session", cookies)
+
+    def test_a_host_header_not_ours_is_refused(self):
+        status, doc, r = self.api.request("GET", "/api/v1/login/oidc", headers={"Host": "evil.example"})
+        self.assertEqual(status, 400, doc)
+        self.assertIsNone(r.getheader("Location"))
+
+    def test_one_who_learnt_a_state_cannot_cancel_the_sign_in(self):
+        self.be({"preferred_username": "alice", "groups": ["web-team"]})
+        status, page, cookies = self.sign_in(stolen=True)
+        self.assertEqual(status, 200, page)
+        self.assertIn("func_session", cookies)
+
+    def test_the_providers_error_text_is_not_shown(self):
+        status, page, r = self.api.request(
+            "GET", "/api/v1/login/oidc/callback?error=access_denied&error_description=" + urllib.parse.quote("<b>Call 555-SPOOF</b>"))
+        self.assertEqual(status, 400)
+        self.assertIn("access_denied", page)
+        self.assertNotIn("SPOOF", page)
+        self.assertIn("default-src 'none'", r.getheader("Content-Security-Policy"))
 
     def test_an_expired_id_token_is_refused(self):
         self.be({"preferred_username": "alice", "groups": ["web-team"], "exp_in": -300})

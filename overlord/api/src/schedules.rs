@@ -190,6 +190,13 @@ pub async fn add(
             "a single sign-on session cannot own a schedule (its rights end with its sign-in): use a token",
         ));
     }
+    // Where notices go is an administrator's to say (a target may be
+    // anyone's mailbox).
+    if !req.notify.is_empty() && !caller.rights.admin {
+        return Err(ApiError::forbidden(
+            "naming notification targets is an administrator's to do",
+        ));
+    }
     known_targets(&api, &req.notify)?;
     let owner = owner_of(&caller);
     if req.owner.as_ref().is_some_and(|o| *o != owner.user) {

@@ -124,9 +124,10 @@ impl Api {
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
             nonces: overlord::relay::nonces::Nonces::load(&root),
             sso: match super::oidc::settings::load(&root).map_err(anyhow::Error::msg)? {
-                Some((oidc, roles)) => {
-                    Some(super::oidc::flow::Sso::new(oidc, roles).map_err(anyhow::Error::msg)?)
-                }
+                Some((oidc, roles)) => Some(
+                    super::oidc::flow::Sso::new(oidc, roles, settings.public_url.clone())
+                        .map_err(anyhow::Error::msg)?,
+                ),
                 None => None,
             },
             settings,

@@ -316,15 +316,14 @@ impl State {
             let failed: Vec<&String> = t.failed.iter().collect();
             let data = json!({"ok": failed.is_empty(), "failed": failed});
             if let Some(n) = &self.api.notifier {
-                // A host that never finished (the job ended without it)
-                // failed too: only hosts that ended well count as ok.
-                let ok = t.finished.len().saturating_sub(t.failed.len());
-                let ended = super::notify::Ended {
-                    meta: rec.meta.clone(),
-                    hosts: t.hosts.len(),
-                    failed: t.hosts.len().saturating_sub(ok),
-                };
-                n.ended(&self.api, ended);
+                // Only a host that finished well is ok: one that never
+                // finished (the job ended without it) failed too.
+                let ok = t
+                    .hosts
+                    .iter()
+                    .filter(|h| t.finished.contains(*h) && !t.failed.contains(*h))
+                    .count();
+                n.ended(&self.api, super::notify::Ended::of(&rec.meta, t.hosts.len(), ok));
             }
             self.api.bus.publish(
                 format!("job/{id}/complete"),

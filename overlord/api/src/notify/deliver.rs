@@ -50,7 +50,8 @@ async fn once(http: &reqwest::Client, target: &Target, doc: &str, subject: &str)
                 .body(doc.to_string())
                 .send()
                 .await
-                .map_err(|e| format!("{}: {}", target.destination(), chain(&e)))?;
+                // Without its URL: a webhook's path or query may hold its secret.
+                .map_err(|e| format!("{}: {}", target.destination(), chain(&e.without_url())))?;
             match answer.status().is_success() {
                 true => Ok(()),
                 false => Err(format!("{} answered {}", target.destination(), answer.status())),

@@ -30,12 +30,36 @@ const QUEUE: usize = 10_000;
 /// Deliveries in progress at once.
 const AT_ONCE: usize = 16;
 
-/// A job that ended, as the watcher saw it.
+/// A job that ended, as the watcher saw it: only what a notice says (its
+/// arguments stay in the store).
 #[derive(Debug, Clone)]
 pub struct Ended {
-    pub meta: JobMeta,
+    pub id: String,
+    pub function: String,
+    pub spec: String,
+    pub user: String,
+    pub schedule: Option<String>,
+    pub started: f64,
+    pub ended: Option<f64>,
     pub hosts: usize,
     pub failed: usize,
+}
+
+impl Ended {
+    /// Job `meta` over `hosts` hosts, `ok` of which ended well.
+    pub fn of(meta: &JobMeta, hosts: usize, ok: usize) -> Self {
+        Ended {
+            id: meta.id.clone(),
+            function: meta.function.clone(),
+            spec: meta.spec.clone(),
+            user: meta.user.clone(),
+            schedule: meta.schedule.clone(),
+            started: meta.started,
+            ended: meta.ended,
+            hosts,
+            failed: hosts.saturating_sub(ok),
+        }
+    }
 }
 
 /// The last delivery to a target.
@@ -76,7 +100,7 @@ impl Notifier {
         if self.targets.is_empty() {
             return;
         }
-        let id = ended.meta.id.clone();
+        let id = ended.id.clone();
         if self.queue.try_send(ended).is_err() {
             tracing::error!(job = %id, "notification queue full: this job's notices are dropped");
             api.audit.line(
@@ -108,7 +132,7 @@ pub async fn run(api: Arc<Api>, mut ended: mpsc::Receiver<Ended>) {
         let Some(notifier) = api.notifier.as_ref() else {
             return;
         };
-        let named = named_by_schedule(&api, &job.meta).await;
+        let named = named_by_schedule(&api, job.schedule.clone()).await;
         let ok = job.failed == 0;
         for target in notifier.targets.iter().filter(|t| t.wants(ok, &named)) {
             let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
@@ -124,8 +148,8 @@ pub async fn run(api: Arc<Api>, mut ended: mpsc::Receiver<Ended>) {
 }
 
 /// The notifications a schedule's run names (none for other jobs).
-async fn named_by_schedule(api: &Arc<Api>, meta: &JobMeta) -> Vec<String> {
-    let Some(name) = meta.schedule.clone() else {
+async fn named_by_schedule(api: &Arc<Api>, schedule: Option<String>) -> Vec<String> {
+    let Some(name) = schedule else {
         return Vec::new();
     };
     let store = api.store.clone();
@@ -140,20 +164,20 @@ async fn named_by_schedule(api: &Arc<Api>, meta: &JobMeta) -> Vec<String> {
 
 /// Tells `target` of `job`, if this func-api is the first to claim it.
 async fn tell(api: &Arc<Api>, http: &reqwest::Client, target: &Target, job: &Ended) {
-    let (store, id, name) = (api.store.clone(), job.meta.id.clone(), target.name.clone());
+    let (store, id, name) = (api.store.clone(), job.id.clone(), target.name.clone());
     let claimed = tokio::task::spawn_blocking(move || store.claim_notice(&id, &name)).await;
     match claimed {
         Ok(Ok(true)) => {}
         Ok(Ok(false)) => {
             // Another func-api of the store claimed it first (or the job
             // expired): said, so that nobody wonders.
-            let action = format!("notify {} {}: told by another func-api", target.name, job.meta.id);
+            let action = format!("notify {} {}: told by another func-api", target.name, job.id);
             api.audit.line("func-api", None, &action, &[], 208);
             return;
         }
         Ok(Err(e)) => {
-            tracing::warn!(job = %job.meta.id, target = %target.name, error = %e, "cannot claim the notice");
-            let action = format!("notify {} {}: not sent (store: {e})", target.name, job.meta.id);
+            tracing::warn!(job = %job.id, target = %target.name, error = %e, "cannot claim the notice");
+            let action = format!("notify {} {}: not sent (store: {e})", target.name, job.id);
             api.audit.line("func-api", None, &action, &[], 503);
             return;
         }
@@ -161,21 +185,18 @@ async fn tell(api: &Arc<Api>, http: &reqwest::Client, target: &Target, job: &End
     }
     let doc = document(api, target, job).to_string();
     let outcome = if job.failed == 0 { "ok" } else { "failed" };
-    let subject = format!(
-        "[func] {} {outcome}: {} on {}",
-        job.meta.id, job.meta.function, job.meta.spec
-    );
+    let subject = format!("[func] {} {outcome}: {} on {}", job.id, job.function, job.spec);
     let (sent, tries) = deliver::deliver(http, target, &doc, &subject).await;
     let (status, action) = match &sent {
         Ok(()) => (
             200,
-            format!("notify {} {}: delivered (try {tries})", target.name, job.meta.id),
+            format!("notify {} {}: delivered (try {tries})", target.name, job.id),
         ),
         Err(e) => (
             502,
             format!(
                 "notify {} {}: failed after {tries} tries: {e}",
-                target.name, job.meta.id
+                target.name, job.id
             ),
         ),
     };
@@ -184,7 +205,7 @@ async fn tell(api: &Arc<Api>, http: &reqwest::Client, target: &Target, job: &End
         n.last.lock().unwrap_or_else(|p| p.into_inner()).insert(
             target.name.clone(),
             Delivery {
-                job_id: job.meta.id.clone(),
+                job_id: job.id.clone(),
                 at: overlord::store::now(),
                 ok: sent.is_ok(),
                 error: sent.err(),
@@ -204,16 +225,16 @@ fn document(api: &Api, target: &Target, job: &Ended) -> serde_json::Value {
         .unwrap_or_else(|| format!("https://{}", api.settings.listen));
     serde_json::json!({
         "notification": target.name,
-        "job_id": job.meta.id,
+        "job_id": job.id,
         "outcome": if job.failed == 0 { "ok" } else { "failed" },
         "counts": {"hosts": job.hosts, "ok": job.hosts.saturating_sub(job.failed), "failed": job.failed},
-        "function": job.meta.function,
-        "spec": job.meta.spec,
-        "user": job.meta.user,
-        "schedule": job.meta.schedule,
-        "started": job.meta.started,
-        "ended": job.meta.ended,
-        "link": format!("{}/jobs/{}", base.trim_end_matches('/'), overlord::values::url_segment(&job.meta.id)),
+        "function": job.function,
+        "spec": job.spec,
+        "user": job.user,
+        "schedule": job.schedule,
+        "started": job.started,
+        "ended": job.ended,
+        "link": format!("{}/jobs/{}", base.trim_end_matches('/'), overlord::values::url_segment(&job.id)),
     })
 }
 

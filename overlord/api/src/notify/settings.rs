@@ -84,11 +84,18 @@ impl std::fmt::Debug for Target {
 }
 
 impl Target {
-    /// Where it goes, for people (never the secret): the webhook's URL
-    /// without query, or the mail's recipients.
+    /// Where it goes, for people (never the secret): the webhook's scheme
+    /// and host (its path or query may hold a secret, as Slack's do), or
+    /// the mail's recipients.
     pub fn destination(&self) -> String {
         match &self.how {
-            How::Webhook { url, .. } => url.split(['?', '#']).next().unwrap_or("").to_string(),
+            How::Webhook { url, .. } => {
+                let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+                format!(
+                    "{scheme}://{}/…",
+                    rest.split(['/', '?', '#']).next().unwrap_or("")
+                )
+            }
             How::Mail { to, .. } => format!("mail to {}", to.join(", ")),
         }
     }
@@ -213,6 +220,16 @@ fn mail(smtp: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<How, (&'stat
         .collect();
     if to.is_empty() {
         return Err(("to", "needed with smtp".into()));
+    }
+    // Checked now: a bad address would fail every delivery.
+    let mailbox = |a: &str| {
+        a.parse::<lettre::message::Mailbox>()
+            .map(|_| ())
+            .map_err(|e| format!("{a:?}: {e}"))
+    };
+    mailbox(&from).map_err(|e| ("from", e))?;
+    for t in &to {
+        mailbox(t).map_err(|e| ("to", e))?;
     }
     Ok(How::Mail {
         host,

@@ -19,7 +19,11 @@ use super::settings::{OidcSettings, Roles};
 use crate::reply::chain;
 
 /// Sign-ins begun and not yet ended, at most (the oldest goes first).
-const PENDING_MAX: usize = 1_000;
+const PENDING_MAX: usize = 10_000;
+/// Of them, begun from one address at most (its oldest goes first).
+const PER_ADDRESS: usize = 32;
+/// The longest session a sign-in starts, whatever the ID token says.
+const SESSION_MAX: f64 = 12.0 * 3600.0;
 /// How long a sign-in may take at the provider.
 const PENDING_FOR: Duration = Duration::from_secs(600);
 /// How long the provider's discovery document and keys are kept.
@@ -37,6 +41,8 @@ type Client = CoreClient<
 /// Single sign-on: the provider, the roles, the sign-ins in progress.
 pub struct Sso {
     settings: OidcSettings,
+    /// `[api] public_url`: how people reach this service.
+    public_url: Option<String>,
     pub roles: Roles,
     http: reqwest::Client,
     metadata: tokio::sync::Mutex<Option<(Instant, CoreProviderMetadata)>>,
@@ -48,6 +54,7 @@ struct Pending {
     verifier: PkceCodeVerifier,
     nonce: Nonce,
     redirect: String,
+    from: Option<std::net::IpAddr>,
     begun: Instant,
 }
 
@@ -79,7 +86,7 @@ pub enum Refused {
 }
 
 impl Sso {
-    pub fn new(settings: OidcSettings, roles: Roles) -> Result<Self, String> {
+    pub fn new(settings: OidcSettings, roles: Roles, public_url: Option<String>) -> Result<Self, String> {
         let http = reqwest::Client::builder()
             // Never followed: a redirect could send the code elsewhere (SSRF).
             .redirect(reqwest::redirect::Policy::none())
@@ -88,6 +95,7 @@ impl Sso {
             .map_err(|e| format!("the HTTP client for [oidc]: {e}"))?;
         Ok(Sso {
             settings,
+            public_url,
             roles,
             http,
             metadata: tokio::sync::Mutex::new(None),
@@ -114,6 +122,14 @@ impl Sso {
                     chain(&e)
                 ))
             })?;
+        // The secret goes to the token endpoint and the keys come from
+        // the JWKS: neither may be plain http off loopback.
+        let token = found.token_endpoint().map(|u| u.url().as_str().to_string());
+        let jwks = found.jwks_uri().url().as_str().to_string();
+        for url in token.iter().chain(std::iter::once(&jwks)) {
+            super::settings::check_url(url)
+                .map_err(|why| Refused::Provider(format!("the discovery document names {why}")))?;
+        }
         *kept = Some((Instant::now(), found.clone()));
         Ok(found)
     }
@@ -128,22 +144,45 @@ impl Sso {
         .set_redirect_uri(redirect))
     }
 
-    /// Where this service asks the provider to send the browser back.
+    /// Where this service asks the provider to send the browser back:
+    /// `[oidc] redirect_url`, else below `[api] public_url`, else this
+    /// service as the browser named it, but only by a name of this host
+    /// (its host name, `localhost`, a loopback address): a Host header of
+    /// another site's would let a loosely registered client send a
+    /// person's code there.
     pub fn redirect_url(&self, host: Option<&str>) -> Option<String> {
         if let Some(url) = &self.settings.redirect_url {
             return Some(url.clone());
+        }
+        if let Some(base) = &self.public_url {
+            return Some(format!("{}{}", base.trim_end_matches('/'), super::CALLBACK));
         }
         let host = host.filter(|h| {
             !h.is_empty()
                 && h.chars()
                     .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
         })?;
-        Some(format!("https://{host}{}", super::CALLBACK))
+        let name = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+        };
+        let this_host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok());
+        let ours = name.eq_ignore_ascii_case("localhost")
+            || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            || this_host.is_some_and(|h| {
+                h.eq_ignore_ascii_case(name)
+                    || h.split('.').next().is_some_and(|s| s.eq_ignore_ascii_case(name))
+            });
+        ours.then(|| format!("https://{host}{}", super::CALLBACK))
     }
 
     /// Begins a sign-in that returns to `redirect`: the provider's URL to
     /// send the browser to, and the binding the browser must bring back.
-    pub async fn begin(&self, redirect: String) -> Result<(String, String), Refused> {
+    pub async fn begin(
+        &self,
+        redirect: String,
+        from: Option<std::net::IpAddr>,
+    ) -> Result<(String, String), Refused> {
         let client = self.client(self.metadata(false).await?, &redirect)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut asked = client.authorize_url(
@@ -158,6 +197,18 @@ impl Sso {
         let binding = CsrfToken::new_random().secret().clone();
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         pending.retain(|_, p| p.begun.elapsed() < PENDING_FOR);
+        // One address's sign-ins push out only its own oldest, so that
+        // nobody can wipe the others' by beginning many.
+        let mine: Vec<(String, Instant)> = pending
+            .iter()
+            .filter(|(_, p)| p.from == from)
+            .map(|(k, p)| (k.clone(), p.begun))
+            .collect();
+        if mine.len() >= PER_ADDRESS {
+            if let Some((oldest, _)) = mine.iter().min_by_key(|(_, at)| *at) {
+                pending.remove(oldest);
+            }
+        }
         while pending.len() >= PENDING_MAX {
             let oldest = pending
                 .iter()
@@ -172,6 +223,7 @@ impl Sso {
                 verifier,
                 nonce,
                 redirect,
+                from,
                 begun: Instant::now(),
             },
         );
@@ -186,27 +238,27 @@ impl Sso {
         code: &str,
         binding: Option<&str>,
     ) -> Result<(Person, Option<overlord::gate::rights::Rights>), Refused> {
-        let begun = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(state);
-        let Some(begun) = begun.filter(|p| p.begun.elapsed() < PENDING_FOR) else {
-            return Err(Refused::Request("no sign-in of this browser is waiting for that state (forged, used, or over ten minutes old): sign in again".into()));
+        let begun = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(p) = pending.get(state).filter(|p| p.begun.elapsed() < PENDING_FOR) else {
+                return Err(Refused::Request("no sign-in of this browser is waiting for that state (forged, used, or over ten minutes old): sign in again".into()));
+            };
+            // Compared in constant time (no byte of it told by timing),
+            // before the sign-in is taken: one who learnt a state cannot
+            // cancel another's sign-in.
+            let same = binding.is_some_and(|b| {
+                b.len() == p.binding.len()
+                    && b.bytes().zip(p.binding.bytes()).fold(0, |d, (x, y)| d | (x ^ y)) == 0
+            });
+            if !same {
+                return Err(Refused::Request(
+                    "this sign-in was begun by another browser: sign in again".into(),
+                ));
+            }
+            pending
+                .remove(state)
+                .ok_or_else(|| Refused::Request("this sign-in ended meanwhile".into()))?
         };
-        // Compared in constant time (no byte of it told by timing).
-        let same = binding.is_some_and(|b| {
-            b.len() == begun.binding.len()
-                && b.bytes()
-                    .zip(begun.binding.bytes())
-                    .fold(0, |d, (x, y)| d | (x ^ y))
-                    == 0
-        });
-        if !same {
-            return Err(Refused::Request(
-                "this sign-in was begun by another browser: sign in again".into(),
-            ));
-        }
         let client = self.client(self.metadata(false).await?, &begun.redirect)?;
         let exchange = client
             .exchange_code(AuthorizationCode::new(code.to_string()))
@@ -248,7 +300,7 @@ impl Sso {
         let person = Person {
             user: format!("oidc:{name}"),
             groups,
-            expires: verified.expiration().timestamp() as f64,
+            expires: (verified.expiration().timestamp() as f64).min(overlord::store::now() + SESSION_MAX),
         };
         let rights = self.roles.rights_of(&person.groups);
         Ok((person, rights))

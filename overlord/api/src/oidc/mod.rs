@@ -52,18 +52,28 @@ pub async fn options(State(api): State<Arc<Api>>) -> axum::Json<LoginOptions> {
     responses((status = 302, description = "to the provider; Set-Cookie: func_oidc (the sign-in's binding)"),
         (status = 404, description = "single sign-on is not set up ([oidc])", body = ErrorBody),
         (status = 502, description = "the provider could not be reached", body = ErrorBody)))]
-pub async fn begin(State(api): State<Arc<Api>>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub async fn begin(
+    State(api): State<Arc<Api>>,
+    peer: Option<axum::Extension<Peer>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let from = peer.map(|p| p.0.addr.ip().to_canonical());
     let sso = api
         .sso
         .as_ref()
         .ok_or_else(|| ApiError::not_found("single sign-on is not set up ([oidc] in overlord.conf)"))?;
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    let redirect = sso
-        .redirect_url(host)
-        .ok_or_else(|| ApiError::bad("no usable Host header to return to (set [oidc] redirect_url)"))?;
-    let (url, binding) = sso.begin(redirect).await.map_err(|e| {
-        tracing::warn!(error = %e, "single sign-on could not begin");
-        ApiError::new(StatusCode::BAD_GATEWAY, e.to_string())
+    let redirect = sso.redirect_url(host).ok_or_else(|| {
+        ApiError::bad(
+            "the Host header is not a name of this service: set [api] public_url or [oidc] redirect_url",
+        )
+    })?;
+    let (url, binding) = sso.begin(redirect, from).await.map_err(|e| match e {
+        Refused::Request(why) => ApiError::bad(why),
+        e => {
+            tracing::warn!(error = %e, "single sign-on could not begin");
+            ApiError::new(StatusCode::BAD_GATEWAY, e.to_string())
+        }
     })?;
     let cookie =
         format!("{BINDING}={binding}; Path=/api/v1/login/oidc; HttpOnly; Secure; SameSite=Lax; Max-Age=600");
@@ -81,6 +91,8 @@ pub struct Back {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,
+    /// The provider's own words: never shown (they are the sender's text).
+    #[allow(dead_code)]
     error_description: Option<String>,
     /// Sent by some providers; not used.
     #[allow(dead_code)]
@@ -117,14 +129,26 @@ pub async fn callback(
         );
     };
     let clear = format!("{BINDING}=; Path=/api/v1/login/oidc; HttpOnly; Secure; SameSite=Lax; Max-Age=0");
-    let refused = |status: StatusCode, why: String| {
-        api.audit.line(
-            "?",
-            from,
-            &format!("login oidc: {}", one_line(&why)),
+    // Refusals are failures of the address: past its limit it gets 429
+    // and no more audit lines (nobody fills the trail from outside).
+    if from.is_some_and(|a| api.failures.blocked(a)) {
+        return page(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many refused sign-ins",
+            "Try again in a minute.",
             &[],
-            status.as_u16(),
         );
+    }
+    let refused = |status: StatusCode, why: String| {
+        if from.is_none_or(|a| api.failures.note(a)) {
+            api.audit.line(
+                "?",
+                from,
+                &format!("login oidc: {}", one_line(&why)),
+                &[],
+                status.as_u16(),
+            );
+        }
         page(
             status,
             "Sign-in refused",
@@ -133,11 +157,13 @@ pub async fn callback(
         )
     };
     if let Some(error) = back.error {
-        let why = format!(
-            "the provider said {error}: {}",
-            back.error_description.unwrap_or_default()
-        );
-        return refused(StatusCode::BAD_REQUEST, why);
+        // Only the error's code, a word: its description is the sender's text.
+        let code: String = error
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(64)
+            .collect();
+        return refused(StatusCode::BAD_REQUEST, format!("the provider answered {code}"));
     }
     let (Some(code), Some(state)) = (back.code, back.state) else {
         return refused(
@@ -218,10 +244,7 @@ fn signed_in(api: &Api, person: flow::Person, from: Option<std::net::IpAddr>, cl
             h.append(header::SET_COOKIE, v);
         }
     }
-    h.insert(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-store"),
-    );
+    guarded(&mut answer);
     answer
 }
 
@@ -233,12 +256,32 @@ fn page(status: StatusCode, title: &str, why: &str, headers: &[(header::HeaderNa
         w = escape(why)
     );
     let mut answer = (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
+    guarded(&mut answer);
     for (k, v) in headers {
         if let Ok(v) = header::HeaderValue::from_str(v) {
             answer.headers_mut().append(k.clone(), v);
         }
     }
     answer
+}
+
+/// A page of ours: nothing it may load or run, never framed, never kept.
+fn guarded(answer: &mut Response) {
+    let h = answer.headers_mut();
+    for (k, v) in [
+        (
+            "content-security-policy",
+            "default-src 'none'; frame-ancestors 'none'",
+        ),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+    ] {
+        h.insert(
+            header::HeaderName::from_static(k),
+            header::HeaderValue::from_static(v),
+        );
+    }
 }
 
 fn escape(text: &str) -> String {

@@ -193,6 +193,10 @@ pub fn check_url(issuer: &str) -> Result<(), String> {
         return Err(format!("{issuer:?}: expected an https:// URL"));
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // `http://127.0.0.1@evil.org` is evil.org's.
+    if authority.contains('@') {
+        return Err(format!("{issuer:?}: a URL with user information is refused"));
+    }
     let host = match authority.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or(""),
         None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
@@ -221,6 +225,8 @@ mod tests {
         assert!(check_issuer("http://localhost.evil.org").is_err());
         assert!(check_issuer("http://10.0.0.1:80").is_err());
         assert!(check_issuer("ftp://localhost").is_err());
+        assert!(check_issuer("http://127.0.0.1:80@evil.com/").is_err());
+        assert!(check_issuer("http://[::1]@evil.com").is_err());
     }
 
     #[test]
