@@ -81,7 +81,7 @@ class SsoTest(unittest.TestCase):
         os.makedirs(os.path.dirname(secret), exist_ok=True)
         with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write(SECRET + "\n")
-        conf = ("[api]\nauth_failures_per_minute = 100000\n"
+        conf = ("[api]\nauth_failures_per_minute = 100000\nmin_every_limited = 1\n"
                 "[oidc]\nissuer = %s\nclient_id = func-api\nclient_secret_file = etc/func/oidc.secret\n"
                 "[roles]\nweb-team = web*=test.*\nOps = admin\n" % cls.idp.issuer)
         try:
@@ -168,10 +168,23 @@ class SsoTest(unittest.TestCase):
         self.assertTrue(any("oidc:alice" in line and "call test.ping" in line for line in api_audit.splitlines()), api_audit[-2000:])
         web1_audit = read(os.path.join(self.minion_roots["web1"], "var/log/func/audit.log"))
         self.assertIn("oidc:alice", web1_audit)
-        # A schedule outlives a sign-in: an SSO session may not own one.
+        # A schedule of a person: beyond its role refused; within it, owned
+        # by oidc:alice and run with what its groups give.
         status, doc, _ = self.api.request("POST", "/api/v1/schedules", headers=h, body={
-            "name": "alice-s", "request": {"spec": "web1", "module": "test", "method": "ping"}, "every": 600})
+            "name": "alice-db", "request": {"spec": "db1", "module": "test", "method": "ping"}, "every": 1})
         self.assertEqual(status, 403, doc)
+        status, doc, _ = self.api.request("POST", "/api/v1/schedules", headers=h, body={
+            "name": "alice-s", "request": {"spec": "web1", "module": "test", "method": "ping"}, "every": 1})
+        self.assertEqual(status, 201, doc)
+        self.assertEqual(doc["owner"], "oidc:alice")
+        try:
+            def scheduled_job():
+                _, page, _ = self.api.request("GET", "/api/v1/jobs?limit=20", headers=h)
+                return [j for j in page["jobs"] if j.get("schedule") == "alice-s"]
+            self.assertTrue(wait_until(120, scheduled_job, pause=0.3))
+            self.assertEqual(scheduled_job()[0]["user"], "oidc:alice")
+        finally:
+            self.assertEqual(self.api.request("DELETE", "/api/v1/schedules/alice-s", headers=dict(h, **CSRF))[0], 204)
         # Signed out: the session is gone.
         self.assertEqual(self.api.request("POST", "/api/v1/logout", headers=h)[0], 200)
         self.assertEqual(self.api.request("GET", "/api/v1/minions", headers=h)[0], 401)

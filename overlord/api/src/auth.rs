@@ -44,9 +44,11 @@ pub enum Proof {
         id: String,
         hash: String,
     },
-    /// A person's session begun by single sign-on (`oidc.rs`).
+    /// A person's session begun by single sign-on (`oidc/`), and the
+    /// groups it was in then.
     Person {
         id: String,
+        groups: Vec<String>,
     },
     Certificate,
 }
@@ -164,7 +166,7 @@ impl Caller {
                 .unwrap_or_else(|p| p.into_inner())
                 .find(hash)
                 .is_some(),
-            Proof::Person { id } => api
+            Proof::Person { id, .. } => api
                 .sessions
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -329,7 +331,10 @@ fn person(
     Ok(Caller {
         name: user,
         rights,
-        proof: Proof::Person { id: id.to_string() },
+        proof: Proof::Person {
+            id: id.to_string(),
+            groups: groups.to_vec(),
+        },
         from,
     })
 }

@@ -276,6 +276,19 @@ async fn record_outcome(api: &Arc<Api>, claimed: &schedule::Claimed, outcome: Ou
 /// The owner's rights now: an administrator's, or its token's current
 /// rules (the token must be the very one that made the schedule, alive).
 fn owner_rights(api: &Api, s: &Schedule) -> Result<Rights, String> {
+    if let Some(person) = &s.owner.person {
+        // A person's: what its groups give under [roles] now.
+        let rights = api
+            .sso
+            .as_ref()
+            .and_then(|sso| sso.roles.rights_of(&person.groups));
+        return rights.ok_or_else(|| {
+            format!(
+                "its owner {}'s groups are given no rights any more ([roles], [oidc]): schedule disabled",
+                s.owner.user
+            )
+        });
+    }
     let Some(owner) = &s.owner.token else {
         return Ok(Rights::admin());
     };

@@ -115,9 +115,17 @@ fn owner_of(caller: &Caller) -> Owner {
         }),
         Proof::Certificate | Proof::Person { .. } => None,
     };
+    let person = match &caller.proof {
+        Proof::Person { groups, .. } => Some(overlord_schedule::OwnerPerson {
+            groups: groups.clone(),
+            admin: caller.rights.admin,
+        }),
+        _ => None,
+    };
     Owner {
         user: caller.user(),
         token,
+        person,
     }
 }
 
@@ -183,13 +191,6 @@ pub async fn add(
     State(api): State<Arc<Api>>,
     Body(req): Body<ScheduleRequest>,
 ) -> Result<Response, ApiError> {
-    // A schedule runs long after its maker signed in: its owner's rights
-    // must be found again at every run, from a token or as an administrator.
-    if matches!(caller.proof, Proof::Person { .. }) {
-        return Err(ApiError::forbidden(
-            "a single sign-on session cannot own a schedule (its rights end with its sign-in): use a token",
-        ));
-    }
     // Where notices go is an administrator's to say (a target may be
     // anyone's mailbox).
     if !req.notify.is_empty() && !caller.rights.admin {

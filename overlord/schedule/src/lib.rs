@@ -160,12 +160,26 @@ fn never_matching_field(cron: &croner::Cron) -> Option<&'static str> {
 /// the schedule).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Owner {
-    /// `api:NAME` (a token), `api:cert:CN`, or a command-line user.
+    /// `api:NAME` (a token), `api:cert:CN`, `oidc:NAME` (a person signed
+    /// in by single sign-on), or a command-line user.
     pub user: String,
-    /// The token's name and a digest of its hash; `None`: an administrator
-    /// (the overlord's certificate, an admin token, `func schedule`).
+    /// The token's name and a digest of its hash; `None` (and no
+    /// `person`): an administrator (the overlord's certificate, an admin
+    /// token, `func schedule`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<OwnerToken>,
+    /// A person signed in by single sign-on: the groups it was in when it
+    /// made the schedule, whose rights `[roles]` gives at every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<OwnerPerson>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OwnerPerson {
+    pub groups: Vec<String>,
+    /// Whether its groups made it an administrator then.
+    #[serde(default)]
+    pub admin: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -183,7 +197,7 @@ impl Owner {
     /// Whether the owner is a token with limited rights (its schedules'
     /// rate is bounded: `[api] min_every_limited`, `max_running_per_owner`).
     pub fn limited(&self) -> bool {
-        self.token.as_ref().is_some_and(|t| !t.admin)
+        self.token.as_ref().is_some_and(|t| !t.admin) || self.person.as_ref().is_some_and(|p| !p.admin)
     }
 }
 
@@ -591,10 +605,21 @@ mod tests {
                 check: String::new(),
                 admin: false,
             }),
+            person: None,
         };
+        let person = Owner {
+            user: "oidc:alice".into(),
+            token: None,
+            person: Some(OwnerPerson {
+                groups: vec!["web".into()],
+                admin: false,
+            }),
+        };
+        assert!(person.limited());
         let admin = Owner {
             user: "cli:root".into(),
             token: None,
+            person: None,
         };
         let every = |s| When::parse(None, Some(s)).unwrap();
         assert!(check_rate(&limited, &every(59), 60).is_err());
@@ -609,6 +634,7 @@ mod tests {
         let owner = Owner {
             user: "root".into(),
             token: None,
+            person: None,
         };
         let request = serde_json::json!({"spec": "*", "module": "test", "method": "ping"});
         // Signed at `due - secs`: its first run is `due`.

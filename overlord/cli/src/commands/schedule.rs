@@ -120,6 +120,7 @@ fn add(plan: &Plan, store: &overlord::store::Store, a: &ScheduleAddArgs) -> Resu
     let owner = Owner {
         user: overlord::principal::cli_user(),
         token: None,
+        person: None,
     };
     // Its function must exist on a host it targets (a typo would fail
     // every run): asked of the hosts now, unless they are behind relays.
