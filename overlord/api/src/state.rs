@@ -52,10 +52,10 @@ pub struct Api {
     /// Single sign-on (`[oidc]`, `[roles]`), when set up.
     pub sso: Option<super::oidc::flow::Sso>,
     /// Notifications (`[notify.NAME]`), when any target is set.
-    pub notifier: Option<super::notify::Notifier>,
+    pub notifier: Option<super::notify::queue::Notifier>,
     /// The queue of ended jobs the notifier's task reads (taken when the
     /// service starts serving).
-    pub notices: Mutex<Option<tokio::sync::mpsc::Receiver<super::notify::Ended>>>,
+    pub notices: Mutex<Option<tokio::sync::mpsc::Receiver<super::notify::queue::Ended>>>,
 }
 
 impl Api {
@@ -98,7 +98,7 @@ impl Api {
         let (notifier, notices) = match targets.is_empty() {
             true => (None, None),
             false => {
-                let (n, queue) = super::notify::Notifier::new(targets);
+                let (n, queue) = super::notify::queue::Notifier::new(targets);
                 (Some(n), Some(queue))
             }
         };

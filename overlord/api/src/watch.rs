@@ -323,7 +323,10 @@ impl State {
                     .iter()
                     .filter(|h| t.finished.contains(*h) && !t.failed.contains(*h))
                     .count();
-                n.ended(&self.api, super::notify::Ended::of(&rec.meta, t.hosts.len(), ok));
+                n.ended(
+                    &self.api.audit,
+                    super::notify::Ended::of(&rec.meta, t.hosts.len(), ok),
+                );
             }
             self.api.bus.publish(
                 format!("job/{id}/complete"),

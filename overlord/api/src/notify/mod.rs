@@ -10,109 +10,25 @@
 //! delivery.
 
 pub mod deliver;
+pub mod queue;
 pub mod settings;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::extract::State;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+pub use queue::{Delivery, Ended, Notifier};
+
 use super::auth::Caller;
 use super::reply::{ApiError, ErrorBody};
 use super::state::Api;
-use overlord::store::{JobMeta, JobStore};
+use overlord::store::JobStore;
 use settings::Target;
 
-/// Ended jobs waiting to be looked at, at most (more are dropped, said).
-const QUEUE: usize = 10_000;
 /// Deliveries in progress at once.
 const AT_ONCE: usize = 16;
-
-/// A job that ended, as the watcher saw it: only what a notice says (its
-/// arguments stay in the store).
-#[derive(Debug, Clone)]
-pub struct Ended {
-    pub id: String,
-    pub function: String,
-    pub spec: String,
-    pub user: String,
-    pub schedule: Option<String>,
-    pub started: f64,
-    pub ended: Option<f64>,
-    pub hosts: usize,
-    pub failed: usize,
-}
-
-impl Ended {
-    /// Job `meta` over `hosts` hosts, `ok` of which ended well.
-    pub fn of(meta: &JobMeta, hosts: usize, ok: usize) -> Self {
-        Ended {
-            id: meta.id.clone(),
-            function: meta.function.clone(),
-            spec: meta.spec.clone(),
-            user: meta.user.clone(),
-            schedule: meta.schedule.clone(),
-            started: meta.started,
-            ended: meta.ended,
-            hosts,
-            failed: hosts.saturating_sub(ok),
-        }
-    }
-}
-
-/// The last delivery to a target.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Delivery {
-    pub job_id: String,
-    /// When it ended (epoch seconds).
-    pub at: f64,
-    pub ok: bool,
-    /// Why it failed (after every try).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub tries: usize,
-}
-
-/// The targets and their queue.
-pub struct Notifier {
-    pub targets: Vec<Target>,
-    queue: mpsc::Sender<Ended>,
-    last: Mutex<HashMap<String, Delivery>>,
-}
-
-impl Notifier {
-    /// The targets of `[notify.*]` and the queue their task reads (`run`).
-    pub fn new(targets: Vec<Target>) -> (Self, mpsc::Receiver<Ended>) {
-        let (queue, ended) = mpsc::channel(QUEUE);
-        let n = Notifier {
-            targets,
-            queue,
-            last: Mutex::new(HashMap::new()),
-        };
-        (n, ended)
-    }
-
-    /// Hands an ended job to the notifier; never waits (a full queue drops
-    /// it, said in the log and the audit trail).
-    pub fn ended(&self, api: &Api, ended: Ended) {
-        if self.targets.is_empty() {
-            return;
-        }
-        let id = ended.id.clone();
-        if self.queue.try_send(ended).is_err() {
-            tracing::error!(job = %id, "notification queue full: this job's notices are dropped");
-            api.audit.line(
-                "func-api",
-                None,
-                &format!("notify {id}: dropped (queue full)"),
-                &[],
-                503,
-            );
-        }
-    }
-}
 
 /// The notifier's task: reads ended jobs and delivers their notices.
 pub async fn run(api: Arc<Api>, mut ended: mpsc::Receiver<Ended>) {
@@ -202,7 +118,7 @@ async fn tell(api: &Arc<Api>, http: &reqwest::Client, target: &Target, job: &End
     };
     api.audit.line("func-api", None, &action, &[], status);
     if let Some(n) = api.notifier.as_ref() {
-        n.last.lock().unwrap_or_else(|p| p.into_inner()).insert(
+        n.delivered(
             target.name.clone(),
             Delivery {
                 job_id: job.id.clone(),
@@ -276,7 +192,7 @@ pub async fn list(caller: Caller, State(api): State<Arc<Api>>) -> Result<axum::J
     let Some(n) = api.notifier.as_ref() else {
         return Ok(axum::Json(Targets { targets: Vec::new() }));
     };
-    let last = n.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let last = n.last();
     let targets = n
         .targets
         .iter()

@@ -18,6 +18,9 @@ use openidconnect::{
 use super::settings::{OidcSettings, Roles};
 use crate::reply::chain;
 
+/// Where the provider sends the browser back.
+pub const CALLBACK: &str = "/api/v1/login/oidc/callback";
+
 /// Sign-ins begun and not yet ended, at most (the oldest goes first).
 const PENDING_MAX: usize = 10_000;
 /// Of them, begun from one address at most (its oldest goes first).
@@ -155,7 +158,7 @@ impl Sso {
             return Some(url.clone());
         }
         if let Some(base) = &self.public_url {
-            return Some(format!("{}{}", base.trim_end_matches('/'), super::CALLBACK));
+            return Some(format!("{}{}", base.trim_end_matches('/'), CALLBACK));
         }
         let host = host.filter(|h| {
             !h.is_empty()
@@ -173,7 +176,7 @@ impl Sso {
                 h.eq_ignore_ascii_case(name)
                     || h.split('.').next().is_some_and(|s| s.eq_ignore_ascii_case(name))
             });
-        ours.then(|| format!("https://{host}{}", super::CALLBACK))
+        ours.then(|| format!("https://{host}{}", CALLBACK))
     }
 
     /// Begins a sign-in that returns to `redirect`: the provider's URL to

@@ -21,8 +21,7 @@ use super::sessions::Holder;
 use super::state::{Api, Peer};
 use flow::Refused;
 
-/// Where the provider sends the browser back.
-pub const CALLBACK: &str = "/api/v1/login/oidc/callback";
+pub use flow::CALLBACK;
 /// The cookie binding a sign-in to the browser that began it (SameSite=Lax:
 /// it must come along on the provider's redirect back).
 pub const BINDING: &str = "func_oidc";
@@ -177,24 +176,30 @@ pub async fn callback(
         Err(e @ Refused::Provider(_)) => return refused(StatusCode::BAD_GATEWAY, e.to_string()),
         Err(e) => return refused(StatusCode::BAD_REQUEST, e.to_string()),
     };
-    let Some(_) = rights else {
-        let why = format!(
-            "{} signed in, but none of its groups ({}) is given rights here ([roles] in overlord.conf): ask an administrator",
-            person.user,
-            match person.groups.is_empty() {
-                true => "none".to_string(),
-                false => person.groups.join(", "),
-            }
-        );
-        api.audit.line(&person.user, from, "login oidc", &[], 403);
-        return page(
-            StatusCode::FORBIDDEN,
-            "No role for you here",
-            &why,
-            &[(header::SET_COOKIE, clear)],
-        );
+    match rights {
+        Some(_) => signed_in(&api, person, from, clear),
+        None => no_role(&api, &person, from, clear),
+    }
+}
+
+/// Signed in, but in no group `[roles]` maps: no session, a page saying
+/// which groups the person has.
+fn no_role(api: &Api, person: &flow::Person, from: Option<std::net::IpAddr>, clear: String) -> Response {
+    let groups = match person.groups.is_empty() {
+        true => "none".to_string(),
+        false => person.groups.join(", "),
     };
-    signed_in(&api, person, from, clear)
+    let why = format!(
+        "{} signed in, but none of its groups ({groups}) is given rights here ([roles] in overlord.conf): ask an administrator",
+        person.user
+    );
+    api.audit.line(&person.user, from, "login oidc", &[], 403);
+    page(
+        StatusCode::FORBIDDEN,
+        "No role for you here",
+        &why,
+        &[(header::SET_COOKIE, clear)],
+    )
 }
 
 /// A person's session started: its cookie, and a page of ours that goes on
