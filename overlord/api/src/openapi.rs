@@ -165,6 +165,13 @@ mod tests {
         // 18 before the operations (keys 3, re-run, schedules 5, audit),
         // what runs now (jobs active), single sign-on (3) and notifications.
         assert_eq!(ids.len(), 33);
+        // The sign-in's end answers a browser with a page, and a malformed
+        // request (an unknown query parameter) with JSON, as every endpoint.
+        let back = &doc["paths"]["/api/v1/login/oidc/callback"]["get"]["responses"]["400"]["content"];
+        assert!(
+            back.get("text/html").is_some() && back.get("application/json").is_some(),
+            "{back}"
+        );
         // The call body is the gate's own type: its fields, unknown ones refused.
         let call = &doc["components"]["schemas"]["Call"];
         assert_eq!(call["additionalProperties"], false, "{call}");

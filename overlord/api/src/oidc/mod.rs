@@ -49,6 +49,7 @@ pub async fn options(State(api): State<Arc<Api>>) -> axum::Json<LoginOptions> {
 #[utoipa::path(get, path = "/api/v1/login/oidc", tag = "session", operation_id = "loginOidc", security(),
     summary = "Sends the browser to the OpenID provider (authorization code flow, PKCE S256, state, nonce)",
     responses((status = 302, description = "to the provider; Set-Cookie: func_oidc (the sign-in's binding)"),
+        (status = 400, description = "the Host header is not a name of this service, or a malformed request", body = ErrorBody),
         (status = 404, description = "single sign-on is not set up ([oidc])", body = ErrorBody),
         (status = 502, description = "the provider could not be reached", body = ErrorBody)))]
 pub async fn begin(
@@ -107,10 +108,12 @@ pub struct Back {
     summary = "Ends a sign-in: the code exchanged, the ID token verified, a session started",
     params(Back),
     responses((status = 200, description = "signed in (a page that goes on to the web UI); Set-Cookie: func_session", content_type = "text/html", body = String),
-        (status = 400, description = "not a sign-in this browser began, or the ID token was refused (a page that says why)", content_type = "text/html", body = String),
+        (status = 400, description = "not a sign-in this browser began, or the ID token was refused (a page that says why); a malformed request (JSON)",
+            content((String = "text/html"), (ErrorBody = "application/json"))),
         (status = 403, description = "signed in, but in no group [roles] maps (a page that says why)", content_type = "text/html", body = String),
         (status = 404, description = "single sign-on is not set up", content_type = "text/html", body = String),
-        (status = 429, description = "too many refused sign-ins from this address", content_type = "text/html", body = String),
+        (status = 429, description = "too many refused sign-ins from this address (a page); too many requests (JSON)",
+            content((String = "text/html"), (ErrorBody = "application/json"))),
         (status = 502, description = "the provider could not be reached or answered wrongly", content_type = "text/html", body = String)))]
 pub async fn callback(
     State(api): State<Arc<Api>>,
