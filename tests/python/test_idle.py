@@ -4,6 +4,7 @@ close_notify, then FIN), so xmlrpc.client's one retry reconnects and the
 program never sees ssl.SSLEOFError. header_timeout is set to 1 s here;
 the waits are longer than that."""
 
+import signal
 import ssl
 import time
 import unittest
@@ -99,4 +100,27 @@ class IdleApiTest(unittest.TestCase):
             c.close()
         finally:
             api.close()
+            fleet.close()
+
+
+class KeptConnectionsWarningTest(unittest.TestCase):
+    """func-api says at start when it cannot keep a connection to every
+    minion it calls itself (docs/SCALING.md sizes relays)."""
+
+    def test_a_segment_larger_than_what_it_keeps_is_said(self):
+        from test_api import Api
+        fleet = Fleet()
+        api = None
+        try:
+            for name in ("k1", "k2"):
+                fleet.start_minion(name)
+            api = Api(fleet, conf="[api]\nmax_idle_connections = 1\n")
+            api.proc.send_signal(signal.SIGTERM)
+            api.proc.wait(timeout=30)
+            said = api.proc.stderr.read().decode()
+            self.assertIn("cannot keep a connection to every minion", said)
+            self.assertIn("minions=2", said)
+        finally:
+            if api:
+                api.close()
             fleet.close()

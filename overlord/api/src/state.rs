@@ -79,6 +79,7 @@ impl Api {
                 "[api] max_idle_connections lowered to fit the open-files limit"
             );
         }
+        keeps_every_connection(&root, max_idle, nofile);
         let pool = Pool::new(calling)
             .context("the overlord's certificate (is the certmaster set up below this root?)")?
             .with_max_idle(max_idle)
@@ -133,6 +134,27 @@ impl Api {
             settings,
             root,
         })
+    }
+}
+
+/// Warns when this service cannot keep a connection to every minion it
+/// calls itself (those the delegation map puts behind no relay): each call
+/// to the others pays a TLS handshake. Relays and `LimitNOFILE` are sized by
+/// docs/SCALING.md.
+fn keeps_every_connection(root: &Root, kept: usize, nofile: u64) {
+    let minions = overlord::targets::all_minions(root);
+    let direct = match overlord::relay::Routes::load(root, None) {
+        Ok(Some(routes)) => routes.split(minions).0.len(),
+        _ => minions.len(),
+    };
+    if direct > kept {
+        tracing::warn!(
+            minions = direct,
+            kept,
+            open_files = nofile,
+            "func-api cannot keep a connection to every minion it calls: raise the open-files limit \
+             (LimitNOFILE) and [api] max_idle_connections, or put hosts behind relays (docs/SCALING.md)"
+        );
     }
 }
 
