@@ -154,7 +154,7 @@ pub trait Watch {
     fn batch(&mut self, _id: &str, _size: usize, _targets: &[Target]) {}
     /// Whether it looks at each host's end as it comes ([`Watch::host`]).
     /// One that does not lets a call now run wholly on a long-lived door's
-    /// runtime (`calling::call_quietly`).
+    /// runtime ([`Ready::Calling`]).
     fn each_host(&self) -> bool {
         true
     }
