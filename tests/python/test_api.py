@@ -126,6 +126,20 @@ class Api:
         self.proc.stderr.close()
 
 
+
+def fleet_and_api(hosts, token_name):
+    """A fleet of minions `hosts`, a func-api on it and an admin token of
+    `token_name`; what started is ended if any of it fails to start."""
+    fleet = Fleet()
+    try:
+        for name in hosts:
+            fleet.start_minion(name)
+        api = Api(fleet)
+    except BaseException:
+        fleet.close()
+        raise
+    return fleet, api, api.token(token_name, "--admin")
+
 class Events:
     """An open event stream, read on a thread; events collected in order."""
 

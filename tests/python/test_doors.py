@@ -12,8 +12,8 @@ import subprocess
 import time
 import unittest
 
-from funcfixture import Fleet, binary
-from test_api import Api
+from funcfixture import binary
+from test_api import fleet_and_api
 
 # The gate's kinds, as (exit status, HTTP status).
 INVALID = (2, 400)
@@ -22,15 +22,7 @@ NO_MATCH = (1, 404)
 
 def setUpModule():
     global FLEET, API, TOKEN
-    FLEET = Fleet()
-    for name in ("m1", "m2"):
-        FLEET.start_minion(name)
-    try:
-        API = Api(FLEET)
-    except Exception:
-        FLEET.close()
-        raise
-    TOKEN = API.token("doors", "--admin")
+    FLEET, API, TOKEN = fleet_and_api(("m1", "m2"), "doors")
 
 
 def tearDownModule():

@@ -15,23 +15,15 @@ import sys
 import time
 import unittest
 
-from funcfixture import Fleet, binary
-from test_api import Api, wait_until
+from funcfixture import binary
+from test_api import Api, fleet_and_api, wait_until
 
 HOSTS = ["m1", "m2", "m3"]
 
 
 def setUpModule():
     global FLEET, API, TOKEN
-    FLEET = Fleet()
-    for name in HOSTS:
-        FLEET.start_minion(name)
-    try:
-        API = Api(FLEET)
-    except Exception:
-        FLEET.close()
-        raise
-    TOKEN = API.token("warm", "--admin")
+    FLEET, API, TOKEN = fleet_and_api(HOSTS, "warm")
     os.environ["FUNC_BINARY"] = binary("func")
     os.environ["FUNC_ROOT"] = FLEET.ca_root
 

@@ -121,6 +121,27 @@ impl ApiSettings {
     }
 }
 
+/// A secret set inline (`KEY = …`) or in a file (`KEY_file = PATH`, a
+/// relative path below the root), trimmed; `None` when neither is set.
+/// The error never holds the secret.
+pub fn secret(
+    root: &Root,
+    key: &str,
+    inline: Option<&str>,
+    file: Option<&str>,
+) -> Result<Option<String>, String> {
+    match (inline, file) {
+        (Some(s), None) => Ok(Some(s.to_string())),
+        (None, Some(p)) => {
+            let path = path_of(root, p);
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(Some(text.trim().to_string()))
+        }
+        (Some(_), Some(_)) => Err(format!("set {key} or {key}_file, not both")),
+        (None, None) => Ok(None),
+    }
+}
+
 /// A path from the configuration: an absolute one as written, a relative
 /// one below the root.
 fn path_of(root: &Root, text: &str) -> PathBuf {

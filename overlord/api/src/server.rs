@@ -73,7 +73,7 @@ pub async fn serve(
     let tls = Arc::clone(&api.tls);
     let watcher = watch::start(Arc::clone(&api));
     let scheduler = super::scheduler::start(Arc::clone(&api));
-    let notices = api.notices.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let notices = api.notifier.as_ref().and_then(|n| n.take_queue());
     let notifier = notices.map(|queue| tokio::spawn(super::notify::run(Arc::clone(&api), queue)));
     let app = router(Arc::clone(&api));
     let max = api.settings.max_connections;

@@ -53,9 +53,6 @@ pub struct Api {
     pub sso: Option<super::oidc::flow::Sso>,
     /// Notifications (`[notify.NAME]`), when any target is set.
     pub notifier: Option<super::notify::queue::Notifier>,
-    /// The queue of ended jobs the notifier's task reads (taken when the
-    /// service starts serving).
-    pub notices: Mutex<Option<tokio::sync::mpsc::Receiver<super::notify::queue::Ended>>>,
 }
 
 impl Api {
@@ -79,6 +76,8 @@ impl Api {
                 "[api] max_idle_connections lowered to fit the open-files limit"
             );
         }
+        // Said before the service listens: one listing of the minions,
+        // as its first call makes anyway.
         keeps_every_connection(&root, max_idle, nofile);
         let pool = Pool::new(calling)
             .context("the overlord's certificate (is the certmaster set up below this root?)")?
@@ -96,16 +95,9 @@ impl Api {
             })
             .context("starting the CRL watcher")?;
         let targets = super::notify::settings::load(&root).map_err(anyhow::Error::msg)?;
-        let (notifier, notices) = match targets.is_empty() {
-            true => (None, None),
-            false => {
-                let (n, queue) = super::notify::queue::Notifier::new(targets);
-                (Some(n), Some(queue))
-            }
-        };
+        let notifier = (!targets.is_empty()).then(|| super::notify::queue::Notifier::new(targets));
         Ok(Api {
             notifier,
-            notices: Mutex::new(notices),
             store: overlord::settings::store(&root),
             pool: Arc::new(pool),
             tokens: Mutex::new(tokens::Tokens::new(&root)),

@@ -64,19 +64,26 @@ pub struct Delivery {
 pub struct Notifier {
     pub targets: Vec<Target>,
     queue: mpsc::Sender<Ended>,
+    /// The queue's reading end, until the notifier's task takes it.
+    ended: Mutex<Option<mpsc::Receiver<Ended>>>,
     last: Mutex<HashMap<String, Delivery>>,
 }
 
 impl Notifier {
-    /// The targets of `[notify.*]` and the queue their task reads (`run`).
-    pub fn new(targets: Vec<Target>) -> (Self, mpsc::Receiver<Ended>) {
+    /// The targets of `[notify.*]`, and their queue.
+    pub fn new(targets: Vec<Target>) -> Self {
         let (queue, ended) = mpsc::channel(QUEUE);
-        let n = Notifier {
+        Notifier {
             targets,
             queue,
+            ended: Mutex::new(Some(ended)),
             last: Mutex::new(HashMap::new()),
-        };
-        (n, ended)
+        }
+    }
+
+    /// The queue's reading end, for the notifier's task (`run`): once.
+    pub fn take_queue(&self) -> Option<mpsc::Receiver<Ended>> {
+        self.ended.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Hands an ended job to the notifier; never waits (a full queue drops

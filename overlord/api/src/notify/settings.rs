@@ -170,24 +170,10 @@ pub fn load(root: &Root) -> Result<Vec<Target>, String> {
     Ok(targets)
 }
 
+/// A webhook's secret: set, and long enough to sign with.
 fn secret(root: &Root, text: Option<String>, file: Option<String>) -> Result<String, String> {
-    let secret = match (text, file) {
-        (Some(s), None) => s,
-        (None, Some(p)) => {
-            let path = match std::path::Path::new(&p).is_absolute() {
-                true => std::path::PathBuf::from(&p),
-                false => root.join(&p),
-            };
-            std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?
-                .trim()
-                .to_string()
-        }
-        (Some(_), Some(_)) => return Err("set secret or secret_file, not both".into()),
-        (None, None) => {
-            return Err("a webhook needs secret (or secret_file): its documents are signed".into())
-        }
-    };
+    let secret = crate::config::secret(root, "secret", text.as_deref(), file.as_deref())?
+        .ok_or("a webhook needs secret (or secret_file): its documents are signed")?;
     match secret.len() >= 16 {
         true => Ok(secret),
         false => Err("at least 16 characters".into()),

@@ -97,29 +97,13 @@ pub fn load(root: &Root) -> Result<Option<(OidcSettings, Roles)>, String> {
         .filter(|s| !s.is_empty())
         .ok_or_else(|| bad("client_id", "needed with issuer"))?
         .to_string();
-    let client_secret = match (
+    let given = (
         ini.str("oidc", "client_secret"),
         ini.str("oidc", "client_secret_file"),
-    ) {
-        (Some(s), None) => s.to_string(),
-        (None, Some(p)) => {
-            let path = match std::path::Path::new(p).is_absolute() {
-                true => std::path::PathBuf::from(p),
-                false => root.join(p),
-            };
-            std::fs::read_to_string(&path)
-                .map_err(|e| bad("client_secret_file", &format!("{}: {e}", path.display())))?
-                .trim()
-                .to_string()
-        }
-        (Some(_), Some(_)) => {
-            return Err(bad(
-                "client_secret",
-                "set client_secret or client_secret_file, not both",
-            ))
-        }
-        (None, None) => return Err(bad("client_secret", "needed with issuer (or client_secret_file)")),
-    };
+    );
+    let client_secret = crate::config::secret(root, "client_secret", given.0, given.1)
+        .map_err(|why| bad("client_secret", &why))?
+        .ok_or_else(|| bad("client_secret", "needed with issuer (or client_secret_file)"))?;
     if client_secret.is_empty() {
         return Err(bad("client_secret", "empty"));
     }
