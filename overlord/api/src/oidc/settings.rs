@@ -190,7 +190,7 @@ pub fn check_url(issuer: &str) -> Result<(), String> {
     match loopback {
         true => Ok(()),
         false => Err(format!(
-            "{issuer:?}: an http:// issuer is refused except on loopback (use https://)"
+            "{issuer:?}: an http:// URL is refused except on loopback (use https://)"
         )),
     }
 }
