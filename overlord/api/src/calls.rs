@@ -130,6 +130,9 @@ pub async fn call(
     let status = answer.as_ref().map_or_else(|e| e.status, |r| r.status());
     api.audit
         .line(&caller.user(), caller.from, &action, &hosts, status.as_u16());
+    if super::trim::due(hosts.len()) {
+        tokio::task::spawn_blocking(super::trim::release);
+    }
     answer
 }
 

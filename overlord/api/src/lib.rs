@@ -46,6 +46,7 @@ pub mod sessions;
 pub mod state;
 pub mod tls;
 pub mod tokens;
+pub mod trim;
 pub mod watch;
 pub mod web;
 

@@ -188,6 +188,9 @@ async fn now(api: Arc<Api>, caller: Caller, who: Who, relayed: Box<Relayed>) -> 
                 overlord::engine::Watch::host(&mut lines, &host, &why);
             }
         }
+        if super::trim::due(lines.sent.len()) {
+            super::trim::release();
+        }
         // Done only here: a stream that ends without it (this thread
         // panicked) tells the overlord its hosts were not all answered.
         let _ = lines.tx.send(None);
