@@ -195,7 +195,9 @@ def run(tmp, top):
     keeps = NOFILE - RELAY_HEADROOM
     if NRELAYS == 0:
         NRELAYS = max(1, -(-N // keeps))
-    per = N // NRELAYS
+    # Segments differ by one at most, and add up to N.
+    counts = [N // NRELAYS + (1 if i < N % NRELAYS else 0) for i in range(NRELAYS)]
+    per = max(counts)
     if per > keeps:
         NOTES.append("RELAYS=%d: a segment of %d is above what a relay can keep under %d open files (%d): "
                      "the rest are opened anew at every call" % (NRELAYS, per, NOFILE, keeps))
@@ -208,15 +210,15 @@ def run(tmp, top):
     prefixes = ["seg%c" % (ord("a") + i) for i in range(NRELAYS)]
     cpu0 = cpu_secs(cm.pid)
     t = time.monotonic()
-    segs = [swarm(os.path.join(tmp, "swarm-" + p), per, p, cm_port) for p in prefixes]
+    segs = [swarm(os.path.join(tmp, "swarm-" + p), n, p, cm_port) for p, n in zip(prefixes, counts)]
     wait_serving(segs, "segments")
     wall = time.monotonic() - t
-    row("enroll", "%d simulated minions enrolled (%d swarms at once)" % (per * NRELAYS, NRELAYS), "s",
+    row("enroll", "%d simulated minions enrolled (%d swarms at once)" % (N, NRELAYS), "s",
         "%.1f" % wall, "≤ 200 s")
-    row("enroll", "signings a second", "/s", "%.0f" % (per * NRELAYS / wall), "≥ 500")
-    row("enroll", "certmaster CPU per signing", "us", "%.0f" % ((cpu_secs(cm.pid) - cpu0) / (per * NRELAYS) * 1e6))
+    row("enroll", "signings a second", "/s", "%.0f" % (N / wall), "≥ 500")
+    row("enroll", "certmaster CPU per signing", "us", "%.0f" % ((cpu_secs(cm.pid) - cpu0) / N * 1e6))
     row("enroll", "func-swarm memory per simulated minion", "KiB",
-        "%.1f" % (sum(rss_kib(p.pid) for p in segs) / (per * NRELAYS)))
+        "%.1f" % (sum(rss_kib(p.pid) for p in segs) / N))
 
     # -- minions without relays -------------------------------------------
     if "direct" in PARTS or "warm" in PARTS:
@@ -248,7 +250,7 @@ def run(tmp, top):
     if "warm" in PARTS:
         warm_part(func, top)
     if "relays" in PARTS or "async" in PARTS:
-        relays_part(func, top, relay_roots, per)
+        relays_part(func, top, relay_roots, counts)
 
 
 def direct_part(func):
@@ -295,15 +297,20 @@ def warm_part(func, top):
     cmd = func("-v", "--json", "kk*", "ping")
     wall, cpu, code, out, err = timed(cmd)  # its connections, opened once
     assert code == 0 and "through func-api" in err, err[-500:]
-    cpus, walls = [], []
-    for _ in range(RUNS):
+    cpus, walls, funcs = [], [], []
+    for _ in range(max(RUNS, 5)):
         api0 = cpu_secs(api.pid)
         wall, cpu, code, out, err = timed(cmd)
         assert code == 0 and len(json.loads(out)) == BATCH_K and "through func-api" in err, err[-500:]
         cpus.append(cpu + cpu_secs(api.pid) - api0)
+        funcs.append(cpu)
         walls.append(wall)
     row("warm", "sync `func 'kk*' ping`, %d minions, handed to func-api" % BATCH_K, "s", "%.3f" % median(walls))
     row("warm", "  overlord CPU per host (func + func-api)", "us", "%.1f" % (median(cpus) / BATCH_K * 1e6), "≤ 40 us")
+    row("warm", "    of which func", "us", "%.1f" % (median(funcs) / BATCH_K * 1e6))
+    if os.environ.get("SWARM_WARM_HOLD"):
+        print("holding: --root %s, func-api pid %d" % (top, api.pid), flush=True)
+        time.sleep(float(os.environ["SWARM_WARM_HOLD"]))
     batch_rows(func, "warm", "-v", "≤ 5 %")
     api.send_signal(signal.SIGTERM)
     api.wait(timeout=60)
@@ -314,7 +321,7 @@ def mkconf(top):
     return os.path.join(top, "etc/func/overlord.conf")
 
 
-def relays_part(func, top, relay_roots, per):
+def relays_part(func, top, relay_roots, counts):
     relays = []
     # SWARM_RELAY_WRAP: a command the relays run under (a profiler, by hand).
     wrap = os.environ.get("SWARM_RELAY_WRAP", "").split()
@@ -332,7 +339,7 @@ def relays_part(func, top, relay_roots, per):
             f.write("relay%d = 127.0.0.1:%d\n" % (i + 1, port))
     wall, _, code, out, err = timed([b("func-build-map"), "--root", top])
     assert code == 0, out + err
-    total = per * NRELAYS
+    total = sum(counts)
     row("relays", "func-build-map over %d relays (%d minions)" % (NRELAYS, total), "s", "%.2f" % wall)
     rss_idle = [rss_kib(p.pid) for p, _ in relays]
     perf = os.environ.get("SWARM_PERF")
@@ -366,7 +373,7 @@ def relays_part(func, top, relay_roots, per):
             "%.1f" % (median([c for _, c, _ in warm]) / total * 1e6), "≤ 10 us")
         row("relays", "  every host answered, every run", "", "yes" if all(ok for _, _, ok in pings) else "NO",
             "every host", all(ok for _, _, ok in pings))
-        per_conn = [(w - i) / per for w, i in zip(rss_first, rss_idle)]
+        per_conn = [(w - i) / n for w, i, n in zip(rss_first, rss_idle, counts)]
         row("relays", "relay memory per kept connection (RSS after the first run − idle, / hosts)", "KiB",
             "%.1f" % median(per_conn), "≤ 30 KiB")
         more = [ping(RUNS + 1 + i) for i in range(MEM_RUNS)]
