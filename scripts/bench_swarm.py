@@ -151,11 +151,6 @@ def main():
     except (ValueError, OSError):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        if hard < N // NRELAYS + 2000:
-            NOTES.append("open files are limited to %d per process here (the hard limit; raising it needs "
-                         "CAP_SYS_RESOURCE): func-api keeps at most %d connections (the limit less 5,120 for "
-                         "its other needs) to a relay's %d minions, the others are opened anew at every call"
-                         % (hard, hard - 5120, N // NRELAYS))
     NOFILE = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     tmp = tempfile.mkdtemp(prefix="func-swarm-bench-")
     top = os.path.join(tmp, "top")
