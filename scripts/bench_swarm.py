@@ -6,7 +6,7 @@ simulated minions (func-swarm) enrolled through the real certmaster, and then
   (job_status --wait), and the batch overhead at K=1,000 (test.sleep 1 in
   batches of 25%: the ideal is 4 waves of 1 s);
 - a warm func at K=1,000: a func-api serving the top's root, `func 'kk*'
-  ping` handed to it (func + func-api CPU per host), and the same batch;
+  ping` handed to it (func + func-api CPU per host);
 - SWARM_N (default 100,000) minions behind as many relays (func-api, each
   with its own root and segment, and its own func-swarm) as the open-files
   limit needs for every relay to keep a connection to each of its minions:
@@ -277,8 +277,7 @@ def batch_rows(func, section, how, goal):
         wall, _, code, out, err = timed(func(how, "--json", "kk*", "call", "--batch", "25%", "test", "sleep", "1"))
         assert code == 0, err[-500:]
         walls.append(wall)
-    row(section, "sync --batch 25%% test.sleep 1 on %d (ideal 4 s)%s" % (BATCH_K, "" if how == "--direct" else
-        ", handed to func-api"), "s", "%.2f" % median(walls))
+    row(section, "sync --batch 25%% test.sleep 1 on %d (ideal 4 s)" % BATCH_K, "s", "%.2f" % median(walls))
     row(section, "  batch overhead over the ideal", "%", "%.1f" % ((median(walls) - 4.0) / 4.0 * 100), goal)
 
 
@@ -306,7 +305,6 @@ def warm_part(func, top):
     if os.environ.get("SWARM_WARM_HOLD"):
         print("holding: --root %s, func-api pid %d" % (top, api.pid), flush=True)
         time.sleep(float(os.environ["SWARM_WARM_HOLD"]))
-    batch_rows(func, "warm", "-v", "≤ 5 %")
     api.send_signal(signal.SIGTERM)
     api.wait(timeout=60)
 

@@ -29,6 +29,11 @@ const IN_FLIGHT: usize = 64;
 /// took `func job_status --wait` to 190 MiB. See [`super::window`].
 const WAIT_IN_FLIGHT: usize = 1024;
 
+/// Connections opened ahead of their first call ([`Poller::preconnect`]):
+/// at most this many at a time, and never more than a quarter of the
+/// open-files limit.
+const AHEAD: usize = 256;
+
 /// How long [`Poller::ended`] waits for a further end after one.
 const LINGER: Duration = Duration::from_millis(2);
 
@@ -51,6 +56,13 @@ pub struct Poller {
     /// The signed request the calls belong to (its identity: each minion
     /// runs it at most once).
     request: Option<String>,
+    /// Connections being opened ahead ([`Self::preconnect`]): the hosts,
+    /// and where each arrives (`None`: it could not be opened).
+    opening: std::collections::HashSet<String>,
+    ahead_tx: mpsc::UnboundedSender<(String, Option<MinionClient>)>,
+    ahead_rx: mpsc::UnboundedReceiver<(String, Option<MinionClient>)>,
+    /// How many connections may be opened ahead.
+    ahead: usize,
 }
 
 impl Poller {
@@ -65,6 +77,9 @@ impl Poller {
                 source,
             })?;
         let (ends_tx, ends_rx) = mpsc::unbounded_channel();
+        let (ahead_tx, ahead_rx) = mpsc::unbounded_channel();
+        let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_or(1024, |(soft, _)| soft);
         Ok(Self {
             runtime,
             live,
@@ -77,6 +92,10 @@ impl Poller {
             root: None,
             delegation: None,
             request: None,
+            opening: Default::default(),
+            ahead_tx,
+            ahead_rx,
+            ahead: AHEAD.min(usize::try_from(nofile / 4).unwrap_or(AHEAD)),
         })
     }
 
@@ -96,6 +115,50 @@ impl Poller {
         self.root = Some(root);
         self.delegation = delegation;
         self
+    }
+
+    /// Opens connections to `hosts` of `root` (the next a batch will start)
+    /// in the background, while this poller waits for ends, so starting
+    /// them costs no TLS handshake then: a batch's next wave starts the
+    /// moment slots free. At most [`AHEAD`] at a time; hosts behind a relay
+    /// and hosts connected already are left out. A connection that went
+    /// stale meanwhile is replaced when used (`caller::call_once`).
+    pub fn preconnect<'h>(
+        &mut self,
+        root: &common::paths::Root,
+        hosts: impl IntoIterator<Item = &'h String>,
+    ) {
+        self.take_ahead();
+        let tls = self.link();
+        let _guard = self.runtime.enter();
+        for host in hosts {
+            if self.opening.len() >= self.ahead || self.clients.len() + self.opening.len() >= WAIT_IN_FLIGHT {
+                break;
+            }
+            let relayed = self
+                .delegation
+                .as_ref()
+                .is_some_and(|d| d.routes.relay_of(host).is_some());
+            if relayed || self.clients.contains_key(host) || !self.opening.insert(host.clone()) {
+                continue;
+            }
+            let target = Target::enrolled(root, host);
+            let (tls, tx, limit) = (Arc::clone(&tls), self.ahead_tx.clone(), self.limit);
+            tokio::spawn(async move {
+                let client = crate::caller::connect(&target, tls, limit).await.ok();
+                let _ = tx.send((target.name, client));
+            });
+        }
+    }
+
+    /// Takes the connections opened ahead that have arrived.
+    fn take_ahead(&mut self) {
+        while let Ok((host, client)) = self.ahead_rx.try_recv() {
+            self.opening.remove(&host);
+            if let Some(c) = client.filter(|_| self.clients.len() < WAIT_IN_FLIGHT) {
+                self.clients.insert(host, c);
+            }
+        }
     }
 
     /// Watches `target`'s minion job `job` until it ends; the end (its
@@ -280,6 +343,7 @@ impl Poller {
         calls: Vec<(Target, String, Vec<Value>)>,
         extra: Duration,
     ) -> Vec<(String, Reply)> {
+        self.take_ahead();
         let mut replies = Vec::new();
         let calls = match &self.root {
             Some(root) => {
