@@ -69,6 +69,7 @@ pub fn warm_call(
         rights: warm.rights.clone(),
         timeout: plan.dispatch.timeout_secs,
         forward: None,
+        job_request: None,
     };
     let (warm, root, routes, targets) = (
         warm.clone(),

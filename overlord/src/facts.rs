@@ -98,6 +98,7 @@ pub async fn judge(
         rights: asker.rights,
         timeout: asker.timeout,
         forward: None,
+        job_request: None,
     };
     let answers = crate::reach::collected(|ends| {
         crate::reach::call(direct, root, routes, &order, targets.clone(), ends)

@@ -183,6 +183,7 @@ impl Warm {
             pool: &self.pool,
             limit,
             user: Some(self.user.clone()),
+            request: None,
         }
     }
 }
@@ -310,6 +311,7 @@ impl Plan {
                 workers = crate::reach::Workers {
                     credentials: self.credentials(),
                     how: self.dispatch.clone(),
+                    request: None,
                 };
                 &workers
             }

@@ -194,7 +194,8 @@ impl Pool {
         limit: Duration,
         user: Option<&str>,
     ) -> Value {
-        self.ask(target, method, params, limit, user).await.1
+        let who = crate::caller::OnBehalf { user, request: None };
+        self.ask(target, method, params, limit, who).await.1
     }
 
     /// [`Pool::call`], and what kind of reply it was (typed: the method's
@@ -205,21 +206,13 @@ impl Pool {
         method: &str,
         params: Vec<Value>,
         limit: Duration,
-        user: Option<&str>,
+        who: crate::caller::OnBehalf<'_>,
     ) -> (Reply, Value) {
         // Looked at before a kept connection is taken: a changed CRL closes
         // them all, so a revoked minion is not called over an old one.
         let link = self.link();
         let kept = self.take(target);
-        let call = crate::caller::call_once(
-            kept,
-            target,
-            method,
-            params,
-            link,
-            limit,
-            crate::caller::OnBehalf { user, request: None },
-        );
+        let call = crate::caller::call_once(kept, target, method, params, link, limit, who);
         match tokio::time::timeout(limit, call).await {
             Ok(done) => {
                 if let Some(client) = done.client {
@@ -246,17 +239,22 @@ impl Pool {
         method: &str,
         params: &[Value],
         limit: Duration,
-        user: Option<&str>,
+        who: crate::caller::OnBehalf<'_>,
         mut on_each: impl FnMut(&str, &Value),
     ) -> BTreeMap<String, Value> {
         let slots = Arc::new(Semaphore::new(CONCURRENCY));
         let mut tasks = tokio::task::JoinSet::new();
         for target in targets {
             let (pool, slots, target) = (Arc::clone(self), Arc::clone(&slots), target.clone());
-            let (method, params, user) = (method.to_string(), params.to_vec(), user.map(str::to_string));
+            let (method, params) = (method.to_string(), params.to_vec());
+            let (user, request) = (who.user.map(str::to_string), who.request.map(str::to_string));
             tasks.spawn(async move {
                 let _slot = slots.acquire_owned().await;
-                let value = pool.call(&target, &method, params, limit, user.as_deref()).await;
+                let who = crate::caller::OnBehalf {
+                    user: user.as_deref(),
+                    request: request.as_deref(),
+                };
+                let value = pool.ask(&target, &method, params, limit, who).await.1;
                 (target.name, value)
             });
         }
@@ -279,7 +277,9 @@ impl Pool {
         loop {
             let (method, params, patience) = follow.ask(limit);
             let asked = std::time::Instant::now();
-            let (reply, _) = self.ask(target, method, params, patience, None).await;
+            let (reply, _) = self
+                .ask(target, method, params, patience, Default::default())
+                .await;
             match follow.step(&target.name, reply, asked.elapsed()) {
                 Step::Ended(result) => return result,
                 Step::Again(Some(pause)) => tokio::time::sleep(pause).await,

@@ -48,6 +48,9 @@ pub trait Direct: Send + Sync {
 pub struct Workers {
     pub credentials: common::tls::Credentials,
     pub how: Dispatch,
+    /// The signed job request the calls belong to, if any (its identity:
+    /// each minion runs it at most once).
+    pub request: Option<String>,
 }
 
 impl Direct for Workers {
@@ -63,7 +66,12 @@ impl Direct for Workers {
                 return;
             }
             let (creds, how) = (self.credentials.clone(), self.how.clone());
-            let action = crate::job::Action::call(function, params.to_vec());
+            let action = crate::job::Action::call(function, params.to_vec()).map(|mut action| {
+                if let crate::job::Action::Call { request, .. } = &mut action {
+                    request.clone_from(&self.request);
+                }
+                action
+            });
             let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             let fail = |ends: &Ends, why: String| {
                 let value = common::xmlrpc::remote_error("func.overlord.CallError", &why, "");
@@ -92,11 +100,14 @@ impl Direct for Workers {
 }
 
 /// The warm pool of a long-lived process (func-api, a relay): kept
-/// connections, `limit` per call, calls made as `user`.
+/// connections, `limit` per call, calls made as `user`, as part of signed
+/// request `request` when one is given (its identity: each minion runs it
+/// at most once).
 pub struct Pooled<'p> {
     pub pool: &'p Arc<crate::pool::Pool>,
     pub limit: Duration,
     pub user: Option<String>,
+    pub request: Option<String>,
 }
 
 impl Direct for Pooled<'_> {
@@ -108,9 +119,12 @@ impl Direct for Pooled<'_> {
         ends: Ends,
     ) -> Calling<'a> {
         Box::pin(async move {
-            let user = self.user.as_deref();
+            let who = crate::caller::OnBehalf {
+                user: self.user.as_deref(),
+                request: self.request.as_deref(),
+            };
             self.pool
-                .call_all(&targets, function, params, self.limit, user, |h, v| {
+                .call_all(&targets, function, params, self.limit, who, |h, v| {
                     let _ = ends.send((h.to_string(), v.clone()));
                 })
                 .await;

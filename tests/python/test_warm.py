@@ -46,7 +46,25 @@ def handed(api=None):
     return sum(1 for line in doc["lines"] if line["action"].startswith("relay ") and " for cli:" in line["action"])
 
 
+def ensure_announced():
+    """The module's func-api is the one announced in the root (a test that
+    started and killed another one left a stale announcement): restarted if not."""
+    global API
+    path = os.path.join(FLEET.ca_root, "var/run/func-api.json")
+    try:
+        with open(path) as f:
+            if json.load(f)["pid"] == API.proc.pid:
+                return
+    except (OSError, ValueError, KeyError):
+        pass
+    API.close()
+    API = Api(FLEET, root=FLEET.ca_root)
+
+
 class WarmAnswersTest(unittest.TestCase):
+    def setUp(self):
+        ensure_announced()
+
     def same_both_ways(self, *words, stdin=None):
         """The answer of `func WORDS` handed to func-api, and with --direct."""
         before = handed()
@@ -96,6 +114,81 @@ class WarmAnswersTest(unittest.TestCase):
         p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
         self.assertEqual((p.returncode, json.loads(p.stdout)), (0, {h: 4 for h in HOSTS}), p.stderr)
         self.assertEqual(handed(), before + 3)
+
+
+def handed_lines(function):
+    """The audit lines of func-api taking a job's dispatch (`async.FUNCTION`)."""
+    status, doc, _ = API.request("GET", "/api/v1/audit?limit=500", token=TOKEN)
+    assert status == 200, doc
+    return [line for line in doc["lines"]
+            if line["action"].startswith("relay ") and " async.%s (Now) " % function in line["action"]]
+
+
+def job_of(out):
+    """The job id `func ... --async --nopoll` printed (`JOB_ID: ID`, quoted if it has glob characters)."""
+    return out.split("JOB_ID:", 1)[1].strip().strip("'")
+
+
+def job_results(job):
+    code, out, err = func("--json", "-t", "60", "job_status", job, "--wait")
+    doc = json.loads(out)
+    # 1: a host failed (the exit status is the same either way: compared).
+    assert code == (1 if any(isinstance(v, list) and v[:1] == ["REMOTE_ERROR"] for v in doc["results"].values())
+                    else 0), (code, out, err)
+    return doc["state"], doc["results"]
+
+
+class WarmJobsTest(unittest.TestCase):
+    """An async job's driver hands its dispatch to func-api (its kept
+    connections: no TLS handshake in the driver), through every door."""
+
+    def setUp(self):
+        ensure_announced()
+
+    def test_an_async_job_gets_the_same_results_handed_or_direct(self):
+        before = len(handed_lines("test.add"))
+        code, out, err = func("*", "call", "test", "add", "1", "2", "--async", "--nopoll")
+        self.assertEqual(code, 0, err)
+        warm = job_results(job_of(out))
+        lines = handed_lines("test.add")
+        self.assertEqual(len(lines), before + 1, "the driver did not hand its dispatch to func-api")
+        self.assertIn("for cli:", lines[-1]["action"])
+        self.assertEqual(sorted(lines[-1]["hosts"]), HOSTS)
+        code, out, err = func("--direct", "*", "call", "test", "add", "1", "2", "--async", "--nopoll")
+        self.assertEqual(code, 0, err)
+        direct = job_results(job_of(out))
+        self.assertEqual(len(handed_lines("test.add")), before + 1, "--direct's driver handed it")
+        self.assertEqual(warm, direct)
+        self.assertEqual(warm, ("finished", {h: 3 for h in HOSTS}))
+        # A failure is the same failure either way.
+        code, out, err = func("m1", "call", "test", "nosuch", "--async", "--nopoll")
+        warm = job_results(job_of(out))
+        code, out, err = func("--direct", "m1", "call", "test", "nosuch", "--async", "--nopoll")
+        self.assertEqual(warm, job_results(job_of(out)))
+        self.assertEqual(warm[1]["m1"][0], "REMOTE_ERROR", warm)
+
+    def test_every_door_hands_its_jobs(self):
+        before = len(handed_lines("test.add"))
+        request = {"clients": "*", "module": "test", "method": "add", "parameters": [5, 5], "async": True}
+        p = subprocess.run([binary("func-transmit"), "--root", FLEET.ca_root], input=json.dumps(request),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(job_results(json.loads(p.stdout)), ("finished", {h: 10 for h in HOSTS}))
+        code, out, err = func("transmit", stdin=json.dumps(request))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(job_results(json.loads(out)["job_id"]), ("finished", {h: 10 for h in HOSTS}))
+        script = ("import json\nfrom func.overlord.client import Overlord\n"
+                  "print(json.dumps(Overlord('*', async_mode=True).test.add(5, 5)))\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(job_results(json.loads(p.stdout)), ("finished", {h: 10 for h in HOSTS}))
+        # func-api's own jobs: their driver hands the dispatch back to it.
+        status, doc, _ = API.request("POST", "/api/v1/calls", token=TOKEN, body={
+            "spec": "*", "module": "test", "method": "add", "args": [5, 5], "async": True})
+        self.assertEqual(status, 202, doc)
+        self.assertEqual(job_results(doc["job_id"]), ("finished", {h: 10 for h in HOSTS}))
+        self.assertEqual(len(handed_lines("test.add")), before + 4)
 
 
 class WarmFaultsTest(unittest.TestCase):

@@ -148,3 +148,76 @@ fn force_async_methods_run_as_jobs() {
     let (code, doc) = status_json(&fleet, &["-t", "30", "job_status", &id, "--wait"]);
     assert_eq!((code, doc["status"].as_i64()), (0, Some(1)));
 }
+
+/// Issue 49: while a func-api serves the root, an async job's driver hands
+/// its dispatch (`async.M.m`) to it, which calls the minions over its kept
+/// connections with the job's signed request identity: a minion still runs
+/// the request at most once. Whoever can write the store resets a finished
+/// host to pending and runs the driver again: the minion refuses it
+/// (already ran here), and the command did not run twice.
+#[test]
+fn a_job_dispatched_through_func_api_still_runs_once_per_host() {
+    use overlord::store::JobStore as _;
+    let fleet = Fleet::start(&["m1", "m2"]);
+    let root = fleet.cm.root.dir().to_path_buf();
+    let mut api = func_tests::fixture::Daemon::spawn(
+        "func-api",
+        &[
+            "--root".as_ref(),
+            root.as_os_str(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+        ],
+    )
+    .expect("func-api starts");
+    let announced = fleet.cm.root.run_dir().join("func-api.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !announced.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "func-api never announced itself"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let marker = fleet.dir.path().join("ran");
+    let command = format!("echo x >> {}", marker.display());
+    let runs = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let out = fleet.func(&[
+        "-t", "30", "*", "call", "--async", "--nopoll", "command", "run", &command,
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = job_id(&out.stdout);
+    let (code, done) = status_json(&fleet, &["-t", "60", "job_status", &id, "--wait"]);
+    assert_eq!(code, 0, "{done}");
+    assert_eq!(runs(), 2);
+    let audit = std::fs::read_to_string(fleet.cm.root.log_dir().join("api-audit.log")).unwrap_or_default();
+    assert!(
+        audit.contains(&format!("relay {id} async.command.run (Now) for cli:")),
+        "the driver did not hand its dispatch to func-api: {audit}"
+    );
+    let store = overlord::settings::store(&fleet.cm.root);
+    store
+        .write_tx(&mut |tx| {
+            let pending = overlord::store::HostEntry::pending();
+            tx.put_hosts(&id, &std::collections::BTreeMap::from([("m1", pending)]))
+        })
+        .unwrap();
+    drop(store);
+    let driver = Command::new(bin("func"))
+        .args(["__driver", "--root"])
+        .arg(&root)
+        .arg(&id)
+        .output()
+        .expect("the driver runs");
+    assert!(driver.status.success(), "{driver:?}");
+    let (_, again) = status_json(&fleet, &["-t", "60", "job_status", &id, "--wait"]);
+    let m1 = again["results"]["m1"].to_string();
+    assert!(m1.contains("already ran here"), "{again}");
+    assert_eq!(runs(), 2, "m1 did not run the command again");
+    api.stop();
+}

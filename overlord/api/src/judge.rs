@@ -30,6 +30,7 @@ pub async fn judge(
         pool: &api.pool,
         limit,
         user: Some(user.to_string()),
+        request: None,
     };
     // Judged over the pool only (no relays): the SPEC a relay would be told is not needed.
     let asker = overlord::facts::Asker {

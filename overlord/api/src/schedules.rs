@@ -223,7 +223,17 @@ pub async fn add(
         let user = caller.user();
         let answers = api
             .pool
-            .call_all(&targets, manage::LIST_METHODS, &[], limit, Some(&user), |_, _| {})
+            .call_all(
+                &targets,
+                manage::LIST_METHODS,
+                &[],
+                limit,
+                overlord::caller::OnBehalf {
+                    user: Some(&user),
+                    request: None,
+                },
+                |_, _| {},
+            )
             .await;
         if let Err(e) = manage::method_known(&function, &answers) {
             let answer: Result<(), ApiError> = Err(e.into());

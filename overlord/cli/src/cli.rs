@@ -62,7 +62,7 @@ pub struct GlobalArgs {
     /// The delegation map to use instead of var/lib/func/map (with --delegate)
     #[arg(long, global = true, value_name = "FILE")]
     pub mapfile: Option<PathBuf>,
-    /// Call the minions from this process even when a func-api serves the root (which would call them over its kept connections)
+    /// Call the minions from this process (and from the drivers of its jobs) even when a func-api serves the root (which would call them over its kept connections)
     #[arg(long, global = true)]
     pub direct: bool,
 }

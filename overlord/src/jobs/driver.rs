@@ -70,6 +70,9 @@ pub fn spawn_detached(
     if handoff.is_some() {
         cmd.env(STORE_ON_STDIN, "1");
     }
+    if !crate::relay::local::may_hand() {
+        cmd.env(crate::relay::local::DIRECT_ENV, "1");
+    }
     // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
@@ -215,10 +218,12 @@ fn delegated(
     }
 }
 
-/// Calls `async.M.m` on the `direct` hosts over the worker fleet; results
-/// reach the store within FLUSH_AFTER of arriving, whatever the other hosts
-/// do (a stalled host must not hide the others). What is left unwritten is
-/// returned for the final update.
+/// Calls `async.M.m` on the `direct` hosts: handed to the root's func-api
+/// when one serves it (`relay::local`: its kept connections, no TLS
+/// handshake here), else over the worker fleet. Results reach the store
+/// within FLUSH_AFTER of arriving, whatever the other hosts do (a stalled
+/// host must not hide the others). What is left unwritten is returned for
+/// the final update.
 fn dispatch_direct(
     store: &dyn JobStore,
     root: &Root,
@@ -226,13 +231,6 @@ fn dispatch_direct(
     targets: &[Target],
 ) -> Result<Vec<(String, HostUpdate)>, EngineError> {
     let id = meta.id.as_str();
-    let params = meta.params();
-    let call_xml = common::xmlrpc::encode_call(
-        &format!("async.{}", meta.function),
-        params,
-        common::xmlrpc::DEFAULT_MAX_DEPTH,
-    )
-    .map_err(|e| EngineError::Record(format!("the job's call: {e}")))?;
     let how = Dispatch {
         forks: meta.forks.max(1),
         timeout_secs: meta.timeout_secs,
@@ -241,48 +239,104 @@ fn dispatch_direct(
         handoff: false,
         verbose: false,
     };
+    let mut pending: Vec<(String, HostUpdate)> = Vec::new();
+    let mut last_flush = Instant::now();
+    let mut on_event = |event: Option<(&str, &Value)>| {
+        if let Some((host, value)) = event {
+            pending.push((host.to_string(), dispatched(value)));
+        }
+        let due = pending.len() >= FLUSH_EVERY || last_flush.elapsed() >= FLUSH_AFTER;
+        if !pending.is_empty() && due {
+            match store.update(id, &pending, false) {
+                Ok(_) => pending.clear(),
+                // Kept for the next flush; the final one reports the error.
+                Err(e) => crate::log::line(&format!("func driver {id}: cannot record results yet: {e}")),
+            }
+            last_flush = Instant::now();
+        }
+    };
+    if targets.is_empty() {
+        return Ok(pending);
+    }
+    // Each minion runs this signed request at most once.
+    let request = crate::seal::request_id(meta);
+    let workers = crate::reach::Workers {
+        credentials: crate::settings::credentials(root),
+        how: how.clone(),
+        request: request.clone(),
+    };
+    if let Some(mut handed) =
+        crate::relay::local::Handed::to_announced(root, workers, &meta.spec, meta.timeout_secs, false)
+    {
+        handed.user.clone_from(&meta.user);
+        handed.rights.clone_from(&meta.rights);
+        handed.job_request = request;
+        handed.id = Some(meta.id.clone());
+        let function = format!("async.{}", meta.function);
+        ticking(&handed, targets, &function, &meta.params(), &mut on_event)?;
+        return Ok(pending);
+    }
+    let call_xml = common::xmlrpc::encode_call(
+        &format!("async.{}", meta.function),
+        meta.params(),
+        common::xmlrpc::DEFAULT_MAX_DEPTH,
+    )
+    .map_err(|e| EngineError::Record(format!("the job's call: {e}")))?;
     let exe = common::process::own_exe().map_err(|source| EngineError::Spawn {
         what: "workers (the func executable is not found)",
         source,
     })?;
-    let mut pending: Vec<(String, HostUpdate)> = Vec::new();
-    let mut last_flush = Instant::now();
-    let flush = |pending: &mut Vec<(String, HostUpdate)>| {
-        match store.update(id, pending, false) {
-            Ok(_) => pending.clear(),
-            // Kept for the next flush; the final one reports the error.
-            Err(e) => crate::log::line(&format!("func driver {id}: cannot record results yet: {e}")),
-        }
-    };
-    if !targets.is_empty() {
-        dispatch::run_ticking(
-            &exe,
-            &crate::settings::credentials(root),
-            targets,
-            &Action::Call {
-                call_xml,
-                // Each minion runs this signed request at most once.
-                request: crate::seal::request_id(meta),
-            },
-            &how,
-            FLUSH_AFTER,
-            |event| {
-                if let Some((host, value)) = event {
-                    pending.push((host.to_string(), dispatched(value)));
-                }
-                let due = pending.len() >= FLUSH_EVERY || last_flush.elapsed() >= FLUSH_AFTER;
-                if !pending.is_empty() && due {
-                    flush(&mut pending);
-                    last_flush = Instant::now();
-                }
-            },
-        )
+    dispatch::run_ticking(
+        &exe,
+        &crate::settings::credentials(root),
+        targets,
+        &Action::Call { call_xml, request },
+        &how,
+        FLUSH_AFTER,
+        &mut on_event,
+    )
+    .map_err(|source| EngineError::Spawn {
+        what: "workers",
+        source,
+    })?;
+    Ok(pending)
+}
+
+/// Calls `function(params)` on `targets` through `direct`, handing each
+/// host's end to `on_event` as it comes, and `None` every FLUSH_AFTER
+/// without one (as `dispatch::run_ticking` does for the workers).
+fn ticking(
+    direct: &dyn crate::reach::Direct,
+    targets: &[Target],
+    function: &str,
+    params: &[Value],
+    on_event: &mut impl FnMut(Option<(&str, &Value)>),
+) -> Result<(), EngineError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .map_err(|source| EngineError::Spawn {
-            what: "workers",
+            what: "the driver's runtime",
             source,
         })?;
-    }
-    Ok(pending)
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    runtime.block_on(async {
+        let calling = direct.call(targets.to_vec(), function, params, tx);
+        tokio::pin!(calling);
+        let mut called = false;
+        loop {
+            tokio::select! {
+                () = &mut calling, if !called => called = true,
+                got = tokio::time::timeout(FLUSH_AFTER, rx.recv()) => match got {
+                    Ok(Some((host, value))) => on_event(Some((&host, &value))),
+                    // Every sender is gone: the call is over.
+                    Ok(None) => break,
+                    Err(_) => on_event(None),
+                },
+            }
+        }
+    });
+    Ok(())
 }
 
 /// A host's answer to `async.M.m`: its minion job id, or a final error.

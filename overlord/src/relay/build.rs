@@ -31,7 +31,7 @@ pub async fn build(
         let targets: Vec<Target> = names.iter().map(|n| Target::enrolled(root, n)).collect();
         let limit = Duration::from_secs_f64(crate::settings::DEFAULT_TIMEOUT);
         let answers = pool
-            .call_all(&targets, "test.ping", &[], limit, None, |_, _| {})
+            .call_all(&targets, "test.ping", &[], limit, Default::default(), |_, _| {})
             .await;
         names.retain(|n| {
             answers

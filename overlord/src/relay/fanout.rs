@@ -25,6 +25,9 @@ pub struct Order {
     /// At a relay: the request a top overlord signed, handed on to this
     /// relay's relays unchanged (a relay signs no request for another).
     pub forward: Option<SealedRequest>,
+    /// The signed job request the calls belong to (its identity: each
+    /// minion runs it at most once), when the order dispatches a job.
+    pub job_request: Option<String>,
 }
 
 impl Order {
@@ -78,6 +81,7 @@ impl Order {
             timeout: self.timeout,
             issued: crate::store::now(),
             nonce: nonce.iter().map(|b| format!("{b:02x}")).collect(),
+            job_request: self.job_request.clone(),
         }
         .seal(signer)
     }
@@ -93,6 +97,7 @@ impl Order {
             rights: meta.rights.clone(),
             timeout: meta.timeout_secs,
             forward: None,
+            job_request: None,
         }
     }
 
@@ -108,6 +113,7 @@ impl Order {
             rights: request.rights.clone(),
             timeout: request.timeout,
             forward: Some(sealed),
+            job_request: request.job_request.clone(),
         }
     }
 }

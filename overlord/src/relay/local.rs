@@ -6,6 +6,10 @@
 //! (DESIGN §9), which calls the hosts over its kept connections and streams
 //! each host's end back. Answers are the same as calling directly.
 //!
+//! A job's driver hands its dispatch (`async.M.m` on every host, with the
+//! job's signed request identity) the same way, so a job started while a
+//! func-api serves the root costs its driver no TLS handshake.
+//!
 //! `func` calls the minions itself when no func-api answers: nothing
 //! announced, its process gone, its address refusing the connection, or
 //! its refusal (nothing ran). Once func-api has taken the request, a host
@@ -24,6 +28,24 @@ use crate::reach::{Calling, Direct, Ends, Workers};
 use crate::targets::Target;
 
 pub use super::request::{is_local, AUDIENCE};
+
+/// In a driver's environment: its job was started with `--direct` (or
+/// set by hand): the driver calls the minions itself.
+pub const DIRECT_ENV: &str = "FUNC_DIRECT";
+
+static DIRECT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// This process calls the minions itself (`func --direct`), and so do the
+/// drivers it starts.
+pub fn call_directly() {
+    DIRECT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether calls may be handed to the root's func-api (not `--direct`, nor
+/// a driver of a job started so).
+pub fn may_hand() -> bool {
+    !DIRECT.load(std::sync::atomic::Ordering::Relaxed) && std::env::var_os(DIRECT_ENV).is_none()
+}
 
 /// Largest announcement read.
 const MAX_ANNOUNCEMENT: u64 = 4096;
@@ -100,10 +122,17 @@ pub struct Handed {
     pub client: RelayClient,
     pub fallback: Workers,
     pub root: Root,
-    /// For the request: the SPEC, who asks, each host's timeout.
+    /// For the request: the SPEC, who asks (and their signed rights:
+    /// `None`, an administrator), each host's timeout, and the signed job
+    /// request the calls belong to, if any (each minion runs it once).
     pub spec: String,
     pub user: String,
+    pub rights: Option<Vec<String>>,
     pub timeout: f64,
+    pub job_request: Option<String>,
+    /// What the request is called in func-api's audit trail (default:
+    /// `SPEC-FUNCTION-now`): a job's id for its dispatch.
+    pub id: Option<String>,
     /// `-v`: say which way the call went.
     pub verbose: bool,
 }
@@ -118,6 +147,9 @@ impl Handed {
         timeout: f64,
         verbose: bool,
     ) -> Option<Self> {
+        if !may_hand() {
+            return None;
+        }
         let addr = announced(root)?;
         let mut client = RelayClient::new(root, addr).ok()?;
         client.timeout = client
@@ -129,7 +161,10 @@ impl Handed {
             root: root.clone(),
             spec: spec.to_string(),
             user: crate::principal::cli_user(),
+            rights: None,
             timeout,
+            job_request: None,
+            id: None,
             verbose,
         })
     }
@@ -155,14 +190,18 @@ impl Direct for Handed {
             }
             let hosts: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             let order = Order {
-                id: format!("{}-{function}-now", self.spec),
+                id: self
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("{}-{function}-now", self.spec)),
                 spec: self.spec.clone(),
                 function: function.to_string(),
                 params: params.to_vec(),
                 user: self.user.clone(),
-                rights: None,
+                rights: self.rights.clone(),
                 timeout: self.timeout,
                 forward: None,
+                job_request: self.job_request.clone(),
             };
             let audience = BTreeMap::from([(AUDIENCE.to_string(), hosts.clone())]);
             let sealed = crate::seal::Signer::load(&self.root)

@@ -67,6 +67,12 @@ pub struct RelayRequest {
     pub issued: f64,
     /// Random: a relay runs one request once (a replay is refused).
     pub nonce: String,
+    /// The identity of the signed job request the calls belong to
+    /// (`seal::request_id`), sent to each minion with the call: a minion
+    /// runs one at most once. Set when a job's driver hands its dispatch
+    /// to the root's func-api.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_request: Option<String>,
 }
 
 /// A signed request as sent: the signed text and its signature.
@@ -170,8 +176,30 @@ impl SealedRequest {
                 "a request names 1 to {MAX_HOSTS} hosts (version 2)"
             )));
         }
-        // The call itself, as the gate checks every call a door makes.
-        crate::gate::call::check_call(&request.function, &request.params)
+        // The call itself, as the gate checks every call a door makes. A
+        // job's dispatch (`async.M.m`, with the job's signed request
+        // identity) is handed only by a driver of this root to its own
+        // func-api, now: M.m is what the gate checks.
+        let function = match &request.job_request {
+            None => request.function.as_str(),
+            Some(id) => {
+                let dispatch = request.function.strip_prefix("async.");
+                match (
+                    local,
+                    request.mode,
+                    dispatch,
+                    common::rpc::client::is_request_id(id),
+                ) {
+                    (true, Mode::Now, Some(function), true) => function,
+                    _ => return Err(RelayError::Request(
+                        "a job's dispatch (async.MODULE.METHOD with its request identity) is handed only to \
+                             this root's own func-api, now"
+                            .into(),
+                    )),
+                }
+            }
+        };
+        crate::gate::call::check_call(function, &request.params)
             .map_err(|e| RelayError::Request(e.to_string()))?;
         if !common::rpc::client::is_request_id(&request.nonce) {
             return Err(RelayError::Request("the nonce is 16 to 128 hex digits".into()));
@@ -217,6 +245,7 @@ mod tests {
             timeout: 10.0,
             issued: crate::store::now(),
             nonce: "0123456789abcdef0123".into(),
+            job_request: None,
         }
     }
 
@@ -247,6 +276,45 @@ mod tests {
         ] {
             let refused = open(request(function, params)).unwrap_err().to_string();
             assert!(refused.contains(why), "{function}: {refused}");
+        }
+    }
+
+    /// A job's dispatch (`async.M.m` with the job's request identity) is
+    /// taken only for this root's own func-api (`@local`), now, with a
+    /// well-formed identity; M.m is checked as every call is.
+    #[test]
+    fn a_jobs_dispatch_is_taken_only_for_the_roots_own_func_api() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        certs::layout::ensure_ca(&root, "test-CA").unwrap();
+        let signer = crate::seal::Signer::load(&root).unwrap();
+        let open = |r: RelayRequest| r.seal(&signer).unwrap().open(&root).map(|r| r.function);
+        let dispatch = |function: &str, id: &str, local: bool, mode: Mode| {
+            let mut r = request(function, serde_json::json!([]));
+            r.job_request = Some(id.into());
+            r.mode = mode;
+            if local {
+                r.routes = [(AUDIENCE.to_string(), vec!["m1".to_string()])].into();
+            }
+            r
+        };
+        let id = "00112233445566778899aabbccddeeff";
+        assert_eq!(
+            open(dispatch("async.test.ping", id, true, Mode::Now)).unwrap(),
+            "async.test.ping"
+        );
+        for (r, why) in [
+            (dispatch("async.test.ping", id, false, Mode::Now), "own func-api"),
+            (dispatch("async.test.ping", id, true, Mode::Async), "own func-api"),
+            (dispatch("test.ping", id, true, Mode::Now), "own func-api"),
+            (
+                dispatch("async.test.ping", "not hex", true, Mode::Now),
+                "own func-api",
+            ),
+            (dispatch("async.async.test.ping", id, true, Mode::Now), "async"),
+        ] {
+            let refused = open(r).unwrap_err().to_string();
+            assert!(refused.contains(why), "{refused}");
         }
     }
 }

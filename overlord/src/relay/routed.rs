@@ -34,6 +34,7 @@ pub fn call(
     let workers = crate::reach::Workers {
         credentials,
         how: how.clone(),
+        request: None,
     };
     // A warm func: the root's func-api calls the direct hosts (a call only).
     let handed = match (how.handoff && call, targets.is_empty()) {
@@ -83,5 +84,6 @@ fn order(spec: &str, action: &Action, how: &Dispatch) -> Result<Order, EngineErr
         rights: None,
         timeout: how.timeout_secs,
         forward: None,
+        job_request: None,
     })
 }

@@ -83,7 +83,8 @@ pub fn now(
         on_each(&host, &value);
         results.insert(host, value);
     }
-    let pooled = warm.direct(Duration::from_secs_f64(request.timeout));
+    let mut pooled = warm.direct(Duration::from_secs_f64(request.timeout));
+    pooled.request = request.job_request.clone();
     let root = &plan.root;
     let called = crate::reach::collect_blocking(
         |ends| crate::reach::call_split(&pooled, root, Some(&routes), &order, (direct, relayed), ends),
