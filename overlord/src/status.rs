@@ -35,6 +35,17 @@ pub fn watch(
     let store = plan.store();
     let mut poller = None;
     let mut round = 0;
+    // A warm func: while a func-api serves the root, its watcher follows
+    // the job's hosts over its kept connections and records each end, so
+    // waiting costs no connection here; the store is read when it changes.
+    // Once func-api is gone, or the deadline is reached, the hosts still
+    // running are asked as below (their state now, or why not reached).
+    let warm = deadline.is_none_or(|d| d > Instant::now()) && plan.dispatch.handoff;
+    if warm {
+        if let Some(status) = wait_stored(plan, &store, id, deadline, &mut each)? {
+            return Ok(status);
+        }
+    }
     loop {
         // Running hosts answer the moment their job ends (`jobs.wait_job`);
         // a round waits at most a second so new dispatches are seen.
@@ -60,6 +71,57 @@ pub fn watch(
         }
     }
 }
+
+/// Follows job `id` in the store while a func-api serves the root (see
+/// [`watch`]): its status once finished, unknown or interrupted; `None`
+/// once func-api is gone or the deadline has passed.
+fn wait_stored(
+    plan: &Plan,
+    store: &dyn crate::store::JobStore,
+    id: &str,
+    deadline: Option<Instant>,
+    each: &mut impl FnMut(&Status),
+) -> Result<Option<Status>, PlanError> {
+    let mut seen = None;
+    let mut said = false;
+    loop {
+        if !crate::relay::local::may_hand() {
+            return Ok(None);
+        }
+        let Some(api) = crate::relay::local::announced(&plan.root) else {
+            if said {
+                crate::errln!("func: the func-api is gone; asking the hosts still running");
+            }
+            return Ok(None);
+        };
+        if plan.verbose > 0 && !said {
+            crate::errln!(
+                "func: waiting for job {id} as the func-api at {} records its hosts",
+                api.addr
+            );
+        }
+        said = plan.verbose > 0;
+        let generation = store.generation()?;
+        if seen != Some(generation) {
+            seen = Some(generation);
+            let status = jobs::stored(store, id)?;
+            each(&status);
+            if status.finished() || status.code == jobs::LOST_IN_SPACE {
+                return Ok(Some(status));
+            }
+        }
+        if crate::interrupt::requested() {
+            return Ok(Some(jobs::stored(store, id)?));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+        std::thread::sleep(STORE_PAUSE);
+    }
+}
+
+/// How often a front end waiting on a func-api looks at the store.
+const STORE_PAUSE: Duration = Duration::from_millis(25);
 
 /// Longest one round of `watch` waits on running hosts.
 const LONGEST_WAIT: Duration = Duration::from_secs(1);

@@ -46,6 +46,11 @@ def handed(api=None):
     return sum(1 for line in doc["lines"] if line["action"].startswith("relay ") and " for cli:" in line["action"])
 
 
+def text(path):
+    with open(path) as f:
+        return f.read()
+
+
 def ensure_announced():
     """The module's func-api is the one announced in the root (a test that
     started and killed another one left a stale announcement): restarted if not."""
@@ -191,6 +196,21 @@ class WarmJobsTest(unittest.TestCase):
         self.assertEqual(len(handed_lines("test.add")), before + 4)
 
 
+    def test_job_status_waits_on_func_api_and_answers_the_same(self):
+        code, out, err = func("*", "call", "test", "sleep", "1", "--async", "--nopoll")
+        self.assertEqual(code, 0, err)
+        job = job_of(out)
+        code, out, err = func("-v", "--json", "-t", "60", "job_status", job, "--wait")
+        self.assertEqual(code, 0, (out, err))
+        self.assertIn("as the func-api at 127.0.0.1:%d records its hosts" % API.port, err)
+        warm = json.loads(out)
+        code, out, err = func("-v", "--direct", "--json", "job_status", job)
+        self.assertEqual(code, 0, (out, err))
+        self.assertNotIn("func-api", err)
+        self.assertEqual(json.loads(out), warm)
+        self.assertEqual((warm["state"], sorted(warm["results"])), ("finished", HOSTS))
+
+
 class WarmFaultsTest(unittest.TestCase):
     def test_func_api_killed_mid_call_leaves_the_rest_unreachable_and_nothing_runs_twice(self):
         api = Api(FLEET, root=FLEET.ca_root)
@@ -203,7 +223,7 @@ class WarmFaultsTest(unittest.TestCase):
                  "echo ran >> %s/marks; sleep 4" % marks],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self.assertTrue(wait_until(60, lambda: os.path.exists(os.path.join(marks, "marks"))
-                                       and len(open(os.path.join(marks, "marks")).read().split()) == 3),
+                                       and len(text(os.path.join(marks, "marks")).split()) == 3),
                             "the hosts never started")
             api.proc.send_signal(signal.SIGKILL)
             out, err = proc.communicate(timeout=120)
@@ -221,6 +241,27 @@ class WarmFaultsTest(unittest.TestCase):
         code, out, err = func("-v", "*", "ping")
         self.assertEqual(code, 0, (out, err))
         self.assertIn("worker(s)", err)
+
+    def test_func_api_killed_while_job_status_waits_the_hosts_are_asked_directly(self):
+        api = Api(FLEET, root=FLEET.ca_root)
+        try:
+            code, out, err = func("*", "call", "test", "sleep", "3", "--async", "--nopoll")
+            self.assertEqual(code, 0, err)
+            log = os.path.join(FLEET.ca_root, "warm-wait.err")
+            with open(log, "w") as errf:
+                proc = subprocess.Popen([binary("func"), "--root", FLEET.ca_root, "-v", "--json", "-t", "60",
+                                         "job_status", job_of(out), "--wait"],
+                                        stdout=subprocess.PIPE, stderr=errf, text=True)
+                self.assertTrue(wait_until(60, lambda: "records its hosts" in text(log)),
+                                "job_status never waited on func-api")
+                api.proc.send_signal(signal.SIGKILL)
+                out, _ = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 0, (out, text(log)))
+            doc = json.loads(out)
+            self.assertEqual((doc["state"], sorted(doc["results"])), ("finished", HOSTS), doc)
+            self.assertIn("the func-api is gone", text(log))
+        finally:
+            api.close()
 
 
 if __name__ == "__main__":

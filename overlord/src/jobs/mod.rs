@@ -163,24 +163,11 @@ pub fn refresh(
     make_poller: impl FnOnce() -> Result<Poller, crate::error::EngineError>,
     wait: Option<Duration>,
 ) -> Result<Status, StoreError> {
-    let Some(mut record) = store.load(id)? else {
+    let Some(record) = current(store, id)? else {
         return Ok(Status::lost());
     };
     if record.meta.ended.is_some() {
         return Ok(status_of(record, &BTreeMap::new()));
-    }
-    if !record.meta.dispatched && !record.meta.batch && driver_gone(&record.meta) {
-        // Hosts its driver never reached will not be reached: they end now.
-        let lost = common::xmlrpc::remote_error(
-            "func.overlord.DriverDied",
-            "the job's dispatch driver ended before calling this host",
-            "",
-        );
-        abandon_pending(store, &record, lost)?;
-        match store.load(id)? {
-            Some(r) => record = r,
-            None => return Ok(Status::lost()),
-        }
     }
     let asks: Vec<(Target, String)> = record
         .in_flight()
@@ -216,6 +203,36 @@ pub fn refresh(
     }
     let record = store.load(id)?;
     Ok(record.map_or_else(Status::lost, |r| status_of(r, &unreachable)))
+}
+
+/// Job `id` as the store has it now (`None`: unknown), the hosts its
+/// driver never reached ended first if that driver is gone.
+fn current(store: &dyn JobStore, id: &str) -> Result<Option<JobRecord>, StoreError> {
+    let Some(record) = store.load(id)? else {
+        return Ok(None);
+    };
+    if record.meta.ended.is_some()
+        || record.meta.dispatched
+        || record.meta.batch
+        || !driver_gone(&record.meta)
+    {
+        return Ok(Some(record));
+    }
+    // Hosts its driver never reached will not be reached: they end now.
+    let lost = common::xmlrpc::remote_error(
+        "func.overlord.DriverDied",
+        "the job's dispatch driver ended before calling this host",
+        "",
+    );
+    abandon_pending(store, &record, lost)?;
+    store.load(id)
+}
+
+/// Job `id`'s status as the store has it, asking no host: for a front end
+/// waiting while a func-api of the root follows the job's hosts over its
+/// kept connections and records each end (its watcher).
+pub fn stored(store: &dyn JobStore, id: &str) -> Result<Status, StoreError> {
+    Ok(current(store, id)?.map_or_else(Status::lost, |r| status_of(r, &BTreeMap::new())))
 }
 
 /// Ends every host of `record` that was never dispatched with `error`
