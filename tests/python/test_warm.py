@@ -121,17 +121,16 @@ class WarmAnswersTest(unittest.TestCase):
         self.assertEqual(handed(), before + 3)
 
 
-def handed_lines(function):
-    """The audit lines of func-api taking a job's dispatch (`async.FUNCTION`)."""
+def handed_lines(job):
+    """The audit lines of func-api taking job `job`'s starts (`async.M.m`)."""
     status, doc, _ = API.request("GET", "/api/v1/audit?limit=500", token=TOKEN)
     assert status == 200, doc
-    return [line for line in doc["lines"]
-            if line["action"].startswith("relay ") and " async.%s (Now) " % function in line["action"]]
+    return [line for line in doc["lines"] if line["action"].startswith("relay %s async." % job)]
 
 
 def job_of(out):
     """The job id `func ... --async --nopoll` printed (`JOB_ID: ID`, quoted if it has glob characters)."""
-    return out.split("JOB_ID:", 1)[1].strip().strip("'")
+    return out.split("JOB_ID:", 1)[1].split()[0].strip("'")
 
 
 def job_results(job):
@@ -151,18 +150,18 @@ class WarmJobsTest(unittest.TestCase):
         ensure_announced()
 
     def test_an_async_job_gets_the_same_results_handed_or_direct(self):
-        before = len(handed_lines("test.add"))
         code, out, err = func("*", "call", "test", "add", "1", "2", "--async", "--nopoll")
         self.assertEqual(code, 0, err)
-        warm = job_results(job_of(out))
-        lines = handed_lines("test.add")
-        self.assertEqual(len(lines), before + 1, "the driver did not hand its dispatch to func-api")
-        self.assertIn("for cli:", lines[-1]["action"])
-        self.assertEqual(sorted(lines[-1]["hosts"]), HOSTS)
+        job = job_of(out)
+        warm = job_results(job)
+        lines = handed_lines(job)
+        self.assertEqual(len(lines), 1, "the driver did not hand its dispatch to func-api")
+        self.assertIn("async.test.add (Now) for cli:", lines[0]["action"])
+        self.assertEqual(sorted(lines[0]["hosts"]), HOSTS)
         code, out, err = func("--direct", "*", "call", "test", "add", "1", "2", "--async", "--nopoll")
         self.assertEqual(code, 0, err)
         direct = job_results(job_of(out))
-        self.assertEqual(len(handed_lines("test.add")), before + 1, "--direct's driver handed it")
+        self.assertEqual(handed_lines(job_of(out)), [], "--direct's driver handed it")
         self.assertEqual(warm, direct)
         self.assertEqual(warm, ("finished", {h: 3 for h in HOSTS}))
         # A failure is the same failure either way.
@@ -173,28 +172,29 @@ class WarmJobsTest(unittest.TestCase):
         self.assertEqual(warm[1]["m1"][0], "REMOTE_ERROR", warm)
 
     def test_every_door_hands_its_jobs(self):
-        before = len(handed_lines("test.add"))
         request = {"clients": "*", "module": "test", "method": "add", "parameters": [5, 5], "async": True}
+        jobs = []
         p = subprocess.run([binary("func-transmit"), "--root", FLEET.ca_root], input=json.dumps(request),
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(job_results(json.loads(p.stdout)), ("finished", {h: 10 for h in HOSTS}))
+        jobs.append(json.loads(p.stdout))
         code, out, err = func("transmit", stdin=json.dumps(request))
         self.assertEqual(code, 0, err)
-        self.assertEqual(job_results(json.loads(out)["job_id"]), ("finished", {h: 10 for h in HOSTS}))
+        jobs.append(json.loads(out)["job_id"])
         script = ("import json\nfrom func.overlord.client import Overlord\n"
                   "print(json.dumps(Overlord('*', async_mode=True).test.add(5, 5)))\n")
         env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python"))
         p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(job_results(json.loads(p.stdout)), ("finished", {h: 10 for h in HOSTS}))
+        jobs.append(json.loads(p.stdout))
         # func-api's own jobs: their driver hands the dispatch back to it.
         status, doc, _ = API.request("POST", "/api/v1/calls", token=TOKEN, body={
             "spec": "*", "module": "test", "method": "add", "args": [5, 5], "async": True})
         self.assertEqual(status, 202, doc)
-        self.assertEqual(job_results(doc["job_id"]), ("finished", {h: 10 for h in HOSTS}))
-        self.assertEqual(len(handed_lines("test.add")), before + 4)
-
+        jobs.append(doc["job_id"])
+        for job in jobs:
+            self.assertEqual(job_results(job), ("finished", {h: 10 for h in HOSTS}), job)
+            self.assertEqual([sorted(line["hosts"]) for line in handed_lines(job)], [HOSTS], job)
 
     def test_job_status_waits_on_func_api_and_answers_the_same(self):
         code, out, err = func("*", "call", "test", "sleep", "1", "--async", "--nopoll")
@@ -209,6 +209,46 @@ class WarmJobsTest(unittest.TestCase):
         self.assertNotIn("func-api", err)
         self.assertEqual(json.loads(out), warm)
         self.assertEqual((warm["state"], sorted(warm["results"])), ("finished", HOSTS))
+
+
+class WarmBatchesTest(unittest.TestCase):
+    """A batch's starts go through func-api and its watcher follows the
+    hosts (a wave costs the driver no connection); answers as direct."""
+
+    def setUp(self):
+        ensure_announced()
+
+    def batch_lines(self, job):
+        return [line["hosts"] for line in handed_lines(job)]
+
+    def test_a_sync_batch_answers_the_same_handed_or_direct(self):
+        warm = func("-v", "*", "call", "--batch", "2", "test", "add", "1", "1")
+        direct = func("-v", "--direct", "*", "call", "--batch", "2", "test", "add", "1", "1")
+        # Each host as it ends: hosts of one wave in either order.
+        self.assertEqual((warm[0], sorted(warm[1].splitlines())), (direct[0], sorted(direct[1].splitlines())),
+                         (warm, direct))
+        self.assertEqual(warm[0], 0, warm)
+        job = job_of(warm[2])
+        waves = self.batch_lines(job)
+        self.assertEqual(sorted(h for wave in waves for h in wave), HOSTS, waves)
+        self.assertEqual(len(waves), 2, "two waves of at most 2 hosts")
+        self.assertEqual(self.batch_lines(job_of(direct[2])), [], "--direct handed its batch")
+        # A failing method fails the same way.
+        warm = func("*", "call", "--batch", "1", "test", "nosuch")
+        direct = func("--direct", "*", "call", "--batch", "1", "test", "nosuch")
+        self.assertEqual((warm[0], sorted(warm[1].splitlines())), (direct[0], sorted(direct[1].splitlines())))
+        self.assertEqual(warm[0], 1, warm)
+
+    def test_an_async_batch_completes_the_same_handed_or_direct(self):
+        results = []
+        for extra in ([], ["--direct"]):
+            code, out, err = func(*extra, "*", "call", "--async", "--nopoll", "--batch", "50%", "test", "add", "2", "2")
+            self.assertEqual(code, 0, err)
+            job = job_of(out)
+            results.append(job_results(job))
+            self.assertEqual(bool(self.batch_lines(job)), not extra, (extra, job))
+        self.assertEqual(results[0], results[1])
+        self.assertEqual(results[0], ("finished", {h: 4 for h in HOSTS}))
 
 
 class WarmFaultsTest(unittest.TestCase):
@@ -247,10 +287,17 @@ class WarmFaultsTest(unittest.TestCase):
         try:
             code, out, err = func("*", "call", "test", "sleep", "3", "--async", "--nopoll")
             self.assertEqual(code, 0, err)
+            job = job_of(out)
+
+            def all_running():
+                code, out, _ = func("--direct", "--json", "job_status", job)
+                return list(json.loads(out).get("waiting", {}).values()) == ["running"] * 3
+            # Dispatched (a func-api killed mid-dispatch leaves hosts unreachable: another test).
+            self.assertTrue(wait_until(60, all_running), "the job never ran on every host")
             log = os.path.join(FLEET.ca_root, "warm-wait.err")
             with open(log, "w") as errf:
                 proc = subprocess.Popen([binary("func"), "--root", FLEET.ca_root, "-v", "--json", "-t", "60",
-                                         "job_status", job_of(out), "--wait"],
+                                         "job_status", job, "--wait"],
                                         stdout=subprocess.PIPE, stderr=errf, text=True)
                 self.assertTrue(wait_until(60, lambda: "records its hosts" in text(log)),
                                 "job_status never waited on func-api")
@@ -260,6 +307,31 @@ class WarmFaultsTest(unittest.TestCase):
             doc = json.loads(out)
             self.assertEqual((doc["state"], sorted(doc["results"])), ("finished", HOSTS), doc)
             self.assertIn("the func-api is gone", text(log))
+        finally:
+            api.close()
+
+    def test_func_api_killed_mid_batch_the_driver_goes_on_and_nothing_runs_twice(self):
+        api = Api(FLEET, root=FLEET.ca_root)
+        try:
+            marks = os.path.join(FLEET.ca_root, "warm-batch-marks")
+            os.makedirs(marks, exist_ok=True)
+            proc = subprocess.Popen(
+                [binary("func"), "--root", FLEET.ca_root, "--json", "-t", "60", "*", "call", "--batch", "1",
+                 "command", "run", "echo ran >> %s/marks; sleep 2" % marks],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            job = job_of(proc.stderr.readline())
+
+            def first_running():
+                code, out, _ = func("--direct", "--json", "job_status", job)
+                return "running" in json.loads(out).get("waiting", {}).values()
+            self.assertTrue(wait_until(60, first_running), "the first host never started")
+            api.proc.send_signal(signal.SIGKILL)
+            out, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 0, (out, err))
+            results = json.loads(out)["results"]
+            self.assertEqual(sorted(results), HOSTS, results)
+            self.assertTrue(all(v[0] == 0 for v in results.values()), results)
+            self.assertEqual(text(os.path.join(marks, "marks")).split(), ["ran"] * 3)
         finally:
             api.close()
 

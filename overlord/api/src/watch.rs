@@ -8,7 +8,9 @@
 //! - For each host of an unfinished job that is running on its minion, a
 //!   task long-polls `jobs.wait_job` over the warm pool and the result is
 //!   recorded in the store, so a `--nopoll` job ends without anyone running
-//!   `job_status`. Batch jobs are left to their drivers, which record.
+//!   `job_status`. Batch jobs are left to their drivers, which record,
+//!   unless a driver hands its starts here (a warm func): then its hosts
+//!   are followed as a job's are, and the driver reads their ends.
 //! - Whoever recorded a host's result (this watcher, a `func job_status`,
 //!   a batch driver), the change is seen in the store: `ret/<host>`, and
 //!   `complete` once every host is finished.
@@ -340,10 +342,21 @@ impl State {
             }
             return;
         }
-        if t.batch {
+        // A batch is its driver's to follow, unless the driver hands its
+        // starts here (a warm func: `overlord::batch::warm`).
+        if t.batch && !self.warm_batch(&id) {
             return;
         }
         self.follow_in_flight(&rec);
+    }
+
+    /// Whether batch `id`'s driver leaves following its hosts to this
+    /// service (its record says so; an unreadable one is the driver's).
+    fn warm_batch(&self, id: &str) -> bool {
+        let stored = self.api.store.batch(id).ok().flatten();
+        stored
+            .and_then(|bytes| overlord::batch::record::BatchRecord::decode(&bytes).ok())
+            .is_some_and(|r| r.warm && !r.complete)
     }
 
     /// Follows each host of `rec` still running: a long-poll on the pool

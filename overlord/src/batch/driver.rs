@@ -9,6 +9,9 @@
 //!
 //! The same loop runs inside `func` (sync batches, printing hosts as they
 //! end) and in a detached `func __batch --root ROOT ID` (async batches).
+//! While a func-api serves the root, the starts go through it and its
+//! watcher follows the started hosts (`warm.rs`); otherwise the next
+//! wave's connections are opened while the current one runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -79,6 +82,7 @@ pub fn create(
         started: false,
         holder_host: None,
         lease_until: None,
+        warm: false,
     };
     record.hold(record::this_process(), lease);
     store.save_batch_with(&id, &record.encode(), &[], false, &record::merge_control)?;
@@ -247,6 +251,9 @@ struct Run<'a> {
     /// Hosts whose end was handed to `on_end` and the store.
     reported: BTreeSet<String>,
     events: Vec<Event>,
+    /// Starts and ends through the root's func-api (`warm.rs`), while one
+    /// serves it.
+    warm: Option<super::warm::WarmBatch>,
 }
 
 impl<'a> Run<'a> {
@@ -295,6 +302,12 @@ impl<'a> Run<'a> {
                 }),
             false => None,
         };
+        // A warm func: func-api starts the hosts and follows them (not with
+        // --delegate: relays are the driver's; nor for a refused request).
+        let warm = match (meta.delegate, &refused) {
+            (false, None) => super::warm::WarmBatch::new(root, &meta, calling),
+            _ => None,
+        };
         let mut poller = Poller::new(calling.clone(), limit)?.relaying(root.clone(), delegation);
         // Each minion runs this signed request at most once, whatever the
         // store says (a host reset to pending and recovered is refused there).
@@ -311,7 +324,9 @@ impl<'a> Run<'a> {
             lease,
             results: BTreeMap::new(),
             events: Vec::new(),
+            warm,
         };
+        run.rec.warm = run.warm.is_some();
         if recovering {
             run.recover();
             record::log_event(store, id, "recover", &run.rec);
@@ -333,10 +348,12 @@ impl<'a> Run<'a> {
                 });
             }
         }
-        for (host, job) in &self.rec.minion_jobs {
-            if self.rec.state.active.contains_key(host) {
-                self.poller.watch(Target::enrolled(self.root, host), job.clone());
-            }
+        let running: Vec<(String, String)> = (self.rec.minion_jobs.iter())
+            .filter(|(host, _)| self.rec.state.active.contains_key(*host))
+            .map(|(host, job)| (host.clone(), job.clone()))
+            .collect();
+        for (host, job) in running {
+            self.follow(host, job);
         }
     }
 
@@ -373,17 +390,18 @@ impl<'a> Run<'a> {
         }
         save(self.store, self.id, &mut self.rec, &[], false, self.lease)?;
         let params: Vec<Value> = self.meta.params();
-        let calls = hosts
-            .iter()
-            .map(|h| {
-                (
-                    Target::enrolled(self.root, h),
-                    format!("async.{}", self.meta.function),
-                    params.clone(),
-                )
-            })
-            .collect();
-        for (host, reply) in self.poller.call_each(calls) {
+        let function = format!("async.{}", self.meta.function);
+        let replies = match &self.warm {
+            Some(warm) => warm.start(hosts, &function, &params),
+            None => {
+                let calls = hosts
+                    .iter()
+                    .map(|h| (Target::enrolled(self.root, h), function.clone(), params.clone()))
+                    .collect();
+                self.poller.call_each(calls)
+            }
+        };
+        for (host, reply) in replies {
             match reply {
                 Reply::Value(Value::String(job)) => {
                     changes.push((
@@ -392,8 +410,8 @@ impl<'a> Run<'a> {
                             minion_job: job.clone(),
                         },
                     ));
-                    self.poller.watch(Target::enrolled(self.root, &host), job.clone());
-                    self.rec.minion_jobs.insert(host, job);
+                    self.rec.minion_jobs.insert(host.clone(), job.clone());
+                    self.follow(host, job);
                 }
                 Reply::Value(v)
                     if crate::values::error_kind(&v) == Some(common::rpc::client::ALREADY_RAN) =>
@@ -427,6 +445,9 @@ impl<'a> Run<'a> {
         for (host, end) in &self.rec.state.ended {
             if self.reported.insert(host.clone()) {
                 self.poller.unwatch(host);
+                if let Some(warm) = &mut self.warm {
+                    warm.unfollow(host);
+                }
                 let value = self.results.get(host);
                 on_end(host, end, value);
                 let result = match (end, value) {
@@ -516,7 +537,12 @@ impl<'a> Run<'a> {
     /// Takes the ends of in-flight hosts that arrive within `pause`;
     /// whether anything happened this round (ends or events).
     fn take_returns(&mut self, pause: Duration) -> bool {
-        let ends = self.poller.ended(pause);
+        let mut ends = self.warm_ends(pause);
+        ends.extend(self.poller.ended(if self.warm.is_some() {
+            Duration::ZERO
+        } else {
+            pause
+        }));
         let happened = !ends.is_empty() || !self.events.is_empty();
         for (host, value) in ends {
             if self.rec.state.active.contains_key(&host) {
@@ -528,6 +554,40 @@ impl<'a> Run<'a> {
             }
         }
         happened
+    }
+
+    /// `host` runs minion job `job`: its end awaited through func-api's
+    /// watcher (warm) or watched from here.
+    fn follow(&mut self, host: String, job: String) {
+        match &mut self.warm {
+            Some(warm) => warm.follow(host, job),
+            None => self.poller.watch(Target::enrolled(self.root, &host), job),
+        }
+    }
+
+    /// The ends func-api's watcher recorded (waiting up to `pause`); when
+    /// func-api is gone, the hosts still running are watched from here.
+    fn warm_ends(&mut self, pause: Duration) -> Vec<(String, Value)> {
+        let Some(warm) = &mut self.warm else {
+            return Vec::new();
+        };
+        match warm.ended(self.store, self.id, pause) {
+            Ok(Ok(ends)) => ends,
+            // The store cannot be read now: the next round looks again.
+            Err(e) => {
+                crate::log::line(&format!("func batch {}: cannot read ends yet: {e}", self.id));
+                std::thread::sleep(pause);
+                Vec::new()
+            }
+            Ok(Err(super::warm::Gone(running))) => {
+                self.warm = None;
+                self.rec.warm = false;
+                for (host, job) in running {
+                    self.poller.watch(Target::enrolled(self.root, &host), job);
+                }
+                Vec::new()
+            }
+        }
     }
 }
 

@@ -48,6 +48,10 @@ pub struct BatchRecord {
     /// renews it as it saves; past it, another overlord may take the batch.
     #[serde(default)]
     pub lease_until: Option<f64>,
+    /// Its driver hands its starts to the root's func-api, whose watcher
+    /// follows the started hosts and records their ends (`warm.rs`).
+    #[serde(default)]
+    pub warm: bool,
 }
 
 pub use common::process::overlord_host as this_host;

@@ -1,0 +1,138 @@
+//! A batch through the warm path (a warm func, DESIGN §14): while a
+//! func-api serves the root, the driver hands each wave's starts
+//! (`async.M.m`, with the batch's signed request identity: each minion
+//! runs it at most once) to it, and its watcher follows the started hosts
+//! over its kept connections and records each end in the store, where the
+//! driver reads them. So a wave costs the driver no TLS handshake and no
+//! connection. The batch record says so (`warm`), which is what tells the
+//! watcher to follow a batch's hosts (it leaves other batches to their
+//! drivers). If func-api goes away, the driver follows the hosts still
+//! running itself, as any batch.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::paths::Root;
+use common::Value;
+
+use crate::jobs::poller::Reply;
+use crate::reach::Direct as _;
+use crate::relay::local::Handed;
+use crate::store::{HostState, JobMeta, JobStore, StoreError};
+use crate::targets::Target;
+
+/// How often the store is looked at for ends.
+const STORE_PAUSE: Duration = Duration::from_millis(25);
+
+/// The warm part of a driver: how starts are handed, and the hosts started
+/// whose end the watcher records (host → minion job).
+pub struct WarmBatch {
+    handed: Handed,
+    root: Root,
+    watched: BTreeMap<String, String>,
+    seen: Option<u64>,
+}
+
+/// func-api went away: the hosts still running (host → minion job), for
+/// the driver to follow itself.
+pub struct Gone(pub BTreeMap<String, String>);
+
+impl WarmBatch {
+    /// When a func-api serves `root` (and this process may hand to it).
+    pub fn new(root: &Root, meta: &JobMeta, calling: &crate::settings::Calling) -> Option<Self> {
+        let how = crate::dispatch::Dispatch {
+            forks: meta.forks.max(1),
+            timeout_secs: meta.timeout_secs,
+            concurrency: crate::settings::WORKER_CONCURRENCY,
+            max_response: calling.max_response,
+            handoff: false,
+            verbose: false,
+        };
+        let request = crate::seal::request_id(meta);
+        let workers = crate::reach::Workers {
+            credentials: calling.credentials.clone(),
+            how,
+            request: request.clone(),
+        };
+        let mut handed = Handed::to_announced(root, workers, &meta.spec, meta.timeout_secs, false)?;
+        handed.user.clone_from(&meta.user);
+        handed.rights.clone_from(&meta.rights);
+        handed.job_request = request;
+        handed.id = Some(meta.id.clone());
+        Some(WarmBatch {
+            handed,
+            root: root.clone(),
+            watched: BTreeMap::new(),
+            seen: None,
+        })
+    }
+
+    /// Starts `function(params)` (`async.M.m`) on `hosts` through func-api:
+    /// each host's answer, as the poller's calls give it.
+    pub fn start(&self, hosts: &[String], function: &str, params: &[Value]) -> Vec<(String, Reply)> {
+        let targets = hosts.iter().map(|h| Target::enrolled(&self.root, h)).collect();
+        let answers = crate::reach::collect_blocking(
+            |ends| self.handed.call(targets, function, params, ends),
+            |_, _| {},
+        );
+        answers
+            .into_iter()
+            .map(|(host, value)| (host, Reply::Value(value)))
+            .collect()
+    }
+
+    /// `host` runs minion job `job`: its end is awaited in the store.
+    pub fn follow(&mut self, host: String, job: String) {
+        self.watched.insert(host, job);
+    }
+
+    pub fn unfollow(&mut self, host: &str) {
+        self.watched.remove(host);
+    }
+
+    /// The followed hosts whose end the watcher recorded: waits up to
+    /// `pause` for the first, looking at the store when it changes.
+    pub fn ended(
+        &mut self,
+        store: &dyn JobStore,
+        id: &str,
+        pause: Duration,
+    ) -> Result<Result<Vec<(String, Value)>, Gone>, StoreError> {
+        let until = Instant::now() + pause;
+        loop {
+            if crate::relay::local::announced(&self.root).is_none() {
+                return Ok(Err(Gone(std::mem::take(&mut self.watched))));
+            }
+            let generation = store.generation()?;
+            if self.seen != Some(generation) && !self.watched.is_empty() {
+                self.seen = Some(generation);
+                let ends = self.recorded(store, id)?;
+                if !ends.is_empty() {
+                    return Ok(Ok(ends));
+                }
+            }
+            if Instant::now() >= until {
+                return Ok(Ok(Vec::new()));
+            }
+            std::thread::sleep(STORE_PAUSE.min(until.saturating_duration_since(Instant::now())));
+        }
+    }
+
+    /// The followed hosts the store has finished, taken off the list.
+    fn recorded(&mut self, store: &dyn JobStore, id: &str) -> Result<Vec<(String, Value)>, StoreError> {
+        let Some(record) = store.load(id)? else {
+            return Ok(Vec::new());
+        };
+        let mut ends = Vec::new();
+        for (host, entry) in &record.hosts {
+            if entry.state != HostState::Finished || !self.watched.contains_key(host) {
+                continue;
+            }
+            if let Some(xml) = &entry.result_xml {
+                self.watched.remove(host);
+                ends.push((host.clone(), crate::jobs::decode_result(xml)));
+            }
+        }
+        Ok(ends)
+    }
+}
