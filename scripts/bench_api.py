@@ -7,6 +7,8 @@ Usage: bench_api.py BIN_DIR OVERLORD_ROOT K FLEET_DIR OUT_TSV
   warm connections: func-api's user+sys time (/proc/PID/stat, all threads)
   over a run of calls, divided by the host calls made. It includes the
   HTTPS request itself, JSON, the pool and the watcher thread.
+- a warm func's batch: `func '*' call --batch 25% test sleep 1` handed to
+  func-api wave by wave (its overhead over the ideal);
 - a warm func: `func '*' ping` while func-api serves the root is handed to
   it; the CPU of func (reaped children) and of func-api together, per host
   (BENCH_WARM_RUNS runs per sample, default 4,000 / K), and its wall time;
@@ -141,6 +143,26 @@ def warm_func(api):
         record("warm_func_ping", "%.2f" % (wall * 1000), "ms", ok, "`func '*' ping` handed to func-api")
 
 
+def warm_batch():
+    """A warm func's batch (issue 49): `func '*' call --batch 25% test sleep
+    1` while this func-api serves the root: each wave's starts are handed to
+    it and its watcher follows the hosts. Wall time, and its overhead over
+    the ideal (waves x 1 s)."""
+    func = os.path.join(bin_dir, "func")
+    size = max(1, k * 25 // 100)
+    ideal = -(-k // size)
+    for _ in range(RUNS):
+        t0 = time.monotonic()
+        p = subprocess.run([func, "--root", root, "-v", "*", "call", "--batch", "25%", "test", "sleep", "1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wall = time.monotonic() - t0
+        ok = p.returncode == 0 and "through func-api" in p.stderr
+        record("warm_sync_batch25", "%.0f" % (wall * 1000), "ms", ok,
+               "`func '*' call --batch 25%% test sleep 1` handed to func-api (ideal %d s)" % ideal)
+        record("warm_sync_batch25_overhead", "%.1f" % ((wall - ideal) / ideal * 100), "%", ok,
+               "over the ideal of %d s" % ideal)
+
+
 def main():
     api = Api(root)
     ping_all = {"spec": "*", "module": "test", "method": "ping"}
@@ -160,6 +182,7 @@ def main():
                "%d calls of %d hosts" % (calls, k))
         record("api_sync_ping", "%.2f" % (wall * 1000), "ms", ok, "one POST /calls test.ping to all, warm")
     warm_func(api)
+    warm_batch()
     one = {"spec": "m1", "module": "test", "method": "ping"}
 
     def hammer(seconds, counts):

@@ -54,6 +54,8 @@ ROWS = [
     ("func-api: CPU per host, sync ping of all (warm)", "api_cpu_per_host_sync_ping", "", "us"),
     ("warm func: CPU per host, `func '*' ping` handed to func-api (func + func-api)", "warm_func_cpu_per_host_ping", "", "us"),
     ("warm func: `func '*' ping`, wall time", "warm_func_ping", "", "ms"),
+    ("warm func: sync `--batch 25%` test sleep 1, handed to func-api", "warm_sync_batch25", "", "ms"),
+    ("  overhead over the ideal", "warm_sync_batch25_overhead", "", "%"),
     ("func-api: sync ping of all, one request (warm)", "api_sync_ping", "", "ms"),
     ("func-api: sync test.ping on one minion, 1 connection", "api_calls_per_s_1conn", "", "calls/s"),
     ("func-api: the same, 8 connections", "api_calls_per_s_8conn", "", "calls/s"),
@@ -254,6 +256,10 @@ for k in sizes:
         v = median(ours, metric)
         if v is not None:
             target(name, "%.1f %%" % v, "≤ %d %%" % allowed, v <= allowed, metric)
+    v = median(ours, "warm_sync_batch25_overhead")
+    if v is not None:
+        target("sync batch overhead, through func-api (warm)", "%.1f %%" % v, "≤ %d %%" % allowed, v <= allowed,
+               "warm_sync_batch25_overhead")
     v = median(ours, "cpu_per_host_sync_ping")
     if v is not None:
         target("overlord CPU per host, sync ping", "%.0f µs" % v, "≤ 100 µs", v <= 100, "cpu_per_host_sync_ping")

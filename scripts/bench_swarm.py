@@ -6,7 +6,8 @@ simulated minions (func-swarm) enrolled through the real certmaster, and then
   (job_status --wait), and the batch overhead at K=1,000 (test.sleep 1 in
   batches of 25%: the ideal is 4 waves of 1 s);
 - a warm func at K=1,000: a func-api serving the top's root, `func 'kk*'
-  ping` handed to it (func + func-api CPU per host);
+  ping` handed to it (func + func-api CPU per host), the same batch with
+  its waves handed to it, and an async job dispatched through it;
 - SWARM_N (default 100,000) minions behind as many relays (func-api, each
   with its own root and segment, and its own func-swarm) as the open-files
   limit needs for every relay to keep a connection to each of its minions:
@@ -302,6 +303,28 @@ def warm_part(func, top):
     row("warm", "sync `func 'kk*' ping`, %d minions, handed to func-api" % BATCH_K, "s", "%.3f" % median(walls))
     row("warm", "  overlord CPU per host (func + func-api)", "us", "%.1f" % (median(cpus) / BATCH_K * 1e6), "≤ 40 us")
     row("warm", "    of which func", "us", "%.1f" % (median(funcs) / BATCH_K * 1e6))
+    # The same batch as without func-api: each wave's starts handed to it,
+    # its watcher following the hosts (no connection from the driver).
+    walls = []
+    for _ in range(RUNS):
+        wall, _, code, out, err = timed(func("-v", "--json", "kk*", "call", "--batch", "25%", "test", "sleep", "1"))
+        assert code == 0 and "through func-api" in err, err[-500:]
+        walls.append(wall)
+    row("warm", "sync --batch 25%% test.sleep 1 on %d (ideal 4 s), handed to func-api" % BATCH_K, "s",
+        "%.2f" % median(walls))
+    row("warm", "  batch overhead over the ideal", "%", "%.1f" % ((median(walls) - 4.0) / 4.0 * 100), "≤ 5 %")
+    # An async job on them: dispatched through func-api, collected from the store.
+    walls = []
+    for _ in range(RUNS):
+        t = time.monotonic()
+        _, _, code, out, err = timed(func("kk*", "call", "test", "ping", "--async", "--nopoll"))
+        job = out.split("JOB_ID:", 1)[1].split()[0].strip("'")
+        _, _, code, out, err = timed(func("--json", "job_status", job, "--wait"))
+        walls.append(time.monotonic() - t)
+        doc = json.loads(out)
+        assert doc["state"] == "finished" and len(doc["results"]) == BATCH_K, err[-500:]
+    row("warm", "async test.ping on %d, submitted → collapsed, through func-api" % BATCH_K, "s",
+        "%.2f" % median(walls))
     if os.environ.get("SWARM_WARM_HOLD"):
         print("holding: --root %s, func-api pid %d" % (top, api.pid), flush=True)
         time.sleep(float(os.environ["SWARM_WARM_HOLD"]))

@@ -40,9 +40,9 @@ class ShortBenchTest(unittest.TestCase):
             for metric, value, unit, ok, note in rows:
                 self.assertEqual(ok, "1", (metric, value, unit, note))
             metrics = {r[0] for r in rows}
-            # ok=1 for the warm func's rows: the ping was handed to func-api.
+            # ok=1 for the warm func's rows: the ping and the batch were handed to func-api.
             for m in ("api_sync_ping", "api_calls_per_s_8conn", "api_events_live_per_s", "api_jobs_page_100k",
-                      "warm_func_cpu_per_host_ping"):
+                      "warm_func_cpu_per_host_ping", "warm_sync_batch25_overhead"):
                 self.assertIn(m, metrics)
         finally:
             fleet.close()
