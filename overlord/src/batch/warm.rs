@@ -40,25 +40,7 @@ pub struct Gone(pub BTreeMap<String, String>);
 impl WarmBatch {
     /// When a func-api serves `root` (and this process may hand to it).
     pub fn new(root: &Root, meta: &JobMeta, calling: &crate::settings::Calling) -> Option<Self> {
-        let how = crate::dispatch::Dispatch {
-            forks: meta.forks.max(1),
-            timeout_secs: meta.timeout_secs,
-            concurrency: crate::settings::WORKER_CONCURRENCY,
-            max_response: calling.max_response,
-            handoff: false,
-            verbose: false,
-        };
-        let request = crate::seal::request_id(meta);
-        let workers = crate::reach::Workers {
-            credentials: calling.credentials.clone(),
-            how,
-            request: request.clone(),
-        };
-        let mut handed = Handed::to_announced(root, workers, &meta.spec, meta.timeout_secs, false)?;
-        handed.user.clone_from(&meta.user);
-        handed.rights.clone_from(&meta.rights);
-        handed.job_request = request;
-        handed.id = Some(meta.id.clone());
+        let handed = Handed::for_job(root, meta, calling)?;
         Some(WarmBatch {
             handed,
             root: root.clone(),

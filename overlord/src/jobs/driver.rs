@@ -258,24 +258,17 @@ fn dispatch_direct(
     if targets.is_empty() {
         return Ok(pending);
     }
-    // Each minion runs this signed request at most once.
-    let request = crate::seal::request_id(meta);
-    let workers = crate::reach::Workers {
+    let calling = crate::settings::Calling {
         credentials: crate::settings::credentials(root),
-        how: how.clone(),
-        request: request.clone(),
+        max_response: how.max_response,
     };
-    if let Some(mut handed) =
-        crate::relay::local::Handed::to_announced(root, workers, &meta.spec, meta.timeout_secs, false)
-    {
-        handed.user.clone_from(&meta.user);
-        handed.rights.clone_from(&meta.rights);
-        handed.job_request = request;
-        handed.id = Some(meta.id.clone());
+    if let Some(handed) = crate::relay::local::Handed::for_job(root, meta, &calling) {
         let function = format!("async.{}", meta.function);
         ticking(&handed, targets, &function, &meta.params(), &mut on_event)?;
         return Ok(pending);
     }
+    // Each minion runs this signed request at most once.
+    let request = crate::seal::request_id(meta);
     let call_xml = common::xmlrpc::encode_call(
         &format!("async.{}", meta.function),
         meta.params(),

@@ -169,6 +169,32 @@ impl Handed {
         })
     }
 
+    /// For a job's driver (`jobs/driver.rs`, `batch/warm.rs`): its starts
+    /// (`async.M.m`) handed for the job's user and rights, with its signed
+    /// request identity (each minion runs it at most once), named by its
+    /// id; the worker fleet if func-api does not take them.
+    pub fn for_job(root: &Root, meta: &crate::store::JobMeta, calling: &crate::settings::Calling) -> Option<Self> {
+        let request = crate::seal::request_id(meta);
+        let workers = Workers {
+            credentials: calling.credentials.clone(),
+            how: crate::dispatch::Dispatch {
+                forks: meta.forks.max(1),
+                timeout_secs: meta.timeout_secs,
+                concurrency: crate::settings::WORKER_CONCURRENCY,
+                max_response: calling.max_response,
+                handoff: false,
+                verbose: false,
+            },
+            request: request.clone(),
+        };
+        let mut handed = Self::to_announced(root, workers, &meta.spec, meta.timeout_secs, false)?;
+        handed.user.clone_from(&meta.user);
+        handed.rights.clone_from(&meta.rights);
+        handed.job_request = request;
+        handed.id = Some(meta.id.clone());
+        Some(handed)
+    }
+
     fn say(&self, line: &str) {
         if self.verbose {
             crate::errln!("func: {line}");
