@@ -22,7 +22,7 @@ use crate::store::{HostState, JobMeta, JobStore, StoreError};
 use crate::targets::Target;
 
 /// How often the store is looked at for ends.
-const STORE_PAUSE: Duration = Duration::from_millis(25);
+const STORE_PAUSE: Duration = Duration::from_millis(10);
 
 /// The warm part of a driver: how starts are handed, and the hosts started
 /// whose end the watcher records (host → minion job).
