@@ -251,17 +251,24 @@ class WarmBatchesTest(unittest.TestCase):
         self.assertEqual(results[0], ("finished", {h: 4 for h in HOSTS}))
 
 
+def marking(name, words, seconds):
+    """`func --json '*' call WORDS command run ...` started: each host notes
+    in MARKS/marks that it ran, then sleeps `seconds`. (process, MARKS)."""
+    marks = os.path.join(FLEET.ca_root, name)
+    os.makedirs(marks, exist_ok=True)
+    proc = subprocess.Popen(
+        [binary("func"), "--root", FLEET.ca_root, "--json", "-t", "60", "*", "call"] + words
+        + ["command", "run", "echo ran >> %s/marks; sleep %d" % (marks, seconds)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, marks
+
+
 class WarmFaultsTest(unittest.TestCase):
     def test_func_api_killed_mid_call_leaves_the_rest_unreachable_and_nothing_runs_twice(self):
         api = Api(FLEET, root=FLEET.ca_root)
         try:
-            marks = os.path.join(FLEET.ca_root, "warm-marks")
-            os.makedirs(marks, exist_ok=True)
             # Each host notes that it ran, then takes long: func-api is killed meanwhile.
-            proc = subprocess.Popen(
-                [binary("func"), "--root", FLEET.ca_root, "--json", "-t", "30", "*", "call", "command", "run",
-                 "echo ran >> %s/marks; sleep 4" % marks],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc, marks = marking("warm-marks", [], 4)
             self.assertTrue(wait_until(60, lambda: os.path.exists(os.path.join(marks, "marks"))
                                        and len(text(os.path.join(marks, "marks")).split()) == 3),
                             "the hosts never started")
@@ -313,12 +320,7 @@ class WarmFaultsTest(unittest.TestCase):
     def test_func_api_killed_mid_batch_the_driver_goes_on_and_nothing_runs_twice(self):
         api = Api(FLEET, root=FLEET.ca_root)
         try:
-            marks = os.path.join(FLEET.ca_root, "warm-batch-marks")
-            os.makedirs(marks, exist_ok=True)
-            proc = subprocess.Popen(
-                [binary("func"), "--root", FLEET.ca_root, "--json", "-t", "60", "*", "call", "--batch", "1",
-                 "command", "run", "echo ran >> %s/marks; sleep 2" % marks],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc, marks = marking("warm-batch-marks", ["--batch", "1"], 2)
             job = job_of(proc.stderr.readline())
 
             def first_running():
