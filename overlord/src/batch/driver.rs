@@ -194,9 +194,12 @@ pub fn drive(
         }
         let mut changes = run.dispatch(&actions.dispatch)?;
         changes.extend(run.report_ends(&mut on_end));
-        // The next wave's connections open while this one runs.
-        let next = run.rec.state.pending.iter().take(run.rec.state.size);
-        run.poller.preconnect(root, next);
+        // The next wave's connections open while this one runs (unless
+        // func-api starts them: it has them).
+        if run.warm.is_none() {
+            let next = run.rec.state.pending.iter().take(run.rec.state.size);
+            run.poller.preconnect(root, next);
+        }
         let finished = actions.finished && run.events.is_empty();
         if run.persist(&before, &changes, finished, now)? {
             round = 0;

@@ -173,7 +173,11 @@ impl Handed {
     /// (`async.M.m`) handed for the job's user and rights, with its signed
     /// request identity (each minion runs it at most once), named by its
     /// id; the worker fleet if func-api does not take them.
-    pub fn for_job(root: &Root, meta: &crate::store::JobMeta, calling: &crate::settings::Calling) -> Option<Self> {
+    pub fn for_job(
+        root: &Root,
+        meta: &crate::store::JobMeta,
+        calling: &crate::settings::Calling,
+    ) -> Option<Self> {
         let request = crate::seal::request_id(meta);
         let workers = Workers {
             credentials: calling.credentials.clone(),
