@@ -394,7 +394,7 @@ impl<'a> Run<'a> {
         save(self.store, self.id, &mut self.rec, &[], false, self.lease)?;
         let params: Vec<Value> = self.meta.params();
         let function = format!("async.{}", self.meta.function);
-        let replies = match &self.warm {
+        let replies = match &mut self.warm {
             Some(warm) => warm.start(hosts, &function, &params),
             None => {
                 let calls = hosts

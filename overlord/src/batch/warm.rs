@@ -51,7 +51,16 @@ impl WarmBatch {
 
     /// Starts `function(params)` (`async.M.m`) on `hosts` through func-api:
     /// each host's answer, as the poller's calls give it.
-    pub fn start(&self, hosts: &[String], function: &str, params: &[Value]) -> Vec<(String, Reply)> {
+    pub fn start(&mut self, hosts: &[String], function: &str, params: &[Value]) -> Vec<(String, Reply)> {
+        // A func-api restarted since may listen elsewhere: its address now.
+        if let Some(now) = crate::relay::local::announced(&self.root) {
+            if now.addr != self.handed.client.relay.addr {
+                if let Ok(mut client) = crate::relay::client::RelayClient::new(&self.root, now) {
+                    client.timeout = self.handed.client.timeout;
+                    self.handed.client = client;
+                }
+            }
+        }
         let targets = hosts.iter().map(|h| Target::enrolled(&self.root, h)).collect();
         let answers = crate::reach::collect_blocking(
             |ends| self.handed.call(targets, function, params, ends),
@@ -83,6 +92,11 @@ impl WarmBatch {
         let until = Instant::now() + pause;
         loop {
             if crate::relay::local::announced(&self.root).is_none() {
+                // What its watcher recorded before it went still counts.
+                let ends = self.recorded(store, id)?;
+                if !ends.is_empty() {
+                    return Ok(Ok(ends));
+                }
                 return Ok(Err(Gone(std::mem::take(&mut self.watched))));
             }
             let generation = store.generation()?;

@@ -57,13 +57,21 @@ pub struct Poller {
     /// runs it at most once).
     request: Option<String>,
     /// Connections being opened ahead ([`Self::preconnect`]): the hosts,
-    /// and where each arrives (`None`: it could not be opened).
+    /// those tried already (each once), and where each arrives.
     opening: std::collections::HashSet<String>,
-    ahead_tx: mpsc::UnboundedSender<(String, Option<MinionClient>)>,
-    ahead_rx: mpsc::UnboundedReceiver<(String, Option<MinionClient>)>,
+    tried: std::collections::HashSet<String>,
+    ahead_tx: mpsc::UnboundedSender<Ahead>,
+    ahead_rx: mpsc::UnboundedReceiver<Ahead>,
     /// How many connections may be opened ahead.
     ahead: usize,
+    /// Counts the TLS setups taken up (a changed CRL): a connection opened
+    /// ahead with an older one is not kept.
+    epoch: u64,
 }
+
+/// A connection opened ahead: the host, the connection (`None`: it could
+/// not be opened), and the TLS setup's epoch it was opened with.
+type Ahead = (String, Option<MinionClient>, u64);
 
 impl Poller {
     pub fn new(calling: Calling, limit: Duration) -> Result<Self, crate::error::EngineError> {
@@ -93,9 +101,11 @@ impl Poller {
             delegation: None,
             request: None,
             opening: Default::default(),
+            tried: Default::default(),
             ahead_tx,
             ahead_rx,
             ahead: AHEAD.min(usize::try_from(nofile / 4).unwrap_or(AHEAD)),
+            epoch: 0,
         })
     }
 
@@ -121,8 +131,9 @@ impl Poller {
     /// in the background, while this poller waits for ends, so starting
     /// them costs no TLS handshake then: a batch's next wave starts the
     /// moment slots free. At most [`AHEAD`] at a time; hosts behind a relay
-    /// and hosts connected already are left out. A connection that went
-    /// stale meanwhile is replaced when used (`caller::call_once`).
+    /// and hosts connected already are left out; a host is tried once. A
+    /// connection that went stale meanwhile is replaced when used
+    /// (`caller::call_once`).
     pub fn preconnect<'h>(
         &mut self,
         root: &common::paths::Root,
@@ -139,23 +150,25 @@ impl Poller {
                 .delegation
                 .as_ref()
                 .is_some_and(|d| d.routes.relay_of(host).is_some());
-            if relayed || self.clients.contains_key(host) || !self.opening.insert(host.clone()) {
+            if relayed || self.clients.contains_key(host) || !self.tried.insert(host.clone()) {
                 continue;
             }
+            self.opening.insert(host.clone());
             let target = Target::enrolled(root, host);
-            let (tls, tx, limit) = (Arc::clone(&tls), self.ahead_tx.clone(), self.limit);
+            let (tls, tx, limit, epoch) = (Arc::clone(&tls), self.ahead_tx.clone(), self.limit, self.epoch);
             tokio::spawn(async move {
                 let client = crate::caller::connect(&target, tls, limit).await.ok();
-                let _ = tx.send((target.name, client));
+                let _ = tx.send((target.name, client, epoch));
             });
         }
     }
 
     /// Takes the connections opened ahead that have arrived.
     fn take_ahead(&mut self) {
-        while let Ok((host, client)) = self.ahead_rx.try_recv() {
+        while let Ok((host, client, epoch)) = self.ahead_rx.try_recv() {
             self.opening.remove(&host);
-            if let Some(c) = client.filter(|_| self.clients.len() < WAIT_IN_FLIGHT) {
+            let current = epoch == self.epoch;
+            if let Some(c) = client.filter(|_| current && self.clients.len() < WAIT_IN_FLIGHT) {
                 self.clients.insert(host, c);
             }
         }
@@ -191,6 +204,7 @@ impl Poller {
         let (link, reloaded) = self.live.current();
         if reloaded {
             self.clients.clear();
+            self.epoch += 1;
         }
         link
     }

@@ -178,7 +178,9 @@ impl Handed {
         meta: &crate::store::JobMeta,
         calling: &crate::settings::Calling,
     ) -> Option<Self> {
-        let request = crate::seal::request_id(meta);
+        // Without its signed identity a job's start is not taken (and a
+        // minion could not tell a second one): called directly.
+        let request = Some(crate::seal::request_id(meta)?);
         let workers = Workers {
             credentials: calling.credentials.clone(),
             how: crate::dispatch::Dispatch {
@@ -267,6 +269,19 @@ impl Direct for Handed {
                 }
                 Err(Handoff::Broken(e)) => e,
             };
+            // A job's starts carry its signed request identity: a minion
+            // that started it refuses it again (already ran here), so the
+            // hosts not answered are started directly, each at most once.
+            if self.job_request.is_some() {
+                self.say(&format!(
+                    "func-api broke off ({why}); starting the hosts it did not answer directly"
+                ));
+                let rest = targets
+                    .into_iter()
+                    .filter(|t| !answered.contains(&t.name))
+                    .collect();
+                return self.fallback.call(rest, function, params, ends).await;
+            }
             // Taken: a host not answered is unreachable, never called twice.
             let value = super::unreachable(&why);
             for host in hosts.into_iter().filter(|h| !answered.contains(h)) {
