@@ -82,33 +82,34 @@ fn wait_stored(
     deadline: Option<Instant>,
     each: &mut impl FnMut(&Status),
 ) -> Result<Option<Status>, PlanError> {
+    use crate::relay::local::{announced, may_hand, wait_change, Waited};
+    let Some(api) = announced(&plan.root).filter(|_| may_hand()) else {
+        return Ok(None);
+    };
+    if plan.verbose > 0 {
+        crate::errln!(
+            "func: waiting for job {id} as the func-api at {} records its hosts",
+            api.addr
+        );
+    }
     let mut seen = None;
-    let mut said = false;
     loop {
-        if !crate::relay::local::may_hand() {
-            return Ok(None);
-        }
-        let Some(api) = crate::relay::local::announced(&plan.root) else {
-            if said {
-                crate::errln!("func: the func-api is gone; asking the hosts still running");
+        match wait_change(&plan.root, store, seen, deadline, STORE_PAUSE)? {
+            Waited::Gone => {
+                if plan.verbose > 0 {
+                    crate::errln!("func: the func-api is gone; asking the hosts still running");
+                }
+                return Ok(None);
             }
-            return Ok(None);
-        };
-        if plan.verbose > 0 && !said {
-            crate::errln!(
-                "func: waiting for job {id} as the func-api at {} records its hosts",
-                api.addr
-            );
-        }
-        said = plan.verbose > 0;
-        let generation = store.generation()?;
-        if seen != Some(generation) {
-            seen = Some(generation);
-            let status = jobs::stored(store, id)?;
-            each(&status);
-            if status.finished() || status.code == jobs::LOST_IN_SPACE {
-                return Ok(Some(status));
+            Waited::Changed(generation) => {
+                seen = Some(generation);
+                let status = jobs::stored(store, id)?;
+                each(&status);
+                if status.finished() || status.code == jobs::LOST_IN_SPACE {
+                    return Ok(Some(status));
+                }
             }
+            Waited::Quiet => {}
         }
         if crate::interrupt::requested() {
             return Ok(Some(jobs::stored(store, id)?));
@@ -116,7 +117,6 @@ fn wait_stored(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(None);
         }
-        std::thread::sleep(STORE_PAUSE);
     }
 }
 

@@ -17,7 +17,7 @@ use common::Value;
 
 use crate::jobs::poller::Reply;
 use crate::reach::Direct as _;
-use crate::relay::local::Handed;
+use crate::relay::local::{wait_change, Handed, Waited};
 use crate::store::{HostState, JobMeta, JobStore, StoreError};
 use crate::targets::Target;
 
@@ -91,31 +91,32 @@ impl WarmBatch {
     ) -> Result<Result<Vec<(String, Value)>, Gone>, StoreError> {
         let until = Instant::now() + pause;
         loop {
-            if crate::relay::local::announced(&self.root).is_none() {
-                // What its watcher recorded before it went still counts.
-                let ends = self.recorded(store, id)?;
-                if !ends.is_empty() {
-                    return Ok(Ok(ends));
+            match wait_change(&self.root, store, self.seen, Some(until), STORE_PAUSE)? {
+                Waited::Gone => {
+                    // What its watcher recorded before it went still counts.
+                    let ends = self.recorded(store, id)?;
+                    if !ends.is_empty() {
+                        return Ok(Ok(ends));
+                    }
+                    return Ok(Err(Gone(std::mem::take(&mut self.watched))));
                 }
-                return Ok(Err(Gone(std::mem::take(&mut self.watched))));
-            }
-            let generation = store.generation()?;
-            if self.seen != Some(generation) && !self.watched.is_empty() {
-                self.seen = Some(generation);
-                let ends = self.recorded(store, id)?;
-                if !ends.is_empty() {
-                    return Ok(Ok(ends));
+                Waited::Changed(generation) => {
+                    self.seen = Some(generation);
+                    let ends = self.recorded(store, id)?;
+                    if !ends.is_empty() {
+                        return Ok(Ok(ends));
+                    }
                 }
+                Waited::Quiet => return Ok(Ok(Vec::new())),
             }
-            if Instant::now() >= until {
-                return Ok(Ok(Vec::new()));
-            }
-            std::thread::sleep(STORE_PAUSE.min(until.saturating_duration_since(Instant::now())));
         }
     }
 
     /// The followed hosts the store has finished, taken off the list.
     fn recorded(&mut self, store: &dyn JobStore, id: &str) -> Result<Vec<(String, Value)>, StoreError> {
+        if self.watched.is_empty() {
+            return Ok(Vec::new());
+        }
         let Some(record) = store.load(id)? else {
             return Ok(Vec::new());
         };

@@ -116,6 +116,53 @@ pub fn announced(root: &Root) -> Option<RelayAddr> {
     })
 }
 
+/// How often a front end waiting on the store looks whether the func-api
+/// announced below the root still runs.
+const ANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// What [`wait_change`] saw.
+pub enum Waited {
+    /// The job store changed: its generation now.
+    Changed(u64),
+    /// The func-api announced below the root is gone.
+    Gone,
+    /// Nothing, until the deadline (or Ctrl-C).
+    Quiet,
+}
+
+/// Waits while the root's func-api records what its watcher follows:
+/// until the job store's generation differs from `seen`, that func-api is
+/// gone, `until` has passed or Ctrl-C; the store is looked at every
+/// `pause`, the announcement every [`ANNOUNCE_EVERY`]. For the front ends
+/// of a warm func (`status.rs`, `batch/warm.rs`).
+pub fn wait_change(
+    root: &Root,
+    store: &dyn crate::store::JobStore,
+    seen: Option<u64>,
+    until: Option<std::time::Instant>,
+    pause: std::time::Duration,
+) -> Result<Waited, crate::store::StoreError> {
+    use std::time::Instant;
+    let mut looked: Option<Instant> = None;
+    loop {
+        if looked.is_none_or(|t| t.elapsed() >= ANNOUNCE_EVERY) {
+            if announced(root).is_none() {
+                return Ok(Waited::Gone);
+            }
+            looked = Some(Instant::now());
+        }
+        let generation = store.generation()?;
+        if seen != Some(generation) {
+            return Ok(Waited::Changed(generation));
+        }
+        let left = until.map(|u| u.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) || crate::interrupt::requested() {
+            return Ok(Waited::Quiet);
+        }
+        std::thread::sleep(left.map_or(pause, |l| l.min(pause)));
+    }
+}
+
 /// Calls handed to the root's func-api; `fallback` calls them when it does
 /// not take them.
 pub struct Handed {
