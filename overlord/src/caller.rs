@@ -1,9 +1,10 @@
 //! One call to one minion, the same for every caller: the CLI's forked
 //! workers (a new connection each), the poller of the CLI and the drivers,
 //! and func-api's pool (kept connections). A kept connection that broke
-//! before the minion read the request (hyper's HTTP error) is replaced once
-//! and the call made again — a request the minion may have read is never
-//! sent twice, so an `async.M.m` dispatch cannot run twice. The reply is
+//! before the minion answered (an HTTP error, not a fault: most often the
+//! minion's idle deadline closing it as it was taken) is replaced once and
+//! the call made again; a dispatch that carries its signed request's
+//! identity still runs at most once (the minion refuses it again). The reply is
 //! typed (`jobs::follow::Reply`), beside the host's value as `func` shows
 //! it; [`connect`] and [`call_error`] are how every caller connects and
 //! turns a client-side failure into that value.

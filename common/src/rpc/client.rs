@@ -1,22 +1,26 @@
 //! A keep-alive XML-RPC client for one server (a minion, or the certmaster): TCP connect and TLS handshake
 //! under a deadline, the overlord's client certificate, and a check that the
 //! minion's certificate names the minion we meant to call (TLS server name).
+//! Each call is one HTTP/1.1 exchange done by the calling task on the
+//! connection itself ([`super::exchange`]): a kept connection costs its TLS
+//! state and nothing else.
 //! A fault from the minion is a value ([`CallError::Fault`]) distinct from
 //! transport failures, so callers can report each host on its own.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Waker};
 use std::time::Duration;
 
+use super::exchange::{exchange, ExchangeError};
 use crate::xmlrpc::{self, DecodeError, Limits};
 use crate::Value;
-use bytes::Bytes;
-use http::{header, Request, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use http::StatusCode;
 use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 /// Largest response accepted from a minion by default (a big
@@ -48,7 +52,13 @@ pub enum CallError {
 
 /// One open connection to one minion.
 pub struct MinionClient {
-    sender: http1::SendRequest<Full<Bytes>>,
+    /// Boxed: allocated once for the connection's life, wherever the
+    /// client itself is moved (a pool keeps tens of thousands).
+    stream: Box<TlsStream<TcpStream>>,
+    /// The connection cannot carry another request: the minion ended it,
+    /// said it would, or an exchange on it did not complete (a call given
+    /// up mid-way leaves it with half a response unread).
+    spent: bool,
     name: String,
     timeout: Duration,
     limits: Limits,
@@ -75,26 +85,20 @@ impl MinionClient {
                 detail: e.to_string(),
             })?;
             let _ = tcp.set_nodelay(true);
-            let stream = TlsConnector::from(tls)
+            TlsConnector::from(tls)
                 .connect(server_name, tcp)
                 .await
                 .map_err(|e| CallError::Tls {
                     name: name.into(),
                     detail: e.to_string(),
-                })?;
-            let (sender, conn) = http1::handshake(TokioIo::new(stream))
-                .await
-                .map_err(|e| CallError::Http(e.to_string()))?;
-            tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            Ok::<_, CallError>(sender)
+                })
         };
-        let sender = tokio::time::timeout(timeout, connect)
+        let stream = tokio::time::timeout(timeout, connect)
             .await
             .map_err(|_| CallError::Timeout(timeout))??;
         Ok(Self {
-            sender,
+            stream: Box::new(stream),
+            spent: false,
             name: name.to_string(),
             timeout,
             limits: Limits {
@@ -114,10 +118,24 @@ impl MinionClient {
         self
     }
 
-    /// Whether the connection has ended (the minion closed it): a kept
-    /// connection found closed is dropped, not used.
-    pub fn is_closed(&self) -> bool {
-        self.sender.is_closed()
+    /// Whether the connection has ended (the minion closed it, or it cannot
+    /// carry another request): a kept connection found closed is dropped,
+    /// not used. Looks without waiting: anything readable on an idle
+    /// connection (its end, an error, bytes nobody asked for) ends it.
+    pub fn is_closed(&mut self) -> bool {
+        if self.spent {
+            return true;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut byte = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut byte);
+        if Pin::new(&mut *self.stream)
+            .poll_read(&mut cx, &mut buf)
+            .is_ready()
+        {
+            self.spent = true;
+        }
+        self.spent
     }
 
     /// Calls from now on wait at most `timeout` for their answer.
@@ -142,49 +160,59 @@ impl MinionClient {
 
     /// Every request names the user this process runs for ([`USER_HEADER`]).
     pub async fn call(&mut self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
+        if self.spent {
+            return Err(CallError::Http(
+                "the minion closed the connection before it answered (stopped or restarted mid-call?)".into(),
+            ));
+        }
         let body = xmlrpc::encode_call(method, params, self.limits.max_depth)
             .map_err(|e| CallError::Encode(e.to_string()))?;
-        let mut request = Request::post("/RPC2")
-            .header(header::HOST, self.name.as_str())
-            .header(header::CONTENT_TYPE, "text/xml")
-            .header(header::USER_AGENT, concat!("func-rs/", env!("CARGO_PKG_VERSION")))
-            .header(USER_HEADER, self.user.clone().unwrap_or_else(on_behalf_of));
-        if let Some(id) = &self.request {
-            request = request.header(REQUEST_HEADER, id.clone());
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| CallError::Http(e.to_string()))?;
-        let exchange = async {
-            self.sender
-                .ready()
-                .await
-                .map_err(|e| CallError::Http(e.to_string()))?;
-            let resp = self.sender.send_request(request).await.map_err(http_error)?;
-            if resp.status() != StatusCode::OK {
-                return Err(CallError::Status(resp.status()));
-            }
-            let max = self.limits.max_body;
-            let bytes = Limited::new(resp.into_body(), max)
-                .collect()
-                .await
-                .map_err(|e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
-                    Some(_) => CallError::TooLarge(max),
-                    None => CallError::Http(e.to_string()),
-                })?
-                .to_bytes();
-            Ok(bytes)
-        };
-        let bytes = tokio::time::timeout(self.timeout, exchange)
+        let request = self.request_bytes(body.as_bytes());
+        let max = self.limits.max_body;
+        // Spent until the exchange completes: one given up half-way (its
+        // deadline) leaves the connection unusable.
+        self.spent = true;
+        let answer = tokio::time::timeout(self.timeout, exchange(&mut *self.stream, &request, max))
             .await
-            .map_err(|_| CallError::Timeout(self.timeout))??;
-        match xmlrpc::decode_response(&bytes, &self.limits)? {
+            .map_err(|_| CallError::Timeout(self.timeout))?
+            .map_err(exchange_error)?;
+        self.spent = !answer.keep_alive;
+        if answer.status != 200 {
+            self.spent = true;
+            let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+            return Err(CallError::Status(status));
+        }
+        match xmlrpc::decode_response(&answer.body, &self.limits)? {
             Ok(v) => Ok(v),
             Err(f) => Err(CallError::Fault {
                 code: f.code(),
                 message: f.string().to_string(),
             }),
         }
+    }
+
+    /// The HTTP request carrying XML-RPC `body`, head and body in one piece
+    /// (one TLS record, one write). Every value in the head was checked for
+    /// control characters when set (a [`ServerName`], [`http::HeaderValue`]s).
+    fn request_bytes(&self, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + body.len());
+        out.extend_from_slice(b"POST /RPC2 HTTP/1.1\r\nhost: ");
+        out.extend_from_slice(self.name.as_bytes());
+        out.extend_from_slice(b"\r\ncontent-type: text/xml\r\nuser-agent: func-rs/");
+        out.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(USER_HEADER.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(self.user.clone().unwrap_or_else(on_behalf_of).as_bytes());
+        if let Some(id) = &self.request {
+            out.extend_from_slice(b"\r\n");
+            out.extend_from_slice(REQUEST_HEADER.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(id.as_bytes());
+        }
+        out.extend_from_slice(format!("\r\ncontent-length: {}\r\n\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body);
+        out
     }
 }
 
@@ -194,19 +222,22 @@ impl MinionClient {
 pub const USER_HEADER: &str = "x-func-user";
 
 /// A failed exchange, said as a user reads it: a connection the minion
-/// closed before answering is a minion stopped or restarted mid-call
-/// (hyper says only "connection error").
-fn http_error(e: hyper::Error) -> CallError {
-    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
-        return CallError::Http(format!(
-            "the minion closed the connection before it answered (stopped or restarted mid-call?): {e}"
-        ));
+/// ended before answering is a minion stopped or restarted mid-call.
+fn exchange_error(e: ExchangeError) -> CallError {
+    match e {
+        ExchangeError::Ended {
+            answered: false,
+            detail,
+        } => CallError::Http(format!(
+            "the minion closed the connection before it answered (stopped or restarted mid-call?): {detail}"
+        )),
+        ExchangeError::Ended {
+            answered: true,
+            detail,
+        } => CallError::Http(format!("the minion's answer was cut short: {detail}")),
+        ExchangeError::Malformed(detail) => CallError::Http(format!("malformed HTTP response: {detail}")),
+        ExchangeError::TooLarge(max) => CallError::TooLarge(max),
     }
-    let mut text = e.to_string();
-    if let Some(cause) = std::error::Error::source(&e) {
-        text = format!("{text}: {cause}");
-    }
-    CallError::Http(text)
 }
 
 /// The identity of the signed request a call belongs to (hex digest of its

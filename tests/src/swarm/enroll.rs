@@ -234,7 +234,7 @@ async fn ask_until_signed(
     let mut pause = Duration::from_millis(100);
     let mut failures = 0u32;
     loop {
-        if client.as_ref().is_none_or(|c| c.is_closed()) {
+        if client.as_mut().is_none_or(|c| c.is_closed()) {
             *client =
                 match MinionClient::connect(addr, "certmaster", tls.clone(), Duration::from_secs(30)).await {
                     Ok(c) => Some(c),
