@@ -63,9 +63,10 @@ impl Idle {
         }
         self.pruned = Some(Instant::now());
         self.by_host.retain(|_, kept| {
-            kept.retain(|k| k.since.elapsed() < idle_for && !k.client.is_closed());
+            kept.retain_mut(|k| k.since.elapsed() < idle_for && !k.client.is_closed());
             !kept.is_empty()
         });
+        self.by_host.shrink_to_fit();
         self.count = self.by_host.values().map(Vec::len).sum();
     }
 }
@@ -127,20 +128,21 @@ impl Pool {
         let idle = &mut *idle;
         let kept = idle.by_host.get_mut(&target.name)?;
         let mut found = None;
-        while let Some(k) = kept.pop() {
+        while let Some(mut k) = kept.pop() {
             idle.count -= 1;
             if k.addr == target.addr && !k.client.is_closed() && k.since.elapsed() < self.idle_for {
                 found = Some(k.client);
                 break;
             }
         }
-        if kept.is_empty() {
-            idle.by_host.remove(&target.name);
-        }
+        // An emptied host's entry stays (its connection is given back
+        // after the call): re-made at every call, the entries of a relay's
+        // whole segment would land among the call's short-lived buffers and
+        // keep their pages from going back. Pruning drops the empty ones.
         found
     }
 
-    fn give_back(&self, target: &Target, client: MinionClient) {
+    fn give_back(&self, target: &Target, mut client: MinionClient) {
         if client.is_closed() {
             return;
         }
@@ -152,7 +154,12 @@ impl Pool {
             }
         }
         let idle = &mut *idle;
-        let kept = idle.by_host.entry(target.name.clone()).or_default();
+        if !idle.by_host.contains_key(&target.name) {
+            idle.by_host.insert(target.name.clone(), Vec::with_capacity(1));
+        }
+        let Some(kept) = idle.by_host.get_mut(&target.name) else {
+            return;
+        };
         let before = kept.len();
         kept.retain(|k| k.since.elapsed() < self.idle_for);
         idle.count -= before - kept.len();
@@ -168,8 +175,11 @@ impl Pool {
 
     fn answered(&self, host: &str) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.len() < 1_000_000 || seen.contains_key(host) {
-            seen.insert(host.to_string(), crate::store::now());
+        let now = crate::store::now();
+        if let Some(at) = seen.get_mut(host) {
+            *at = now;
+        } else if seen.len() < 1_000_000 {
+            seen.insert(host.to_string(), now);
         }
     }
 

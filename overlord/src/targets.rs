@@ -229,9 +229,8 @@ fn with_addresses(root: &Root, names: Vec<String>) -> Vec<Target> {
 /// else the shared store's record of it, else `<name>:51234`).
 pub fn address(root: &Root, name: &str) -> String {
     let usable = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty() && s.len() < 300);
-    std::fs::read_to_string(root.signed_certs_dir().join(format!("{name}.addr")))
-        .ok()
-        .and_then(usable)
+    let file = root.signed_certs_dir().join(format!("{name}.addr"));
+    addresses::read(&file, |f| std::fs::read_to_string(f).ok().and_then(usable))
         .or_else(|| {
             shared_minions(root)?
                 .into_iter()
@@ -242,9 +241,149 @@ pub fn address(root: &Root, name: &str) -> String {
         .unwrap_or_else(|| format!("{name}:{DEFAULT_PORT}"))
 }
 
+/// The `.addr` files a long-lived process (func-api, a relay) has read,
+/// kept while each file is unchanged: a call to its whole segment then
+/// costs one `stat` per host instead of opening and reading each file.
+///
+/// A file counts as unchanged while its inode, length, change and
+/// modification times are; the `.addr` files are rewritten in place (a
+/// minion restarted on another port), so what was read within the last
+/// [`RACY`] of its modification time is read again every time: a second
+/// write in the same clock tick would not change the times.
+pub mod addresses {
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    use std::time::{Duration, SystemTime};
+
+    /// Files modified this recently are not kept.
+    pub const RACY: Duration = Duration::from_secs(2);
+    /// Files kept at most (the rest are read every time).
+    const MAX: usize = 1 << 20;
+
+    static ON: AtomicBool = AtomicBool::new(false);
+    static KEPT: Mutex<Option<HashMap<PathBuf, (Stamp, String)>>> = Mutex::new(None);
+
+    #[derive(PartialEq, Eq, Clone, Copy)]
+    struct Stamp {
+        ino: u64,
+        len: u64,
+        mtime: (i64, i64),
+        ctime: (i64, i64),
+    }
+
+    /// From now on this process keeps what it read (a long-lived one).
+    pub fn keep() {
+        ON.store(true, Ordering::Relaxed);
+    }
+
+    /// What `read` makes of `file`, from what was kept if the file is unchanged.
+    pub(super) fn read(file: &Path, read: impl Fn(&Path) -> Option<String>) -> Option<String> {
+        read_within(file, RACY, read)
+    }
+
+    /// [`read`], keeping only files neither modified nor changed within `racy`.
+    pub(super) fn read_within(
+        file: &Path,
+        racy: Duration,
+        read: impl Fn(&Path) -> Option<String>,
+    ) -> Option<String> {
+        if !ON.load(Ordering::Relaxed) {
+            return read(file);
+        }
+        let meta = std::fs::symlink_metadata(file).ok()?;
+        if !meta.is_file() {
+            return read(file);
+        }
+        let stamp = Stamp {
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        };
+        let lock = || KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((kept, addr)) = lock().as_ref().and_then(|m| m.get(file)) {
+            if *kept == stamp {
+                return Some(addr.clone());
+            }
+        }
+        let addr = read(file)?;
+        let at = |(s, ns): (i64, i64)| {
+            let (s, ns) = (u64::try_from(s).ok()?, u32::try_from(ns).ok()?);
+            SystemTime::UNIX_EPOCH.checked_add(Duration::new(s, ns))
+        };
+        let settled = [stamp.mtime, stamp.ctime].into_iter().all(|t| {
+            at(t)
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age >= racy)
+        });
+        let mut kept = lock();
+        let map = kept.get_or_insert_with(HashMap::new);
+        if settled && (map.len() < MAX || map.contains_key(file)) {
+            map.insert(file.to_path_buf(), (stamp, addr.clone()));
+        } else {
+            map.remove(file);
+        }
+        Some(addr)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_address_is_read_again_once_its_file_changed() {
+        use std::fs::OpenOptions;
+        use std::io::Write;
+        use std::time::{Duration, SystemTime};
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("m1.addr");
+        let read = |f: &std::path::Path| std::fs::read_to_string(f).ok();
+        let ago = |s| SystemTime::now() - Duration::from_secs(s);
+        let rewrite = |text: &str, mtime: Option<SystemTime>| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&file)
+                .unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            if let Some(t) = mtime {
+                f.set_modified(t).unwrap();
+            }
+        };
+        addresses::keep();
+        rewrite("127.0.0.1:10001", Some(ago(60)));
+        assert_eq!(addresses::read(&file, read).as_deref(), Some("127.0.0.1:10001"));
+        // Rewritten in place, same length, just now: never kept, always read.
+        rewrite("127.0.0.1:10002", None);
+        assert_eq!(addresses::read(&file, read).as_deref(), Some("127.0.0.1:10002"));
+        rewrite("127.0.0.1:10003", None);
+        assert_eq!(addresses::read(&file, read).as_deref(), Some("127.0.0.1:10003"));
+        // Changed and given back its old modification time: its change
+        // time is recent, so it is read again.
+        let old = ago(30);
+        rewrite("127.0.0.1:10004", Some(old));
+        assert_eq!(addresses::read(&file, read).as_deref(), Some("127.0.0.1:10004"));
+        rewrite("127.0.0.1:10005", Some(old));
+        assert_eq!(addresses::read(&file, read).as_deref(), Some("127.0.0.1:10005"));
+        // Kept once settled (here: at once): an unchanged file is not read again.
+        let now = Duration::ZERO;
+        assert_eq!(
+            addresses::read_within(&file, now, read).as_deref(),
+            Some("127.0.0.1:10005")
+        );
+        assert_eq!(
+            addresses::read(&file, |_| None).as_deref(),
+            Some("127.0.0.1:10005")
+        );
+        // Gone: no address (the caller's fallbacks decide).
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(addresses::read(&file, read), None);
+    }
 
     fn names() -> Vec<String> {
         ["db1", "db2", "web1", "web2", "web10"]

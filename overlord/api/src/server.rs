@@ -70,6 +70,9 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    // A long-lived caller: what it reads of the minions' addresses is kept
+    // while their files are unchanged.
+    overlord::targets::addresses::keep();
     let tls = Arc::clone(&api.tls);
     let watcher = watch::start(Arc::clone(&api));
     let scheduler = super::scheduler::start(Arc::clone(&api));

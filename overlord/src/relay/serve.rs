@@ -59,7 +59,20 @@ fn warm(plan: &Plan) -> Result<&Warm, PlanError> {
         .ok_or_else(|| PlanError::Config("a relay's request is served by a relay's func-api only".into()))
 }
 
-fn routes(plan: &Plan) -> Result<Routes, PlanError> {
+/// The routes to the hosts of `relayed` that are not this relay's own: none
+/// to load when every host is (a warm func's call to the root's minions),
+/// so the relay map (tens of thousands of lines at a top) is not read for it.
+fn routes(plan: &Plan, relayed: &Relayed) -> Result<Routes, PlanError> {
+    let mine: BTreeSet<&String> = relayed
+        .request
+        .routes
+        .get(&relayed.me)
+        .into_iter()
+        .flatten()
+        .collect();
+    if relayed.request.hosts.iter().all(|h| mine.contains(h)) {
+        return Ok(Routes::default());
+    }
     let loaded = Routes::load(&plan.root, None).map_err(|e| PlanError::Config(e.to_string()))?;
     Ok(loaded.unwrap_or_default())
 }
@@ -71,7 +84,7 @@ pub fn now(
     mut on_each: impl FnMut(&str, &Value),
 ) -> Result<BTreeMap<String, Value>, PlanError> {
     let warm = warm(plan)?;
-    let routes = routes(plan)?;
+    let routes = routes(plan, &relayed)?;
     let Relayed { request, order, me } = relayed;
     let Split {
         direct,
@@ -102,7 +115,7 @@ pub fn start(plan: &Plan, relayed: Relayed) -> Result<String, PlanError> {
     let warm = warm(plan)?.clone();
     // What the dispatch needs, before the job exists (else it would wait
     // on a driver that never dispatches).
-    let routes = routes(plan)?;
+    let routes = routes(plan, &relayed)?;
     let door = tokio::runtime::Handle::try_current()
         .map_err(|_| PlanError::Config("a relay job is dispatched on its door's runtime".into()))?;
     let request = &relayed.request;
