@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 use common::rpc::client::MinionClient;
 use common::xmlrpc::remote_error;
 use common::Value;
-use tokio::sync::Semaphore;
 
 use crate::caller::{Link, LinkError, LiveLink};
 use crate::jobs::follow::{Follow, Reply, Step};
@@ -123,7 +122,9 @@ impl Pool {
         link
     }
 
-    fn take(&self, target: &Target) -> Option<MinionClient> {
+    /// A kept connection to `target`, and the address it was kept under
+    /// (given back with it: see [`Self::give_back`]).
+    fn take(&self, target: &Target) -> Option<(MinionClient, String)> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let idle = &mut *idle;
         let kept = idle.by_host.get_mut(&target.name)?;
@@ -131,7 +132,7 @@ impl Pool {
         while let Some(mut k) = kept.pop() {
             idle.count -= 1;
             if k.addr == target.addr && !k.client.is_closed() && k.since.elapsed() < self.idle_for {
-                found = Some(k.client);
+                found = Some((k.client, k.addr));
                 break;
             }
         }
@@ -142,7 +143,11 @@ impl Pool {
         found
     }
 
-    fn give_back(&self, target: &Target, mut client: MinionClient) {
+    /// Keeps `client` for `target`, under the address string it was taken
+    /// with if any: what a kept connection holds is allocated once, not
+    /// re-made at every call among the call's short-lived buffers (where it
+    /// would keep their pages from going back to the system).
+    fn give_back(&self, target: &Target, mut client: MinionClient, addr: Option<String>) {
         if client.is_closed() {
             return;
         }
@@ -166,7 +171,9 @@ impl Pool {
         if kept.len() < PER_HOST {
             kept.push(Kept {
                 client,
-                addr: target.addr.clone(),
+                addr: addr
+                    .filter(|a| *a == target.addr)
+                    .unwrap_or_else(|| target.addr.clone()),
                 since: Instant::now(),
             });
             idle.count += 1;
@@ -221,12 +228,12 @@ impl Pool {
         // Looked at before a kept connection is taken: a changed CRL closes
         // them all, so a revoked minion is not called over an old one.
         let link = self.link();
-        let kept = self.take(target);
+        let (kept, addr) = self.take(target).unzip();
         let call = crate::caller::call_once(kept, target, method, params, link, limit, who);
         match tokio::time::timeout(limit, call).await {
             Ok(done) => {
                 if let Some(client) = done.client {
-                    self.give_back(target, client);
+                    self.give_back(target, client, addr);
                     self.answered(&target.name);
                 }
                 (done.reply, done.value)
@@ -243,6 +250,12 @@ impl Pool {
 
     /// Calls `method(params)` on every target, [`CONCURRENCY`] at a time;
     /// `on_each` sees each host as it ends. Returns every host's value.
+    ///
+    /// A host's task is spawned when a slot is free, not all up front: a
+    /// relay's call to its whole segment then holds [`CONCURRENCY`] calls'
+    /// state at a time, reused, instead of tens of thousands of tasks
+    /// allocated at once among the connections it keeps (and memory that
+    /// cannot go back to the system after the call).
     pub async fn call_all(
         self: &Arc<Self>,
         targets: &[Target],
@@ -252,28 +265,35 @@ impl Pool {
         who: crate::caller::OnBehalf<'_>,
         mut on_each: impl FnMut(&str, &Value),
     ) -> BTreeMap<String, Value> {
-        let slots = Arc::new(Semaphore::new(CONCURRENCY));
+        let (method, params): (Arc<str>, Arc<[Value]>) = (method.into(), params.into());
+        let (user, request): (Option<Arc<str>>, Option<Arc<str>>) =
+            (who.user.map(Into::into), who.request.map(Into::into));
         let mut tasks = tokio::task::JoinSet::new();
+        let mut out = BTreeMap::new();
+        let mut end = |joined: Option<Result<(String, Value), tokio::task::JoinError>>| {
+            if let Some(Ok((host, value))) = joined {
+                on_each(&host, &value);
+                out.insert(host, value);
+            }
+        };
         for target in targets {
-            let (pool, slots, target) = (Arc::clone(self), Arc::clone(&slots), target.clone());
-            let (method, params) = (method.to_string(), params.to_vec());
-            let (user, request) = (who.user.map(str::to_string), who.request.map(str::to_string));
+            if tasks.len() >= CONCURRENCY {
+                end(tasks.join_next().await);
+            }
+            let (pool, target) = (Arc::clone(self), target.clone());
+            let (method, params) = (Arc::clone(&method), Arc::clone(&params));
+            let (user, request) = (user.clone(), request.clone());
             tasks.spawn(async move {
-                let _slot = slots.acquire_owned().await;
                 let who = crate::caller::OnBehalf {
                     user: user.as_deref(),
                     request: request.as_deref(),
                 };
-                let value = pool.ask(&target, &method, params, limit, who).await.1;
+                let value = pool.ask(&target, &method, params.to_vec(), limit, who).await.1;
                 (target.name, value)
             });
         }
-        let mut out = BTreeMap::new();
         while let Some(joined) = tasks.join_next().await {
-            if let Ok((host, value)) = joined {
-                on_each(&host, &value);
-                out.insert(host, value);
-            }
+            end(Some(joined));
         }
         out
     }

@@ -145,19 +145,24 @@ impl MinionClient {
 
     /// Calls from now on name `user` in [`USER_HEADER`] (a service calling
     /// for its own users, e.g. func-api's token names); `None`: this process's user.
+    /// The same user again changes nothing (and allocates nothing: a kept
+    /// connection's header is not re-made among a call's short-lived buffers).
     pub fn set_user(&mut self, user: Option<&str>) {
-        self.user = user.and_then(|u| http::HeaderValue::from_str(u).ok());
+        if self.user.as_ref().map(http::HeaderValue::as_bytes) != user.map(str::as_bytes) {
+            self.user = user.and_then(|u| http::HeaderValue::from_str(u).ok());
+        }
+    }
+
+    /// Calls from now on belong to signed request `request` (its identity,
+    /// [`REQUEST_HEADER`]); `None`: to none. The same again changes nothing.
+    pub fn set_request(&mut self, request: Option<&str>) {
+        let request = request.filter(|r| is_request_id(r));
+        if self.request.as_ref().map(http::HeaderValue::as_bytes) != request.map(str::as_bytes) {
+            self.request = request.and_then(|r| http::HeaderValue::from_str(r).ok());
+        }
     }
 
     /// Calls `method` with `params`; a fault becomes [`CallError::Fault`].
-    /// Calls from now on belong to signed request `request` (its identity,
-    /// [`REQUEST_HEADER`]); `None`: to none.
-    pub fn set_request(&mut self, request: Option<&str>) {
-        self.request = request
-            .filter(|r| is_request_id(r))
-            .and_then(|r| http::HeaderValue::from_str(r).ok());
-    }
-
     /// Every request names the user this process runs for ([`USER_HEADER`]).
     pub async fn call(&mut self, method: &str, params: Vec<Value>) -> Result<Value, CallError> {
         if self.spent {

@@ -151,17 +151,25 @@ pub async fn relay(
     }
 }
 
-/// Each host's end as an NDJSON line, as it comes (`None`: every host
-/// has its line); the hosts answered.
+/// What the engine's thread hands the response stream.
+enum Sent {
+    /// One host's end, an NDJSON line.
+    Host(String, common::Value),
+    /// Every host has its line; `trim`: a large call's memory is to go back
+    /// to the system first ([`super::trim`]).
+    Done { trim: bool },
+}
+
+/// Each host's end as an NDJSON line, as it comes; the hosts answered.
 struct Lines {
-    tx: tokio::sync::mpsc::UnboundedSender<Option<(String, common::Value)>>,
+    tx: tokio::sync::mpsc::UnboundedSender<Sent>,
     sent: BTreeSet<String>,
 }
 
 impl overlord::engine::Watch for Lines {
     fn host(&mut self, host: &str, value: &common::Value) {
         if self.sent.insert(host.to_string()) {
-            let _ = self.tx.send(Some((host.to_string(), value.clone())));
+            let _ = self.tx.send(Sent::Host(host.to_string(), value.clone()));
         }
     }
 }
@@ -172,39 +180,50 @@ impl overlord::engine::Watch for Lines {
 /// a silent gap.
 async fn now(api: Arc<Api>, caller: Caller, who: Who, relayed: Box<Relayed>) -> Result<Response, ApiError> {
     let slot = super::calls::take_slot(&api, &caller)?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Option<(String, common::Value)>>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Sent>();
     tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        let hosts = relayed.request.hosts.clone();
-        let mut lines = Lines {
-            tx,
-            sent: BTreeSet::new(),
-        };
-        let asked = super::auth::plan_for(&api, "", (None, None), &who)
-            .and_then(|plan| super::auth::serve_as(&plan, who, Request::Relay(relayed), &mut lines));
-        if let Err(e) = asked {
-            let why = overlord::relay::unreachable(&RelayError::Config(e.to_string()));
-            for host in hosts {
-                overlord::engine::Watch::host(&mut lines, &host, &why);
+        let (tx, answered) = {
+            let hosts = relayed.request.hosts.clone();
+            let mut lines = Lines {
+                tx,
+                sent: BTreeSet::new(),
+            };
+            let asked = super::auth::plan_for(&api, "", (None, None), &who)
+                .and_then(|plan| super::auth::serve_as(&plan, who, Request::Relay(relayed), &mut lines));
+            if let Err(e) = asked {
+                let why = overlord::relay::unreachable(&RelayError::Config(e.to_string()));
+                for host in hosts {
+                    overlord::engine::Watch::host(&mut lines, &host, &why);
+                }
             }
-        }
-        if super::trim::due(lines.sent.len()) {
-            super::trim::release();
-        }
+            (lines.tx, lines.sent.len())
+        };
         // Done only here: a stream that ends without it (this thread
         // panicked) tells the overlord its hosts were not all answered.
-        let _ = lines.tx.send(None);
+        let _ = tx.send(Sent::Done {
+            trim: super::trim::due(answered),
+        });
     });
     let lines = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
         match rx.recv().await {
-            Some(Some((host, value))) => {
+            Some(Sent::Host(host, value)) => {
                 let line = HostLine::new(host, value);
                 let mut text = serde_json::to_vec(&line).unwrap_or_default();
                 text.push(b'\n');
                 Some((Ok::<_, Infallible>(Bytes::from(text)), Some(rx)))
             }
-            Some(None) => Some((Ok(Bytes::from_static(b"{\"done\":true}\n")), None)),
+            Some(Sent::Done { trim }) => {
+                // Every line has been taken from the channel and the call's
+                // results are dropped: what is freed now goes back before
+                // the caller reads done.
+                drop(rx);
+                if trim {
+                    let _ = tokio::task::spawn_blocking(super::trim::release).await;
+                }
+                Some((Ok(Bytes::from_static(b"{\"done\":true}\n")), None))
+            }
             None => None,
         }
     });

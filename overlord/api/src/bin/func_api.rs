@@ -176,6 +176,8 @@ fn serve(cli: &Cli) -> anyhow::Result<()> {
     let announced = overlord::relay::local::announce(&root, bound)
         .map_err(|e| tracing::warn!(error = %e, "func-api is not announced in its root: func calls minions itself"))
         .ok();
+    // A long-lived server: one allocator arena for all its threads (see trim.rs).
+    api::trim::one_arena();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
