@@ -193,6 +193,22 @@ impl Plan {
     /// literal name that matches no minion is reported on stderr and
     /// remembered, so the exit status is 1 although the others still run.
     pub fn targets(&self) -> Result<Vec<Target>, PlanError> {
+        self.targets_reading(true)
+    }
+
+    /// The targets of a call now: [`Self::targets`], but where the call is
+    /// to be handed to the func-api announced below the root (a warm func),
+    /// their addresses are left unread (empty): func-api reads them. Whoever
+    /// calls them itself instead reads them then (`targets::read_addresses`).
+    pub fn call_targets(&self) -> Result<Vec<Target>, PlanError> {
+        let handing = self.warm.is_none()
+            && self.dispatch.handoff
+            && crate::relay::local::may_hand()
+            && crate::relay::local::announced(&self.root).is_some();
+        self.targets_reading(!handing)
+    }
+
+    fn targets_reading(&self, addresses: bool) -> Result<Vec<Target>, PlanError> {
         if let Some(resolved) = &self.resolved {
             let chosen: std::collections::HashSet<String> = self.target_names()?.into_iter().collect();
             return Ok(resolved
@@ -207,6 +223,10 @@ impl Plan {
             .map(|name| match &self.routes {
                 // Its relay knows where it is: no address is read here.
                 Some(r) if r.relay_of(&name).is_some() => Target {
+                    name,
+                    addr: String::new(),
+                },
+                _ if !addresses => Target {
                     name,
                     addr: String::new(),
                 },

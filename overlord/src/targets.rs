@@ -214,6 +214,19 @@ pub fn resolve_names_with(
     Ok((chosen.into_iter().collect(), missing))
 }
 
+/// `targets` with the addresses left unread (empty: see
+/// `Plan::call_targets`) read now, except those of the hosts `relayed`
+/// says a relay calls (their relay knows where they are).
+pub fn read_addresses(root: &Root, targets: Vec<Target>, relayed: impl Fn(&str) -> bool) -> Vec<Target> {
+    targets
+        .into_iter()
+        .map(|t| match t.addr.is_empty() && !relayed(&t.name) {
+            true => Target::enrolled(root, &t.name),
+            false => t,
+        })
+        .collect()
+}
+
 /// Each minion at the address it advertised.
 fn with_addresses(root: &Root, names: Vec<String>) -> Vec<Target> {
     names

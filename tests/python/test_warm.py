@@ -96,6 +96,32 @@ class WarmAnswersTest(unittest.TestCase):
         warm, direct = self.same_both_ways("*", "ping")
         self.assertEqual((warm[0], sorted(warm[1].splitlines())), (0, sorted(direct[1].splitlines())))
 
+    def test_a_func_api_that_does_not_answer_func_calls_the_minions_itself(self):
+        # Announced (its process runs: this one) but nothing listens there:
+        # func reads the minions' addresses it left to func-api and calls them.
+        path = os.path.join(FLEET.ca_root, "var/run/func-api.json")
+        with open(path) as f:
+            real = f.read()
+        with open("/proc/self/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        try:
+            with open(path, "w") as f:
+                json.dump({"address": "127.0.0.1:%d" % port, "pid": os.getpid(), "start": start}, f)
+            before = handed()
+            code, out, err = func("-v", "--json", "*", "call", "test", "add", "3", "4")
+            self.assertEqual(code, 0, err)
+            self.assertEqual(json.loads(out), {h: 7 for h in HOSTS})
+            self.assertIn("calling the minions directly", err)
+            self.assertEqual(handed(), before)
+        finally:
+            with open(path, "w") as f:
+                f.write(real)
+
     def test_verbose_says_which_way(self):
         code, _, err = func("-v", "*", "ping")
         self.assertEqual(code, 0, err)

@@ -366,7 +366,7 @@ fn begin_now(
     function: &str,
     watch: &mut dyn Watch,
 ) -> Result<(Vec<Target>, BTreeMap<String, Value>), PlanError> {
-    let targets = plan.targets()?;
+    let targets = plan.call_targets()?;
     let unjudged = plan.unjudged();
     let names: Vec<String> = targets
         .iter()

@@ -248,6 +248,12 @@ impl Handed {
         Some(handed)
     }
 
+    /// `targets` at their addresses, for calling them here after all (a
+    /// warm func leaves them unread: `Plan::call_targets`).
+    fn addressed(&self, targets: Vec<Target>) -> Vec<Target> {
+        crate::targets::read_addresses(&self.root, targets, |_| false)
+    }
+
     fn say(&self, line: &str) {
         if self.verbose {
             crate::errln!("func: {line}");
@@ -292,7 +298,10 @@ impl Direct for Handed {
                     self.say(&format!(
                         "not handed to func-api ({e}); calling the minions directly"
                     ));
-                    return self.fallback.call(targets, function, params, ends).await;
+                    return self
+                        .fallback
+                        .call(self.addressed(targets), function, params, ends)
+                        .await;
                 }
             };
             let mut answered = std::collections::HashSet::new();
@@ -312,7 +321,10 @@ impl Direct for Handed {
                     self.say(&format!(
                         "func-api did not take the call ({e}); calling the minions directly"
                     ));
-                    return self.fallback.call(targets, function, params, ends).await;
+                    return self
+                        .fallback
+                        .call(self.addressed(targets), function, params, ends)
+                        .await;
                 }
                 Err(Handoff::Broken(e)) => e,
             };
@@ -327,7 +339,10 @@ impl Direct for Handed {
                     .into_iter()
                     .filter(|t| !answered.contains(&t.name))
                     .collect();
-                return self.fallback.call(rest, function, params, ends).await;
+                return self
+                    .fallback
+                    .call(self.addressed(rest), function, params, ends)
+                    .await;
             }
             // Taken: a host not answered is unreachable, never called twice.
             let value = super::unreachable(&why);

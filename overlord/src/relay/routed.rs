@@ -43,6 +43,16 @@ pub fn call(
         }
         _ => None,
     };
+    // Called from here after all: the addresses a warm func left unread.
+    let read;
+    let targets = match handed {
+        Some(_) => targets,
+        None => {
+            let behind = |h: &str| routes.is_some_and(|r| r.relay_of(h).is_some());
+            read = crate::targets::read_addresses(root, targets.to_vec(), behind);
+            &read[..]
+        }
+    };
     if !relayed && handed.is_none() {
         return crate::dispatch::call_workers(&workers.credentials, targets, action, how, on_each);
     }
