@@ -18,6 +18,8 @@ const MAX_HEAD: usize = 64 << 10;
 const MAX_HEADERS: usize = 64;
 /// Longest chunk-size line (with extensions) or trailer line accepted.
 const MAX_LINE: usize = 4096;
+/// Room reserved for a body before its bytes come.
+const INITIAL_BODY: usize = 64 << 10;
 
 /// Why an exchange did not produce a response.
 #[derive(Debug, thiserror::Error)]
@@ -164,7 +166,9 @@ impl<S: AsyncRead + Unpin> Reader<'_, S> {
         if n > max {
             return Err(ExchangeError::TooLarge(max));
         }
-        let mut out = Vec::with_capacity(n);
+        // Grown as the bytes come, not reserved for what the head claims:
+        // a length is a promise, and a rogue peer's costs nothing to make.
+        let mut out = Vec::with_capacity(n.min(INITIAL_BODY));
         self.read_into(n, &mut out).await?;
         Ok(out)
     }

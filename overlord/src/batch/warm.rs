@@ -7,7 +7,9 @@
 //! connection. The batch record says so (`warm`), which is what tells the
 //! watcher to follow a batch's hosts (it leaves other batches to their
 //! drivers). If func-api goes away, the driver follows the hosts still
-//! running itself, as any batch.
+//! running itself, as any batch. The driver's runtime lives from wave to
+//! wave and keeps its connection to func-api: a wave costs no handshake
+//! on either side.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -28,6 +30,9 @@ const STORE_PAUSE: Duration = Duration::from_millis(10);
 /// whose end the watcher records (host → minion job).
 pub struct WarmBatch {
     handed: Handed,
+    /// Where the hand-offs run, wave after wave (their kept connection's
+    /// task lives on it).
+    runtime: tokio::runtime::Runtime,
     root: Root,
     watched: BTreeMap<String, String>,
     seen: Option<u64>,
@@ -40,9 +45,15 @@ pub struct Gone(pub BTreeMap<String, String>);
 impl WarmBatch {
     /// When a func-api serves `root` (and this process may hand to it).
     pub fn new(root: &Root, meta: &JobMeta, calling: &crate::settings::Calling) -> Option<Self> {
-        let handed = Handed::for_job(root, meta, calling)?;
+        let mut handed = Handed::for_job(root, meta, calling)?;
+        handed.client = handed.client.clone().keeping();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
         Some(WarmBatch {
             handed,
+            runtime,
             root: root.clone(),
             watched: BTreeMap::new(),
             seen: None,
@@ -57,15 +68,31 @@ impl WarmBatch {
             if now.addr != self.handed.client.relay.addr {
                 if let Ok(mut client) = crate::relay::client::RelayClient::new(&self.root, now) {
                     client.timeout = self.handed.client.timeout;
-                    self.handed.client = client;
+                    self.handed.client = client.keeping();
                 }
             }
         }
         let targets = hosts.iter().map(|h| Target::enrolled(&self.root, h)).collect();
-        let answers = crate::reach::collect_blocking(
-            |ends| self.handed.call(targets, function, params, ends),
-            |_, _| {},
-        );
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let calling = self.handed.call(targets, function, params, tx);
+        let collect = async {
+            let mut answers = BTreeMap::new();
+            while let Some((host, value)) = rx.recv().await {
+                answers.entry(host).or_insert(value);
+            }
+            answers
+        };
+        let both = async { tokio::join!(calling, collect).1 };
+        let runtime = &self.runtime;
+        // A driver inside another runtime (a door's thread): from a thread of its own.
+        let answers = match tokio::runtime::Handle::try_current() {
+            Ok(_) => std::thread::scope(|s| {
+                s.spawn(|| runtime.block_on(both))
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            }),
+            Err(_) => runtime.block_on(both),
+        };
         answers
             .into_iter()
             .map(|(host, value)| (host, Reply::Value(value)))

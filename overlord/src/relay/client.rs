@@ -2,12 +2,13 @@
 //! certificate (a relay takes requests only from an overlord certificate of
 //! its CA) and checking that the relay's certificate, of the same CA, names
 //! the host of its `[relays]` address and carries the service mark (a
-//! minion's certificate for that host is refused). One connection per exchange; every
-//! answer is read within a bound.
+//! minion's certificate for that host is refused). One connection per exchange
+//! (a batch's driver keeps one between its hand-offs: [`RelayClient::keeping`]);
+//! every answer is read within a bound.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::paths::Root;
@@ -45,7 +46,14 @@ pub struct RelayClient {
     tls: Arc<rustls::ClientConfig>,
     /// Time to connect and to get an answer's head.
     pub timeout: Duration,
+    /// The connection kept between hand-offs, and since when it is idle
+    /// (`None`: none is kept, see [`Self::keeping`]).
+    kept: Option<Arc<Mutex<Option<(http1::SendRequest<Full<Bytes>>, Instant)>>>>,
 }
+
+/// A kept connection idle longer than this is not used again (func-api
+/// closes idle connections after `idle_timeout`, 15 s by default).
+const KEEP_IDLE: Duration = Duration::from_secs(5);
 
 /// One host's end as a relay streams it: its result as JSON when JSON
 /// holds it exactly (most results: cheaper to read at 100,000 hosts), else
@@ -106,7 +114,30 @@ impl RelayClient {
             relay,
             tls: Arc::new(tls),
             timeout: Duration::from_secs(30),
+            kept: None,
         })
+    }
+
+    /// Keeps the connection of a hand-off that ended well for the next one
+    /// ([`Self::hand`]), for a caller whose runtime lives between them (a
+    /// batch's driver, wave after wave): a hand-off then costs no TLS
+    /// handshake on either side.
+    pub fn keeping(mut self) -> Self {
+        self.kept = Some(Arc::default());
+        self
+    }
+
+    /// The kept connection, if one is, still open and not idle too long.
+    fn take_kept(&self) -> Option<http1::SendRequest<Full<Bytes>>> {
+        let slot = self.kept.as_ref()?;
+        let (sender, since) = slot.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        (since.elapsed() < KEEP_IDLE && !sender.is_closed()).then_some(sender)
+    }
+
+    fn keep(&self, sender: http1::SendRequest<Full<Bytes>>) {
+        if let Some(slot) = &self.kept {
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((sender, Instant::now()));
+        }
     }
 
     fn unreachable(&self, detail: impl std::fmt::Display) -> RelayError {
@@ -230,28 +261,39 @@ impl RelayClient {
     ) -> Result<(), Handoff> {
         let body =
             serde_json::to_vec(sealed).map_err(|e| Handoff::NotTaken(RelayError::Request(e.to_string())))?;
-        let req = self
+        let mut req = self
             .request(http::Method::POST, "/api/v1/relay", Some(body))
             .map_err(Handoff::NotTaken)?;
-        // Not connected: nothing was sent.
-        let mut sender = self.open().await.map_err(Handoff::NotTaken)?;
-        let sent = tokio::time::timeout(self.timeout, sender.try_send_request(req)).await;
-        let resp = match sent {
-            Ok(Ok(resp)) => resp,
-            // Never written to the connection: nothing was sent.
-            Ok(Err(mut e)) if e.message().is_some() => {
-                let _ = e.take_message();
-                return Err(Handoff::NotTaken(self.unreachable(e.into_error())));
+        let mut kept = self.take_kept();
+        let (sender, resp) = loop {
+            let reused = kept.is_some();
+            // Not connected: nothing was sent.
+            let mut sender = match kept.take() {
+                Some(sender) => sender,
+                None => self.open().await.map_err(Handoff::NotTaken)?,
+            };
+            let sent = tokio::time::timeout(self.timeout, sender.try_send_request(req)).await;
+            match sent {
+                Ok(Ok(resp)) => break (sender, resp),
+                // Never written to the connection: nothing was sent. A kept
+                // one func-api closed meanwhile: once more on a new one.
+                Ok(Err(mut e)) if e.message().is_some() => match (reused, e.take_message()) {
+                    (true, Some(again)) => req = again,
+                    _ => return Err(Handoff::NotTaken(self.unreachable(e.into_error()))),
+                },
+                // Sent, maybe taken: never sent again.
+                Ok(Err(e)) => return Err(Handoff::Broken(self.unreachable(e.into_error()))),
+                Err(_) => return Err(Handoff::Broken(self.unreachable("no answer in time"))),
             }
-            // Sent, maybe taken: never sent again.
-            Ok(Err(e)) => return Err(Handoff::Broken(self.unreachable(e.into_error()))),
-            Err(_) => return Err(Handoff::Broken(self.unreachable("no answer in time"))),
         };
         if resp.status() != StatusCode::OK {
             // Refused before anything ran.
             return Err(Handoff::NotTaken(self.refused(resp).await));
         }
-        self.stream(resp, hosts, on_host).await.map_err(Handoff::Broken)
+        self.stream(resp, hosts, on_host).await.map_err(Handoff::Broken)?;
+        // Every line read to the done line: the connection may carry the next.
+        self.keep(sender);
+        Ok(())
     }
 
     /// Why the relay answered `resp`, an error status, instead of running.
