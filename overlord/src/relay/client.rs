@@ -48,8 +48,11 @@ pub struct RelayClient {
     pub timeout: Duration,
     /// The connection kept between hand-offs, and since when it is idle
     /// (`None`: none is kept, see [`Self::keeping`]).
-    kept: Option<Arc<Mutex<Option<(http1::SendRequest<Full<Bytes>>, Instant)>>>>,
+    kept: Option<Arc<Mutex<Option<Kept>>>>,
 }
+
+/// A connection kept between hand-offs, and since when it is idle.
+type Kept = (http1::SendRequest<Full<Bytes>>, Instant);
 
 /// A kept connection idle longer than this is not used again (func-api
 /// closes idle connections after `idle_timeout`, 15 s by default).
