@@ -84,15 +84,7 @@ impl WarmBatch {
         };
         let both = async { tokio::join!(calling, collect).1 };
         let runtime = &self.runtime;
-        // A driver inside another runtime (a door's thread): from a thread of its own.
-        let answers = match tokio::runtime::Handle::try_current() {
-            Ok(_) => std::thread::scope(|s| {
-                s.spawn(|| runtime.block_on(both))
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            }),
-            Err(_) => runtime.block_on(both),
-        };
+        let answers = crate::relay::fanout::outside_runtime(|| runtime.block_on(both));
         answers
             .into_iter()
             .map(|(host, value)| (host, Reply::Value(value)))

@@ -321,14 +321,19 @@ pub async fn kill_all(
 /// Runs `f` on a runtime of its own (for the synchronous callers: `func`,
 /// drivers).
 pub fn block_on<T: Send>(f: impl std::future::Future<Output = T> + Send) -> T {
+    outside_runtime(|| new_runtime().block_on(f))
+}
+
+/// Runs `run` (which blocks on a runtime of its own) here, or inside a
+/// runtime (func-api's threads) on a thread of its own.
+pub fn outside_runtime<T: Send>(run: impl FnOnce() -> T + Send) -> T {
     match tokio::runtime::Handle::try_current() {
-        // Inside a runtime (func-api's threads): on a thread of its own.
         Ok(_) => std::thread::scope(|s| {
-            s.spawn(|| new_runtime().block_on(f))
+            s.spawn(run)
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
         }),
-        Err(_) => new_runtime().block_on(f),
+        Err(_) => run(),
     }
 }
 
