@@ -1,9 +1,10 @@
 //! One call to one minion, the same for every caller: the CLI's forked
 //! workers (a new connection each), the poller of the CLI and the drivers,
 //! and func-api's pool (kept connections). A kept connection that broke
-//! before the minion answered (an HTTP error, not a fault: most often the
-//! minion's idle deadline closing it as it was taken) is replaced once and
-//! the call made again; a dispatch that carries its signed request's
+//! before the minion began to answer (an HTTP error, not a fault: most
+//! often the minion's idle deadline closing it as it was taken) is replaced
+//! once and the call made again; one that broke mid-answer is not (the
+//! minion read the call), and a dispatch that carries its signed request's
 //! identity still runs at most once (the minion refuses it again). The reply is
 //! typed (`jobs::follow::Reply`), beside the host's value as `func` shows
 //! it; [`connect`] and [`call_error`] are how every caller connects and

@@ -65,7 +65,6 @@ impl Idle {
             kept.retain_mut(|k| k.since.elapsed() < idle_for && !k.client.is_closed());
             !kept.is_empty()
         });
-        self.by_host.shrink_to_fit();
         self.count = self.by_host.values().map(Vec::len).sum();
     }
 }

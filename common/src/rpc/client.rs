@@ -38,6 +38,10 @@ pub enum CallError {
     Timeout(Duration),
     #[error("HTTP error: {0}")]
     Http(String),
+    /// The exchange broke after the minion had begun to answer (cut short,
+    /// or not HTTP): it read the call, so the call is never sent again.
+    #[error("HTTP error: {0}")]
+    Answered(String),
     #[error("minion answered HTTP {0}")]
     Status(StatusCode),
     #[error("response larger than {0} bytes (max_response_size in overlord.conf)")]
@@ -239,8 +243,8 @@ fn exchange_error(e: ExchangeError) -> CallError {
         ExchangeError::Ended {
             answered: true,
             detail,
-        } => CallError::Http(format!("the minion's answer was cut short: {detail}")),
-        ExchangeError::Malformed(detail) => CallError::Http(format!("malformed HTTP response: {detail}")),
+        } => CallError::Answered(format!("the minion's answer was cut short: {detail}")),
+        ExchangeError::Malformed(detail) => CallError::Answered(format!("malformed HTTP response: {detail}")),
         ExchangeError::TooLarge(max) => CallError::TooLarge(max),
     }
 }

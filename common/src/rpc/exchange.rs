@@ -18,6 +18,10 @@ const MAX_HEAD: usize = 64 << 10;
 const MAX_HEADERS: usize = 64;
 /// Longest chunk-size line (with extensions) or trailer line accepted.
 const MAX_LINE: usize = 4096;
+/// Interim answers (1xx) accepted before the real one.
+const MAX_INTERIM: usize = 4;
+/// Trailer bytes accepted after a chunked body.
+const MAX_TRAILERS: usize = 64 << 10;
 /// Room reserved for a body before its bytes come.
 const INITIAL_BODY: usize = 64 << 10;
 
@@ -58,7 +62,7 @@ where
         buf: Vec::with_capacity(4096),
         pos: 0,
     };
-    loop {
+    for _ in 0..MAX_INTERIM + 1 {
         let head = reader.head().await?;
         // An interim answer (100 Continue and the like) precedes the real one.
         if (100..200).contains(&head.status) && head.status != 101 {
@@ -77,6 +81,9 @@ where
             keep_alive: keep_alive && reader.pos == reader.buf.len(),
         });
     }
+    Err(ExchangeError::Malformed(format!(
+        "more than {MAX_INTERIM} interim answers"
+    )))
 }
 
 fn ended(answered: bool, e: &std::io::Error) -> ExchangeError {
@@ -116,10 +123,10 @@ impl<S: AsyncRead + Unpin> Reader<'_, S> {
     /// Reads more into the buffer; `false` at the end of the connection.
     async fn fill(&mut self) -> Result<bool, ExchangeError> {
         let answered = !self.buf.is_empty();
-        if self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
-        }
+        // What was read is dropped before more comes: the buffer holds an
+        // unread part only, which the callers bound.
+        self.buf.drain(..self.pos);
+        self.pos = 0;
         if self.buf.capacity() - self.buf.len() < 1024 {
             self.buf.reserve(8192);
         }
@@ -241,8 +248,17 @@ impl<S: AsyncRead + Unpin> Reader<'_, S> {
                 .ok_or_else(|| ExchangeError::Malformed("bad chunk size".into()))?;
             if size == 0 {
                 // Trailers, up to the empty line.
-                while !self.line().await?.is_empty() {}
-                return Ok(out);
+                let mut trailers = 0;
+                loop {
+                    let line = self.line().await?;
+                    trailers += line.len() + 2;
+                    if line.is_empty() {
+                        return Ok(out);
+                    }
+                    if trailers > MAX_TRAILERS {
+                        return Err(ExchangeError::Malformed("trailers too long".into()));
+                    }
+                }
             }
             if size > max.saturating_sub(out.len()) {
                 return Err(ExchangeError::TooLarge(max));
@@ -378,6 +394,17 @@ mod tests {
             let r = answer(bad, 100).await;
             assert!(matches!(r, Err(ExchangeError::Malformed(_))), "{r:?}");
         }
+        // Endless interim answers, endless trailers: refused, not buffered.
+        let interim = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM + 1);
+        let r = answer(&interim, 100).await;
+        assert!(matches!(r, Err(ExchangeError::Malformed(_))), "{r:?}");
+        let trailers = [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".as_slice(),
+            &b"T: 0123456789abcdef0123456789abcdef\r\n".repeat(MAX_TRAILERS / 30),
+        ]
+        .concat();
+        let r = answer(&trailers, 100).await;
+        assert!(matches!(r, Err(ExchangeError::Malformed(_))), "{r:?}");
         let head = [b"HTTP/1.1 200 OK\r\n".as_slice(), &[b'x'; MAX_HEAD + 10]].concat();
         let r = answer(&head, 100).await;
         assert!(matches!(r, Err(ExchangeError::Malformed(_))), "{r:?}");

@@ -72,7 +72,14 @@ impl WarmBatch {
                 }
             }
         }
-        let targets = hosts.iter().map(|h| Target::enrolled(&self.root, h)).collect();
+        // func-api reads their addresses (Handed reads them if it calls them itself).
+        let targets = hosts
+            .iter()
+            .map(|h| Target {
+                name: h.clone(),
+                addr: String::new(),
+            })
+            .collect();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let calling = self.handed.call(targets, function, params, tx);
         let collect = async {
