@@ -282,17 +282,23 @@ async function minionsPage() {
   // Targeting by facts: the minions judge the filter (DESIGN §16).
   const byFacts = el('input', { type: 'text', id: 'fact-filter', placeholder: 'facts: os=Debian,num_cpus>=2 (Enter)' });
   const factNote = el('span.muted', { id: 'fact-note' });
+  // Only the last filter asked is shown: an earlier one answering later
+  // (its minions slower to judge) must not draw over it.
+  let asked = 0;
   byFacts.addEventListener('keydown', async (ev) => {
     if (ev.key !== 'Enter') return;
+    const mine = ++asked;
     const terms = byFacts.value.trim();
     factNote.textContent = '';
     try {
       const { doc: chosen } = await api('GET', '/api/v1/minions' + (terms ? '?filter=' + encodeURIComponent(terms) : ''));
+      if (mine !== asked) return;
       doc.minions = chosen.minions;
       const left = Object.keys(chosen.not_judged || {});
       if (left.length) factNote.textContent = 'could not judge: ' + left.join(' ');
     } catch (e) {
       if (e instanceof Unauthorized) throw e;
+      if (mine !== asked) return;
       doc.minions = [];
       factNote.textContent = e.message;
     }
