@@ -138,7 +138,7 @@ pub struct FuncCli {
 /// Commands that take no SPEC.
 #[derive(Subcommand, Debug)]
 pub enum TopCommand {
-    /// Status of an async job: asks the hosts not finished yet, records results
+    /// Status of an async job: the hosts not finished yet are asked (or, while a func-api serves the root, followed by it), results recorded
     #[command(
         name = "job_status",
         after_help = "Exit status: 0 finished and every host succeeded; 1 finished with a failed host, or no such job; 3 not finished yet."
