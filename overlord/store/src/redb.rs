@@ -134,10 +134,12 @@ impl RedbStore {
 
     /// Opens the file for reading, if there is one: reading never creates
     /// a store (nor its directory), so `func jobs list` on a root that has
-    /// none writes nothing.
+    /// none writes nothing. An empty file (its creator died before the
+    /// first commit) holds nothing either: the next write makes it a store.
     pub(super) fn open_existing(&self) -> Result<Option<Opened<ReadOnlyDatabase>>, StoreError> {
         match std::fs::symlink_metadata(&self.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Ok(m) if m.is_file() && m.len() == 0 => Ok(None),
             _ => self.open_read().map(Some),
         }
     }
@@ -796,6 +798,15 @@ mod tests {
             std::fs::metadata(&path).unwrap().modified().unwrap(),
         );
         assert!(before == after, "a read changed the store's file");
+        // An empty file (a creator that died before its first commit) reads as no store.
+        let empty = RedbStore::new(dir.path().join("empty.redb"), 3600.0);
+        std::fs::write(empty.path(), b"").unwrap();
+        assert!(empty.list_page(10, None).unwrap().is_empty());
+        assert!(
+            empty.create(meta("x", now()), &["m1".into()]).is_ok(),
+            "the next write makes it a store"
+        );
+        assert_eq!(empty.list_page(10, None).unwrap().len(), 1);
         // Writing still works after reads, and is seen.
         store
             .update(
