@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition};
@@ -49,13 +50,29 @@ pub(super) fn db_err(e: impl Into<redb::Error>) -> StoreError {
 /// the file is closed: `db` is dropped first).
 pub(super) struct Opened<D> {
     db: D,
-    _turn: Option<nix::fcntl::Flock<std::fs::File>>,
+    _turn: Option<std::fs::File>,
 }
 
 impl<D> std::ops::Deref for Opened<D> {
     type Target = D;
     fn deref(&self) -> &D {
         &self.db
+    }
+}
+
+/// The store's file open to read: read-only, or writable when it needed
+/// repair (a writer died with it open).
+pub(super) enum Reader {
+    ReadOnly(ReadOnlyDatabase),
+    Repaired(Database),
+}
+
+impl Reader {
+    pub(super) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Reader::ReadOnly(db) => db.begin_read(),
+            Reader::Repaired(db) => db.begin_read(),
+        }
     }
 }
 
@@ -66,36 +83,64 @@ fn turn_path(store: &Path) -> PathBuf {
     store.with_file_name(name)
 }
 
+/// Threads of this process waiting for a turn now; past [`MOST_WAITING`]
+/// an operation waits on redb's lock instead (a holder that never lets
+/// go — a stopped `func` — must not pile up threads here).
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+const MOST_WAITING: usize = 8;
+
 /// Waits (up to `patience`) for this process's turn at the store: an
 /// exclusive `flock` on `lock`, 0600, created if missing, never through a
-/// symlink. Uncontended, it is taken at once; otherwise a thread blocks on
-/// it, so the wait ends as the holder lets go. `None` when the wait ran
-/// out (redb's lock, retried, still decides; a turn the thread gets later
-/// is let go at once).
-fn take_turn(lock: &Path, patience: Duration) -> std::io::Result<Option<nix::fcntl::Flock<std::fs::File>>> {
-    use nix::fcntl::{Flock, FlockArg};
-    common::private::tighten(lock)?;
+/// symlink; released when the file closes. Uncontended, it is taken at
+/// once; otherwise a thread blocks on it, so the wait ends as the holder
+/// lets go. The turn only spares retries: `None` (the wait ran out, or no
+/// turn could be had) leaves it to redb's lock, retried. A turn the
+/// thread gets after the wait ran out is let go at once.
+fn take_turn(lock: &Path, patience: Duration) -> Option<std::fs::File> {
+    common::private::tighten(lock).ok()?;
     let file = common::private::options()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .open(lock)?;
-    let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(turn) => return Ok(Some(turn)),
-        Err((file, nix::errno::Errno::EWOULDBLOCK)) => file,
-        Err((_, errno)) => return Err(errno.into()),
-    };
+        .open(lock)
+        // A lock file we may not write (a read-only store) still takes a lock.
+        .or_else(|_| common::private::options().read(true).open(lock))
+        .ok()?;
+    match file.try_lock() {
+        Ok(()) => return Some(file),
+        Err(std::fs::TryLockError::WouldBlock) => {}
+        Err(std::fs::TryLockError::Error(_)) => return None,
+    }
+    if WAITING.fetch_add(1, Ordering::Relaxed) >= MOST_WAITING {
+        WAITING.fetch_sub(1, Ordering::Relaxed);
+        return None;
+    }
+    struct Waited;
+    impl Drop for Waited {
+        fn drop(&mut self) {
+            WAITING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    std::thread::Builder::new()
+    let spawned = std::thread::Builder::new()
         .name("store-turn".into())
         .spawn(move || {
-            if let Ok(turn) = Flock::lock(file, FlockArg::LockExclusive) {
-                // Nobody waiting any more: dropped here, let go.
-                let _ = tx.send(turn);
+            let _counted = Waited;
+            loop {
+                match file.lock() {
+                    // Nobody waiting any more: dropped here, let go.
+                    Ok(()) => break drop(tx.send(file)),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
             }
-        })?;
-    Ok(rx.recv_timeout(patience).ok())
+        });
+    if spawned.is_err() {
+        WAITING.fetch_sub(1, Ordering::Relaxed);
+        return None;
+    }
+    rx.recv_timeout(patience).ok()
 }
 
 /// The overlord store of one root.
@@ -136,7 +181,7 @@ impl RedbStore {
     /// a store (nor its directory), so `func jobs list` on a root that has
     /// none writes nothing. An empty file (its creator died before the
     /// first commit) holds nothing either: the next write makes it a store.
-    pub(super) fn open_existing(&self) -> Result<Option<Opened<ReadOnlyDatabase>>, StoreError> {
+    pub(super) fn open_existing(&self) -> Result<Option<Opened<Reader>>, StoreError> {
         match std::fs::symlink_metadata(&self.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Ok(m) if m.is_file() && m.len() == 0 => Ok(None),
@@ -148,19 +193,25 @@ impl RedbStore {
     /// (a writable open writes its header and allocator state, with four
     /// fdatasyncs, even to read), and the file's times stay as they are,
     /// so readers do not look like changes to those watching it. A file
-    /// left unclean by a writer that died is repaired first by a writable
-    /// open.
-    fn open_read(&self) -> Result<Opened<ReadOnlyDatabase>, StoreError> {
-        match self.open_with(false, |builder, file| {
+    /// left unclean by a writer that died is read through a writable open,
+    /// which repairs it.
+    fn open_read(&self) -> Result<Opened<Reader>, StoreError> {
+        let read_only = self.open_with(false, |builder, file| {
             builder.open_read_only_with_backend(redb::backends::FileBackend::new(file)?)
-        }) {
+        });
+        match read_only {
+            Ok(Opened { db, _turn }) => Ok(Opened {
+                db: Reader::ReadOnly(db),
+                _turn,
+            }),
             Err(StoreError::Redb(redb::Error::RepairAborted)) => {
-                drop(self.open()?);
-                self.open_with(false, |builder, file| {
-                    builder.open_read_only_with_backend(redb::backends::FileBackend::new(file)?)
+                let Opened { db, _turn } = self.open()?;
+                Ok(Opened {
+                    db: Reader::Repaired(db),
+                    _turn,
                 })
             }
-            other => other,
+            Err(e) => Err(e),
         }
     }
 
@@ -187,7 +238,7 @@ impl RedbStore {
         }
         common::private::tighten(&self.path).map_err(open_err)?;
         let begun = Instant::now();
-        let turn = take_turn(&turn_path(&self.path), OPEN_PATIENCE).map_err(open_err)?;
+        let turn = take_turn(&turn_path(&self.path), OPEN_PATIENCE);
         let mut builder = Database::builder();
         builder.set_cache_size(8 << 20);
         let mut pause = Duration::from_micros(500);
@@ -829,8 +880,8 @@ mod tests {
     const DIE_WRITING: &str = "FUNC_STORE_TEST_DIE_WRITING";
 
     /// A writer that died with the file open leaves it needing repair,
-    /// which a read-only open refuses: the read repairs it first (a
-    /// writable open) and then reads.
+    /// which a read-only open refuses: the read goes through a writable
+    /// open, which repairs it (and leaves it clean for the next reader).
     #[test]
     fn a_store_left_by_a_writer_that_died_is_repaired_and_read() {
         if let Some(path) = std::env::var_os(DIE_WRITING) {
@@ -867,6 +918,54 @@ mod tests {
         assert_eq!(jobs.len(), 1);
         assert!(store.load(&jobs[0].id).unwrap().is_some());
         assert!(Database::builder().open_read_only(&path).is_ok(), "repaired");
+    }
+
+    /// Operations wait for their turn while another holds it, but a holder
+    /// that does not let go piles up at most MOST_WAITING waiting threads:
+    /// the next operations go on redb's lock (free here), and the waiting
+    /// ones finish once the holder lets go.
+    #[test]
+    fn waiting_for_a_turn_is_bounded_and_ends_when_the_holder_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.redb");
+        let store = RedbStore::new(path.clone(), 3600.0);
+        store.create(meta("x", now()), &["m1".into()]).unwrap();
+        let holder = std::fs::File::open(turn_path(&path)).unwrap();
+        holder.lock().unwrap();
+        let waiting: Vec<_> = (0..MOST_WAITING)
+            .map(|_| {
+                let store = store.clone();
+                std::thread::spawn(move || store.create(meta("x", now()), &["m1".into()]))
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while WAITING.load(Ordering::Relaxed) < MOST_WAITING {
+            assert!(
+                Instant::now() < deadline,
+                "the operations never waited for the turn"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // One more goes on without a turn (no ninth thread waits), while the
+        // holder still holds it.
+        let more = std::thread::spawn({
+            let store = store.clone();
+            move || store.create(meta("y", now()), &["m1".into()])
+        });
+        while !more.is_finished() {
+            assert!(
+                WAITING.load(Ordering::Relaxed) <= MOST_WAITING,
+                "a ninth thread waits"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(more.join().unwrap().is_ok());
+        assert_eq!(store.list_page(100, None).unwrap().len(), 2);
+        drop(holder);
+        for w in waiting {
+            assert!(w.join().unwrap().is_ok());
+        }
+        assert_eq!(store.list_page(100, None).unwrap().len(), 2 + MOST_WAITING);
     }
 
     #[test]

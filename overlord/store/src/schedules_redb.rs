@@ -2,7 +2,7 @@
 //! (name → record) and `schedule_index` (name → next run, `+∞` when
 //! disabled, and owner), changed together in one write transaction.
 
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{ReadableTable, TableDefinition};
 
 use super::redb::{db_err, read_table, RedbStore};
 use super::schedules::{Added, Change, Schedules, MAX_SCHEDULES};
