@@ -7,8 +7,12 @@ handoff. A func-api killed mid-call leaves the hosts it had not answered
 unreachable, and nothing runs twice; func calls the minions itself when no
 func-api answers. Real binaries, three real minions, a real func-api."""
 
+import http.client
+import http.server
 import json
 import os
+import ssl
+import threading
 import signal
 import subprocess
 import sys
@@ -289,7 +293,77 @@ def marking(name, words, seconds):
     return proc, marks
 
 
+class BreakingApi:
+    """A func-api that takes a hand-off, passes it on to the real one (which
+    starts every host and answers them all), and breaks off without a word
+    to its caller: the connection closes before any answer. It presents
+    func-api's own certificate; the bodies it took are kept in `taken`."""
+
+    def __init__(self, real):
+        self.taken = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.taken.append(body)
+                conn = http.client.HTTPSConnection("localhost", real.port, context=FLEET.context(), timeout=60)
+                conn.request("POST", self.path, body, {"Content-Type": "application/json"})
+                conn.getresponse().read()
+                conn.close()
+                self.close_connection = True
+
+        pki = os.path.join(FLEET.ca_root, "etc/pki/func-api")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(pki, "func-api.cert"), os.path.join(pki, "func-api.pem"))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class WarmFaultsTest(unittest.TestCase):
+    def test_func_api_breaking_off_after_starting_a_job_its_hosts_are_followed_not_failed(self):
+        """func-api started a job's hosts but broke off before answering:
+        the driver starts them directly, each minion refuses (already ran
+        here as job X), and the driver follows job X. The results are the
+        hosts' own, and nothing ran twice."""
+        ensure_announced()
+        path = os.path.join(FLEET.ca_root, "var/run/func-api.json")
+        with open(path) as f:
+            real = f.read()
+        with open("/proc/self/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        fake = BreakingApi(API)
+        marks = os.path.join(FLEET.ca_root, "warm-broke-marks")
+        os.makedirs(marks, exist_ok=True)
+        try:
+            with open(path, "w") as f:
+                json.dump({"address": "127.0.0.1:%d" % fake.port, "pid": os.getpid(), "start": start}, f)
+            code, out, err = func("*", "call", "--async", "--nopoll", "command", "run",
+                                  "echo ran >> %s/marks" % marks)
+            self.assertEqual(code, 0, err)
+            job = job_of(out)
+            code, out, err = func("--direct", "--json", "-t", "60", "job_status", job, "--wait")
+            self.assertEqual(code, 0, (out, err))
+            doc = json.loads(out)
+            self.assertEqual(sorted(doc["results"]), HOSTS, doc)
+            for host, value in doc["results"].items():
+                self.assertEqual(value[0], 0, (host, value))
+            self.assertEqual(len(fake.taken), 1, "the dispatch was not handed to the breaking func-api")
+            self.assertEqual(text(os.path.join(marks, "marks")).split(), ["ran"] * 3, "a host ran twice")
+        finally:
+            with open(path, "w") as f:
+                f.write(real)
+            fake.close()
+
     def test_func_api_killed_mid_call_leaves_the_rest_unreachable_and_nothing_runs_twice(self):
         api = Api(FLEET, root=FLEET.ca_root)
         try:

@@ -258,6 +258,19 @@ pub const REQUEST_HEADER: &str = "x-func-request";
 /// The error kind of a call refused because its signed request already ran.
 pub const ALREADY_RAN: &str = "func.minion.AlreadyRan";
 
+/// Whether `id` has a minion job id's shape (`<digits>[.<digits>]-minion`,
+/// at most 32 characters before the suffix): the only job ids a minion
+/// makes, and the only ones it takes.
+pub fn is_minion_job_id(id: &str) -> bool {
+    let Some(stamp) = id.strip_suffix("-minion") else {
+        return false;
+    };
+    !stamp.is_empty()
+        && stamp.len() <= 32
+        && stamp.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && stamp.bytes().filter(|b| *b == b'.').count() <= 1
+}
+
 /// Whether `id` may be a request identity: 16 to 128 hex digits.
 pub fn is_request_id(id: &str) -> bool {
     (16..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())

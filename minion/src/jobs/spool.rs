@@ -34,13 +34,7 @@ pub struct Spool {
 /// Whether `id` has the minion job id shape (`<digits>.<digits>-minion`),
 /// the only strings that ever become file names here.
 pub fn is_job_id(id: &str) -> bool {
-    let Some(stamp) = id.strip_suffix("-minion") else {
-        return false;
-    };
-    !stamp.is_empty()
-        && stamp.len() <= 32
-        && stamp.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        && stamp.bytes().filter(|b| *b == b'.').count() <= 1
+    common::rpc::client::is_minion_job_id(id)
 }
 
 impl Spool {

@@ -163,6 +163,17 @@ pub fn wait_change(
     }
 }
 
+/// The minion job a start names when the minion refused it as already run
+/// ("… already ran here as job ID: …"), if that is a minion job id.
+fn started_before(value: &common::Value) -> Option<String> {
+    if common::values::error_kind(value) != Some(common::rpc::client::ALREADY_RAN) {
+        return None;
+    }
+    let message = common::values::error_message(value)?;
+    let job = message.split_once(" as job ")?.1.split(':').next()?;
+    common::rpc::client::is_minion_job_id(job).then(|| job.to_string())
+}
+
 /// Calls handed to the root's func-api; `fallback` calls them when it does
 /// not take them.
 pub struct Handed {
@@ -331,6 +342,9 @@ impl Direct for Handed {
             // A job's starts carry its signed request identity: a minion
             // that started it refuses it again (already ran here), so the
             // hosts not answered are started directly, each at most once.
+            // One that refuses had been started by func-api before it broke
+            // off: its answer is the job it names, followed as if func-api
+            // had answered it (its result is collected, not a failure).
             if self.job_request.is_some() {
                 self.say(&format!(
                     "func-api broke off ({why}); starting the hosts it did not answer directly"
@@ -339,10 +353,16 @@ impl Direct for Handed {
                     .into_iter()
                     .filter(|t| !answered.contains(&t.name))
                     .collect();
-                return self
-                    .fallback
-                    .call(self.addressed(rest), function, params, ends)
-                    .await;
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let forward = async {
+                    while let Some((host, value)) = rx.recv().await {
+                        let value = started_before(&value).map_or(value, common::Value::String);
+                        let _ = ends.send((host, value));
+                    }
+                };
+                let calling = self.fallback.call(self.addressed(rest), function, params, tx);
+                tokio::join!(calling, forward);
+                return;
             }
             // Taken: a host not answered is unreachable, never called twice.
             let value = super::unreachable(&why);
@@ -350,5 +370,33 @@ impl Direct for Handed {
                 let _ = ends.send((host, value.clone()));
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::started_before;
+    use common::xmlrpc::remote_error;
+
+    #[test]
+    fn a_start_refused_as_already_run_names_its_job_and_nothing_else_does() {
+        let refused = |kind: &str, job: &str| {
+            remote_error(
+                kind,
+                &format!("this signed request already ran here as job {job}: not run again"),
+                "",
+            )
+        };
+        let kind = common::rpc::client::ALREADY_RAN;
+        assert_eq!(
+            started_before(&refused(kind, "1795850104.571375-minion")).as_deref(),
+            Some("1795850104.571375-minion")
+        );
+        // Another kind of error, or something not a minion job id, is left as it is.
+        assert_eq!(started_before(&refused("func.minion.Other", "17-minion")), None);
+        for bad in ["../x-minion", "relay:r1:17", "17", "1.2.3-minion", ""] {
+            assert_eq!(started_before(&refused(kind, bad)), None, "{bad:?}");
+        }
+        assert_eq!(started_before(&common::Value::String("17-minion".into())), None);
     }
 }
