@@ -3,6 +3,7 @@ funcd on an ephemeral loopback port, each with its own root; everything is
 ended (by pid) and removed when the fixture closes. Standard library only."""
 
 import http.client
+import http.server
 import os
 import shutil
 import signal
@@ -10,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import xmlrpc.client
 
 BIN_DIR = os.environ.get("FUNC_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "target", "debug"))
@@ -234,3 +236,49 @@ class Certmaster:
 def is_error(result):
     """Func's utils.is_error."""
     return isinstance(result, list) and len(result) > 0 and result[0] == "REMOTE_ERROR"
+
+
+class FakeRelay:
+    """An HTTPS server presenting `cert`/`key` (a relay, or a func-api);
+    `answer(path, body)` gives (status, bytes), or None to close the
+    connection without a word. Every request it got is kept in `seen`."""
+
+    def __init__(self, cert, key, answer):
+        self.seen = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def reply(self, body):
+                outer.seen.append((self.command, self.path, body))
+                answered = answer(self.path, body)
+                if answered is None:
+                    self.close_connection = True
+                    return
+                status, data = answered
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.reply(b"")
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                self.reply(self.rfile.read(n))
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

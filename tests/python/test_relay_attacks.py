@@ -9,16 +9,14 @@ overlord, a real minion d1 it calls directly, and two fake relays:
   it must never receive the top's signed request.
 """
 
-import http.server
 import json
 import os
 import ssl
 import subprocess
 import tempfile
-import threading
 import unittest
 
-from funcfixture import Fleet, binary
+from funcfixture import FakeRelay, Fleet, binary
 from test_api import Api
 
 FLEET = None
@@ -30,47 +28,6 @@ MAP = "d1: {}\nliar: {x1: {}}\nrogue: {y1: {}}\n"
 def func(*args, timeout=120):
     return subprocess.run([binary("func"), "--root", FLEET.ca_root] + list(args),
                           capture_output=True, text=True, timeout=timeout)
-
-
-class FakeRelay:
-    """An HTTPS server presenting `cert`/`key`; `answer(path, body)` gives
-    (status, bytes). Every request it got is kept in `seen`."""
-
-    def __init__(self, cert, key, answer):
-        self.seen = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def reply(self, body):
-                outer.seen.append((self.command, self.path, body))
-                status, data = answer(self.path, body)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self.reply(b"")
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                self.reply(self.rfile.read(n))
-
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, key)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def liar_answer(path, body):

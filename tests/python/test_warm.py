@@ -8,18 +8,15 @@ unreachable, and nothing runs twice; func calls the minions itself when no
 func-api answers. Real binaries, three real minions, a real func-api."""
 
 import http.client
-import http.server
 import json
 import os
-import ssl
-import threading
 import signal
 import subprocess
 import sys
 import time
 import unittest
 
-from funcfixture import binary
+from funcfixture import FakeRelay, binary
 from test_api import Api, fleet_and_api, wait_until
 
 HOSTS = ["m1", "m2", "m3"]
@@ -293,40 +290,21 @@ def marking(name, words, seconds):
     return proc, marks
 
 
-class BreakingApi:
+def breaking_api(real):
     """A func-api that takes a hand-off, passes it on to the real one (which
     starts every host and answers them all), and breaks off without a word
     to its caller: the connection closes before any answer. It presents
-    func-api's own certificate; the bodies it took are kept in `taken`."""
+    func-api's own certificate."""
 
-    def __init__(self, real):
-        self.taken = []
-        outer = self
+    def forward_then_break(path, body):
+        conn = http.client.HTTPSConnection("localhost", real.port, context=FLEET.context(), timeout=60)
+        conn.request("POST", path, body, {"Content-Type": "application/json"})
+        conn.getresponse().read()
+        conn.close()
+        return None
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.taken.append(body)
-                conn = http.client.HTTPSConnection("localhost", real.port, context=FLEET.context(), timeout=60)
-                conn.request("POST", self.path, body, {"Content-Type": "application/json"})
-                conn.getresponse().read()
-                conn.close()
-                self.close_connection = True
-
-        pki = os.path.join(FLEET.ca_root, "etc/pki/func-api")
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(os.path.join(pki, "func-api.cert"), os.path.join(pki, "func-api.pem"))
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    pki = os.path.join(FLEET.ca_root, "etc/pki/func-api")
+    return FakeRelay(os.path.join(pki, "func-api.cert"), os.path.join(pki, "func-api.pem"), forward_then_break)
 
 
 class WarmFaultsTest(unittest.TestCase):
@@ -341,7 +319,7 @@ class WarmFaultsTest(unittest.TestCase):
             real = f.read()
         with open("/proc/self/stat") as f:
             start = int(f.read().rsplit(")", 1)[1].split()[19])
-        fake = BreakingApi(API)
+        fake = breaking_api(API)
         marks = os.path.join(FLEET.ca_root, "warm-broke-marks")
         os.makedirs(marks, exist_ok=True)
         try:
@@ -357,7 +335,8 @@ class WarmFaultsTest(unittest.TestCase):
             self.assertEqual(sorted(doc["results"]), HOSTS, doc)
             for host, value in doc["results"].items():
                 self.assertEqual(value[0], 0, (host, value))
-            self.assertEqual(len(fake.taken), 1, "the dispatch was not handed to the breaking func-api")
+            taken = [seen for seen in fake.seen if seen[:2] == ("POST", "/api/v1/relay")]
+            self.assertEqual(len(taken), 1, "the dispatch was not handed to the breaking func-api")
             self.assertEqual(text(os.path.join(marks, "marks")).split(), ["ran"] * 3, "a host ran twice")
         finally:
             with open(path, "w") as f:
